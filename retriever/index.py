@@ -1,0 +1,307 @@
+"""A searchable corpus: one Chroma collection plus its BM25 index, kept consistent.
+
+Chroma is the source of truth. The BM25 index is a cache saved beside the Chroma data and
+tagged with the collection's *generation*, a token every write changes *before* it touches
+Chroma; a BM25 file whose tag differs is stale and is rebuilt from Chroma. So a run killed at
+any point (even ``kill -9``) leaves a store that opens consistent, and indexing again resumes:
+documents whose content hash and chunk count match are skipped, the rest are (re)written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from threading import RLock
+from typing import TYPE_CHECKING, Any
+
+from tqdm.auto import tqdm
+
+from retriever.base import validate_k
+from retriever.bm25 import BM25Retriever, SparseBM25, tokenize
+from retriever.chunking import Chunker, split_chunk_id
+from retriever.dense import DenseRetriever
+from retriever.errors import EmptyCorpus, InvalidInput, NotFound
+from retriever.hybrid import HybridRetriever
+from retriever.ingest import IngestReport, content_hash, iter_documents
+from retriever.store import ChromaStore, list_collection_names, make_client, validate_collection_name
+from retriever.types import Chunk, Hit
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Iterable, Sequence
+
+    from retriever.config import RetrieverConfig
+    from retriever.embeddings import Embedder
+    from retriever.types import Document, SearchMode, Where
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class IndexReport:
+    """What one indexing run did."""
+
+    added: int = 0  # documents new to the collection
+    updated: int = 0  # documents whose content changed (old chunks replaced)
+    unchanged: int = 0  # skipped: same content hash, all chunks present
+    resumed: int = 0  # documents an interrupted run had left incomplete
+    chunks_written: int = 0
+    seconds: float = 0.0
+    ingest: IngestReport = field(default_factory=IngestReport)
+
+    @property
+    def chunks_per_second(self) -> float:
+        return self.chunks_written / self.seconds if self.seconds else 0.0
+
+
+def _bm25_text(chunk: Chunk) -> str:
+    return f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text
+
+
+def _embed_text(chunk: Chunk) -> str:
+    # The title disambiguates short passages ("He was born in ...") for the bi-encoder.
+    return f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text
+
+
+class CorpusIndex:
+    """Index, search, grep and read one collection. Build with :meth:`open`.
+
+    Example:
+        >>> index = CorpusIndex.open(RetrieverConfig(), "default")  # doctest: +SKIP
+        >>> index.search("who painted the Mona Lisa", k=5, mode="hybrid")  # doctest: +SKIP
+    """
+
+    def __init__(self, config: RetrieverConfig, store: ChromaStore, embedder: Embedder, bm25_dir: Path) -> None:
+        self.config = config
+        self.store = store
+        self.embedder = embedder
+        self.bm25_dir = bm25_dir
+        self.chunker = Chunker(embedder.tokenizer, config.chunk_tokens, config.chunk_overlap)  # type: ignore[arg-type]
+        self._lock = RLock()
+        self._bm25: SparseBM25 | None = None
+        self._bm25_generation = ""
+        self._checked_at = 0.0
+        self.dense = DenseRetriever(store, embedder, max_k=config.max_k)
+        self.bm25 = BM25Retriever(store, self.bm25_index, max_k=config.max_k)
+        self.hybrid = HybridRetriever(
+            self.dense, self.bm25, rrf_k=config.rrf_k, candidates=config.candidates,
+            dense_weight=config.dense_weight, bm25_weight=config.bm25_weight, max_k=config.max_k,
+        )
+
+    @property
+    def name(self) -> str:
+        return self.store.name
+
+    @classmethod
+    def open(
+        cls, config: RetrieverConfig, collection: str = "default", *, create: bool = False,
+        embedder: Embedder | None = None, client: Any | None = None,
+    ) -> CorpusIndex:
+        """Open ``collection``; with ``create=False`` an unknown name raises :class:`UnknownCollection`."""
+        from retriever.embeddings import Embedder
+
+        validate_collection_name(collection)
+        client = client if client is not None else make_client(config)
+        store = ChromaStore.open(client, collection, create=create)
+        embedder = embedder if embedder is not None else Embedder.from_config(config)
+        return cls(config, store, embedder, _bm25_dir(config, collection))
+
+    # -- BM25 cache -----------------------------------------------------------------------------
+    def bm25_index(self) -> SparseBM25:
+        """The BM25 index matching the store's current generation (rebuilt if stale)."""
+        with self._lock:
+            now = time.monotonic()
+            # Another process (e.g. `sieve index` while the server runs) may have written; look
+            # at the generation at most once a second to keep Chroma round-trips off the hot path.
+            if self._bm25 is not None and now - self._checked_at < 1.0:
+                return self._bm25
+            self._checked_at = now
+            gen = self.store.generation
+            if self._bm25 is not None and gen == self._bm25_generation:
+                return self._bm25
+            loaded = SparseBM25.load(self.bm25_dir)
+            if loaded is not None and loaded[1] == gen and loaded[0].k1 == self.config.bm25_k1 \
+                    and loaded[0].b == self.config.bm25_b:
+                self._bm25, self._bm25_generation = loaded[0], gen
+                return self._bm25
+            self._bm25 = self._rebuild_bm25(gen)
+            self._bm25_generation = gen
+            return self._bm25
+
+    def _rebuild_bm25(self, gen: str) -> SparseBM25:
+        ids: list[str] = []
+        toks: list[list[str]] = []
+        for cid, text, meta in self.store.scan(include_text=True):
+            ids.append(cid)
+            toks.append(tokenize(f"{meta.get('title', '')}\n{text or ''}" if meta.get("title") else (text or "")))
+        index = SparseBM25.from_tokens(ids, toks, k1=self.config.bm25_k1, b=self.config.bm25_b,
+                                       epsilon=self.config.bm25_epsilon)
+        index.save(self.bm25_dir, fingerprint=gen)
+        logger.info("Rebuilt BM25 for %s: %d chunks, %d terms", self.name, len(ids), len(index.vocab))
+        return index
+
+    # -- indexing -------------------------------------------------------------------------------
+    def index_path(self, path: str | Path, *, progress: bool = True) -> IndexReport:
+        report = IngestReport()
+        result = self.index_documents(iter_documents(path, report), progress=progress)
+        result.ingest = report
+        return result
+
+    def index_documents(self, docs: Iterable[Document], *, progress: bool = True) -> IndexReport:
+        """Add or update documents, idempotently (content hash) and resumably.
+
+        Work is written in batches of ``index_batch_size`` chunks; each batch replaces whole
+        documents, so the worst an interruption leaves is a few incomplete documents that the
+        next run detects (chunk count below ``n_chunks``) and rewrites.
+        """
+        t0 = time.perf_counter()
+        report = IndexReport()
+        with self._lock:
+            states = self.store.doc_states()
+            pending: list[tuple[Document, str, list[Chunk]]] = []
+            seen: set[str] = set()
+            bar = tqdm(desc=f"Indexing {self.name}", unit="chunk", disable=not progress)
+            for doc in docs:
+                if doc.doc_id in seen:
+                    raise InvalidInput(f"Expected unique document ids, got {doc.doc_id!r} twice")
+                seen.add(doc.doc_id)
+                h = content_hash(doc)
+                state = states.get(doc.doc_id)
+                if state is not None and state.doc_hash == h and state.complete:
+                    report.unchanged += 1
+                    continue
+                if state is None:
+                    report.added += 1
+                elif state.doc_hash == h:
+                    report.resumed += 1
+                else:
+                    report.updated += 1
+                chunks = self.chunker.chunk(doc)
+                if not chunks:
+                    report.ingest.skip(doc.doc_id, "no tokens after chunking")
+                    continue
+                pending.append((doc, h, chunks))
+                if sum(len(c) for _, _, c in pending) >= self.config.index_batch_size:
+                    report.chunks_written += self._write(pending, states)
+                    bar.update(sum(len(c) for _, _, c in pending))
+                    pending = []
+            if pending:
+                report.chunks_written += self._write(pending, states)
+                bar.update(sum(len(c) for _, _, c in pending))
+            bar.close()
+            if report.chunks_written:
+                self._checked_at = 0.0
+                self.bm25_index()  # rebuild once per run, not per batch
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def _write(self, batch: list[tuple[Document, str, list[Chunk]]], states: dict) -> int:
+        chunks = [c for _, _, cs in batch for c in cs]
+        vectors = self.embedder.embed_passages([_embed_text(c) for c in chunks])
+        self.store.bump_generation()
+        stale = [d.doc_id for d, _, _ in batch if d.doc_id in states]
+        if stale:
+            self.store.delete_docs(stale)
+        self.store.upsert(
+            chunks, vectors, {d.doc_id: h for d, h, _ in batch}, {d.doc_id: len(cs) for d, _, cs in batch}
+        )
+        return len(chunks)
+
+    def delete_documents(self, doc_ids: Sequence[str]) -> int:
+        """Remove documents (all their chunks) from Chroma and BM25; returns how many existed."""
+        with self._lock:
+            states = self.store.doc_states()
+            present = [d for d in doc_ids if d in states]
+            if present:
+                self.store.bump_generation()
+                self.store.delete_docs(present)
+                self._checked_at = 0.0
+                self.bm25_index()
+            return len(present)
+
+    # -- reading --------------------------------------------------------------------------------
+    def count(self) -> int:
+        return self.store.count()
+
+    def documents(self) -> dict[str, int]:
+        """doc_id -> number of chunks present."""
+        return {d: s.present for d, s in self.store.doc_states().items()}
+
+    def retriever(self, mode: SearchMode) -> DenseRetriever | BM25Retriever | HybridRetriever:
+        if mode == "dense":
+            return self.dense
+        if mode == "bm25":
+            return self.bm25
+        if mode == "hybrid":
+            return self.hybrid
+        raise InvalidInput(f"Expected mode in ('dense', 'bm25', 'hybrid'), got {mode!r}")
+
+    def search(
+        self, query: str, k: int = 10, *, mode: SearchMode = "hybrid", where: Where | None = None,
+        exclude: Collection[str] | None = None,
+    ) -> list[Hit]:
+        if self.count() == 0:
+            raise EmptyCorpus(f"Expected an indexed collection, got {self.name!r} with no chunks; run `sieve index PATH`")
+        return self.retriever(mode).search(query, k, where=where, exclude=exclude)
+
+    def grep(
+        self, pattern: str, k: int = 5, *, where: Where | None = None, exclude: Collection[str] | None = None
+    ) -> list[Hit]:
+        """Chunks whose text matches the regex ``pattern`` (Rust regex syntax), at most ``k``."""
+        validate_k(k, self.config.max_k)
+        exclude = set(exclude or ())
+        chunks = self.store.grep(pattern, k + len(exclude), where=where)
+        kept = [c for c in chunks if c.chunk_id not in exclude][:k]
+        return [Hit(chunk=c, score=1.0, rank=i + 1, mode="bm25") for i, c in enumerate(kept)]
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        return self.store.get(chunk_ids)
+
+    def read_document(self, doc_id: str) -> list[Chunk]:
+        """All chunks of a document in order."""
+        chunks = sorted(self.store.get_where({"doc_id": doc_id}), key=lambda c: c.position)
+        if not chunks:
+            raise NotFound(f"Expected a document id of collection {self.name!r}, got {doc_id!r}")
+        return chunks
+
+    def read(self, ref: str, window: int | None = None) -> list[Chunk]:
+        """A chunk id with ``window`` neighbours each side, or a whole document (doc id, or ``window=None``)."""
+        found = self.store.get([ref])
+        if not found:
+            return self.read_document(ref)
+        chunk = found[0]
+        if window is None:
+            return self.read_document(chunk.doc_id)
+        if window < 0:
+            raise InvalidInput(f"Expected window >= 0, got {window}")
+        lo, hi = chunk.position - window, chunk.position + window
+        where = {"$and": [{"doc_id": chunk.doc_id}, {"position": {"$gte": lo}}, {"position": {"$lte": hi}}]}
+        return sorted(self.store.get_where(where), key=lambda c: c.position)
+
+
+def _bm25_dir(config: RetrieverConfig, collection: str) -> Path:
+    # Keyed by store location too, so two Chroma servers' collections of one name never share a cache.
+    where = config.chroma_url or str(config.data_dir / "chroma")
+    tag = hashlib.sha256(where.encode()).hexdigest()[:10]
+    return config.data_dir / "bm25" / f"{collection}-{tag}"
+
+
+def list_collections(config: RetrieverConfig, client: Any | None = None) -> dict[str, int]:
+    """Collection name -> chunk count."""
+    client = client if client is not None else make_client(config)
+    return {name: int(client.get_collection(name, embedding_function=None).count())
+            for name in list_collection_names(client)}
+
+
+def delete_collection(config: RetrieverConfig, name: str, client: Any | None = None) -> None:
+    import shutil
+
+    client = client if client is not None else make_client(config)
+    ChromaStore.open(client, name, create=False)  # raises UnknownCollection with the valid names
+    client.delete_collection(name)
+    shutil.rmtree(_bm25_dir(config, name), ignore_errors=True)
+
+
+__all__ = ["CorpusIndex", "IndexReport", "delete_collection", "list_collections", "split_chunk_id"]

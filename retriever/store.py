@@ -1,0 +1,269 @@
+"""The Chroma vector store: embedded ``PersistentClient`` by default, ``HttpClient`` when a server URL is set.
+
+Chroma never embeds anything here: collections are created with ``embedding_function=None`` and
+every write and query passes our vectors, so Chroma cannot download its ONNX default model.
+Each chunk's metadata carries what indexing needs to resume (``doc_hash``, ``n_chunks``) and what
+results need to show (``doc_id``, ``title``, ``source``, ``position``, offsets).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from retriever.errors import InvalidInput, InvalidPattern, StoreUnavailable, UnknownCollection
+from retriever.types import Chunk
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+    import numpy as np
+
+    from retriever.config import RetrieverConfig
+    from retriever.types import Where
+
+logger = logging.getLogger(__name__)
+
+_NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
+_RESERVED = ("chunk_id", "doc_id", "title", "source", "position", "char_start", "char_end", "n_tokens",
+             "doc_hash", "n_chunks")
+GENERATION_KEY = "sieve_generation"
+PAGE = 2000  # rows per Chroma get() page when scanning a whole collection
+
+
+def validate_collection_name(name: str) -> str:
+    """Return ``name`` if Chroma accepts it, else raise :class:`InvalidInput`.
+
+    Example:
+        >>> validate_collection_name("default")
+        'default'
+    """
+    if not isinstance(name, str) or not _NAME_RE.match(name) or ".." in name:
+        raise InvalidInput(
+            f"Expected a collection name of 3-512 characters from [a-zA-Z0-9._-], starting and ending "
+            f"with a letter or digit, got {name!r}"
+        )
+    return name
+
+
+def make_client(config: RetrieverConfig) -> Any:
+    """A Chroma client for the configured location, with telemetry off."""
+    import chromadb
+    from chromadb.config import Settings
+
+    settings = Settings(anonymized_telemetry=False)
+    try:
+        if config.chroma_url:
+            url = urlparse(config.chroma_url)
+            if url.scheme not in ("http", "https") or not url.hostname:
+                raise InvalidInput(f"Expected a Chroma URL like http://127.0.0.1:8000, got {config.chroma_url!r}")
+            return chromadb.HttpClient(
+                host=url.hostname, port=url.port or (443 if url.scheme == "https" else 8000),
+                ssl=url.scheme == "https", settings=settings,
+            )
+        path = config.data_dir / "chroma"
+        path.mkdir(parents=True, exist_ok=True)
+        return chromadb.PersistentClient(path=str(path), settings=settings)
+    except InvalidInput:
+        raise
+    except Exception as exc:  # chromadb raises plain ValueError/ConnectionError subclasses
+        where = config.chroma_url or str(config.data_dir / "chroma")
+        raise StoreUnavailable(f"Could not open the Chroma store at {where}: {exc}") from exc
+
+
+def _to_metadata(chunk: Chunk, doc_hash: str, n_chunks: int) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    for key, value in chunk.metadata.items():
+        if key in _RESERVED or value is None:
+            continue
+        # Chroma accepts scalars only; anything else is kept as its JSON-ish string form.
+        meta[key] = value if isinstance(value, (str, int, float, bool)) else str(value)
+    meta.update(
+        chunk_id=chunk.chunk_id, doc_id=chunk.doc_id, title=chunk.title, source=chunk.source,
+        position=chunk.position, char_start=chunk.char_start, char_end=chunk.char_end,
+        n_tokens=chunk.n_tokens, doc_hash=doc_hash, n_chunks=n_chunks,
+    )
+    return meta
+
+
+def chunk_from_record(chunk_id: str, text: str | None, meta: dict[str, Any] | None) -> Chunk:
+    meta = dict(meta or {})
+    extra = {k: v for k, v in meta.items() if k not in _RESERVED}
+    return Chunk(
+        chunk_id=chunk_id, doc_id=str(meta.get("doc_id", chunk_id.rpartition("#")[0])),
+        position=int(meta.get("position", 0)), text=text or "", title=str(meta.get("title", "")),
+        source=str(meta.get("source", "")), char_start=int(meta.get("char_start", 0)),
+        char_end=int(meta.get("char_end", 0)), n_tokens=int(meta.get("n_tokens", 0)), metadata=extra,
+    )
+
+
+@dataclass(frozen=True)
+class DocState:
+    """What the store holds of one document: its content hash and how many of its chunks are present."""
+
+    doc_hash: str
+    n_chunks: int
+    present: int
+
+    @property
+    def complete(self) -> bool:
+        return self.present == self.n_chunks
+
+
+class ChromaStore:
+    """One Chroma collection holding Sieve chunks. Build with :meth:`open`."""
+
+    def __init__(self, client: Any, collection: Any, name: str) -> None:
+        self.client = client
+        self.collection = collection
+        self.name = name
+
+    @classmethod
+    def open(cls, client: Any, name: str, *, create: bool = True) -> ChromaStore:
+        validate_collection_name(name)
+        try:
+            if create:
+                col = client.get_or_create_collection(
+                    name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
+                    metadata={GENERATION_KEY: "empty"},
+                )
+            else:
+                col = client.get_collection(name, embedding_function=None)
+        except Exception as exc:
+            if type(exc).__name__ == "NotFoundError":
+                raise UnknownCollection(
+                    f"Expected an existing collection, got {name!r}; valid: {list_collection_names(client)}"
+                ) from exc
+            raise StoreUnavailable(f"Chroma failed to open collection {name!r}: {exc}") from exc
+        return cls(client, col, name)
+
+    # -- generation: marks every write so the BM25 cache can tell whether it is stale --------
+    @property
+    def generation(self) -> str:
+        col = self.client.get_collection(self.name, embedding_function=None)
+        return str((col.metadata or {}).get(GENERATION_KEY, ""))
+
+    def bump_generation(self) -> str:
+        """Call *before* writing: a run killed mid-write then leaves a generation no cache has."""
+        gen = uuid.uuid4().hex
+        self.collection.modify(metadata={GENERATION_KEY: gen})
+        return gen
+
+    # -- writes ---------------------------------------------------------------------------------
+    def upsert(self, chunks: Sequence[Chunk], embeddings: np.ndarray, doc_hashes: dict[str, str],
+               n_chunks: dict[str, int]) -> None:
+        if not chunks:
+            return
+        self.collection.upsert(
+            ids=[c.chunk_id for c in chunks],
+            embeddings=embeddings.tolist(),
+            documents=[c.text for c in chunks],
+            metadatas=[_to_metadata(c, doc_hashes[c.doc_id], n_chunks[c.doc_id]) for c in chunks],
+        )
+
+    def delete_docs(self, doc_ids: Sequence[str]) -> None:
+        for i in range(0, len(doc_ids), 500):
+            self.collection.delete(where={"doc_id": {"$in": list(doc_ids[i : i + 500])}})
+
+    def delete_ids(self, ids: Sequence[str]) -> None:
+        if ids:
+            self.collection.delete(ids=list(ids))
+
+    # -- reads ----------------------------------------------------------------------------------
+    def count(self) -> int:
+        return int(self.collection.count())
+
+    def scan(self, *, include_text: bool = True, where: Where | None = None) -> Iterator[tuple[str, str | None, dict]]:
+        """Every (id, text, metadata) of the collection, page by page."""
+        include = ["metadatas", "documents"] if include_text else ["metadatas"]
+        offset = 0
+        while True:
+            page = self.collection.get(include=include, limit=PAGE, offset=offset, where=where)
+            ids = page["ids"]
+            if not ids:
+                return
+            docs = page.get("documents") or [None] * len(ids)
+            for cid, text, meta in zip(ids, docs, page["metadatas"]):
+                yield cid, text, meta or {}
+            offset += len(ids)
+
+    def doc_states(self) -> dict[str, DocState]:
+        hashes: dict[str, str] = {}
+        totals: dict[str, int] = {}
+        present: dict[str, int] = {}
+        for _cid, _text, meta in self.scan(include_text=False):
+            d = str(meta.get("doc_id"))
+            h = str(meta.get("doc_hash", ""))
+            if hashes.setdefault(d, h) != h:
+                hashes[d] = "mixed"  # chunks of two versions: an update was interrupted
+            totals[d] = int(meta.get("n_chunks", 0))
+            present[d] = present.get(d, 0) + 1
+        return {d: DocState(hashes[d], totals[d], present[d]) for d in hashes}
+
+    def get(self, ids: Sequence[str]) -> list[Chunk]:
+        """Chunks by id, in the order asked; unknown ids are left out."""
+        if not ids:
+            return []
+        page = self.collection.get(ids=list(ids), include=["documents", "metadatas"])
+        by_id = {cid: chunk_from_record(cid, t, m) for cid, t, m in zip(page["ids"], page["documents"], page["metadatas"])}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def get_where(self, where: Where, limit: int | None = None) -> list[Chunk]:
+        page = self.collection.get(where=where, include=["documents", "metadatas"], limit=limit)
+        return [chunk_from_record(cid, t, m) for cid, t, m in zip(page["ids"], page["documents"], page["metadatas"])]
+
+    def ids_where(self, where: Where) -> set[str]:
+        try:
+            return set(self.collection.get(where=where, include=[])["ids"])
+        except Exception as exc:
+            raise InvalidInput(f"Expected a valid Chroma metadata filter, got {where!r}: {exc}") from exc
+
+    def query(self, embedding: np.ndarray, n: int, where: Where | None = None) -> list[tuple[Chunk, float]]:
+        """Nearest chunks with cosine similarity (1 - Chroma's cosine distance)."""
+        n = min(n, self.count())
+        if n <= 0:
+            return []
+        try:
+            res = self.collection.query(
+                query_embeddings=[embedding.tolist()], n_results=n, where=where,
+                include=["documents", "metadatas", "distances"],
+            )
+        except Exception as exc:
+            if where is not None and type(exc).__name__ in ("InvalidArgumentError", "ValueError"):
+                raise InvalidInput(f"Expected a valid Chroma metadata filter, got {where!r}: {exc}") from exc
+            raise
+        return [
+            (chunk_from_record(cid, t, m), 1.0 - float(d))
+            for cid, t, m, d in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0])
+        ]
+
+    def grep(self, pattern: str, limit: int, where: Where | None = None) -> list[Chunk]:
+        if len(pattern) < 3:
+            # Chroma's $regex needs at least 3 characters (chroma-core/chroma#5118).
+            raise InvalidPattern(f"Expected a regex of at least 3 characters, got {pattern!r}")
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise InvalidPattern(f"Expected a valid regular expression, got {pattern!r}: {exc}") from exc
+        try:
+            page = self.collection.get(where_document={"$regex": pattern}, where=where, limit=limit,
+                                       include=["documents", "metadatas"])
+        except Exception as exc:
+            if type(exc).__name__ in ("InvalidArgumentError", "ValueError"):
+                # e.g. look-around: Chroma uses the Rust regex engine
+                raise InvalidPattern(f"Expected a regex the Rust engine supports (no look-around), got {pattern!r}: "
+                                     f"{str(exc).splitlines()[-1]}") from exc
+            raise
+        return [chunk_from_record(cid, t, m) for cid, t, m in zip(page["ids"], page["documents"], page["metadatas"])]
+
+
+def list_collection_names(client: Any) -> list[str]:
+    return sorted(c.name if hasattr(c, "name") else str(c) for c in client.list_collections())
+
+
+__all__ = ["ChromaStore", "DocState", "chunk_from_record", "list_collection_names", "make_client",
+           "validate_collection_name"]

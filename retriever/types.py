@@ -1,0 +1,79 @@
+"""Vocabulary shared by every layer: documents, chunks and search hits.
+
+These are plain frozen dataclasses so they cross process and thread boundaries safely and
+never depend on a flag of the code that produced them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+DocId = str
+ChunkId = str
+Metadata = dict[str, str | int | float | bool]
+Where = dict[str, Any]
+"""A Chroma-style metadata filter, e.g. ``{"source": "a.md"}`` or ``{"$and": [...]}``."""
+
+SearchMode = Literal["dense", "bm25", "hybrid"]
+
+
+@dataclass(frozen=True)
+class Document:
+    """A source document before chunking.
+
+    Example:
+        >>> Document(doc_id="d1", title="T", text="Hello.").doc_id
+        'd1'
+    """
+
+    doc_id: DocId
+    text: str
+    title: str = ""
+    source: str = ""
+    metadata: Metadata = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A contiguous span of a document, the unit that is embedded, searched and returned.
+
+    ``chunk_id`` is ``f"{doc_id}#{position}"``: stable across re-indexing of unchanged text.
+    ``char_start``/``char_end`` index into the document text.
+    """
+
+    chunk_id: ChunkId
+    doc_id: DocId
+    position: int
+    text: str
+    title: str = ""
+    source: str = ""
+    char_start: int = 0
+    char_end: int = 0
+    n_tokens: int = 0
+    metadata: Metadata = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: a chunk with the score the producing retriever gave it.
+
+    Scores are comparable only within one result list (cosine similarity for dense, BM25 for
+    bm25, fused reciprocal-rank score for hybrid).
+    """
+
+    chunk: Chunk
+    score: float
+    rank: int = 0
+    mode: SearchMode = "hybrid"
+
+    @property
+    def chunk_id(self) -> ChunkId:
+        return self.chunk.chunk_id
+
+    @property
+    def doc_id(self) -> DocId:
+        return self.chunk.doc_id
+
+
+__all__ = ["ChunkId", "Chunk", "DocId", "Document", "Hit", "Metadata", "SearchMode", "Where"]
