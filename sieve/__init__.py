@@ -1,0 +1,28 @@
+"""Sieve's public Python API.
+
+``from sieve import Sieve`` for the library; ``from sieve.client import SieveClient`` for the HTTP
+server; ``sieve.adapters`` for LangChain and LlamaIndex retrievers. Heavy modules load lazily.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from retriever.config import RetrieverConfig
+from retriever.errors import SieveError
+from retriever.types import Chunk, Document, Hit
+from sieve.facade import Sieve
+
+if TYPE_CHECKING:
+    from agent import AgentConfig, Trace
+
+__all__ = ["AgentConfig", "Chunk", "Document", "Hit", "RetrieverConfig", "Sieve", "SieveError", "Trace"]
+
+
+def __getattr__(name: str) -> Any:
+    # The agent package pulls in the tool machinery; import it only when asked for.
+    if name in ("AgentConfig", "Trace"):
+        import agent
+
+        return getattr(agent, name)
+    raise AttributeError(f"module 'sieve' has no attribute {name!r}")

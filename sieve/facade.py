@@ -1,0 +1,81 @@
+"""``Sieve``: the one object most users need — index a corpus, retrieve, and run the search agent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from retriever.config import RetrieverConfig
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from agent import AgentConfig, Trace
+    from retriever import CorpusIndex, Document, Hit, IndexReport
+    from retriever.types import SearchMode, Where
+
+
+class Sieve:
+    """A collection plus the agent that searches it.
+
+    Args:
+        collection: collection name (created on first write).
+        config: retrieval settings; defaults read ``SIEVE_*`` environment variables.
+        agent_config: agent settings (policy, budget, caps).
+
+    Example:
+        >>> s = Sieve("docs")  # doctest: +SKIP
+        >>> s.index("my_folder/")  # doctest: +SKIP
+        >>> trace = s.search("Which ...?")  # doctest: +SKIP
+        >>> [e.chunk_id for e in trace.returned]  # doctest: +SKIP
+    """
+
+    def __init__(
+        self, collection: str = "default", *, config: RetrieverConfig | None = None,
+        agent_config: AgentConfig | None = None, data_dir: str | Path | None = None,
+    ) -> None:
+        self.collection = collection
+        self.config = config or (RetrieverConfig(data_dir=Path(data_dir)) if data_dir else RetrieverConfig())
+        self._agent_config = agent_config
+        self._index: CorpusIndex | None = None
+        self._agents: dict[str, Any] = {}
+
+    @property
+    def corpus(self) -> CorpusIndex:
+        """The underlying :class:`CorpusIndex` (opened, and created, on first use)."""
+        if self._index is None:
+            from retriever import CorpusIndex
+
+            self._index = CorpusIndex.open(self.config, self.collection, create=True)
+        return self._index
+
+    def index(self, path: str | Path, *, progress: bool = True) -> IndexReport:
+        return self.corpus.index_path(path, progress=progress)
+
+    def add_documents(self, docs: Iterable[Document], *, progress: bool = False) -> IndexReport:
+        return self.corpus.index_documents(docs, progress=progress)
+
+    def delete_documents(self, doc_ids: Sequence[str]) -> int:
+        return self.corpus.delete_documents(doc_ids)
+
+    def retrieve(self, query: str, k: int = 10, *, mode: SearchMode = "hybrid", where: Where | None = None) -> list[Hit]:
+        """Plain single-shot retrieval (no agent)."""
+        return self.corpus.search(query, k, mode=mode, where=where)
+
+    def search(self, question: str, *, policy: str | None = None, rollouts: int = 1, **overrides: Any) -> Trace:
+        """Agentic search: the ranked evidence is ``trace.returned``.
+
+        ``overrides`` replace fields of the agent config for this call (e.g. ``budget_tokens=4000``).
+        """
+        import dataclasses
+
+        from agent import AgentConfig, SearchAgent, make_policy
+
+        base = self._agent_config or AgentConfig()
+        cfg = dataclasses.replace(base, **overrides) if overrides else base
+        name = policy or cfg.policy
+        agent = SearchAgent(self.corpus, make_policy(name, cfg), cfg)
+        return agent.run_fused(question, rollouts=rollouts) if rollouts > 1 else agent.run(question)
+
+
+__all__ = ["Sieve"]
