@@ -70,6 +70,13 @@ class PayloadTooLarge(SieveError):
     status = 413
 
 
+class RequestTimeout(SieveError):
+    """A request's blocking work (retrieval, agent run) ran past its time limit."""
+
+    code = "timeout"
+    status = 504
+
+
 __all__ = [
     "BackendError",
     "EmptyCorpus",
@@ -78,6 +85,7 @@ __all__ = [
     "ModelUnavailable",
     "NotFound",
     "PayloadTooLarge",
+    "RequestTimeout",
     "SieveError",
     "StoreUnavailable",
     "Unauthorized",
