@@ -1,0 +1,97 @@
+"""Set-retrieval metric maths as pure functions (precision, recall, F-beta).
+
+``eval/metrics.py`` (owned by the eval package) did not exist when the rewards were written, so
+the few formulas the rewards need live here, dependency-free; once ``eval.metrics`` exposes the
+same functions, rewards and eval must agree on them (``tests/train/test_rewards.py`` checks the
+maths by hand).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Iterable
+
+
+def precision(returned: Collection[str], gold: Collection[str]) -> float:
+    """Share of ``returned`` ids that are gold (0.0 for an empty returned set).
+
+    Example:
+        >>> precision({"a", "b"}, {"a"})
+        0.5
+    """
+    r = set(returned)
+    return len(r & set(gold)) / len(r) if r else 0.0
+
+
+def recall(returned: Collection[str], gold: Collection[str]) -> float:
+    """Share of ``gold`` ids found in ``returned`` (0.0 when there is no gold).
+
+    Example:
+        >>> recall(["a", "x"], ["a", "b"])
+        0.5
+    """
+    g = set(gold)
+    return len(set(returned) & g) / len(g) if g else 0.0
+
+
+def f_beta(returned: Collection[str], gold: Collection[str], beta: float = 1.0) -> float:
+    """F-beta over sets: ``(1+β²)·P·R / (β²·P + R)``; β > 1 weighs recall more.
+
+    Args:
+        returned: ids the system returned (duplicates are ignored).
+        gold: the gold ids.
+        beta: recall weight; must be > 0.
+
+    Returns:
+        The score in [0, 1]; 0.0 when either side is empty or nothing matches.
+
+    Raises:
+        ValueError: if ``beta`` is not positive.
+
+    Example:
+        >>> round(f_beta({"a", "b"}, {"a"}, beta=1.0), 4)
+        0.6667
+    """
+    if beta <= 0:
+        raise ValueError(f"Expected beta > 0, got {beta}")
+    p, r = precision(returned, gold), recall(returned, gold)
+    if p == 0.0 or r == 0.0:
+        return 0.0
+    b2 = beta * beta
+    return (1 + b2) * p * r / (b2 * p + r)
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans({c: " " for c in string.punctuation})
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD-style normalisation: lowercase, drop punctuation and articles, squeeze spaces.
+
+    Example:
+        >>> normalize_answer("The  New-Hollywood era!")
+        'new hollywood era'
+    """
+    return " ".join(_ARTICLES.sub(" ", text.lower().translate(_PUNCT)).split())
+
+
+def contains_answer(text: str, answers: Iterable[str]) -> bool:
+    """Whether any (normalised) answer occurs in ``text`` on word boundaries.
+
+    Example:
+        >>> contains_answer("Puccini was a leading exponent of verismo.", ["Verismo"])
+        True
+    """
+    hay = f" {normalize_answer(text)} "
+    for a in answers:
+        na = normalize_answer(a)
+        if na and f" {na} " in hay:
+            return True
+    return False
+
+
+__all__ = ["contains_answer", "f_beta", "normalize_answer", "precision", "recall"]
