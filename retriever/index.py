@@ -146,6 +146,7 @@ class CorpusIndex:
     def index_path(self, path: str | Path, *, progress: bool = True) -> IndexReport:
         report = IngestReport()
         result = self.index_documents(iter_documents(path, report), progress=progress)
+        report.skipped.extend(result.ingest.skipped)  # documents that chunked to nothing
         result.ingest = report
         return result
 
@@ -172,16 +173,16 @@ class CorpusIndex:
                 if state is not None and state.doc_hash == h and state.complete:
                     report.unchanged += 1
                     continue
+                chunks = self.chunker.chunk(doc)
+                if not chunks:
+                    report.ingest.skip(doc.doc_id, "no tokens after chunking")
+                    continue
                 if state is None:
                     report.added += 1
                 elif state.doc_hash == h:
                     report.resumed += 1
                 else:
                     report.updated += 1
-                chunks = self.chunker.chunk(doc)
-                if not chunks:
-                    report.ingest.skip(doc.doc_id, "no tokens after chunking")
-                    continue
                 pending.append((doc, h, chunks))
                 if sum(len(c) for _, _, c in pending) >= self.config.index_batch_size:
                     report.chunks_written += self._write(pending, states)
