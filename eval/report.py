@@ -1,0 +1,146 @@
+"""``summary.md`` tables and the PNG plots embedded in it.
+
+Plots are drawn on an explicit Agg canvas (``matplotlib.figure.Figure``), so nothing changes
+matplotlib's global backend and no display is needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eval.exports import slug
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+Metrics = dict[str, float]
+
+
+def _fmt(v: float | None, digits: int = 3) -> str:
+    if v is None:
+        return "—"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}f}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return lines
+
+
+def mid_k(ks: Sequence[int]) -> int:
+    """The cut-off the single-k columns use: 10 when scored, else the largest."""
+    return 10 if 10 in ks else max(ks)
+
+
+def source_tables(metrics: dict[str, Metrics], ks: Sequence[int]) -> list[str]:
+    """Markdown tables (quality, then cost) of one source; ``metrics`` maps system -> aggregated metrics."""
+    k = mid_k(ks)
+    kmax = max(ks)
+    systems = list(metrics)
+    quality_header = ["system", *[f"R@{x}" for x in ks], *[f"All@{x}" for x in ks],
+                      f"P@{k}", f"F1@{k}", "MRR@10", "nDCG@10"]
+    quality = []
+    for s in systems:
+        m = metrics[s]
+        quality.append([f"`{s}`", *[_fmt(m.get(f"recall@{x}")) for x in ks], *[_fmt(m.get(f"all_found@{x}")) for x in ks],
+                        _fmt(m.get(f"precision@{k}")), _fmt(m.get(f"f1@{k}")), _fmt(m.get("mrr@10")),
+                        _fmt(m.get("ndcg@10"))])
+    cost_header = ["system", "traj. recall", "searches", "turns", "prune calls", "pruned chunks", "prune acc.",
+                   "LLM tokens", f"returned tokens@{kmax}", "p50 ms", "p95 ms", "total s"]
+    cost = []
+    for s in systems:
+        m = metrics[s]
+        cost.append([f"`{s}`", _fmt(m.get("trajectory_recall")), _fmt(m.get("searches"), 2), _fmt(m.get("turns"), 2),
+                     _fmt(m.get("prune_calls"), 2), _fmt(m.get("pruned_chunks"), 1), _fmt(m.get("prune_accuracy")),
+                     _fmt(m.get("tokens"), 0), _fmt(m.get(f"returned_tokens@{kmax}"), 0),
+                     _fmt(m.get("wall_ms_p50"), 1), _fmt(m.get("wall_ms_p95"), 1), _fmt(m.get("wall_s_total"), 1)])
+    return [*_table(quality_header, quality), "", *_table(cost_header, cost)]
+
+
+def plot_recall_at_k(metrics: dict[str, Metrics], ks: Sequence[int], path: Path, title: str) -> Path:
+    """Recall@k against k, one line per system."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6, 4), dpi=110)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for system, m in metrics.items():
+        ax.plot(list(ks), [m.get(f"recall@{k}", 0.0) for k in ks], marker="o", label=system)
+    ax.set_xlabel("k (distinct documents returned)")
+    ax.set_ylabel("recall@k of gold documents")
+    ax.set_xticks(list(ks))
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    return path
+
+
+def plot_recall_vs_tokens(metrics: dict[str, Metrics], ks: Sequence[int], path: Path, title: str) -> Path:
+    """Recall@k against the tokens an LLM pipeline processes for it (log x), one line per system.
+
+    x = the returned chunks' tokens at k (what a reader model pays) + the tokens the system's own
+    LLM processed (agents; 0 for baselines and the no-LLM policy).
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6, 4), dpi=110)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for system, m in metrics.items():
+        xs = [m.get(f"returned_tokens@{k}", 0.0) + m.get("tokens", 0.0) for k in ks]
+        ys = [m.get(f"recall@{k}", 0.0) for k in ks]
+        ax.plot(xs, ys, marker="o", label=system)
+        for x, y, k in zip(xs, ys, ks):
+            ax.annotate(f"k={k}", (x, y), fontsize=6, xytext=(3, -8), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_xlabel("tokens per task (returned context + agent LLM)")
+    ax.set_ylabel("recall@k of gold documents")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    return path
+
+
+def write_summary_md(
+    out_dir: Path, per_source: dict[str, dict[str, Metrics]], ks: Sequence[int], meta: dict[str, Any],
+    *, plots: bool = True,
+) -> Path:
+    """Write ``summary.md`` (and ``plots/*.png`` it embeds); returns its path."""
+    lines = [f"# Sieve evaluation: {', '.join(per_source)}", ""]
+    lines += [f"- command: `{meta.get('command', '')}`",
+              f"- collection: `{meta.get('collection')}` ({meta.get('n_chunks')} chunks, "
+              f"embeddings {meta.get('embed_dtype')}{', pooled corpus' if meta.get('pooled') else ''})",
+              f"- tasks: {', '.join(f'{s} {n}' for s, n in meta.get('n_tasks', {}).items())}",
+              f"- every system is asked for {max(ks)} distinct documents; chunks count for their document, "
+              "lists are de-duplicated by document before the cut at k",
+              f"- index build/check: {meta.get('index_seconds', 0):.1f}s; run wall time: {meta.get('run_seconds', 0):.1f}s "
+              "(per-system totals below sum per-task times, so they survive resumes)",
+              "- P@k / F1@k are over the returned set (hits / documents returned within k); "
+              "All@k = share of tasks with every gold document in the top k", ""]
+    plot_dir = out_dir / "plots"
+    for source, metrics in per_source.items():
+        lines += [f"## {source}", "", *source_tables(metrics, ks), ""]
+        if plots and metrics:
+            plot_dir.mkdir(parents=True, exist_ok=True)
+            a = plot_recall_at_k(metrics, ks, plot_dir / f"recall_at_k_{slug(source)}.png", f"{source}: recall@k")
+            b = plot_recall_vs_tokens(metrics, ks, plot_dir / f"recall_vs_tokens_{slug(source)}.png",
+                                      f"{source}: recall vs tokens")
+            lines += [f"![recall@k on {source}](plots/{a.name})", f"![recall vs tokens on {source}](plots/{b.name})", ""]
+    path = out_dir / "summary.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+__all__ = ["mid_k", "plot_recall_at_k", "plot_recall_vs_tokens", "source_tables", "write_summary_md"]

@@ -1,0 +1,146 @@
+"""One evaluation run: data dirs -> cached index -> every system on every task -> report folder.
+
+Writes ``results.jsonl`` (resumable), ``summary.json``, ``summary.md`` with plots, and the
+BrowseComp-Plus / TREC exports. ``sieve eval`` (``server/commands/evaluate.py``) is a thin CLI
+over :func:`run_eval`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eval.data import load_sets, open_eval_index
+from eval.evaluator import RESULTS_FILE, RetrievalEvaluator, SequentialEvaluator, load_results
+from eval.exports import write_bcp, write_trec
+from eval.report import write_summary_md
+from eval.systems import make_system, parse_systems
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from retriever.config import RetrieverConfig
+    from retriever.embeddings import Embedder
+    from retriever.index import CorpusIndex
+
+    from eval.systems import System
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class EvalConfig:
+    data: list[Path] = field(metadata={"help": "Data dirs (corpus.jsonl + tasks.jsonl); several = pooled corpus."})
+    systems: list[str] = field(
+        default_factory=lambda: ["dense", "bm25", "hybrid", "agent:heuristic"],
+        metadata={"help": "Systems: dense, bm25, hybrid, agent[:heuristic|openai|local]."},
+    )
+    ks: list[int] = field(default_factory=lambda: [5, 10, 20], metadata={"help": "Cut-offs k scored."})
+    limit: int | None = field(default=None, metadata={"help": "Only the first N tasks of each data dir."})
+    out: Path = field(default=Path("report"), metadata={"help": "Report folder (results.jsonl is resumed from)."})
+    exports: bool = field(default=True, metadata={"help": "Write BrowseComp-Plus and TREC run files."})
+    plots: bool = field(default=True, metadata={"help": "Draw the PNG plots embedded in summary.md."})
+    progress: bool = field(default=True, metadata={"help": "Show progress bars."})
+    command: str = field(default="", metadata={"help": "The command line, recorded in the summary."})
+
+    def __post_init__(self) -> None:
+        self.data = [Path(d) for d in self.data]
+        self.out = Path(self.out)
+        self.systems = parse_systems(",".join(self.systems))
+        if not self.data:
+            raise ValueError("Expected at least one data dir, got none")
+        if not self.ks or any(k < 1 for k in self.ks):
+            raise ValueError(f"Expected positive cut-offs k, got {self.ks}")
+        self.ks = sorted(set(self.ks))
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"Expected limit >= 1 or None, got {self.limit}")
+
+
+@dataclass
+class EvalReport:
+    """What :func:`run_eval` produced: metrics per source and system, and where the files are."""
+
+    metrics: dict[str, dict[str, dict[str, float]]]  # source -> system -> metric -> value
+    flat: dict[str, dict[str, float]]  # system -> evaluator keys ({source}_recall@10 ...)
+    primary_metric: str
+    out_dir: Path
+    calls: dict[str, int]  # system -> system calls made by this run (0 = fully resumed)
+    meta: dict[str, Any]
+
+
+def run_eval(
+    config: EvalConfig, retriever_config: RetrieverConfig, *, embedder: Embedder | None = None,
+    index: CorpusIndex | None = None, system_factory: Callable[[str, CorpusIndex, int], System] = make_system,
+) -> EvalReport:
+    """Run every system of ``config`` on every task and write the report folder.
+
+    Args:
+        config: what to run.
+        retriever_config: where the cached index lives and how it is embedded (``--bf16``).
+        embedder: a loaded embedder to share (loaded from ``retriever_config`` if omitted).
+        index: an already indexed collection holding the corpus (skips the cached-index step;
+            tests pass the shared sample index).
+        system_factory: builds a system from (spec, index, depth); tests wrap it to count calls.
+
+    Raises:
+        NotFound / InvalidInput: a data dir lacks its files or holds malformed lines.
+    """
+    t_start = time.perf_counter()
+    sets, maps = load_sets(config.data)
+    if config.limit is not None:
+        for s in sets:
+            s.tasks = s.tasks[: config.limit]
+    for s in sets:
+        no_gold = [t.task_id for t in s.tasks if not t.gold_ids]
+        if no_gold:
+            logger.warning("Skipping %d tasks of %s without gold ids (e.g. %s)", len(no_gold), s.name, no_gold[0])
+            s.tasks = [t for t in s.tasks if t.gold_ids]
+    t0 = time.perf_counter()
+    if index is None:
+        index = open_eval_index(sets, maps, retriever_config, embedder, progress=config.progress)
+    index_seconds = time.perf_counter() - t0
+    depth = max(config.ks)
+    out_dir = config.out
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    evaluator = SequentialEvaluator([RetrievalEvaluator(s.tasks, config.ks, s.name, progress=config.progress)
+                                     for s in sets])
+    metrics: dict[str, dict[str, dict[str, float]]] = {s.name: {} for s in sets}
+    flat: dict[str, dict[str, float]] = {}
+    calls: dict[str, int] = {}
+    for spec in config.systems:
+        system = system_factory(spec, index, depth)
+        logger.info("Evaluating %s on %s", system.name, ", ".join(s.name for s in sets))
+        flat[system.name] = evaluator(system, out_dir)
+        calls[system.name] = evaluator.calls
+        for s in sets:
+            prefix = f"{s.name}_"
+            metrics[s.name][system.name] = {k[len(prefix):]: v for k, v in flat[system.name].items()
+                                            if k.startswith(prefix)}
+
+    # Exports and summaries cover exactly this run's (system, task) pairs, fresh or resumed.
+    wanted = {(name, t.source, t.task_id) for name in flat for s in sets for t in s.tasks}
+    rows = [r for key, r in load_results(out_dir / RESULTS_FILE).items() if key in wanted]
+    if config.exports:
+        write_bcp(rows, out_dir)
+        write_trec(rows, out_dir, depth)
+    meta = {
+        "command": config.command, "data": [str(p) for p in config.data], "systems": list(flat),
+        "ks": config.ks, "limit": config.limit, "collection": index.name, "n_chunks": index.count(),
+        "embed_dtype": index.config.embed_dtype, "pooled": len(sets) > 1,
+        "n_tasks": {s.name: len(s.tasks) for s in sets}, "id_renames": {k: len(v) for k, v in maps.items()},
+        "index_seconds": index_seconds, "run_seconds": time.perf_counter() - t_start, "calls": calls,
+        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items() if k != "data"},
+    }
+    summary = {"meta": meta, "primary_metric": evaluator.primary_metric, "metrics": metrics, "flat": flat}
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    write_summary_md(out_dir, metrics, config.ks, meta, plots=config.plots)
+    return EvalReport(metrics=metrics, flat=flat, primary_metric=evaluator.primary_metric, out_dir=out_dir,
+                      calls=calls, meta=meta)
+
+
+__all__ = ["EvalConfig", "EvalReport", "run_eval"]

@@ -1,0 +1,174 @@
+"""The systems compared: single-shot retrieval baselines and the Sieve agent, behind one protocol.
+
+Every system answers one question with a ranked, doc-de-duplicated list of at least ``depth``
+documents where the corpus allows (``depth`` = the largest k scored), so all systems are cut at
+the same returned-set size. Build them from spec strings with :func:`make_system`:
+``dense``, ``bm25``, ``hybrid``, ``agent`` (heuristic policy) or ``agent:<policy>``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from retriever.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from retriever.index import CorpusIndex
+    from retriever.types import SearchMode
+
+logger = logging.getLogger(__name__)
+
+BASELINES: tuple[str, ...] = ("dense", "bm25", "hybrid")
+AGENT_POLICIES: tuple[str, ...] = ("heuristic", "openai", "local")
+
+
+@dataclass
+class SystemOutput:
+    """What one system returned for one question.
+
+    ``doc_ids`` is ranked and de-duplicated (first occurrence); ``chunk_ids[i]`` is the chunk that
+    put ``doc_ids[i]`` in the list and ``chunk_tokens[i]`` its size (what a reader model would pay).
+    """
+
+    doc_ids: list[str]
+    chunk_ids: list[str]
+    scores: list[float]
+    chunk_tokens: list[int]
+    wall_ms: float
+    seen_doc_ids: list[str] = field(default_factory=list)  # agents: all docs shown on the way; baselines: doc_ids
+    tool_call_counts: dict[str, int] = field(default_factory=dict)
+    answer: str = ""
+    trace: dict[str, Any] | None = None  # agents only: Trace.to_dict()
+
+
+@runtime_checkable
+class System(Protocol):
+    """A retrieval system under evaluation; ``name`` is unique within a run (it keys the results)."""
+
+    name: str
+
+    def run(self, question: str) -> SystemOutput: ...
+
+
+def _first_per_doc(items: list[tuple[str, str, float, int]]) -> tuple[list[str], list[str], list[float], list[int]]:
+    seen: set[str] = set()
+    docs, chunks, scores, toks = [], [], [], []
+    for chunk_id, doc_id, score, n_tok in items:
+        if doc_id in seen:
+            continue
+        seen.add(doc_id)
+        docs.append(doc_id)
+        chunks.append(chunk_id)
+        scores.append(score)
+        toks.append(n_tok)
+    return docs, chunks, scores, toks
+
+
+class RetrievalSystem:
+    """One ``index.search`` call per question (``mode`` = dense, bm25 or hybrid), then doc de-duplication.
+
+    It asks for ``3 * depth`` chunks so that ``depth`` distinct documents survive de-duplication,
+    and doubles the request (up to the index's ``max_k``) in the rare case they do not.
+    """
+
+    def __init__(self, index: CorpusIndex, mode: SearchMode, depth: int) -> None:
+        if mode not in BASELINES:
+            raise InvalidInput(f"Expected a baseline mode in {BASELINES}, got {mode!r}")
+        self.index = index
+        self.mode = mode
+        self.depth = depth
+        self.name = mode
+
+    def run(self, question: str) -> SystemOutput:
+        t0 = time.perf_counter()
+        limit = self.index.config.max_k
+        want = min(3 * self.depth, limit)
+        while True:
+            hits = self.index.search(question, want, mode=self.mode)
+            docs, chunks, scores, toks = _first_per_doc(
+                [(h.chunk_id, h.doc_id, h.score, h.chunk.n_tokens) for h in hits])
+            # Fewer hits than asked means the corpus (or filter) is exhausted: asking more is useless.
+            if len(docs) >= self.depth or len(hits) < want or want >= limit:
+                break
+            want = min(2 * want, limit)
+        wall_ms = (time.perf_counter() - t0) * 1000
+        return SystemOutput(
+            doc_ids=docs[: self.depth], chunk_ids=chunks[: self.depth], scores=scores[: self.depth],
+            chunk_tokens=toks[: self.depth], wall_ms=wall_ms, seen_doc_ids=docs[: self.depth],
+            tool_call_counts={"search": 1},
+        )
+
+
+class AgentSystem:
+    """The Sieve search agent (``agent.SearchAgent``) with a given policy, returning ``depth`` evidence items."""
+
+    def __init__(self, index: CorpusIndex, policy: str, depth: int, **agent_overrides: Any) -> None:
+        from agent import AgentConfig, SearchAgent, make_policy
+
+        if policy not in AGENT_POLICIES:
+            raise InvalidInput(f"Expected an agent policy in {AGENT_POLICIES}, got {policy!r}")
+        self.index = index
+        self.policy_name = policy
+        self.depth = depth
+        self.name = f"agent:{policy}"
+        self.config = AgentConfig(k=depth, **agent_overrides)
+        self.agent = SearchAgent(index, make_policy(policy, self.config), self.config)
+
+    def run(self, question: str) -> SystemOutput:
+        t0 = time.perf_counter()
+        trace = self.agent.run(question)
+        wall_ms = (time.perf_counter() - t0) * 1000
+        # Evidence carries text, not token counts: look the chunks up once for their n_tokens.
+        n_tok = {c.chunk_id: c.n_tokens for c in self.index.get_chunks(trace.returned_chunk_ids)} \
+            if trace.returned else {}
+        docs, chunks, scores, toks = _first_per_doc(
+            [(e.chunk_id, e.doc_id, e.score, n_tok.get(e.chunk_id, 0)) for e in trace.returned])
+        counts: dict[str, int] = {}
+        for call in trace.tool_calls:
+            counts[call.name] = counts.get(call.name, 0) + 1
+        return SystemOutput(
+            doc_ids=docs[: self.depth], chunk_ids=chunks[: self.depth], scores=scores[: self.depth],
+            chunk_tokens=toks[: self.depth], wall_ms=wall_ms, seen_doc_ids=list(dict.fromkeys(trace.seen_doc_ids)),
+            tool_call_counts=counts, answer=trace.answer or "", trace=trace.to_dict(),
+        )
+
+
+def parse_systems(spec: str) -> list[str]:
+    """Split and validate ``"dense,bm25,hybrid,agent:heuristic"``; ``agent`` alone means ``agent:heuristic``.
+
+    Example:
+        >>> parse_systems("bm25, agent")
+        ['bm25', 'agent:heuristic']
+    """
+    out: list[str] = []
+    for raw in spec.split(","):
+        name = raw.strip()
+        if not name:
+            continue
+        if name == "agent":
+            name = "agent:heuristic"
+        base, _, policy = name.partition(":")
+        valid = name in BASELINES or (base == "agent" and policy in AGENT_POLICIES)
+        if not valid:
+            raise InvalidInput(
+                f"Expected systems from {', '.join(BASELINES)}, agent[:{'|'.join(AGENT_POLICIES)}], got {name!r}")
+        if name not in out:
+            out.append(name)
+    if not out:
+        raise InvalidInput(f"Expected at least one system, got {spec!r}")
+    return out
+
+
+def make_system(spec: str, index: CorpusIndex, depth: int, **agent_overrides: Any) -> System:
+    """A system from one validated spec string (see :func:`parse_systems`)."""
+    (name,) = parse_systems(spec)
+    if name in BASELINES:
+        return RetrievalSystem(index, name, depth)  # type: ignore[arg-type]
+    return AgentSystem(index, name.partition(":")[2], depth, **agent_overrides)
+
+
+__all__ = ["AGENT_POLICIES", "AgentSystem", "BASELINES", "RetrievalSystem", "System", "SystemOutput",
+           "make_system", "parse_systems"]

@@ -1,0 +1,238 @@
+"""The runner on the shipped sample: baselines, resumability, exports, pooled corpora and the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eval.data import collection_name, load_sets, open_eval_index
+from eval.evaluator import RESULTS_FILE, RetrievalEvaluator, load_results
+from eval.metrics import dedupe
+from eval.runner import EvalConfig, run_eval
+from eval.systems import RetrievalSystem, SystemOutput, parse_systems
+from retriever.errors import InvalidInput
+
+QUESTION = "Who directed the film whose screenplay was co-written with Arthur C. Clarke?"
+
+
+@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
+def test_baseline_returns_depth_distinct_docs_from_one_search(sample_index, mode):
+    out = RetrievalSystem(sample_index, mode, depth=5).run(QUESTION)
+    hits = sample_index.search(QUESTION, 15, mode=mode)
+    assert out.doc_ids == dedupe(h.doc_id for h in hits)[:5]
+    assert len(out.doc_ids) == len(set(out.doc_ids)) == 5
+    first_chunk = {}
+    for h in hits:
+        first_chunk.setdefault(h.doc_id, h.chunk)
+    assert out.chunk_ids == [first_chunk[d].chunk_id for d in out.doc_ids]
+    assert out.chunk_tokens == [first_chunk[d].n_tokens for d in out.doc_ids]
+    assert all(t > 0 for t in out.chunk_tokens)
+    assert out.tool_call_counts == {"search": 1} and out.trace is None
+
+
+def test_parse_systems():
+    assert parse_systems("dense, hybrid,agent,agent:heuristic") == ["dense", "hybrid", "agent:heuristic"]
+    for bad in ("sparse", "agent:gpt", ""):
+        with pytest.raises(InvalidInput, match="Expected"):
+            parse_systems(bad)
+
+
+class _ScriptedSystem:
+    """A fake system (labelled so): returns fixed doc lists per question, to test the evaluator's bookkeeping."""
+
+    name = "scripted"
+
+    def __init__(self, answers: dict[str, list[str]]) -> None:
+        self.answers = answers
+
+    def run(self, question: str) -> SystemOutput:
+        docs = self.answers[question]
+        return SystemOutput(doc_ids=docs, chunk_ids=[f"{d}#0" for d in docs], scores=[1.0] * len(docs),
+                            chunk_tokens=[7] * len(docs), wall_ms=5.0)
+
+
+def test_evaluator_keys_and_exact_values(sample_tasks):
+    from eval.data import EvalTask
+
+    tasks = [EvalTask(t["id"], t["question"], tuple(t["gold_ids"]), source="sample") for t in sample_tasks[:2]]
+    g0, g1 = tasks[0].gold_ids, tasks[1].gold_ids
+    system = _ScriptedSystem({tasks[0].question: [g0[0], "noise", g0[1]], tasks[1].question: ["noise", "more"]})
+    ev = RetrievalEvaluator(tasks, ks=[1, 3], name="sample", progress=False)
+    m = ev(system)
+    assert ev.primary_metric == "sample_recall@3" and ev.greater_is_better
+    assert all(k.startswith("sample_") for k in m)
+    assert m["sample_recall@1"] == pytest.approx(0.25)  # (1/2 + 0) / 2
+    assert m["sample_recall@3"] == pytest.approx(0.5)
+    assert m["sample_all_found@3"] == pytest.approx(0.5)
+    assert m["sample_precision@3"] == pytest.approx((2 / 3 + 0) / 2)
+    assert m["sample_mrr@10"] == pytest.approx(0.5)
+    assert m["sample_returned_tokens@3"] == pytest.approx((21 + 14) / 2)
+    assert ev.calls == 2
+
+
+def _config(sample_dir: Path, out: Path, **kw) -> EvalConfig:
+    kw.setdefault("systems", ["bm25", "hybrid"])
+    kw.setdefault("ks", [2, 5])
+    return EvalConfig(data=[sample_dir], out=out, progress=False, **kw)
+
+
+def _n_lines(path: Path) -> int:
+    return sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+
+
+def test_resume_skips_done_pairs(sample_index, sample_dir, tmp_path, counter):
+    out = tmp_path / "rep"
+    first = counter()
+    r1 = run_eval(_config(sample_dir, out, limit=3, plots=False), sample_index.config, index=sample_index,
+                  system_factory=first)
+    assert first.calls == {"bm25": 3, "hybrid": 3} and r1.calls == first.calls
+    results = out / RESULTS_FILE
+    assert _n_lines(results) == 6
+
+    # Same run again: every (system, task) pair is already there, so no system is asked anything.
+    again = counter()
+    r2 = run_eval(_config(sample_dir, out, limit=3, plots=False), sample_index.config, index=sample_index,
+                  system_factory=again)
+    assert again.calls == {"bm25": 0, "hybrid": 0}
+    assert _n_lines(results) == 6
+    assert r2.metrics == r1.metrics
+
+    # Two more tasks: only they run.
+    more = counter()
+    run_eval(_config(sample_dir, out, limit=5, plots=False), sample_index.config, index=sample_index,
+             system_factory=more)
+    assert more.calls == {"bm25": 2, "hybrid": 2}
+
+    # A run killed mid-write leaves a torn last line: exactly that task is redone.
+    text = results.read_text(encoding="utf-8")
+    last = text.rstrip("\n").rsplit("\n", 1)[1]
+    torn_system = json.loads(last)["system"]
+    results.write_text(text[: len(text) - len(last) // 2 - 1], encoding="utf-8")
+    torn = counter()
+    run_eval(_config(sample_dir, out, limit=5, plots=False), sample_index.config, index=sample_index,
+             system_factory=torn)
+    assert sum(torn.calls.values()) == 1 and torn.calls[torn_system] == 1
+
+    # A larger k needs deeper lists than the stored rows have: everything is redone.
+    deeper = counter()
+    run_eval(_config(sample_dir, out, limit=5, ks=[2, 8], plots=False), sample_index.config, index=sample_index,
+             system_factory=deeper)
+    assert deeper.calls == {"bm25": 5, "hybrid": 5}
+    rows = load_results(results)
+    assert all(len(r["returned_doc_ids"]) == 8 for r in rows.values() if r["depth"] == 8)
+
+
+def test_metrics_exports_and_summary(sample_index, sample_dir, tmp_path, sample_tasks):
+    out = tmp_path / "rep"
+    report = run_eval(_config(sample_dir, out, limit=4, systems=["dense", "bm25"]), sample_index.config,
+                      index=sample_index)
+    rows = list(load_results(out / RESULTS_FILE).values())
+    assert len(rows) == 8
+    gold = {t["id"]: set(t["gold_ids"]) for t in sample_tasks}
+    for system in ("dense", "bm25"):
+        mine = [r for r in rows if r["system"] == system]
+        assert [r["task_id"] for r in mine] == [t["id"] for t in sample_tasks[:4]]
+        by_hand = sum(len(set(r["returned_doc_ids"][:5]) & gold[r["task_id"]]) / len(gold[r["task_id"]])
+                      for r in mine) / 4
+        assert report.metrics["sample"][system]["recall@5"] == pytest.approx(by_hand)
+        assert report.metrics["sample"][system]["n_tasks"] == 4
+
+    # TREC: 6 columns, ranks 1..n, scores strictly decreasing; recall@5 from the files equals ours.
+    trec = out / "trec" / "sample"
+    qrels: dict[str, set[str]] = {}
+    for line in (trec / "qrels.txt").read_text().splitlines():
+        qid, zero, doc, rel = line.split()
+        assert zero == "0" and rel == "1"
+        qrels.setdefault(qid, set()).add(doc)
+    assert qrels == {t["id"]: set(t["gold_ids"]) for t in sample_tasks[:4]}
+    run: dict[str, list[tuple[int, float, str]]] = {}
+    for line in (trec / "dense.run").read_text().splitlines():
+        qid, q0, doc, rank, score, name = line.split()
+        assert q0 == "Q0" and name == "dense"
+        run.setdefault(qid, []).append((int(rank), float(score), doc))
+    for ranked in run.values():
+        assert [r for r, _, _ in ranked] == list(range(1, len(ranked) + 1))
+        assert all(a[1] > b[1] for a, b in zip(ranked, ranked[1:]))
+    from_files = sum(len({d for _, _, d in sorted(run[q], key=lambda x: -x[1])[:5]} & qrels[q]) / len(qrels[q])
+                     for q in qrels) / len(qrels)
+    assert from_files == pytest.approx(report.metrics["sample"]["dense"]["recall@5"])
+
+    # BrowseComp-Plus: one JSON per query and system with the fields its scorer reads.
+    bcp = sorted((out / "bcp" / "sample" / "bm25").glob("*.json"))
+    assert [p.stem for p in bcp] == sorted(t["id"] for t in sample_tasks[:4])
+    rec = json.loads(bcp[0].read_text())
+    assert {"query_id", "tool_call_counts", "status", "retrieved_docids", "result"} <= set(rec)
+    assert rec["status"] == "completed" and rec["tool_call_counts"] == {"search": 1}
+    assert rec["result"][-1]["type"] == "output_text"
+    row = next(r for r in rows if r["system"] == "bm25" and r["task_id"] == rec["query_id"])
+    assert rec["retrieved_docids"] == row["returned_doc_ids"]
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["metrics"]["sample"]["bm25"]["recall@5"] == report.metrics["sample"]["bm25"]["recall@5"]
+    assert summary["primary_metric"] == "sample_recall@5"
+    md = (out / "summary.md").read_text()
+    assert "| `dense` |" in md and "R@5" in md and "![recall@k on sample](plots/recall_at_k_sample.png)" in md
+    for png in ("recall_at_k_sample.png", "recall_vs_tokens_sample.png"):
+        assert (out / "plots" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_pooled_corpus_renames_colliding_ids_and_scores_per_source(tiny_dirs, tmp_path, embedder):
+    from retriever import RetrieverConfig
+
+    alpha, beta = tiny_dirs
+    sets, maps = load_sets([alpha, beta])
+    assert maps == {"alpha": {"wiki-stanley-kubrick": "alpha/wiki-stanley-kubrick"},
+                    "beta": {"wiki-stanley-kubrick": "beta/wiki-stanley-kubrick"}}
+    assert sets[0].tasks[0].gold_ids == ("wiki-2001-a-space-odyssey", "alpha/wiki-stanley-kubrick")
+    assert all(t.source == "beta" for t in sets[1].tasks)
+
+    rcfg = RetrieverConfig(data_dir=tmp_path / "data")
+    out = tmp_path / "pooled"
+    report = run_eval(EvalConfig(data=[alpha, beta], systems=["hybrid"], ks=[2, 5], out=out, progress=False,
+                                 plots=False), rcfg, embedder=embedder)
+    assert set(report.metrics) == {"alpha", "beta"}
+    assert report.metrics["alpha"]["hybrid"]["n_tasks"] == 3 == report.metrics["beta"]["hybrid"]["n_tasks"]
+    assert report.meta["pooled"] and report.meta["collection"] == collection_name(sets, rcfg)
+    assert set(report.flat["hybrid"]) >= {"alpha_recall@5", "beta_recall@5"}
+
+    index = open_eval_index(sets, maps, rcfg, embedder, progress=False)
+    docs = index.documents()
+    assert len(docs) == 16 + 17  # one corpus, both sets, the clash kept apart
+    assert {"alpha/wiki-stanley-kubrick", "beta/wiki-stanley-kubrick"} <= set(docs)
+    assert "wiki-stanley-kubrick" not in docs
+    # Opening the cached collection again writes nothing.
+    generation = index.store.generation
+    open_eval_index(sets, maps, rcfg, embedder, progress=False)
+    assert index.store.generation == generation
+
+    rows = load_results(out / RESULTS_FILE)
+    assert {src for _, src, _ in rows} == {"alpha", "beta"}
+    assert all(set(r["returned_doc_ids"]) <= set(docs) for r in rows.values())
+    # A single set gets its own cache, not the pooled one.
+    assert collection_name(sets[:1], rcfg) != collection_name(sets, rcfg)
+    # The trec/bcp exports are split per source.
+    assert (out / "trec" / "alpha" / "hybrid.run").is_file() and (out / "trec" / "beta" / "qrels.txt").is_file()
+
+
+def test_cli_eval(tiny_dirs, tmp_path):
+    from typer.testing import CliRunner
+
+    from server.cli import app
+
+    alpha, _ = tiny_dirs
+    args = ["eval", "--data", str(alpha), "--systems", "bm25", "--k", "2,5", "--limit", "2", "--out",
+            str(tmp_path / "rep"), "--data-dir", str(tmp_path / "data"), "--json", "--no-plots"]
+    runner = CliRunner()
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    body = json.loads(res.stdout)
+    assert body["calls"] == {"bm25": 2}
+    assert 0.0 <= body["metrics"]["alpha"]["bm25"]["recall@5"] <= 1.0
+    assert json.loads(runner.invoke(app, args).stdout)["calls"] == {"bm25": 0}
+
+    bad = runner.invoke(app, [*args[:4], "sparse", *args[5:]])
+    assert bad.exit_code == 2 and "invalid_input" in bad.output
+    bad_k = runner.invoke(app, [*args[:6], "five", *args[7:]])
+    assert bad_k.exit_code == 2 and "--k" in bad_k.output
