@@ -171,3 +171,35 @@ def test_aggregate_means_skip_abstentions_and_report_wall_percentiles():
     assert agg["wall_ms_p95"] == pytest.approx(29.0)  # 20 + 0.9 * (30 - 20)
     assert agg["wall_s_total"] == pytest.approx(0.06)
     assert aggregate([], [1]) == {}
+
+
+def test_metrics_and_trec_export_agree_with_trec_eval():
+    """Reference check: our maths on exported TREC files against trec_eval's (pytrec_eval bindings)."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    from eval.exports import qrels_lines, trec_run_lines
+
+    rng = random.Random(3)
+    pool = [f"d{i}" for i in range(40)]
+    rows = []
+    for q in range(30):
+        returned = rng.sample(pool, rng.randint(0, 20))
+        gold = rng.sample(pool, rng.randint(1, 4))
+        rows.append({"task_id": f"q{q}", "returned_doc_ids": returned, "gold_ids": gold})
+    qrels: dict[str, dict[str, int]] = {}
+    for line in qrels_lines(rows):
+        qid, _, doc, rel = line.split()
+        qrels.setdefault(qid, {})[doc] = int(rel)
+    run: dict[str, dict[str, float]] = {}
+    for line in trec_run_lines(rows, "test", depth=20):
+        qid, _, doc, _, score, _ = line.split()
+        run.setdefault(qid, {})[doc] = float(score)
+    ref = pytrec_eval.RelevanceEvaluator(qrels, {"recall.5,10", "ndcg_cut.10", "recip_rank"}).evaluate(run)
+    for row in rows:
+        if not row["returned_doc_ids"]:
+            continue  # trec_eval skips queries absent from the run
+        r, g = row["returned_doc_ids"], row["gold_ids"]
+        got = ref[row["task_id"]]
+        assert recall_at_k(r, g, 5) == pytest.approx(got["recall_5"])
+        assert recall_at_k(r, g, 10) == pytest.approx(got["recall_10"])
+        assert ndcg_at_k(r, g, 10) == pytest.approx(got["ndcg_cut_10"])
+        assert reciprocal_rank(r, g) == pytest.approx(got["recip_rank"])
