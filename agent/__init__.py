@@ -1,0 +1,23 @@
+"""The search agent: tools, a token-budgeted loop with pruning, policies, and the trace it yields."""
+
+from agent.config import AgentConfig, HeuristicConfig
+from agent.factory import POLICIES, make_policy
+from agent.loop import Episode, SearchAgent, fuse_traces
+from agent.tool_specs import TOOL_NAMES, tool_specs
+from agent.trace import Evidence, ToolCall, Trace, Turn
+
+__all__ = [
+    "POLICIES",
+    "TOOL_NAMES",
+    "AgentConfig",
+    "Episode",
+    "Evidence",
+    "HeuristicConfig",
+    "SearchAgent",
+    "ToolCall",
+    "Trace",
+    "Turn",
+    "fuse_traces",
+    "make_policy",
+    "tool_specs",
+]

@@ -1,0 +1,103 @@
+"""Typed configuration of the agent loop, its tools and policies (help text kept here only)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pruning.config import PruningConfig
+
+PolicyName = Literal["heuristic", "openai", "local"]
+
+
+@dataclass
+class HeuristicConfig:
+    """Knobs of the no-LLM policy (tuned on 2WikiMultihopQA with ``python -m agent.bench_policy``)."""
+
+    first_k: int = field(default=10, metadata={"help": "Chunks shown by the first search (the question itself)."})
+    hop_k: int = field(default=3, metadata={"help": "Chunks shown by each reformulated (bridging) search."})
+    seed_chunks: int = field(default=4, metadata={"help": "Top chunks whose entities seed the next hop's queries."})
+    max_queries_per_turn: int = field(default=6, metadata={"help": "Reformulated searches issued per turn."})
+    max_hops: int = field(default=2, metadata={"help": "Rounds of reformulation after the first search."})
+    min_gain: float = field(
+        default=0.05, metadata={"help": "A hop must add a chunk this much above the pool's median score, else stop."}
+    )
+    prune_below: float = field(
+        default=0.15, metadata={"help": "Chunks whose evidence score is below this are pruned after each turn."}
+    )
+    bridge_weight: float = field(
+        default=0.9, metadata={"help": "Share of its parent's score a chunk found by a bridging query inherits."}
+    )
+    jitter: float = field(
+        default=0.15, metadata={"help": "Random re-weighting of entity candidates in fused rollouts (seed > 0)."}
+    )
+
+
+@dataclass
+class AgentConfig:
+    # -- budget and hard caps --
+    budget_tokens: int = field(default=8192, metadata={"help": "Context budget of the model's view, in tokens."})
+    max_turns: int = field(default=16, metadata={"help": "Hard cap on model turns per episode."})
+    max_tool_calls: int = field(default=64, metadata={"help": "Hard cap on tool calls per episode."})
+    max_calls_per_turn: int = field(default=8, metadata={"help": "Tool calls of one turn beyond this are rejected."})
+    max_total_tokens: int = field(
+        default=400_000, metadata={"help": "Hard cap on prompt + completion tokens processed over an episode."}
+    )
+    max_wall_s: float = field(default=300.0, metadata={"help": "Hard cap on an episode's wall time, in seconds."})
+    # -- tools --
+    k: int = field(default=10, metadata={"help": "Size of the returned evidence set."})
+    search_k: int = field(default=10, metadata={"help": "Most chunks one search call shows."})
+    search_candidates: int = field(
+        default=50, metadata={"help": "Fused hybrid candidates re-scored before packing (Context-1: 50)."}
+    )
+    search_tokens: int = field(default=2048, metadata={"help": "Per-call token budget of search, grep and read results."})
+    rescore_dense: float = field(
+        default=0.5, metadata={"help": "Weight of query-chunk cosine against fused rank when re-scoring search results."}
+    )
+    grep_k: int = field(default=5, metadata={"help": "Most chunks one grep call shows (Context-1: 5)."})
+    read_window: int = field(default=1, metadata={"help": "Neighbouring chunks each side read() shows by default."})
+    tool_workers: int = field(default=4, metadata={"help": "Threads running one turn's tool calls concurrently."})
+    max_arg_chars: int = field(default=4000, metadata={"help": "Longest query or pattern a tool accepts."})
+    # -- episodes --
+    rollouts: int = field(default=1, metadata={"help": "Default number of fused rollouts for run_fused."})
+    rrf_k: int = field(default=60, metadata={"help": "Reciprocal-rank-fusion constant for fused rollouts."})
+    record_prompts: bool = field(
+        default=False, metadata={"help": "Store each turn's prompt messages in the trace (for RL; makes traces large)."}
+    )
+    seed: int = field(default=0, metadata={"help": "Base seed; rollout i of run_fused uses seed + i."})
+    # -- LLM policies --
+    temperature: float = field(default=0.0, metadata={"help": "Sampling temperature (fused rollouts use >= 0.7)."})
+    max_new_tokens: int = field(default=512, metadata={"help": "Most tokens the model may write per turn."})
+    base_url: str = field(default="http://127.0.0.1:8001/v1", metadata={"help": "OpenAI-compatible endpoint (openai policy)."})
+    model: str = field(default="gpt-oss-20b", metadata={"help": "Model name sent to the OpenAI-compatible endpoint."})
+    api_key: str | None = field(default=None, metadata={"help": "Bearer key for the endpoint, if it needs one."})
+    timeout_s: float = field(default=120.0, metadata={"help": "Per-request timeout of the OpenAI backend."})
+    retries: int = field(default=2, metadata={"help": "Retries of a failed or timed-out backend request."})
+    local_model: Path | None = field(
+        default=None, metadata={"help": "HF model folder for the local policy (default: SmolLM2-135M, converted once)."}
+    )
+    pruning: PruningConfig = field(default_factory=PruningConfig)
+    heuristic: HeuristicConfig = field(default_factory=HeuristicConfig)
+
+    def __post_init__(self) -> None:
+        positive = {"max_turns": self.max_turns, "max_tool_calls": self.max_tool_calls, "k": self.k,
+                    "search_k": self.search_k, "search_candidates": self.search_candidates, "grep_k": self.grep_k,
+                    "tool_workers": self.tool_workers, "rollouts": self.rollouts, "rrf_k": self.rrf_k,
+                    "max_calls_per_turn": self.max_calls_per_turn, "max_new_tokens": self.max_new_tokens}
+        bad = {n: v for n, v in positive.items() if v < 1}
+        if bad:
+            raise ValueError(f"Expected positive values, got {bad}")
+        if self.budget_tokens < 256:
+            raise ValueError(f"Expected budget_tokens >= 256, got {self.budget_tokens}")
+        if self.search_candidates < self.search_k:
+            raise ValueError(f"Expected search_candidates >= search_k, got {self.search_candidates} < {self.search_k}")
+        if not 0.0 <= self.rescore_dense <= 1.0:
+            raise ValueError(f"Expected 0 <= rescore_dense <= 1, got {self.rescore_dense}")
+        if self.read_window < 0:
+            raise ValueError(f"Expected read_window >= 0, got {self.read_window}")
+        if self.max_wall_s <= 0 or self.timeout_s <= 0:
+            raise ValueError(f"Expected max_wall_s > 0 and timeout_s > 0, got {self.max_wall_s}, {self.timeout_s}")
+
+
+__all__ = ["AgentConfig", "HeuristicConfig", "PolicyName"]

@@ -1,0 +1,42 @@
+"""The policy protocol: what decides the next turn's tool calls, with or without a model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from agent.backends.base import ParsedToolCall
+    from agent.loop import Episode
+    from pruning.tokens import TokenCounter
+
+
+@dataclass
+class PolicyStep:
+    """One turn's output: the tool calls, the text around them and what they cost."""
+
+    tool_calls: list[ParsedToolCall] = field(default_factory=list)
+    text: str = ""  # free text of the assistant message (an answer when there are no calls)
+    completion: str = ""  # the raw completion as generated (text + tool-call markup)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class PolicySession(Protocol):
+    """The per-episode state of a policy (one per episode, so rollouts can run in parallel)."""
+
+    def step(self, episode: Episode) -> PolicyStep: ...
+
+
+@runtime_checkable
+class Policy(Protocol):
+    name: str
+
+    def start(self, episode: Episode) -> PolicySession: ...
+
+    def token_counter(self) -> TokenCounter: ...
+
+
+__all__ = ["Policy", "PolicySession", "PolicyStep"]

@@ -1,0 +1,63 @@
+"""A policy driven by a chat model through any :class:`~agent.backends.base.ChatBackend`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agent.backends.parsing import parse_tool_calls
+from agent.policies.base import PolicyStep
+from agent.tool_specs import TOOL_ALIASES, TOOL_NAMES
+from pruning.tokens import ApproxTokenCounter
+
+if TYPE_CHECKING:
+    from agent.backends.base import ChatBackend
+    from agent.config import AgentConfig
+    from agent.loop import Episode
+    from pruning.tokens import TokenCounter
+
+# Fused rollouts need diverse episodes; greedy decoding would make them identical.
+ROLLOUT_TEMPERATURE = 0.7
+_KNOWN = set(TOOL_NAMES) | set(TOOL_ALIASES)
+
+
+class LLMPolicy:
+    """Each turn: the pruned view goes to the model with the tool schemas; its tool calls come back."""
+
+    def __init__(self, backend: ChatBackend, config: AgentConfig, *, name: str = "llm",
+                 counter: TokenCounter | None = None, tool_choice: str = "auto") -> None:
+        self.backend = backend
+        self.config = config
+        self.name = name
+        self.tool_choice = tool_choice
+        self._counter = counter or ApproxTokenCounter()
+
+    def token_counter(self) -> TokenCounter:
+        return self._counter
+
+    def start(self, episode: Episode) -> _LLMSession:
+        return _LLMSession(self)
+
+
+class _LLMSession:
+    def __init__(self, policy: LLMPolicy) -> None:
+        self.p = policy
+
+    def step(self, episode: Episode) -> PolicyStep:
+        cfg = self.p.config
+        temperature = cfg.temperature
+        if episode.rollout > 0 and temperature == 0.0:
+            temperature = ROLLOUT_TEMPERATURE
+        result = self.p.backend.chat(episode.context.view(), episode.tools, tool_choice=self.p.tool_choice,
+                                     max_tokens=cfg.max_new_tokens, temperature=temperature)
+        calls = list(result.tool_calls)
+        text = result.text
+        if not calls:
+            calls = parse_tool_calls(text, _KNOWN)
+            if calls:
+                text = ""  # the calls are rendered as structured tool_calls; do not show them twice
+        return PolicyStep(tool_calls=calls, text=text, completion=result.raw or result.text,
+                          prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
+                          meta={"finish_reason": result.finish_reason})
+
+
+__all__ = ["ROLLOUT_TEMPERATURE", "LLMPolicy"]

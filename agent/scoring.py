@@ -1,0 +1,95 @@
+"""Cheap relevance scores: cosine between a query and chunks, from the vectors Chroma already holds.
+
+Re-embedding 50 candidates per search would cost about a second on CPU; the stored passage
+vectors (title + text, unit-normalised) are fetched instead, and embedded only when the store
+cannot return them. Vectors are cached per :class:`VectorCache` (one per agent, not global).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from threading import Lock
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from retriever.index import CorpusIndex
+    from retriever.types import Chunk
+
+logger = logging.getLogger(__name__)
+
+
+class VectorCache:
+    """Passage vectors by chunk id for one index, fetched from the store and memoised (LRU)."""
+
+    def __init__(self, index: CorpusIndex, max_size: int = 50_000) -> None:
+        self.index = index
+        self.max_size = max_size
+        self._vecs: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = Lock()
+
+    def _fetch(self, chunks: Sequence[Chunk]) -> dict[str, np.ndarray]:
+        ids = [c.chunk_id for c in chunks]
+        out: dict[str, np.ndarray] = {}
+        try:
+            page = self.index.store.collection.get(ids=ids, include=["embeddings"])
+            for cid, vec in zip(page["ids"], page["embeddings"]):
+                out[cid] = np.asarray(vec, dtype=np.float32)
+        except Exception as exc:  # a remote or older store: fall back to embedding the text
+            logger.debug("Stored vectors unavailable (%s); embedding %d chunks", exc, len(ids))
+        missing = [c for c in chunks if c.chunk_id not in out]
+        if missing:
+            texts = [f"{c.title}\n{c.text}" if c.title else c.text for c in missing]
+            for c, v in zip(missing, self.index.embedder.embed_passages(texts)):
+                out[c.chunk_id] = v
+        return out
+
+    def vectors(self, chunks: Sequence[Chunk]) -> np.ndarray:
+        """One unit row per chunk, in order."""
+        if not chunks:
+            return np.zeros((0, 1), dtype=np.float32)
+        with self._lock:
+            missing = [c for c in dict((c.chunk_id, c) for c in chunks).values() if c.chunk_id not in self._vecs]
+        fetched = self._fetch(missing) if missing else {}
+        with self._lock:
+            for cid, v in fetched.items():
+                self._vecs[cid] = v
+            rows = []
+            for c in chunks:
+                v = self._vecs.get(c.chunk_id)
+                if v is None:
+                    v = fetched[c.chunk_id]
+                else:
+                    self._vecs.move_to_end(c.chunk_id)
+                rows.append(v)
+            while len(self._vecs) > self.max_size:
+                self._vecs.popitem(last=False)
+        return np.stack(rows)
+
+    def cosine(self, query: str, chunks: Sequence[Chunk]) -> np.ndarray:
+        """Cosine similarity of ``query`` with each chunk (vectors are unit-normalised)."""
+        if not chunks:
+            return np.zeros(0, dtype=np.float32)
+        q = self.index.embedder.embed_query(query)
+        return self.vectors(chunks) @ q
+
+
+def minmax(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Scale to [0, 1]; a constant list maps to ones.
+
+    Example:
+        >>> minmax([1.0, 3.0, 2.0]).tolist()
+        [0.0, 1.0, 0.5]
+    """
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.size == 0:
+        return arr
+    lo, hi = float(arr.min()), float(arr.max())
+    return np.ones_like(arr) if hi - lo < 1e-12 else (arr - lo) / (hi - lo)
+
+
+__all__ = ["VectorCache", "minmax"]

@@ -1,0 +1,80 @@
+"""The token budget with Context-1's published mechanics.
+
+After every turn the model reads ``[Token usage: 14,203/32,768]``. Past the soft limit (half
+the budget by default) the line carries a request to prune or finish; past the hard limit every
+tool except ``prune`` and ``finish`` is rejected with an error saying so, so the model must free
+context or conclude.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pruning.config import PruningConfig
+
+BudgetState = Literal["ok", "soft", "hard"]
+
+SOFT_NOTICE = ("You have used more than half of your context budget. Prune chunks that do not help answer the "
+               "question (prune tool) or finish with the evidence you have (finish tool).")
+HARD_NOTICE = ("Context budget nearly exhausted: only prune and finish are accepted now. Prune irrelevant chunks "
+               "to continue searching, or finish.")
+# Tools still allowed past the hard limit: freeing context, and concluding.
+HARD_ALLOWED = frozenset({"prune", "finish"})
+
+
+@dataclass(frozen=True)
+class TokenBudget:
+    """Budget thresholds in tokens.
+
+    Example:
+        >>> b = TokenBudget.from_config(32768, PruningConfig())
+        >>> b.usage_line(14203)
+        '[Token usage: 14,203/32,768]'
+        >>> b.state(20000)
+        'soft'
+    """
+
+    total: int
+    soft: int
+    hard: int
+
+    @classmethod
+    def from_config(cls, total: int, config: PruningConfig) -> TokenBudget:
+        if total < 256:
+            raise ValueError(f"Expected a token budget >= 256, got {total}")
+        return cls(total=total, soft=int(total * config.soft_fraction), hard=int(total * config.hard_fraction))
+
+    def state(self, used: int) -> BudgetState:
+        if used >= self.hard:
+            return "hard"
+        if used >= self.soft:
+            return "soft"
+        return "ok"
+
+    def remaining(self, used: int) -> int:
+        """Tokens that may still be added before the hard limit."""
+        return max(0, self.hard - used)
+
+    def usage_line(self, used: int) -> str:
+        return f"[Token usage: {used:,}/{self.total:,}]"
+
+    def notice(self, used: int) -> str:
+        """The per-turn message: the usage line, plus a warning past the soft or hard limit."""
+        state = self.state(used)
+        line = self.usage_line(used)
+        if state == "hard":
+            return f"{line}\n{HARD_NOTICE}"
+        if state == "soft":
+            return f"{line}\n{SOFT_NOTICE}"
+        return line
+
+    def rejection(self, tool: str, used: int) -> str | None:
+        """The error for calling ``tool`` at ``used`` tokens, or None when it is allowed."""
+        if self.state(used) != "hard" or tool in HARD_ALLOWED:
+            return None
+        return (f"Expected prune or finish past the hard context limit ({used:,}/{self.total:,} tokens used, "
+                f"limit {self.hard:,}), got {tool}. Prune chunks you no longer need, or finish.")
+
+
+__all__ = ["HARD_ALLOWED", "HARD_NOTICE", "SOFT_NOTICE", "BudgetState", "TokenBudget"]

@@ -1,0 +1,122 @@
+"""Loop mechanics: budget, caps, events, traces, fused rollouts (scripted FAKE model unless noted)."""
+
+from __future__ import annotations
+
+import json
+
+from _agent_fakes import AlwaysSearch, ScriptedBackend, TimeoutBackend, call, text_turn, turn
+
+from agent import AgentConfig, SearchAgent, Trace, make_policy
+from pruning.budget import HARD_NOTICE, SOFT_NOTICE
+
+
+def _notices(request):
+    return [m["content"] for m in request["messages"] if m["content"].startswith("[Token usage:")]
+
+
+def test_usage_line_every_turn_and_only_latest_in_view(run_script):
+    trace, backend, _ = run_script([turn(call("search", query="Lindbergh", k=1))] * 3)
+    for req in backend.requests:
+        notices = _notices(req)
+        assert len(notices) == 1  # older notices leave the view
+    last = _notices(backend.requests[-1])[0]
+    assert last.startswith(f"[Token usage: {trace.turns[2].context_tokens - 0:,}".split(",")[0][:14])
+    assert "/8,192]" in last
+
+
+def test_soft_and_hard_limits(run_script):
+    # A 1,024-token budget: soft at 512, hard at 921 (0.9).
+    script = [turn(call("search", query="Charles Lindbergh Spirit of St. Louis", k=10))] + \
+             [turn(call("search", query=f"Lindbergh {i}", k=10)) for i in range(4)] + \
+             [turn(call("prune", ids=[f"c{i}" for i in range(1, 40)])), turn(call("search", query="Paris", k=1)),
+              turn(call("finish", ids=["c1"]))]
+    trace, backend, events = run_script(script, budget_tokens=1024)
+    states = [e["state"] for e in events if e["type"] == "usage"]
+    assert "soft" in states and "hard" in states
+    notices = [n for r in backend.requests for n in _notices(r)]
+    assert any(SOFT_NOTICE in n for n in notices) and any(HARD_NOTICE in n for n in notices)
+    rejected = [c for c in trace.tool_calls if c.error and "past the hard context limit" in c.error]
+    assert rejected and all(c.name == "search" and not c.malformed for c in rejected)
+    prune = next(c for c in trace.tool_calls if c.name == "prune")
+    assert prune.error is None  # prune is always allowed
+    after_prune = trace.tool_calls[trace.tool_calls.index(prune) + 1]
+    assert after_prune.error is None and after_prune.result_chunk_ids  # budget freed: search works again
+    assert trace.peak_context_tokens <= 1024 + 200  # per-call packing never overshoots the hard limit much
+    assert trace.stop_reason == "finished"
+
+
+def test_hard_caps_end_cleanly(run_script, sample_index):
+    trace, _, _ = run_script(AlwaysSearch(), max_turns=3)
+    assert trace.stop_reason == "max_turns" and len(trace.turns) == 3
+    assert trace.returned  # fallback: chunks in view, most relevant first
+    trace, _, _ = run_script(AlwaysSearch(), max_tool_calls=2)
+    assert trace.stop_reason == "max_tool_calls" and len(trace.tool_calls) == 2
+    trace, _, _ = run_script(AlwaysSearch(), max_total_tokens=1000)
+    assert trace.stop_reason == "max_tokens"
+    trace, _, _ = run_script(AlwaysSearch(), max_wall_s=1e-6)
+    assert trace.stop_reason == "timeout" and not trace.turns
+    many = turn(*[call("search", query=f"Lindbergh {i}", k=1) for i in range(5)])
+    trace, _, _ = run_script([many], max_calls_per_turn=2)
+    errors = [c.error for c in trace.turns[0].tool_calls]
+    assert errors[:2] == [None, None] and all("at most 2 tool calls" in e for e in errors[2:])
+
+
+def test_backend_timeout_and_plain_text_answer(run_script):
+    trace, _, events = run_script(TimeoutBackend())
+    assert trace.stop_reason == "backend_error" and "timeout" in trace.meta["error"]
+    assert events[-1]["type"] == "done"
+    trace, _, _ = run_script([turn(call("search", query="Lindbergh", k=2)), RuntimeError("model crashed")])
+    assert trace.stop_reason == "backend_error" and len(trace.returned) == 2
+    trace, _, _ = run_script([text_turn("I think the answer is Paris.")])
+    assert trace.stop_reason == "no_tool_call" and trace.answer == "I think the answer is Paris."
+
+
+def test_events_and_trace_roundtrip(run_script):
+    trace, _, events = run_script([turn(call("search", query="Lindbergh", k=2), call("grep", pattern="Paris")),
+                                   turn(call("finish", ids=["c1"]))], record_prompts=True)
+    kinds = [e["type"] for e in events]
+    assert kinds[:3] == ["action", "observation", "usage"] and kinds[-1] == "done"
+    assert events[0]["tools"] == ["search", "grep"] and events[0]["params"][0]["query"] == "Lindbergh"
+    assert trace.turns[1].prompt_messages[-1]["content"].startswith("[Token usage:")
+    assert trace.turns[0].prompt_messages[0]["role"] == "system"
+    data = json.loads(trace.to_json())
+    again = Trace.from_dict(data)
+    assert again.returned_chunk_ids == trace.returned_chunk_ids and again.n_searches == 2
+    assert again.tool_calls[0].result_chunk_ids == trace.tool_calls[0].result_chunk_ids
+
+
+def test_broken_event_callback_does_not_break_the_episode(sample_index):
+    config = AgentConfig()
+    agent = SearchAgent(sample_index, make_policy("openai", config, backend=ScriptedBackend(
+        [turn(call("search", query="Lindbergh", k=1))])), config)
+
+    def bad(event):
+        raise ValueError("printer broke")
+
+    assert agent.run("Lindbergh", on_event=bad).stop_reason == "finished"
+
+
+def test_fused_rollouts_vary_temperature_and_fuse_by_rrf(sample_index):
+    class Varied:
+        """FAKE model (scripted): rollout-dependent query, then finishes with the first two shown."""
+
+        def __init__(self):
+            self.temps = []
+
+        def chat(self, messages, tools, **kw):
+            self.temps.append(kw["temperature"])
+            if any(m["role"] == "tool" for m in messages):
+                return turn(call("finish", ids=["c2", "c1"]))
+            q = "Lindbergh" if kw["temperature"] == 0 else "Spirit of St. Louis"
+            return turn(call("search", query=q, k=2))
+
+    config = AgentConfig()
+    backend = Varied()
+    agent = SearchAgent(sample_index, make_policy("openai", config, backend=backend), config)
+    fused = agent.run_fused("Lindbergh aircraft", rollouts=3)
+    assert sorted(set(backend.temps)) == [0.0, 0.7]
+    assert len(fused.meta["rollouts"]) == 3 and fused.policy == "openaix3"
+    scores = [e.score for e in fused.returned]
+    assert scores == sorted(scores, reverse=True) and len(fused.returned) >= 2
+    assert set(fused.returned_chunk_ids) <= set(fused.seen_chunk_ids)
+    assert len(fused.turns) == 6

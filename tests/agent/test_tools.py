@@ -1,0 +1,162 @@
+"""Every tool through the loop, driven by a scripted FAKE model (see _agent_fakes.py)."""
+
+from __future__ import annotations
+
+import threading
+
+from _agent_fakes import ScriptedBackend, call, text_turn, turn
+
+from agent import AgentConfig, SearchAgent, make_policy
+
+
+def _calls(trace):
+    return trace.tool_calls
+
+
+def test_search_shows_handles_and_never_repeats_a_chunk(run_script):
+    trace, backend, _ = run_script([
+        turn(call("search", query="Spirit of St. Louis aircraft", k=3)),
+        turn(call("search", query="Spirit of St. Louis aircraft", k=3)),
+        turn(call("finish", ids=["c1", "c4"], answer="x")),
+    ])
+    first, second, fin = _calls(trace)
+    assert len(first.result_chunk_ids) == 3 and len(second.result_chunk_ids) == 3
+    assert not set(first.result_chunk_ids) & set(second.result_chunk_ids)
+    # The model saw handles c1..c3 in the first tool message, with ids and titles.
+    tool_msg = next(m for m in backend.requests[1]["messages"] if m["role"] == "tool")
+    assert "[c1] id=" in tool_msg["content"] and "[c3]" in tool_msg["content"]
+    assert trace.returned_chunk_ids == [first.result_chunk_ids[0], second.result_chunk_ids[0]]
+    assert trace.answer == "x" and trace.stop_reason == "finished"
+    assert trace.seen_chunk_ids == first.result_chunk_ids + second.result_chunk_ids
+
+
+def test_parallel_calls_run_concurrently_and_do_not_overlap(sample_index):
+    barrier = threading.Barrier(2, timeout=10)
+    real_search = sample_index.search
+
+    class Probe:
+        """Wraps the index: both searches must be inside search() at once to pass the barrier."""
+
+        def __getattr__(self, name):
+            return getattr(sample_index, name)
+
+        def search(self, *a, **kw):
+            barrier.wait()
+            return real_search(*a, **kw)
+
+    config = AgentConfig()
+    backend = ScriptedBackend([turn(call("search", query="Lindbergh"), call("search", query="Lindbergh"))])
+    trace = SearchAgent(Probe(), make_policy("openai", config, backend=backend), config).run("Lindbergh flight")
+    a, b = trace.turns[0].tool_calls
+    assert a.error is None and b.error is None
+    assert a.result_chunk_ids and b.result_chunk_ids
+    assert not set(a.result_chunk_ids) & set(b.result_chunk_ids)
+
+
+def test_grep_matches_and_bad_regex_is_a_tool_error(run_script):
+    trace, backend, _ = run_script([
+        turn(call("grep", pattern="Lindbergh", k=9)),  # k above the cap of 5
+        turn(call("grep", pattern="Lindbergh"), call("grep", pattern="(unclosed"), call("grep", pattern="(?=x)abc"),
+             call("grep", pattern="ab")),
+        turn(call("finish", ids=[])),
+    ])
+    over_k, ok, unclosed, lookahead, short, _ = _calls(trace)
+    assert over_k.malformed and "between 1 and 5" in over_k.error
+    assert 1 <= len(ok.result_chunk_ids) <= 5
+    for c in (unclosed, lookahead, short):
+        assert c.malformed and c.error and not c.result_chunk_ids
+    texts = [m["content"] for m in backend.requests[2]["messages"] if m["role"] == "tool"]
+    assert any("Lindbergh" in t for t in texts)
+    assert sum(t.startswith("Error:") for t in texts) == 4
+    assert trace.stop_reason == "finished" and trace.returned == []
+
+
+def test_read_neighbours_whole_document_and_unknown_id(make_index):
+    from retriever import Document
+
+    index = make_index("reads", chunk_tokens=24, chunk_overlap=0)
+    long_text = " ".join(f"Sentence {i} tells of the harbour town Lowmoor and its lighthouse." for i in range(12))
+    index.index_documents([Document("town", long_text, title="Lowmoor"),
+                           Document("other", "An unrelated note on baking bread.", title="Bread")], progress=False)
+    n = index.documents()["town"]
+    assert n >= 4
+    config = AgentConfig()
+    backend = ScriptedBackend([
+        turn(call("read", id="town#1", window=1)),
+        turn(call("read", id="town")),
+        turn(call("read", id="c1", window=0)),  # a handle; already shown
+        turn(call("read", id="no-such-doc")),
+        turn(call("finish", ids=["c1"])),
+    ])
+    trace = SearchAgent(index, make_policy("openai", config, backend=backend), config).run("Lowmoor lighthouse")
+    window, whole, again, missing, _ = _calls(trace)
+    assert sorted(window.result_chunk_ids) == ["town#0", "town#1", "town#2"]
+    assert set(whole.result_chunk_ids) == {f"town#{i}" for i in range(3, n)}  # the rest, not repeats
+    assert again.error is None and again.result_chunk_ids == []
+    assert missing.malformed and "no-such-doc" in missing.error
+
+
+def test_prune_frees_budget_hides_text_and_chunks_never_return(run_script):
+    trace, backend, _ = run_script([
+        turn(call("search", query="Charles Lindbergh", k=4)),
+        turn(call("prune", ids=["c1", "c2", "zz9"], reason="off topic")),
+        turn(call("prune", ids=["c1"])),
+        turn(call("prune", ids=["nope"])),
+        turn(call("search", query="Charles Lindbergh", k=4)),
+        turn(call("finish", ids=["c3"])),
+    ])
+    search1, prune1, again, bad, search2, _ = _calls(trace)
+    t = trace.turns
+    assert t[1].context_tokens < t[0].context_tokens  # pruning freed budget
+    assert prune1.error is None and "unknown ids ignored" in backend.requests[2]["messages"][-2]["content"]
+    assert again.error is None  # already pruned: reported, not an error
+    assert bad.malformed
+    pruned = search1.result_chunk_ids[:2]
+    assert trace.pruned_chunk_ids == pruned
+    assert not set(pruned) & set(search2.result_chunk_ids)  # never shown again
+    # Pruned text left the model's view; the handle placeholder stayed.
+    later = backend.requests[2]["messages"]
+    first_tool = next(m for m in later if m["role"] == "tool")
+    assert "[c1] (pruned)" in first_tool["content"] and "[c3] id=" in first_tool["content"]
+    assert set(pruned) <= set(trace.seen_chunk_ids)
+
+
+def test_finish_keeps_order_dedupes_and_ignores_unknown(run_script):
+    trace, _, _ = run_script([
+        turn(call("search", query="Lindbergh transatlantic flight", k=3)),
+        turn(call("finish", ids=["c3", "c1", "c3", "bogus"], answer="Paris")),
+    ])
+    seen = trace.seen_chunk_ids
+    assert trace.returned_chunk_ids == [seen[2], seen[0]]
+    assert [e.rank for e in trace.returned] == [1, 2]
+    assert trace.returned[0].text and trace.returned[0].doc_id == seen[2].rsplit("#", 1)[0]
+
+
+def test_empty_results_are_a_message_not_an_error(run_script):
+    trace, backend, _ = run_script([
+        turn(call("grep", pattern="zzqqxxyy")),
+        turn(call("finish", ids=[])),
+    ])
+    g = _calls(trace)[0]
+    assert g.error is None and g.result_chunk_ids == []
+    msg = next(m for m in backend.requests[1]["messages"] if m["role"] == "tool")
+    assert "no new chunks" in msg["content"]
+
+
+def test_malformed_outputs_become_recoverable_tool_errors(run_script):
+    trace, backend, _ = run_script([
+        text_turn('<tool_call>{"name": "search", "arguments": {"query": "Lindbergh"</tool_call>'),  # broken JSON
+        turn(call("teleport", where="moon")),  # unknown tool
+        turn(call("search", k=3)),  # missing argument
+        turn(call("search", query="x" * 5000)),  # over-long argument
+        turn(call("search", query="Lindbergh", k="many")),  # wrong type
+        text_turn('{"name": "search", "arguments": {"query": "Spirit of St. Louis"}}'),  # bare JSON: fine
+        turn(call("finish", ids=["c1"])),
+    ])
+    calls = _calls(trace)
+    assert [c.malformed for c in calls] == [True, True, True, True, True, False, False]
+    assert trace.n_malformed == 5
+    assert calls[5].result_chunk_ids and trace.stop_reason == "finished"
+    # Each error went back to the model as a tool message it can read.
+    errors = [m["content"] for m in backend.requests[-1]["messages"] if m["role"] == "tool"][:5]
+    assert all(e.startswith("Error: Expected") for e in errors), errors
