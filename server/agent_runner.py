@@ -1,0 +1,174 @@
+"""Running agent episodes for HTTP requests: config from settings + request, a worker thread, event relay.
+
+An episode runs in the thread pool (it embeds, queries Chroma and maybe calls a model); its
+``on_event`` callback fires in that thread (or in ``run_fused``'s rollout threads), so events
+are handed to the event loop with ``call_soon_threadsafe`` and streamed from an ``asyncio.Queue``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from retriever.base import validate_k
+from retriever.errors import InvalidInput
+from server.deps import run_blocking
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from agent import AgentConfig, Trace
+    from server.state import AppState
+
+logger = logging.getLogger(__name__)
+
+POLICIES = ("heuristic", "openai", "local")
+
+
+@dataclass
+class EpisodeRequest:
+    """What an HTTP caller may choose about one episode (None = the server's default)."""
+
+    query: str
+    collection: str | None = None
+    k: int | None = None
+    budget_tokens: int | None = None
+    max_turns: int | None = None
+    policy: str | None = None
+    filters: dict[str, Any] | None = None
+    rollouts: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def agent_config(state: AppState, req: EpisodeRequest) -> AgentConfig:
+    """The episode's ``AgentConfig``: settings defaults, request overrides, capped by the settings' maxima."""
+    from agent import AgentConfig
+
+    s = state.settings
+    k = validate_k(req.k or s.k, s.max_k)
+    budget = req.budget_tokens or s.budget_tokens
+    if budget > s.max_budget_tokens:
+        raise InvalidInput(f"Expected budget_tokens <= {s.max_budget_tokens}, got {budget}")
+    max_turns = req.max_turns or s.max_turns
+    if max_turns > s.max_turns:
+        raise InvalidInput(f"Expected max_turns <= {s.max_turns} (SIEVE_MAX_TURNS), got {max_turns}")
+    base = AgentConfig()
+    overrides: dict[str, Any] = {
+        "k": k, "budget_tokens": budget, "max_turns": max_turns,
+        # The agent checks its wall clock every turn: stopping there frees the worker thread that a
+        # request timeout otherwise only abandons.
+        "max_wall_s": s.request_timeout_s,
+    }
+    if s.openai_base_url:
+        overrides["base_url"] = s.openai_base_url
+    if s.openai_model:
+        overrides["model"] = s.openai_model
+    if s.openai_api_key:
+        overrides["api_key"] = s.openai_api_key
+    if s.local_model:
+        overrides["local_model"] = Path(s.local_model)
+    try:
+        return dataclasses.replace(base, **overrides)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from exc
+
+
+def policy_name(state: AppState, requested: str | None) -> str:
+    name = requested or state.settings.policy
+    if name not in POLICIES:
+        raise InvalidInput(f"Expected policy in {POLICIES}, got {name!r}")
+    return name
+
+
+def run_episode(state: AppState, req: EpisodeRequest, on_event: Any | None = None) -> Trace:
+    """Blocking: one episode (or ``rollouts`` fused ones) for ``req``; records metrics."""
+    from agent import SearchAgent
+
+    cfg = agent_config(state, req)
+    name = policy_name(state, req.policy)
+    index = state.index(req.collection)
+    if index.count() == 0:
+        from retriever.errors import EmptyCorpus
+
+        raise EmptyCorpus(f"Expected an indexed collection, got {index.name!r} with no chunks; POST documents first")
+    agent = SearchAgent(index, state.policy(name, cfg), cfg)
+    if req.rollouts > 1:
+        trace = agent.run_fused(req.query, req.rollouts, on_event=on_event, where=req.filters)
+    else:
+        trace = agent.run(req.query, on_event=on_event, where=req.filters)
+    state.metrics.observe_trace(trace)
+    return trace
+
+
+async def run_episode_async(state: AppState, req: EpisodeRequest) -> Trace:
+    return await run_blocking(run_episode, state, req, timeout=state.settings.request_timeout_s)
+
+
+async def stream_episode(state: AppState, req: EpisodeRequest) -> AsyncIterator[tuple[str, Any]]:
+    """Yield ``("event", dict)`` for each agent event as it happens, then ``("trace", Trace)``.
+
+    Errors raised by the episode (``SieveError``, timeouts) propagate from this iterator after
+    the events already produced, so the caller can still end the stream with an error event.
+    """
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    def on_event(event: dict[str, Any]) -> None:
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, event)
+        except RuntimeError:  # the loop closed (server shutting down): nobody is listening
+            pass
+
+    task = asyncio.ensure_future(
+        run_blocking(run_episode, state, req, on_event, timeout=state.settings.request_timeout_s))
+    try:
+        while True:
+            getter = asyncio.ensure_future(queue.get())
+            done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+            if getter in done:
+                yield "event", getter.result()
+                continue
+            getter.cancel()
+            break
+        # Events scheduled just before the episode returned are still queued: flush them in order.
+        await asyncio.sleep(0)
+        while not queue.empty():
+            yield "event", queue.get_nowait()
+        yield "trace", task.result()
+    finally:
+        if not task.done():
+            task.cancel()  # client went away: abandon the worker (the agent's wall cap ends it)
+
+
+def progress_event(event: dict[str, Any]) -> dict[str, Any]:
+    """An agent event as sent on ``/v1/search`` streams: tool names/params, result sizes, no chunk text."""
+    if event.get("type") == "observation":
+        return {**event, "results": [{k: v for k, v in r.items() if k != "content"} for r in event.get("results", [])]}
+    return dict(event)
+
+
+def context1_events(event: dict[str, Any]) -> list[dict[str, Any]]:
+    """Map one agent event to Context-1 stream events (``{"type", "data"}``); the end is handled by the route.
+
+    Context-1 ``action`` data carries position-aligned ``tools`` (``{"name"}`` objects) and ``params``;
+    ``observation`` data carries the ``sources`` (chunk ids) the step surfaced.
+    """
+    kind = event.get("type")
+    if kind == "action":
+        tools = [{"name": str(t)} if not isinstance(t, dict) else t for t in event.get("tools", [])]
+        return [{"type": "action", "data": {"tools": tools, "params": list(event.get("params", [])),
+                                            "sources": [], "turn": event.get("turn")}}]
+    if kind == "observation":
+        sources = [cid for r in event.get("results", []) for cid in r.get("chunk_ids", [])]
+        sizes = [{"tool": r.get("tool"), "chunks": len(r.get("chunk_ids", [])), "tokens": r.get("tokens", 0),
+                  "error": r.get("error")} for r in event.get("results", [])]
+        return [{"type": "observation", "data": {"sources": sources, "results": sizes, "turn": event.get("turn")}}]
+    return []  # per-turn usage and the agent's own done are folded into the final usage/done events
+
+
+__all__ = ["EpisodeRequest", "agent_config", "context1_events", "policy_name", "progress_event", "run_episode",
+           "run_episode_async", "stream_episode"]

@@ -1,0 +1,58 @@
+"""``sieve serve``: the HTTP server (FastAPI under uvicorn)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from server.commands._common import ChromaUrlOpt, DataDirOpt, EmbedderOpt, cli_errors, settings_from
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve")
+    @cli_errors
+    def serve_cmd(
+        host: Optional[str] = typer.Option(None, "--host", help="Bind address (default 127.0.0.1, $SIEVE_HOST)."),
+        port: Optional[int] = typer.Option(None, "--port", help="Port (default 8000, $SIEVE_PORT)."),
+        collection: Optional[str] = typer.Option(None, "--collection", "-c",
+                                                 help="Default collection (default $SIEVE_COLLECTION or 'default')."),
+        preload: Optional[list[str]] = typer.Option(None, "--preload", help="Open this collection at start-up "
+                                                                            "(repeatable)."),
+        policy: Optional[str] = typer.Option(None, "--policy", help="Default agent policy: heuristic | openai | local."),
+        openai_base_url: Optional[str] = typer.Option(None, "--openai-base-url",
+                                                      help="OpenAI-compatible endpoint, e.g. vLLM's /v1."),
+        openai_model: Optional[str] = typer.Option(None, "--openai-model", help="Model name at that endpoint."),
+        budget_tokens: Optional[int] = typer.Option(None, "--budget-tokens", help="Default agent token budget."),
+        max_k: Optional[int] = typer.Option(None, "--max-k", help="Largest k a request may ask for."),
+        timeout: Optional[float] = typer.Option(None, "--timeout", help="Per-request time limit in seconds."),
+        bf16: bool = typer.Option(False, "--bf16", help="Embed in bfloat16 (~2x faster on CPU)."),
+        no_mcp: bool = typer.Option(False, "--no-mcp", help="Do not mount the MCP endpoint at /mcp."),
+        log_level: Optional[str] = typer.Option(None, "--log-level", help="uvicorn log level (default info)."),
+        data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
+        embedder: Optional[str] = EmbedderOpt,
+    ) -> None:
+        """Serve the HTTP API: agentic search, retrieval, documents, metrics and MCP.
+
+        Set SIEVE_API_KEY to require `Authorization: Bearer KEY` on writes (SIEVE_REQUIRE_AUTH=1: on everything).
+        """
+        import uvicorn
+
+        from server.main import create_app
+
+        s = settings_from(
+            data_dir, chroma_url, embedder, host=host, port=port, collection=collection, preload=preload or None,
+            policy=policy, openai_base_url=openai_base_url, openai_model=openai_model, budget_tokens=budget_tokens,
+            max_k=max_k, request_timeout_s=timeout, embed_dtype="bfloat16" if bf16 else None,
+            mcp=False if no_mcp else None, log_level=log_level,
+        )
+        typer.echo(f"Sieve on http://{s.host}:{s.port} (docs at /docs; collection {s.collection!r}; "
+                   f"policy {s.policy}; auth {'on writes' if s.api_key and not s.require_auth else 'on all' if s.require_auth else 'off'})",
+                   err=True)
+        # One process: the indexes, the embedder and the BM25 caches live in it. Concurrency comes
+        # from the thread pool the routes hand blocking work to.
+        uvicorn.run(create_app(s), host=s.host, port=s.port, log_level=s.log_level, timeout_graceful_shutdown=10)
+
+
+__all__ = ["register"]

@@ -1,0 +1,73 @@
+"""FastAPI dependencies: the app state, API-key checks, and running blocking work off the event loop."""
+
+from __future__ import annotations
+
+import functools
+import hmac
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import anyio
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from retriever.errors import RequestTimeout, Unauthorized
+from server.state import AppState
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+T = TypeVar("T")
+
+# auto_error=False: a missing key is *our* 401 problem, and only where a key is required.
+_bearer = HTTPBearer(auto_error=False, description="`Authorization: Bearer $SIEVE_API_KEY`")
+BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+def get_state(request: Request) -> AppState:
+    return request.app.state.sieve
+
+
+StateDep = Annotated[AppState, Depends(get_state)]
+
+
+def check_key(expected: str, presented: str | None) -> None:
+    """Raise :class:`Unauthorized` unless ``presented`` equals ``expected`` (constant-time)."""
+    if presented is None:
+        raise Unauthorized("Expected an 'Authorization: Bearer <SIEVE_API_KEY>' header, got none")
+    if not hmac.compare_digest(presented.encode(), expected.encode()):
+        raise Unauthorized("Expected the server's API key in 'Authorization: Bearer ...', got a different key")
+
+
+def require_read(state: StateDep, creds: BearerDep) -> None:
+    """Reading needs the key only when ``SIEVE_REQUIRE_AUTH`` is set."""
+    if state.settings.require_auth and state.settings.api_key:
+        check_key(state.settings.api_key, creds.credentials if creds else None)
+
+
+def require_write(state: StateDep, creds: BearerDep) -> None:
+    """Writing needs the key whenever ``SIEVE_API_KEY`` is set."""
+    if state.settings.api_key:
+        check_key(state.settings.api_key, creds.credentials if creds else None)
+
+
+ReadAuth = Depends(require_read)
+WriteAuth = Depends(require_write)
+
+
+async def run_blocking(fn: Callable[..., T], *args: Any, timeout: float, **kwargs: Any) -> T:
+    """Run ``fn`` in the thread pool, giving up after ``timeout`` seconds with ``504 timeout``.
+
+    The event loop never waits on embedding, Chroma or an agent episode. On timeout the worker
+    thread is abandoned (Python threads cannot be killed); agent runs additionally stop at their
+    next step through the cancel flag the agent routes pass in.
+    """
+    call = functools.partial(fn, *args, **kwargs)
+    with anyio.move_on_after(timeout):
+        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+    # Only our own deadline leaves the block without a result (an outer cancel propagates).
+    raise RequestTimeout(f"Expected the request to finish within {timeout:g} s, got longer; "
+                         f"ask for less (smaller k or budget) or raise SIEVE_REQUEST_TIMEOUT_S")
+
+
+__all__ = ["BearerDep", "ReadAuth", "StateDep", "WriteAuth", "check_key", "get_state", "require_read",
+           "require_write", "run_blocking"]

@@ -1,0 +1,98 @@
+"""The FastAPI application: ``create_app(settings)``.
+
+Layout: routes in ``server/routes/`` (one ``APIRouter`` each), dependencies in ``server/deps.py``,
+request/response models in ``server/schemas.py``, errors mapped to problem details in
+``server/problems.py``, per-app state (embedder, indexes, metrics, policies) in
+``server/state.py``. Heavy things (the embedder, preloaded collections) load in the lifespan,
+in a worker thread; collections not preloaded open on first use and stay cached.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+from fastapi import FastAPI
+
+from server.deps import run_blocking
+from server.middleware import BodyLimitMiddleware, MetricsMiddleware
+from server.problems import install_problem_handlers
+from server.routes import agent, documents, health, search
+from server.state import AppState
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from retriever.embeddings import Embedder
+    from server.config import Settings
+
+logger = logging.getLogger(__name__)
+
+DESCRIPTION = """Agentic retrieval with context pruning.
+
+* `POST /v1/search`: the search agent (JSON, or Server-Sent Events with `stream: true`).
+* `POST /v1/retrieve`: plain hybrid / dense / BM25 retrieval.
+* `POST /search`: Context-1's stream shape; `POST /retrieve`: Search-R1's batch shape.
+* Collections and documents under `/v1/collections` and `/v1/documents`.
+* `/mcp`: an MCP server (streamable HTTP) with `search` and `fetch`.
+
+Errors are RFC 9457 problem details with a stable `code`. When `SIEVE_API_KEY` is set, mutating
+endpoints need `Authorization: Bearer <key>`; with `SIEVE_REQUIRE_AUTH` every endpoint but `/healthz` does.
+"""
+
+
+def create_app(settings: Settings | None = None, *, embedder: Embedder | None = None) -> FastAPI:
+    """Build the app.
+
+    Args:
+        settings: server settings (default: ``Settings()`` from ``SIEVE_*`` variables).
+        embedder: an already-loaded embedder to share (tests); loaded in the lifespan otherwise.
+
+    Returns:
+        The FastAPI app; run it with uvicorn (``sieve serve``).
+
+    Example:
+        >>> app = create_app()  # doctest: +SKIP
+    """
+    from server.config import Settings
+
+    settings = settings or Settings()
+    state = AppState(settings, embedder=embedder)
+    mcp_server = None
+    if settings.mcp:
+        from server.mcp_tools import build_mcp
+
+        mcp_server = build_mcp(state)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await run_blocking(state.startup, timeout=max(settings.request_timeout_s, 300.0))
+        async with contextlib.AsyncExitStack() as stack:
+            if mcp_server is not None:
+                await stack.enter_async_context(mcp_server.session_manager.run())
+            logger.info("Sieve ready: collections %s preloaded", settings.preload or "none")
+            yield
+
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        v = version("sieve")
+    except PackageNotFoundError:
+        v = "0.0.0"
+    app = FastAPI(title="Sieve", version=v, description=DESCRIPTION, lifespan=lifespan)
+    app.state.sieve = state
+    install_problem_handlers(app)
+    for module in (agent, search, documents, health):
+        app.include_router(module.router)
+    if mcp_server is not None:
+        from server.mcp_tools import mcp_route
+
+        app.router.routes.append(mcp_route(mcp_server, state))
+    # Outermost first: metrics see every request, 413s included.
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=state.metrics)
+    return app
+
+
+__all__ = ["create_app"]

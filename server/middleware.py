@@ -1,0 +1,144 @@
+"""Pure-ASGI middleware: request metrics and the request-body size limit.
+
+Both are plain ASGI callables rather than ``BaseHTTPMiddleware`` so that streamed responses
+(SSE, MCP) pass through untouched and byte by byte.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from server.problems import PROBLEM_MEDIA_TYPE, problem_body
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+    from server.metrics import Metrics
+
+
+async def _send_problem(send: Send, status: int, detail: str, code: str) -> None:
+    body = json.dumps(problem_body(status, detail, code)).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", PROBLEM_MEDIA_TYPE.encode()),
+                            (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodyLimitMiddleware:
+    """Reject request bodies over ``max_bytes`` with ``413 payload_too_large``.
+
+    A declared ``Content-Length`` over the limit is refused before a byte is read. Bodies of
+    unknown length (chunked) are read here up to the limit and then replayed to the app, so the
+    app never sees a partial body and the 413 is always a clean problem response.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = _content_length(scope)
+        if length == -1:
+            await _send_problem(send, 400, "Expected a numeric Content-Length header, got something else",
+                                "bad_request")
+            return
+        if length is not None:
+            if length > self.max_bytes:
+                await _send_problem(send, 413, f"Expected a request body of at most {self.max_bytes} bytes, "
+                                    f"got {length}", "payload_too_large")
+                return
+            await self.app(scope, receive, send)
+            return
+        if scope.get("method") in ("GET", "HEAD", "OPTIONS", "DELETE") and not _has_chunked_body(scope):
+            await self.app(scope, receive, send)
+            return
+        # Unknown length: buffer (bounded) so the limit holds for chunked uploads too.
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body = message.get("body", b"")
+            size += len(body)
+            if size > self.max_bytes:
+                await _send_problem(send, 413, f"Expected a request body of at most {self.max_bytes} bytes, "
+                                    f"got more", "payload_too_large")
+                return
+            chunks.append(body)
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+def _content_length(scope: Scope) -> int | None:
+    """The declared length; ``None`` when absent, ``-1`` when not a number."""
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                n = int(value)
+            except ValueError:
+                return -1
+            return n if n >= 0 else -1
+    return None
+
+
+def _has_chunked_body(scope: Scope) -> bool:
+    return any(name == b"transfer-encoding" and b"chunked" in value.lower() for name, value in scope.get("headers", ()))
+
+
+class MetricsMiddleware:
+    """Count requests and time them to the last response byte, labelled by route template.
+
+    The label is the matched route's path template (``/v1/documents/{doc_id}``), never the raw
+    path, so label cardinality stays bounded whatever clients send.
+    """
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = {"code": 500}
+        t0 = time.perf_counter()
+
+        async def send_wrapper(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = int(message["status"])
+            await send(message)
+
+        self.metrics.in_flight.inc()
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            self.metrics.in_flight.dec()
+            route = _route_label(scope)
+            method = str(scope.get("method", ""))
+            self.metrics.requests.labels(method=method, route=route, status=str(status["code"])).inc()
+            self.metrics.latency.labels(method=method, route=route).observe(time.perf_counter() - t0)
+
+
+def _route_label(scope: dict[str, Any]) -> str:
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    return str(path) if path else "unmatched"
+
+
+__all__ = ["BodyLimitMiddleware", "MetricsMiddleware"]

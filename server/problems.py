@@ -1,0 +1,111 @@
+"""Errors as RFC 9457 problem details: one handler per error family, all producing one JSON shape.
+
+``SieveError`` subclasses carry their own ``code`` and ``status``; request validation (bad JSON,
+wrong types, unknown fields) is ``422 invalid_input`` with the field errors listed; unknown
+routes and methods keep their HTTP status; anything unexpected is a logged ``500``.
+"""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from retriever.errors import SieveError
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI, Request
+
+logger = logging.getLogger(__name__)
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+_HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+               405: "method_not_allowed", 406: "not_acceptable", 413: "payload_too_large",
+               415: "unsupported_media_type", 422: "invalid_input"}
+
+
+def problem_body(status: int, detail: str, code: str, errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The problem-details object; ``type`` names Sieve's error code as a URN.
+
+    Example:
+        >>> problem_body(404, "Expected an existing collection, got 'x'", "unknown_collection")["title"]
+        'Not Found'
+    """
+    try:
+        title = HTTPStatus(status).phrase
+    except ValueError:
+        title = "Error"
+    body: dict[str, Any] = {"type": f"urn:sieve:error:{code}", "title": title, "status": status,
+                            "detail": detail, "code": code}
+    if errors is not None:
+        body["errors"] = errors
+    return body
+
+
+def problem(status: int, detail: str, code: str, *, errors: list[dict[str, Any]] | None = None,
+            headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(problem_body(status, detail, code, errors), status_code=status, headers=headers,
+                        media_type=PROBLEM_MEDIA_TYPE)
+
+
+def sieve_error_body(exc: SieveError) -> dict[str, Any]:
+    return problem_body(exc.status, exc.message, exc.code)
+
+
+def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    # Keep loc/msg/type: `input` may echo megabytes back and `ctx` can hold exception objects.
+    out = []
+    for err in exc.errors():
+        item = {"loc": [str(p) for p in err.get("loc", ())], "msg": str(err.get("msg", "")),
+                "type": str(err.get("type", ""))}
+        ctx = err.get("ctx") or {}
+        if "error" in ctx:
+            item["msg"] = f"{item['msg']}: {ctx['error']}"
+        out.append(item)
+    return out
+
+
+def _summary(errors: list[dict[str, Any]]) -> str:
+    parts = [f"{'.'.join(e['loc']) or 'body'}: {e['msg']}" for e in errors[:5]]
+    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+    return "Invalid request: " + "; ".join(parts) + more
+
+
+async def _sieve_error(request: Request, exc: SieveError) -> JSONResponse:
+    headers = {"WWW-Authenticate": 'Bearer realm="sieve"'} if exc.status == 401 else None
+    if exc.status >= 500:
+        logger.warning("%s %s -> %d %s: %s", request.method, request.url.path, exc.status, exc.code, exc.message)
+    return problem(exc.status, exc.message, exc.code, headers=headers)
+
+
+async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = _validation_errors(exc)
+    return problem(422, _summary(errors), "invalid_input", errors=errors)
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+    if exc.status_code == 404 and detail == "Not Found":
+        detail = f"Expected a known route, got {request.method} {request.url.path}; see /docs"
+    return problem(exc.status_code, detail, _HTTP_CODES.get(exc.status_code, "http_error"),
+                   headers=dict(exc.headers) if exc.headers else None)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    logger.exception("Unhandled error on %s %s", request.method, request.url.path)
+    return problem(500, f"Internal server error ({type(exc).__name__}); see the server log", "internal_error")
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    # Each handler is registered for exactly the type it is annotated with.
+    app.add_exception_handler(SieveError, _sieve_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, _unexpected)
+
+
+__all__ = ["PROBLEM_MEDIA_TYPE", "install_problem_handlers", "problem", "problem_body", "sieve_error_body"]

@@ -1,0 +1,129 @@
+"""Agentic search: ``POST /v1/search`` (JSON or SSE progress) and ``POST /search`` (Context-1's stream shape)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter
+from sse_starlette.sse import EventSourceResponse
+
+from retriever.errors import SieveError
+from server.agent_runner import (
+    POLICIES, EpisodeRequest, agent_config, context1_events, policy_name, progress_event, run_episode_async,
+    stream_episode,
+)
+from server.convert import completion_tokens, document_blocks, evidence_out, trace_usage
+from server.deps import ReadAuth, StateDep, run_blocking
+from server.problems import problem_body, sieve_error_body
+from server.schemas import Context1Request, Problem, SearchRequest, SearchResponse
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from agent import Trace
+    from server.state import AppState
+
+logger = logging.getLogger(__name__)
+
+SSE = {"text/event-stream": {"schema": {"type": "string"}}}
+ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": Problem}, 404: {"model": Problem}, 409: {"model": Problem}, 422: {"model": Problem},
+    502: {"model": Problem}, 504: {"model": Problem},
+}
+
+router = APIRouter(tags=["agent"], dependencies=[ReadAuth], responses=ERRORS)
+
+
+def _episode(body: SearchRequest) -> EpisodeRequest:
+    return EpisodeRequest(query=body.query, collection=body.collection, k=body.k, budget_tokens=body.budget_tokens,
+                          max_turns=body.max_turns, policy=body.policy, filters=body.filters, rollouts=body.rollouts)
+
+
+def _response(trace: Trace, body: SearchRequest, collection: str) -> SearchResponse:
+    return SearchResponse(query=body.query, collection=collection, policy=trace.policy,
+                          results=[evidence_out(e) for e in trace.returned], answer=trace.answer,
+                          stop_reason=trace.stop_reason, usage=trace_usage(trace),
+                          trace=trace.to_dict() if body.include_trace else None)
+
+
+async def _precheck(state: AppState, req: EpisodeRequest) -> str:
+    """Fail before a stream starts (as a proper HTTP problem): bad limits, unknown collection or policy."""
+    agent_config(state, req)
+    policy_name(state, req.policy)
+    index = await run_blocking(state.index, req.collection, timeout=state.settings.request_timeout_s)
+    return index.name
+
+
+def _error_data(exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, SieveError):
+        return sieve_error_body(exc)
+    logger.exception("Agent stream failed", exc_info=exc)
+    return problem_body(500, f"Internal server error ({type(exc).__name__}); see the server log", "internal_error")
+
+
+@router.post("/v1/search", response_model=SearchResponse, summary="Agentic search (JSON, or SSE with stream=true)",
+             responses={200: {"content": SSE, "description": "JSON result; with `stream: true` SSE events "
+                                                               "`action`, `observation`, `usage`, then `result` "
+                                                               "(or `error`)."}})
+async def search(body: SearchRequest, state: StateDep) -> Any:
+    """The search agent explores the collection within a token budget and returns ranked evidence."""
+    req = _episode(body)
+    collection = await _precheck(state, req)
+    if not body.stream:
+        trace = await run_episode_async(state, req)
+        return _response(trace, body, collection)
+
+    async def events() -> AsyncIterator[dict[str, str]]:
+        try:
+            async for kind, item in stream_episode(state, req):
+                if kind == "event":
+                    if item.get("type") in ("action", "observation", "usage"):
+                        yield {"event": item["type"], "data": json.dumps(progress_event(item), default=str)}
+                else:
+                    yield {"event": "result", "data": _response(item, body, collection).model_dump_json()}
+        except Exception as exc:  # the 200 is sent: an error can only be reported as an event
+            yield {"event": "error", "data": json.dumps(_error_data(exc))}
+
+    return EventSourceResponse(events())
+
+
+@router.post("/search", summary="Context-1-compatible agentic search stream",
+             responses={200: {"content": SSE, "description": 'Events `data: {"type": "action"|"observation"|'
+                                                               '"usage"|"done"|"error", "data": ...}`.'}})
+async def search_context1(body: Context1Request, state: StateDep) -> EventSourceResponse:
+    """The stream Chroma's services use to call Context-1 as a subagent, so an orchestrator built on Chroma
+    can swap Sieve in: progress as ``action``/``observation`` events, the final ranked documents as an
+    ``action`` of the ``user_text`` tool holding ``<Document id=...><Justification>...`` blocks, then
+    ``usage`` and ``done``. ``model`` selects a policy when it names one, else the server's default."""
+    req = EpisodeRequest(query=body.query, collection=body.collection_name,
+                         policy=body.model if body.model in POLICIES else None)
+    await _precheck(state, req)
+
+    def frame(kind: str, data: Any) -> dict[str, str]:
+        return {"data": json.dumps({"type": kind, "data": data}, default=str)}
+
+    async def events() -> AsyncIterator[dict[str, str]]:
+        try:
+            async for kind, item in stream_episode(state, req):
+                if kind == "event":
+                    for ev in context1_events(item):
+                        yield frame(ev["type"], ev["data"])
+                    continue
+                trace: Trace = item
+                yield frame("action", {"tools": [{"name": "user_text"}],
+                                       "params": [{"text": document_blocks(trace.returned)}],
+                                       "sources": [e.chunk_id for e in trace.returned]})
+                out = completion_tokens(trace)
+                yield frame("usage", {"model": trace.policy, "input_tokens": max(0, trace.tokens_total - out),
+                                      "output_tokens": out})
+                yield frame("done", {"stop_reason": trace.stop_reason})
+        except Exception as exc:
+            data = _error_data(exc)
+            yield frame("error", {"message": data["detail"], "code": data["code"]})
+
+    return EventSourceResponse(events())
+
+
+__all__ = ["router"]

@@ -1,0 +1,231 @@
+"""Request and response models of the HTTP API (pydantic lives here and nowhere below ``server/``).
+
+Routes convert these to the library's dataclasses (``Document``, ``Hit``, ``Trace``) at once, so
+nothing past the route handler sees a pydantic object. Limits that depend on the settings (max k,
+max budget, batch sizes) are checked in the routes with the library's validators; the static
+bounds here only keep absurd values from reaching them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Scalar = str | int | float | bool
+QueryText = Field(min_length=1, max_length=4000, description="The question or query text.")
+CollectionName = Field(default=None, min_length=1, max_length=512,
+                       description="Collection to search (default: the server's `collection` setting).")
+
+
+class _Strict(BaseModel):
+    # Unknown fields are an error: a typo ("top_k" for "k") must not be ignored silently.
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- shared result shapes ---------------------------------------------------------------------------
+class EvidenceOut(BaseModel):
+    """One ranked result: a chunk, its score and where it came from."""
+
+    id: str = Field(description="Chunk id, `doc_id#position`.")
+    doc_id: str
+    rank: int
+    score: float
+    title: str = ""
+    text: str = ""
+    source: str = ""
+    justification: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class UsageOut(BaseModel):
+    turns: int = 0
+    tool_calls: int = 0
+    searches: int = 0
+    tokens: int = 0
+    peak_context_tokens: int = 0
+    ms: float = 0.0
+
+
+# -- /v1/retrieve -----------------------------------------------------------------------------------
+class RetrieveRequest(_Strict):
+    query: str = QueryText
+    collection: str | None = CollectionName
+    k: int | None = Field(default=None, ge=1, le=10_000, description="Results to return (server caps at max_k).")
+    mode: Literal["hybrid", "dense", "bm25"] = "hybrid"
+    filters: dict[str, Any] | None = Field(default=None, description="Chroma `where` metadata filter.")
+    exclude: list[str] = Field(default_factory=list, max_length=10_000, description="Chunk ids to leave out.")
+
+
+class RetrieveResponse(BaseModel):
+    query: str
+    collection: str
+    mode: str
+    results: list[EvidenceOut]
+    usage: UsageOut
+
+
+# -- /v1/search (agentic) ---------------------------------------------------------------------------
+class SearchRequest(_Strict):
+    query: str = QueryText
+    collection: str | None = CollectionName
+    k: int | None = Field(default=None, ge=1, le=10_000, description="Evidence items to return.")
+    budget_tokens: int | None = Field(default=None, ge=256, le=10_000_000,
+                                      description="Agent context budget (server caps at max_budget_tokens).")
+    max_turns: int | None = Field(default=None, ge=1, le=1000)
+    policy: Literal["heuristic", "openai", "local"] | None = None
+    filters: dict[str, Any] | None = Field(default=None, description="Chroma `where` filter for every search.")
+    rollouts: int = Field(default=1, ge=1, le=8, description="Independent episodes fused by RRF.")
+    include_trace: bool = False
+    stream: bool = Field(default=False, description="Send Server-Sent Events: one per tool call, then the result.")
+
+
+class SearchResponse(BaseModel):
+    query: str
+    collection: str
+    policy: str
+    results: list[EvidenceOut]
+    answer: str | None = None
+    stop_reason: str = ""
+    usage: UsageOut
+    trace: dict[str, Any] | None = None
+
+
+# -- POST /search (the stream Chroma's services use to call Context-1) ------------------------------
+class Context1Request(BaseModel):
+    # Chroma sends credentials and tenant fields Sieve has no use for: extra keys are accepted.
+    model_config = ConfigDict(extra="allow")
+
+    query: str = QueryText
+    model: str | None = Field(default=None, max_length=200, description="Policy name; unknown names use the default.")
+    collection_name: str | None = CollectionName
+
+
+# -- POST /retrieve (Search-R1) ---------------------------------------------------------------------
+class SearchR1Request(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    queries: list[str] = Field(min_length=1, max_length=10_000)
+    topk: int | None = Field(default=3, ge=1, le=10_000)
+    return_scores: bool = False
+    collection: str | None = CollectionName
+
+
+class SearchR1Doc(BaseModel):
+    id: str
+    contents: str = Field(description='`"Title"\\ntext`, as Search-R1 corpora store it.')
+
+
+class SearchR1Scored(BaseModel):
+    document: SearchR1Doc
+    score: float
+
+
+class SearchR1Response(BaseModel):
+    result: list[list[SearchR1Scored]] | list[list[SearchR1Doc]]
+
+
+# -- documents and collections ----------------------------------------------------------------------
+class DocumentIn(_Strict):
+    id: str = Field(min_length=1, max_length=512)
+    text: str = Field(min_length=1, max_length=5_000_000)
+    title: str = Field(default="", max_length=2000)
+    source: str = Field(default="", max_length=2000)
+    metadata: dict[str, Scalar] = Field(default_factory=dict)
+
+
+class UpsertRequest(_Strict):
+    documents: list[DocumentIn] = Field(min_length=1, max_length=100_000)
+
+
+class UpsertResponse(BaseModel):
+    collection: str
+    added: int
+    updated: int
+    unchanged: int
+    chunks_written: int
+    skipped: list[str] = Field(default_factory=list, description="Document ids that produced no chunks.")
+    seconds: float
+
+
+class DeleteResponse(BaseModel):
+    collection: str
+    deleted: int
+
+
+class CollectionOut(BaseModel):
+    name: str
+    chunks: int
+
+
+class CollectionsResponse(BaseModel):
+    collections: list[CollectionOut]
+
+
+class ChunkOut(BaseModel):
+    id: str
+    position: int
+    text: str
+    char_start: int = 0
+    char_end: int = 0
+    n_tokens: int = 0
+
+
+class DocumentOut(BaseModel):
+    id: str
+    collection: str
+    title: str = ""
+    source: str = ""
+    text: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    chunks: list[ChunkOut]
+
+
+class HealthResponse(BaseModel):
+    status: Literal["ok"]
+    version: str
+    collections_loaded: list[str]
+    embedder_loaded: bool
+
+
+class McpSearchResult(BaseModel):
+    """One hit in the shape OpenAI's deep-research MCP connectors require of ``search``."""
+
+    id: str
+    title: str
+    text: str
+    url: str
+
+
+class McpSearchResults(BaseModel):
+    results: list[McpSearchResult]
+
+
+class McpDocument(BaseModel):
+    """``fetch``'s result, as the deep-research connectors require."""
+
+    id: str
+    title: str
+    text: str
+    url: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details; ``code`` is Sieve's stable machine code."""
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str
+    code: str
+    errors: list[dict[str, Any]] | None = None
+
+
+__all__ = [
+    "ChunkOut", "CollectionOut", "CollectionsResponse", "Context1Request", "DeleteResponse", "DocumentIn",
+    "DocumentOut", "EvidenceOut", "HealthResponse", "McpDocument", "McpSearchResult", "McpSearchResults", "Problem",
+    "RetrieveRequest", "RetrieveResponse",
+    "SearchR1Doc", "SearchR1Request", "SearchR1Response", "SearchR1Scored", "SearchRequest", "SearchResponse",
+    "UpsertRequest", "UpsertResponse", "UsageOut",
+]

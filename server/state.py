@@ -1,0 +1,140 @@
+"""What one running app holds: settings, the shared embedder, open indexes, metrics, policies.
+
+One ``AppState`` per ``create_app()`` call, kept on ``app.state.sieve``; there are no module
+globals, so two apps in one process (tests) never share an index or a metrics registry. All
+methods here block (model loading, Chroma) and are called from the thread pool.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from retriever.errors import InvalidInput
+from server.metrics import Metrics
+
+if TYPE_CHECKING:
+    from retriever import CorpusIndex
+    from retriever.config import RetrieverConfig
+    from retriever.embeddings import Embedder
+    from server.config import Settings
+
+logger = logging.getLogger(__name__)
+
+
+class AppState:
+    """Lazily loaded, thread-safe caches of the embedder, one ``CorpusIndex`` per collection and policies.
+
+    Args:
+        settings: the server settings.
+        embedder: an already-loaded embedder to share (tests pass theirs); loaded on first use otherwise.
+    """
+
+    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+        self.settings = settings
+        self.retriever_config: RetrieverConfig = settings.retriever_config()
+        self.metrics = Metrics()
+        self._embedder = embedder
+        self._client: Any | None = None
+        self._indexes: dict[str, CorpusIndex] = {}
+        self._verified_at: dict[str, float] = {}
+        self._policies: dict[str, Any] = {}
+        self._lock = threading.RLock()
+
+    # -- shared resources --------------------------------------------------------------------------
+    @property
+    def embedder_loaded(self) -> bool:
+        return self._embedder is not None
+
+    @property
+    def embedder(self) -> Embedder:
+        with self._lock:
+            if self._embedder is None:
+                from retriever.embeddings import Embedder
+
+                self._embedder = Embedder.from_config(self.retriever_config)
+            return self._embedder
+
+    @property
+    def client(self) -> Any:
+        """One Chroma client for the app (a PersistentClient must not be opened twice per path)."""
+        with self._lock:
+            if self._client is None:
+                from retriever.store import make_client
+
+                self._client = make_client(self.retriever_config)
+            return self._client
+
+    def collection_name(self, name: str | None) -> str:
+        return name or self.settings.collection
+
+    def index(self, name: str | None, *, create: bool = False) -> CorpusIndex:
+        """The cached index of collection ``name``; ``UnknownCollection`` (404) if missing and not ``create``."""
+        name = self.collection_name(name)
+        with self._lock:
+            index = self._indexes.get(name)
+            if index is not None and self._still_exists(name):
+                return index
+            self._indexes.pop(name, None)
+            from retriever import CorpusIndex
+
+            index = CorpusIndex.open(self.retriever_config, name, create=create, embedder=self.embedder,
+                                     client=self.client)
+            self._indexes[name] = index
+            self._verified_at[name] = time.monotonic()
+            return index
+
+    def _still_exists(self, name: str) -> bool:
+        # A collection deleted behind the server's back (`sieve collections --delete`) must not
+        # be served from a stale cache entry; look at most once a second, off the hot path.
+        now = time.monotonic()
+        if now - self._verified_at.get(name, 0.0) < 1.0:
+            return True
+        from retriever.store import list_collection_names
+
+        self._verified_at[name] = now
+        return name in list_collection_names(self.client)
+
+    @property
+    def loaded_collections(self) -> list[str]:
+        with self._lock:
+            return sorted(self._indexes)
+
+    def collections(self) -> dict[str, int]:
+        from retriever.index import list_collections
+
+        return list_collections(self.retriever_config, client=self.client)
+
+    def delete_collection(self, name: str) -> None:
+        from retriever.index import delete_collection
+
+        with self._lock:
+            self._indexes.pop(name, None)
+            self._verified_at.pop(name, None)
+            delete_collection(self.retriever_config, name, client=self.client)
+
+    def policy(self, name: str, config: Any) -> Any:
+        """A policy by name, built once per app (a local model must not load per request)."""
+        with self._lock:
+            policy = self._policies.get(name)
+            if policy is None:
+                from agent import make_policy
+
+                try:
+                    policy = make_policy(name, config)
+                except ValueError as exc:
+                    raise InvalidInput(str(exc)) from exc
+                self._policies[name] = policy
+            return policy
+
+    def startup(self) -> None:
+        """Load the embedder and the ``preload`` collections (called from the lifespan)."""
+        _ = self.embedder
+        for name in self.settings.preload:
+            self.index(name)
+            logger.info("Preloaded collection %s", name)
+
+
+__all__ = ["AppState"]

@@ -1,0 +1,68 @@
+"""Running the real app under uvicorn on a loopback port, in a thread (used by conftest and scripts)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from server.state import AppState
+
+API_KEY = "test-key-3f9a"
+TINY = "srv-tiny"
+TINY_DOCS = [
+    {"id": "paris", "title": "Paris", "text": "Paris is the capital and largest city of France, on the Seine.",
+     "metadata": {"country": "France"}},
+    {"id": "berlin", "title": "Berlin", "text": "Berlin is the capital of Germany and its most populous city.",
+     "metadata": {"country": "Germany"}},
+    {"id": "rome", "title": "Rome", "text": "Rome is the capital city of Italy, founded, legend says, in 753 BC.",
+     "metadata": {"country": "Italy"}},
+]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class LiveServer:
+    url: str
+    state: AppState
+    server: Any
+    thread: threading.Thread
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
+
+
+def start_server(embedder: Any, data_dir: Path, **settings: Any) -> LiveServer:
+    """Run ``create_app(Settings(...))`` under uvicorn in a daemon thread; returns once it accepts requests."""
+    import uvicorn
+
+    from server.config import Settings
+    from server.main import create_app
+
+    port = free_port()
+    s = Settings(data_dir=data_dir, host="127.0.0.1", port=port, **settings)
+    app = create_app(s, embedder=embedder)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"uvicorn did not start on port {port}")
+        time.sleep(0.05)
+    return LiveServer(url=f"http://127.0.0.1:{port}", state=app.state.sieve, server=server, thread=thread)
+
+
+__all__ = ["API_KEY", "TINY", "TINY_DOCS", "LiveServer", "free_port", "start_server"]
