@@ -50,7 +50,7 @@ def source_tables(metrics: dict[str, Metrics], ks: Sequence[int]) -> list[str]:
                         _fmt(m.get(f"precision@{k}")), _fmt(m.get(f"f1@{k}")), _fmt(m.get("mrr@10")),
                         _fmt(m.get("ndcg@10"))])
     cost_header = ["system", "traj. recall", "searches", "turns", "prune calls", "pruned chunks", "prune acc.",
-                   "LLM tokens", f"returned tokens@{kmax}", "p50 ms", "p95 ms", "total s"]
+                   "episode tokens", f"returned tokens@{kmax}", "p50 ms", "p95 ms", "total s"]
     cost = []
     for s in systems:
         m = metrics[s]
@@ -102,7 +102,7 @@ def plot_recall_vs_tokens(metrics: dict[str, Metrics], ks: Sequence[int], path: 
         for x, y, k in zip(xs, ys, ks):
             ax.annotate(f"k={k}", (x, y), fontsize=6, xytext=(3, -8), textcoords="offset points")
     ax.set_xscale("log")
-    ax.set_xlabel("tokens per task (returned context + agent LLM)")
+    ax.set_xlabel("tokens per task (returned chunks + agent episode)")
     ax.set_ylabel("recall@k of gold documents")
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
@@ -128,7 +128,13 @@ def write_summary_md(
               f"- index build/check: {meta.get('index_seconds', 0):.1f}s; run wall time: {meta.get('run_seconds', 0):.1f}s "
               "(per-system totals below sum per-task times, so they survive resumes)",
               "- P@k / F1@k are over the returned set (hits / documents returned within k); "
-              "All@k = share of tasks with every gold document in the top k", ""]
+              "All@k = share of tasks with every gold document in the top k",
+              "- agents: traj. recall = share of gold documents shown at any point (pruned or not); searches count "
+              "search + grep calls; prune acc. = share of pruned chunks not from a gold document; episode tokens = "
+              "the trace's tokens_total (prompt + completion tokens over all turns; a no-LLM policy reports the "
+              "context its view held each turn, i.e. what an LLM policy would have read)",
+              f"- returned tokens@{max(ks)} = tokens of the chunks behind the top-{max(ks)} documents (what a "
+              "reader model is handed); latencies are per task, on a shared 2-core CPU", ""]
     plot_dir = out_dir / "plots"
     for source, metrics in per_source.items():
         lines += [f"## {source}", "", *source_tables(metrics, ks), ""]
