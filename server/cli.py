@@ -15,7 +15,7 @@ app = typer.Typer(
 )
 
 # Command modules, in help order.
-COMMAND_MODULES = ["server.commands.retrieval", "server.commands.evaluate", "server.commands.serve"]
+COMMAND_MODULES = ["server.commands.retrieval", "server.commands.evaluate", "server.commands.serve", "server.commands.train"]
 
 
 @app.callback()

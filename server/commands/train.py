@@ -1,0 +1,191 @@
+"""``sieve train synth|sft|rl|all``: retrain the search policy on any corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from server.commands._common import (
+    ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedderOpt, JsonOpt, cli_errors, print_json, settings_from,
+)
+
+_GENERATORS = ("heuristic", "local", "openai")
+
+
+def _open_index(collection: str, data_dir: Path | None, chroma_url: str | None, embedder: str | None):
+    from retriever import CorpusIndex
+
+    s = settings_from(data_dir, chroma_url, embedder)
+    return CorpusIndex.open(s.retriever_config(), collection, create=False)
+
+
+def _check_choice(value: str, valid: tuple[str, ...], flag: str) -> str:
+    from retriever.errors import InvalidInput
+
+    if value not in valid:
+        raise InvalidInput(f"Expected {flag} in {list(valid)}, got {value!r}")
+    return value
+
+
+def _value_errors(fn):
+    """Config dataclasses raise ValueError on bad combinations; report them like our errors."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except ValueError as exc:
+            from retriever.errors import InvalidInput
+
+            raise InvalidInput(str(exc)) from None
+
+    return wrapper
+
+
+def register(app: typer.Typer) -> None:
+    train = typer.Typer(name="train", help="Retrain on your corpus: synthesize tasks, SFT warm start, GRPO, all.",
+                        no_args_is_help=True)
+
+    @train.command("synth")
+    @cli_errors
+    @_value_errors
+    def synth_cmd(
+        collection: str = CollectionOpt,
+        n: int = typer.Option(500, "--n", help="Verified tasks wanted (a rerun resumes up to N)."),
+        out: Path = typer.Option(Path("tasks.jsonl"), "--out", help="Output JSONL (shared/eval tasks schema)."),
+        generator: str = typer.Option("heuristic", "--generator", help="heuristic (no model) | local | openai."),
+        seed: int = typer.Option(0, "--seed", help="Seed of the bridge order (same seed, same tasks)."),
+        model_path: Optional[str] = typer.Option(None, "--model-path", help="local: HF model folder (default SmolLM2)."),
+        base_url: Optional[str] = typer.Option(None, "--base-url", help="openai: endpoint, e.g. http://host:8001/v1."),
+        model: Optional[str] = typer.Option(None, "--model", help="openai: model name."),
+        api_key: Optional[str] = typer.Option(None, "--api-key", envvar="SIEVE_TRAIN_API_KEY", help="openai: key."),
+        reader_check: bool = typer.Option(False, "--reader-check", help="LLM generators: reject bridge-only answers."),
+        data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
+        embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
+    ) -> None:
+        """Synthesize verified multi-hop tasks (gold chunks + hard distractors) from COLLECTION."""
+        from train.synth import SynthConfig, make_writer, synthesize
+
+        _check_choice(generator, _GENERATORS, "--generator")
+        index = _open_index(collection, data_dir, chroma_url, embedder)
+        cfg = SynthConfig(n=n, seed=seed, generator=generator, reader_check=reader_check)  # type: ignore[arg-type]
+        writer = make_writer(cfg.generator, model_path=model_path, base_url=base_url, model=model, api_key=api_key)
+        report = synthesize(index, out, cfg, writer, progress=not as_json)
+        if as_json:
+            print_json(report.to_dict())
+            return
+        typer.echo(f"{report.written} new tasks ({report.existing} already there) -> {out} in {report.seconds:.1f}s; "
+                   f"{report.drafts} drafts from {report.bridges_tried} bridge chunks; rejected: "
+                   f"{dict(report.rejected) or 'none'}")
+
+    @train.command("sft")
+    @cli_errors
+    @_value_errors
+    def sft_cmd(
+        tasks: Path = typer.Option(..., "--tasks", help="Tasks JSONL (from `sieve train synth`)."),
+        collection: str = CollectionOpt,
+        out: Path = typer.Option(Path("runs/sft"), "--out", help="Output folder (merged HF checkpoint in OUT/model)."),
+        model_path: Optional[str] = typer.Option(None, "--model-path", help="Student HF folder (default SmolLM2-135M)."),
+        teacher: str = typer.Option("heuristic", "--teacher", help="heuristic | openai | local (trajectory source)."),
+        min_recall: float = typer.Option(0.5, "--min-recall", help="Keep teacher episodes with trajectory recall >= this."),
+        epochs: float = typer.Option(2.0, "--epochs", help="SFT epochs."),
+        lr: float = typer.Option(5e-5, "--lr", help="Learning rate."),
+        max_length: int = typer.Option(2048, "--max-length", help="Longest training sequence (tokens)."),
+        holdout: float = typer.Option(0.2, "--holdout", help="Share of tasks held out to measure valid tool calls."),
+        limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N tasks."),
+        lora: bool = typer.Option(False, "--lora", help="Train a LoRA adapter (merged into the saved model)."),
+        base_url: Optional[str] = typer.Option(None, "--base-url", help="openai teacher: endpoint."),
+        teacher_model: Optional[str] = typer.Option(None, "--teacher-model", help="openai teacher: model name."),
+        data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
+        embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
+    ) -> None:
+        """Warm-start the student on teacher trajectories (TRL SFTTrainer), then measure its valid tool-call rate."""
+        from train.sft import SFTConfig, run_sft
+
+        _check_choice(teacher, ("heuristic", "openai", "local"), "--teacher")
+        index = _open_index(collection, data_dir, chroma_url, embedder)
+        cfg = SFTConfig(tasks=tasks, out=out, model_path=model_path, teacher=teacher,  # type: ignore[arg-type]
+                        min_recall=min_recall, epochs=epochs, learning_rate=lr, max_length=max_length,
+                        holdout=holdout, limit=limit, lora=lora, teacher_base_url=base_url,
+                        teacher_model=teacher_model)
+        result = run_sft(index, cfg, progress=not as_json)
+        if as_json:
+            print_json(result)
+            return
+        typer.echo(f"SFT on {result['n_train_examples']} turns from {result['n_kept_episodes']} teacher episodes "
+                   f"-> {result['model_dir']}; valid tool-call rate on {result['heldout']['n_tasks']} held-out tasks: "
+                   f"{result['heldout']['valid_tool_call_rate']:.1%} (before SFT "
+                   f"{result['heldout_before']['valid_tool_call_rate']:.1%})")
+
+    @train.command("rl")
+    @cli_errors
+    @_value_errors
+    def rl_cmd(
+        tasks: Path = typer.Option(..., "--tasks", help="Tasks JSONL."),
+        collection: str = CollectionOpt,
+        out: Path = typer.Option(Path("runs/rl"), "--out", help="Output folder (merged HF checkpoint in OUT/model)."),
+        model_path: Optional[str] = typer.Option(None, "--model-path", help="Start policy (e.g. runs/sft/model)."),
+        steps: int = typer.Option(100, "--steps", help="GRPO optimizer steps."),
+        questions_per_step: int = typer.Option(2, "--questions", help="Questions per step (Context-1: 128)."),
+        num_generations: int = typer.Option(4, "--num-generations", help="Rollouts per question (Context-1: 8)."),
+        loss_type: str = typer.Option("cispo", "--loss-type", help="cispo | grpo | dapo | dr_grpo | bnpo | ..."),
+        beta: float = typer.Option(0.0, "--beta", help="KL coefficient towards the start policy."),
+        lr: float = typer.Option(1e-6, "--lr", help="Learning rate."),
+        max_turns: int = typer.Option(6, "--max-turns", help="Turns per rollout episode."),
+        max_new_tokens: int = typer.Option(192, "--max-new-tokens", help="Tokens per turn."),
+        budget_tokens: int = typer.Option(2048, "--budget-tokens", help="Context budget of the rollouts (pruning live)."),
+        lora: bool = typer.Option(False, "--lora", help="Train a LoRA adapter (peft), merged on save."),
+        use_vllm: bool = typer.Option(False, "--use-vllm", help="Generate with vLLM (GPU); see train/configs/."),
+        vllm_mode: str = typer.Option("colocate", "--vllm-mode", help="colocate | server."),
+        limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N tasks."),
+        data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
+        embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
+    ) -> None:
+        """GRPO over the Sieve harness: real multi-turn rollouts with live pruning, per-turn segments."""
+        from train.rl import RLConfig, run_rl
+
+        index = _open_index(collection, data_dir, chroma_url, embedder)
+        cfg = RLConfig(tasks=tasks, out=out, model_path=model_path, max_steps=steps,
+                       questions_per_step=questions_per_step, num_generations=num_generations, loss_type=loss_type,
+                       beta=beta, learning_rate=lr, max_turns=max_turns, max_new_tokens=max_new_tokens,
+                       budget_tokens=budget_tokens, lora=lora, use_vllm=use_vllm, vllm_mode=vllm_mode, limit=limit)
+        result = run_rl(index, cfg, progress=not as_json)
+        if as_json:
+            print_json(result)
+            return
+        typer.echo(f"GRPO {result['steps']} steps -> {result['model_dir']}; mean reward first/last step: "
+                   f"{result['reward_first']:.3f} / {result['reward_last']:.3f}; curve in {result['log']}")
+
+    @train.command("all")
+    @cli_errors
+    @_value_errors
+    def all_cmd(
+        corpus: Path = typer.Option(..., "--corpus", help="File or folder to index (.jsonl .txt .md .html .pdf)."),
+        collection: str = CollectionOpt,
+        out: Path = typer.Option(Path("runs/train"), "--out", help="Run folder (tasks, sft/, rl/, eval/)."),
+        n_tasks: int = typer.Option(60, "--n-tasks", help="Tasks to synthesize."),
+        rl_steps: int = typer.Option(10, "--rl-steps", help="GRPO steps."),
+        model_path: Optional[str] = typer.Option(None, "--model-path", help="Student HF folder (default SmolLM2-135M)."),
+        seed: int = typer.Option(0, "--seed", help="Synthesis seed."),
+        data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
+        embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
+    ) -> None:
+        """Index CORPUS, synthesize tasks, SFT, GRPO, then evaluate start vs trained policy on held-out tasks."""
+        from train.pipeline import PipelineConfig, run_pipeline
+
+        s = settings_from(data_dir, chroma_url, embedder)
+        cfg = PipelineConfig(corpus=corpus, collection=collection, out=out, n_tasks=n_tasks, rl_steps=rl_steps,
+                             model_path=model_path, seed=seed)
+        result = run_pipeline(cfg, s.retriever_config(), progress=not as_json)
+        if as_json:
+            print_json(result)
+            return
+        typer.echo(f"Done: model {result['model_dir']}; report {result['report']}")
+
+    app.add_typer(train)
+
+
+__all__ = ["register"]
