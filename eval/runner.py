@@ -113,6 +113,9 @@ def run_eval(
     flat: dict[str, dict[str, float]] = {}
     calls: dict[str, int] = {}
     for spec in config.systems:
+        # The embedder caches query vectors: without this, every system after the first would
+        # find the questions pre-embedded and report a flattering latency.
+        index.embedder.clear_cache()
         system = system_factory(spec, index, depth)
         logger.info("Evaluating %s on %s", system.name, ", ".join(s.name for s in sets))
         flat[system.name] = evaluator(system, out_dir)

@@ -100,6 +100,11 @@ class Embedder:
                 self._cache.popitem(last=False)
         return vec
 
+    def clear_cache(self) -> None:
+        """Forget cached query vectors (eval does this between systems so none inherits warm queries)."""
+        with self._lock:
+            self._cache.clear()
+
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
         if missing:

@@ -236,3 +236,30 @@ def test_cli_eval(tiny_dirs, tmp_path):
     assert bad.exit_code == 2 and "invalid_input" in bad.output
     bad_k = runner.invoke(app, [*args[:6], "five", *args[7:]])
     assert bad_k.exit_code == 2 and "--k" in bad_k.output
+
+
+def test_agent_system_on_the_sample(sample_index, sample_dir, tmp_path):
+    from eval.metrics import prune_accuracy as prune_acc
+
+    out = tmp_path / "rep"
+    report = run_eval(_config(sample_dir, out, limit=2, systems=["agent"], plots=False), sample_index.config,
+                      index=sample_index)
+    assert report.calls == {"agent:heuristic": 2}
+    rows = list(load_results(out / RESULTS_FILE).values())
+    assert len(rows) == 2
+    for row in rows:
+        trace = row["trace"]
+        assert trace is not None and trace["question"] == row["question"]
+        assert len(row["returned_doc_ids"]) == len(set(row["returned_doc_ids"])) <= 5
+        # Everything returned must have been shown to the agent, so trajectory recall bounds recall.
+        assert set(row["returned_doc_ids"]) <= set(trace["seen_doc_ids"])
+        m = row["metrics"]
+        assert m["trajectory_recall"] >= m["recall@5"]
+        assert m["prune_accuracy"] == prune_acc(trace["pruned_chunk_ids"], row["gold_ids"])
+        n_calls = sum(len(t["tool_calls"]) for t in trace["turns"])
+        assert sum(row["tool_call_counts"].values()) == n_calls == m["tool_calls"]
+        bcp = json.loads((out / "bcp" / "sample" / "agent-heuristic" / f"{row['task_id']}.json").read_text())
+        assert bcp["retrieved_docids"] == list(dict.fromkeys(trace["seen_doc_ids"]))
+        assert [r["type"] for r in bcp["result"]] == ["tool_call"] * n_calls + ["output_text"]
+    agg = report.metrics["sample"]["agent:heuristic"]
+    assert {"trajectory_recall", "searches", "turns", "tokens"} <= set(agg)
