@@ -62,8 +62,8 @@ class Sieve:
         """Plain single-shot retrieval (no agent)."""
         return self.corpus.search(query, k, mode=mode, where=where)
 
-    def search(self, question: str, *, policy: str | None = None, rollouts: int = 1, **overrides: Any) -> Trace:
-        """Agentic search: the ranked evidence is ``trace.returned``.
+    def search(self, question: str, *, policy: str = "heuristic", rollouts: int = 1, **overrides: Any) -> Trace:
+        """Agentic search with ``policy`` ("heuristic", "openai" or "local"); evidence is ``trace.returned``.
 
         ``overrides`` replace fields of the agent config for this call (e.g. ``budget_tokens=4000``).
         """
@@ -73,8 +73,7 @@ class Sieve:
 
         base = self._agent_config or AgentConfig()
         cfg = dataclasses.replace(base, **overrides) if overrides else base
-        name = policy or cfg.policy
-        agent = SearchAgent(self.corpus, make_policy(name, cfg), cfg)
+        agent = SearchAgent(self.corpus, make_policy(policy, cfg), cfg)
         return agent.run_fused(question, rollouts=rollouts) if rollouts > 1 else agent.run(question)
 
 
