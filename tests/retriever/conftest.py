@@ -1,0 +1,29 @@
+"""Fixtures and helpers for the retriever tests (real MiniLM, real embedded Chroma, real BM25).
+
+The session-wide ``embedder`` and ``sample_index`` come from ``tests/conftest.py``; this file adds
+a small module-scoped collection of multi-chunk documents (for read windows and grep) and helpers
+that check the Chroma/BM25 consistency invariant.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from _retriever_helpers import MULTI_DOCS
+
+from retriever import CorpusIndex, RetrieverConfig
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+@pytest.fixture(scope="module")
+def multi_index(tmp_path_factory: pytest.TempPathFactory, embedder) -> CorpusIndex:
+    """Three documents of several 32-token chunks each (read-only for tests)."""
+    data: Path = tmp_path_factory.mktemp("multi")
+    cfg = RetrieverConfig(data_dir=data, chunk_tokens=32, chunk_overlap=8)
+    index = CorpusIndex.open(cfg, "multi", create=True, embedder=embedder)
+    index.index_documents(MULTI_DOCS, progress=False)
+    return index

@@ -1,0 +1,162 @@
+"""Ingestion of .txt/.md/.jsonl/.html/.pdf; unreadable inputs are reported, never dropped silently."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import pytest
+
+from retriever.errors import InvalidInput, NotFound
+from retriever.ingest import IngestReport, content_hash, iter_documents, load_documents
+from retriever.types import Document
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def minimal_pdf(text: str) -> bytes:
+    """A one-page PDF showing ``text`` in Helvetica, written by hand (no PDF-writing dependency)."""
+    content = f"BT /F1 12 Tf 72 712 Td ({text}) Tj ET".encode("latin-1")
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> "
+        b"/Contents 5 0 R >>",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def _ingest(path: Path) -> tuple[dict[str, Document], IngestReport]:
+    report = IngestReport()
+    docs = {d.doc_id: d for d in iter_documents(path, report)}
+    return docs, report
+
+
+def test_every_supported_format(tmp_path):
+    (tmp_path / "notes.txt").write_text("Plain text about otters.\n", encoding="utf-8")
+    (tmp_path / "guide.md").write_text("Intro line\n# The Guide\n\nMarkdown about beavers.", encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "page.html").write_text(
+        "<html><head><title>Badgers</title><style>p{color:red}</style></head>"
+        "<body><script>var hidden = 1;</script><p>Badgers dig setts.</p><p>They are nocturnal.</p></body></html>",
+        encoding="utf-8",
+    )
+    (tmp_path / "paper.pdf").write_bytes(minimal_pdf("Sieve reads portable documents"))
+    (tmp_path / "recs.jsonl").write_text(
+        json.dumps({"id": "r1", "title": "Stoats", "text": "Stoats turn white.", "metadata": {"topic": "animals"}})
+        + "\n\n"  # blank lines are not records
+        + json.dumps({"id": 2, "text": "Weasels are small.", "source": "field-notes"}) + "\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "image.png").write_bytes(b"\x89PNG")
+    (tmp_path / ".hidden.png").write_bytes(b"")
+
+    docs, report = _ingest(tmp_path)
+    assert sorted(docs) == ["2", "guide.md", "notes.txt", "paper.pdf", "r1", "sub/page.html"]
+    assert docs["notes.txt"].text == "Plain text about otters.\n"
+    assert docs["notes.txt"].title == "notes" and docs["notes.txt"].source == str(tmp_path / "notes.txt")
+    assert docs["guide.md"].title == "The Guide"
+    html = docs["sub/page.html"]
+    assert html.title == "Badgers"
+    assert "Badgers dig setts." in html.text and "They are nocturnal." in html.text
+    assert "hidden" not in html.text and "color" not in html.text
+    assert docs["paper.pdf"].text == "Sieve reads portable documents"
+    assert (docs["r1"].title, docs["r1"].metadata, docs["r1"].source) == ("Stoats", {"topic": "animals"}, "recs.jsonl:1")
+    assert (docs["2"].title, docs["2"].source) == ("", "field-notes")
+    assert report.files_read == 5 and report.documents == 6 and report.skipped == []
+    assert report.ignored == [str(tmp_path / "image.png")]  # listed, not silently passed over
+
+
+def test_single_file_gets_its_name_as_id(tmp_path):
+    f = tmp_path / "one.txt"
+    f.write_text("just one", encoding="utf-8")
+    docs, _ = _ingest(f)
+    assert list(docs) == ["one.txt"]
+
+
+def test_sample_docs_report_the_latin1_file(sample_dir):
+    docs, report = _ingest(sample_dir / "docs")
+    skipped = {w: r for w, r in report.skipped}
+    latin1 = str(sample_dir / "docs" / "latin1-note.txt")
+    assert list(skipped) == [latin1]
+    assert "UTF-8" in skipped[latin1]
+    # Nothing dropped silently: each file read became a document or a reported skip.
+    assert report.files_read == len(docs) + len(report.skipped) == len(list((sample_dir / "docs").iterdir()))
+
+
+def test_bad_jsonl_lines_are_reported_with_line_numbers(tmp_path):
+    lines = [
+        json.dumps({"id": "ok1", "text": "first good record"}),
+        "{not json",
+        json.dumps({"text": "no id"}),
+        json.dumps({"id": "t", "text": 42}),
+        json.dumps({"id": "blank", "text": "   "}),
+        json.dumps({"id": "m", "text": "bad metadata", "metadata": ["x"]}),
+        json.dumps(["a", "list"]),
+        json.dumps({"id": "ok2", "text": "second good record"}),
+    ]
+    f = tmp_path / "mixed.jsonl"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    docs, report = _ingest(f)
+    assert sorted(docs) == ["ok1", "ok2"]
+    assert [w for w, _ in report.skipped] == [f"{f}:{n}" for n in (2, 3, 4, 5, 6, 7)]
+    reasons = dict(report.skipped)
+    assert "invalid JSON" in reasons[f"{f}:2"] and "empty text" in reasons[f"{f}:5"]
+    assert "metadata" in reasons[f"{f}:6"]
+    assert report.documents + len(report.skipped) == len(lines)
+
+
+def test_non_utf8_jsonl_and_broken_or_empty_pdf_are_reported(tmp_path):
+    from pypdf import PdfWriter
+
+    (tmp_path / "latin.jsonl").write_bytes('{"id": "x", "text": "café"}\n'.encode("latin-1"))
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4\n this is not a pdf body")
+    writer = PdfWriter()
+    writer.add_blank_page(width=200, height=200)
+    with (tmp_path / "blank.pdf").open("wb") as fh:
+        writer.write(fh)
+    (tmp_path / "empty.md").write_text("  \n", encoding="utf-8")
+    (tmp_path / "good.txt").write_text("still indexed", encoding="utf-8")
+
+    docs, report = _ingest(tmp_path)
+    assert list(docs) == ["good.txt"]
+    reasons = {w.rsplit("/", 1)[-1]: r for w, r in report.skipped}
+    assert sorted(reasons) == ["blank.pdf", "broken.pdf", "empty.md", "latin.jsonl"]
+    assert "UTF-8" in reasons["latin.jsonl"]
+    assert "unreadable .pdf" in reasons["broken.pdf"]
+    assert reasons["blank.pdf"] == reasons["empty.md"] == "no text"
+
+
+def test_missing_path_and_duplicate_ids(tmp_path):
+    with pytest.raises(NotFound, match="does not exist"):
+        list(iter_documents(tmp_path / "nope"))
+    f = tmp_path / "dupes.jsonl"
+    f.write_text("\n".join(json.dumps({"id": "same", "text": f"v{i}"}) for i in range(2)), encoding="utf-8")
+    with pytest.raises(InvalidInput, match="same"):
+        load_documents(f)
+
+
+def test_content_hash_tracks_everything_that_changes_chunks():
+    base = Document("d", "text", title="t", source="s", metadata={"a": 1, "b": 2})
+    assert content_hash(base) == content_hash(Document("d", "text", title="t", source="s", metadata={"b": 2, "a": 1}))
+    variants = [
+        Document("d", "text!", title="t", source="s", metadata={"a": 1, "b": 2}),
+        Document("d", "text", title="T", source="s", metadata={"a": 1, "b": 2}),
+        Document("d", "text", title="t", source="s2", metadata={"a": 1, "b": 2}),
+        Document("d", "text", title="t", source="s", metadata={"a": 1, "b": 3}),
+        Document("d", "t", title="ext", source="s", metadata={"a": 1, "b": 2}),  # field boundaries matter
+    ]
+    hashes = {content_hash(v) for v in variants}
+    assert len(hashes) == len(variants) and content_hash(base) not in hashes
