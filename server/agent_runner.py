@@ -44,11 +44,12 @@ class EpisodeRequest:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def agent_config(state: AppState, req: EpisodeRequest) -> AgentConfig:
+def agent_config(state: AppState, req: EpisodeRequest | None = None) -> AgentConfig:
     """The episode's ``AgentConfig``: settings defaults, request overrides, capped by the settings' maxima."""
     from agent import AgentConfig
 
     s = state.settings
+    req = req or EpisodeRequest(query="")
     k = validate_k(req.k or s.k, s.max_k)
     budget = req.budget_tokens or s.budget_tokens
     if budget > s.max_budget_tokens:
@@ -78,10 +79,36 @@ def agent_config(state: AppState, req: EpisodeRequest) -> AgentConfig:
 
 
 def policy_name(state: AppState, requested: str | None) -> str:
-    name = requested or state.settings.policy
+    """The policy to run, if this server can: LLM policies need their model configured."""
+    s = state.settings
+    name = requested or s.policy
     if name not in POLICIES:
         raise InvalidInput(f"Expected policy in {POLICIES}, got {name!r}")
+    if name == "openai" and not s.openai_base_url:
+        raise InvalidInput("Expected SIEVE_OPENAI_BASE_URL (and SIEVE_OPENAI_MODEL) to be set for policy 'openai', "
+                           "got none; valid here: " + str(available_policies(state)))
+    if name == "local" and not (s.local_model or s.allow_local):
+        raise InvalidInput("Expected SIEVE_LOCAL_MODEL or SIEVE_ALLOW_LOCAL=1 for policy 'local', got neither; "
+                           "valid here: " + str(available_policies(state)))
     return name
+
+
+def available_policies(state: AppState) -> list[str]:
+    s = state.settings
+    return ["heuristic"] + (["openai"] if s.openai_base_url else []) + \
+        (["local"] if s.local_model or s.allow_local else [])
+
+
+def check_filters(index: Any, where: dict[str, Any] | None) -> None:
+    """Reject a malformed Chroma ``where`` up front: inside an episode it would only empty every search."""
+    if where is None:
+        return
+    try:
+        index.store.get_where(where, limit=1)
+    except Exception as exc:  # chromadb raises ValueError / its own InvalidArgumentError, nothing narrower
+        if type(exc).__name__ in ("InvalidArgumentError", "ValueError", "TypeError", "KeyError"):
+            raise InvalidInput(f"Expected a valid Chroma metadata filter, got {where!r}: {exc}") from exc
+        raise
 
 
 def run_episode(state: AppState, req: EpisodeRequest, on_event: Any | None = None) -> Trace:
@@ -95,7 +122,9 @@ def run_episode(state: AppState, req: EpisodeRequest, on_event: Any | None = Non
         from retriever.errors import EmptyCorpus
 
         raise EmptyCorpus(f"Expected an indexed collection, got {index.name!r} with no chunks; POST documents first")
-    agent = SearchAgent(index, state.policy(name, cfg), cfg)
+    # Policies are built once per app from the server defaults: what a request may change (k, budget,
+    # turns, wall cap) reaches the policy through the episode's config, not the policy's.
+    agent = SearchAgent(index, state.policy(name, lambda: agent_config(state)), cfg)
     if req.rollouts > 1:
         trace = agent.run_fused(req.query, req.rollouts, on_event=on_event, where=req.filters)
     else:
@@ -170,5 +199,5 @@ def context1_events(event: dict[str, Any]) -> list[dict[str, Any]]:
     return []  # per-turn usage and the agent's own done are folded into the final usage/done events
 
 
-__all__ = ["EpisodeRequest", "agent_config", "context1_events", "policy_name", "progress_event", "run_episode",
+__all__ = ["EpisodeRequest", "agent_config", "available_policies", "check_filters", "context1_events", "policy_name", "progress_event", "run_episode",
            "run_episode_async", "stream_episode"]

@@ -53,6 +53,8 @@ class Settings(BaseSettings):
     openai_model: str | None = Field(default=None, description="Model name served at openai_base_url.")
     openai_api_key: str | None = Field(default=None, description="Key for the OpenAI-compatible backend.")
     local_model: str | None = Field(default=None, description="Local HF model folder for the 'local' policy.")
+    allow_local: bool = Field(default=False, description="Serve the 'local' policy with the bundled SmolLM2 "
+                                                         "(loads a model into the server process).")
 
     @model_validator(mode="after")
     def _check_auth(self) -> Settings:

@@ -71,16 +71,26 @@ def build_mcp(state: AppState) -> Any:
         logger.warning("MCP endpoint disabled: install the extra with `pip install 'sieve[mcp]'`")
         return None
 
+    from mcp.server.mcpserver.exceptions import ToolError
+
     server = MCPServer("sieve", instructions=INSTRUCTIONS, log_level="WARNING")
     timeout = state.settings.request_timeout_s
 
+    # A SieveError is the caller's doing (unknown id, empty query): its message goes back to the
+    # model as a tool error; anything else stays a crash the SDK logs and hides.
     @server.tool(description="Search the collection for evidence relevant to a natural-language query.")
     async def search(query: str) -> McpSearchResults:
-        return await run_blocking(_search, state, query, timeout=timeout)
+        try:
+            return await run_blocking(_search, state, query, timeout=timeout)
+        except SieveError as exc:
+            raise ToolError(f"[{exc.code}] {exc.message}") from exc
 
     @server.tool(description="Fetch the full text of a document (or of the document holding a chunk) by id.")
     async def fetch(id: str) -> McpDocument:  # noqa: A002 - the connector spec names the argument `id`
-        return await run_blocking(_fetch, state, id, timeout=timeout)
+        try:
+            return await run_blocking(_fetch, state, id, timeout=timeout)
+        except SieveError as exc:
+            raise ToolError(f"[{exc.code}] {exc.message}") from exc
 
     return server
 

@@ -16,6 +16,8 @@ from retriever.errors import InvalidInput
 from server.metrics import Metrics
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from retriever import CorpusIndex
     from retriever.config import RetrieverConfig
     from retriever.embeddings import Embedder
@@ -115,15 +117,15 @@ class AppState:
             self._verified_at.pop(name, None)
             delete_collection(self.retriever_config, name, client=self.client)
 
-    def policy(self, name: str, config: Any) -> Any:
-        """A policy by name, built once per app (a local model must not load per request)."""
+    def policy(self, name: str, config: Callable[[], Any]) -> Any:
+        """A policy by name, built once per app from ``config()`` (a local model must not load per request)."""
         with self._lock:
             policy = self._policies.get(name)
             if policy is None:
                 from agent import make_policy
 
                 try:
-                    policy = make_policy(name, config)
+                    policy = make_policy(name, config())
                 except ValueError as exc:
                     raise InvalidInput(str(exc)) from exc
                 self._policies[name] = policy

@@ -11,7 +11,7 @@ from sse_starlette.sse import EventSourceResponse
 
 from retriever.errors import SieveError
 from server.agent_runner import (
-    POLICIES, EpisodeRequest, agent_config, context1_events, policy_name, progress_event, run_episode_async,
+    POLICIES, EpisodeRequest, agent_config, check_filters, context1_events, policy_name, progress_event, run_episode_async,
     stream_episode,
 )
 from server.convert import completion_tokens, document_blocks, evidence_out, trace_usage
@@ -52,8 +52,13 @@ async def _precheck(state: AppState, req: EpisodeRequest) -> str:
     """Fail before a stream starts (as a proper HTTP problem): bad limits, unknown collection or policy."""
     agent_config(state, req)
     policy_name(state, req.policy)
-    index = await run_blocking(state.index, req.collection, timeout=state.settings.request_timeout_s)
-    return index.name
+
+    def work() -> str:
+        index = state.index(req.collection)
+        check_filters(index, req.filters)
+        return index.name
+
+    return await run_blocking(work, timeout=state.settings.request_timeout_s)
 
 
 def _error_data(exc: BaseException) -> dict[str, Any]:

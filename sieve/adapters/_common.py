@@ -48,7 +48,9 @@ def fetch_results(source: Any, query: str, *, mode: str = "agent", collection: s
         overrides: dict[str, Any] = {"k": k}
         if budget_tokens:
             overrides["budget_tokens"] = budget_tokens
-        return [_from_evidence(e) for e in source.search(query, policy=policy, **overrides).returned]
+        if policy:
+            overrides["policy"] = policy
+        return [_from_evidence(e) for e in source.search(query, **overrides).returned]
     return [_from_hit(h) for h in source.retrieve(query, k, mode=mode, where=filters)]
 
 

@@ -58,6 +58,18 @@ def writes_locked(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> It
     srv.stop()
 
 
+@pytest.fixture(scope="session")
+def timeouts(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[LiveServer]:
+    """A server whose per-request limit (0.1 ms) no blocking work can meet."""
+    srv = start_server(embedder, tmp_path_factory.mktemp("timeout-data"), collection=TINY, request_timeout_s=0.0001)
+    from retriever.types import Document
+
+    srv.state.index(TINY, create=True).index_documents(
+        [Document(doc_id=d["id"], text=d["text"], title=d["title"]) for d in TINY_DOCS], progress=False)
+    yield srv
+    srv.stop()
+
+
 @pytest.fixture()
 def http(live: LiveServer) -> Iterator[Any]:
     import httpx

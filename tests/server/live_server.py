@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import httpx
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -65,4 +67,18 @@ def start_server(embedder: Any, data_dir: Path, **settings: Any) -> LiveServer:
     return LiveServer(url=f"http://127.0.0.1:{port}", state=app.state.sieve, server=server, thread=thread)
 
 
-__all__ = ["API_KEY", "TINY", "TINY_DOCS", "LiveServer", "free_port", "start_server"]
+PROBLEM_KEYS = {"type", "title", "status", "detail", "code"}
+
+
+def assert_problem(r: httpx.Response, status: int, code: str) -> dict:
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")
+    body = r.json()
+    assert PROBLEM_KEYS <= body.keys()
+    assert body["status"] == status and body["code"] == code
+    assert body["type"] == f"urn:sieve:error:{code}"
+    assert body["detail"]
+    return body
+
+
+__all__ = ["API_KEY", "assert_problem", "TINY", "TINY_DOCS", "LiveServer", "free_port", "start_server"]

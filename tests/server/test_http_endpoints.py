@@ -7,21 +7,7 @@ import re
 
 import httpx
 import pytest
-from live_server import TINY
-
-PROBLEM_KEYS = {"type", "title", "status", "detail", "code"}
-
-
-def assert_problem(r: httpx.Response, status: int, code: str) -> dict:
-    assert r.status_code == status, r.text
-    assert r.headers["content-type"].startswith("application/problem+json")
-    body = r.json()
-    assert PROBLEM_KEYS <= body.keys()
-    assert body["status"] == status and body["code"] == code
-    assert body["type"] == f"urn:sieve:error:{code}"
-    assert body["detail"]
-    return body
-
+from live_server import TINY, assert_problem
 
 # -- retrieval --------------------------------------------------------------------------------------
 def test_retrieve_finds_the_passage_that_answers(http: httpx.Client) -> None:
