@@ -20,14 +20,23 @@ class HeuristicConfig:
     seed_chunks: int = field(default=4, metadata={"help": "Top chunks whose entities seed the next hop's queries."})
     max_queries_per_turn: int = field(default=6, metadata={"help": "Reformulated searches issued per turn."})
     max_hops: int = field(default=2, metadata={"help": "Rounds of reformulation after the first search."})
-    min_gain: float = field(
-        default=0.05, metadata={"help": "A hop must add a chunk this much above the pool's median score, else stop."}
-    )
     prune_below: float = field(
         default=0.15, metadata={"help": "Chunks whose evidence score is below this are pruned after each turn."}
     )
+    w_rank: float = field(default=1.0, metadata={"help": "Weight of the rank in the question's own search."})
+    rank_tau: float = field(default=4.0, metadata={"help": "Rank at which the question-search score halves."})
+    w_cos: float = field(default=1.0, metadata={"help": "Weight of the chunk's cosine with the question."})
     bridge_weight: float = field(
-        default=0.9, metadata={"help": "Share of its parent's score a chunk found by a bridging query inherits."}
+        default=0.6, metadata={"help": "Share of its parent's score a chunk found by a bridging name inherits."}
+    )
+    named_weight: float = field(
+        default=0.8, metadata={"help": "Bonus of a chunk whose title matches a name the question mentions."}
+    )
+    min_match: float = field(default=0.5, metadata={"help": "Least title-name match for a bridge or name bonus."})
+    rank_decay: float = field(default=0.3, metadata={"help": "Decay of bonuses with the rank in their search."})
+    order_decay: float = field(default=0.25, metadata={"help": "Decay of a name's bridge prior with mention order."})
+    relation_boost: float = field(
+        default=1.5, metadata={"help": "Prior multiplier of a name right after a word of the question."}
     )
     jitter: float = field(
         default=0.15, metadata={"help": "Random re-weighting of entity candidates in fused rollouts (seed > 0)."}

@@ -25,7 +25,7 @@ from agent.policies.entities import mentions, name_match, normalise
 from pruning.tokens import ApproxTokenCounter
 
 if TYPE_CHECKING:
-    from agent.config import AgentConfig
+    from agent.config import AgentConfig, HeuristicConfig
     from agent.loop import Episode
     from pruning.context import ChunkEntry
     from pruning.tokens import TokenCounter
@@ -35,8 +35,18 @@ if TYPE_CHECKING:
 class _Query:
     text: str
     parent: str | None  # chunk id whose text suggested it (None: the question)
-    parent_score: float
     name: str  # the entity searched for ("" for the question itself)
+    prior: float = 1.0  # how likely the name is the bridge (mention order, relation word before it)
+
+
+@dataclass
+class Features:
+    """What the policy knows about a chunk; its evidence score is a function of these alone."""
+
+    cos: float  # cosine with the question
+    q_rank: int | None = None  # rank in the search for the question itself
+    bridges: list[tuple[str, float, int, float]] = field(default_factory=list)  # (parent, match, rank, prior)
+    named: list[tuple[float, int]] = field(default_factory=list)  # (match, rank) for names in the question
 
 
 @dataclass
@@ -44,6 +54,7 @@ class _State:
     rng: random.Random
     hop: int = 0
     scores: dict[str, float] = field(default_factory=dict)  # chunk id -> evidence score
+    features: dict[str, Features] = field(default_factory=dict)
     queried: set[str] = field(default_factory=set)  # normalised query texts
     seeded: set[str] = field(default_factory=set)  # chunk ids already used as seeds
     pending: dict[str, _Query] = field(default_factory=dict)  # call id -> query of the last turn
@@ -89,11 +100,11 @@ class _Session:
     def _first_queries(self, episode: Episode) -> list[_Query]:
         h = self.p.h
         q = episode.question
-        out = [_Query(q, None, 1.0, "")]
+        out = [_Query(q, None, "")]
         names = [m.text for m in mentions(q)]
         for name in dict.fromkeys(names):
             if normalise(name) != normalise(q):
-                out.append(_Query(name, None, 1.0, name))
+                out.append(_Query(name, None, name))
         return out[: 1 + h.max_queries_per_turn]
 
     def _bridge_queries(self, episode: Episode) -> list[_Query]:
@@ -113,14 +124,15 @@ class _Session:
                 key = normalise(m.text)
                 if not key or key in s.queried or key == title or key in qnorm or title.startswith(key):
                     continue
-                prior = parent_score / (1.0 + 0.25 * order)
+                prior = 1.0 / (1.0 + h.order_decay * order)
                 # A name right after a word of the question ("directed by X" for "director") is the bridge.
                 if any(w.lower()[:5] in q_words for w in m.context.split()[-3:]):
-                    prior *= 1.5
-                if s.rng is not None and episode.seed:
-                    prior *= 1.0 + h.jitter * (2 * s.rng.random() - 1)
-                if key not in cands or cands[key][0] < prior:
-                    cands[key] = (prior, _Query(m.text, e.chunk_id, parent_score, m.text))
+                    prior = min(1.0, prior * h.relation_boost)
+                rank_key = parent_score * prior
+                if episode.seed:
+                    rank_key *= 1.0 + h.jitter * (2 * s.rng.random() - 1)
+                if key not in cands or cands[key][0] < rank_key:
+                    cands[key] = (rank_key, _Query(m.text, e.chunk_id, m.text, prior))
         best = sorted(cands.values(), key=lambda t: -t[0])[: h.max_queries_per_turn]
         return [q for _, q in best]
 
@@ -132,7 +144,7 @@ class _Session:
         s.pending = {}
         for i, q in enumerate(queries):
             s.queried.add(normalise(q.text))
-            k = h.first_k if q.parent is None and not q.name else h.hop_k
+            k = min(h.first_k if q.parent is None and not q.name else h.hop_k, self.p.config.search_k)
             call = ParsedToolCall(name="search", arguments={"query": q.text, "k": k}, call_id=f"h{s.hop}_{i}")
             s.pending[call.call_id] = q
             calls.append(call)
@@ -140,7 +152,7 @@ class _Session:
 
     # -- bookkeeping ----------------------------------------------------------------------------
     def _absorb(self, episode: Episode) -> int:
-        """Score the chunks the last turn showed; returns how many entered the top k."""
+        """Record what the last turn showed and re-score; returns how many chunks entered the top k."""
         s = self.s
         k = episode.config.k
         before = self._top(k)
@@ -150,19 +162,18 @@ class _Session:
                 continue
             for rank, handle in enumerate(o.handles):
                 e = episode.context.chunks[handle]
-                s.scores[e.chunk_id] = self._score(e, q, rank)
+                f = s.features.setdefault(e.chunk_id, Features(cos=e.relevance))
+                if not q.name:
+                    f.q_rank = rank if f.q_rank is None else min(f.q_rank, rank)
+                elif q.parent is None:
+                    f.named.append((name_match(q.name, e.chunk.title), rank))
+                else:
+                    f.bridges.append((q.parent, name_match(q.name, e.chunk.title), rank, q.prior))
+        # Parents are always registered before their children, so one pass in insertion order suffices.
+        for cid, f in s.features.items():
+            s.scores[cid] = score_features(f, s.scores, self.p.h)
         after = self._top(k)
         return len(set(after) - set(before))
-
-    def _score(self, e: ChunkEntry, q: _Query, rank: int) -> float:
-        h = self.p.h
-        base = e.relevance
-        if not q.name:  # the question itself: keep the fused search order as a tie-breaker
-            return base + 0.02 / (1 + rank)
-        match = name_match(q.name, e.chunk.title)
-        parent = q.parent_score if q.parent is not None else max(self.s.scores.values(), default=base)
-        inherited = h.bridge_weight * parent * match / (1.0 + 0.1 * rank)
-        return max(base, inherited)
 
     def _top(self, k: int) -> list[str]:
         return [cid for cid, _ in sorted(self.s.scores.items(), key=lambda kv: -kv[1])[:k]]
@@ -179,7 +190,7 @@ class _Session:
         s = self.s
         pruned = set(prune)
         live = [e for e in episode.context.active() if e.handle not in pruned]
-        ranked = sorted(live, key=lambda e: -s.scores.get(e.chunk_id, e.relevance))
+        ranked = sorted(live, key=lambda e: -s.scores.get(e.chunk_id, 0.0))
         # One chunk per document first: evidence is judged by document, so spread the k slots.
         first, extra, docs = [], [], set()
         for e in ranked:
@@ -195,10 +206,29 @@ class _Session:
                           meta={"stop_reason": "converged" if converged else None})
 
 
+def score_features(f: Features, scores: dict[str, float], h: HeuristicConfig) -> float:
+    """Evidence score: fused rank in the question search + cosine, plus the best bridge or name match.
+
+    A bridge adds a share of its parent's score, scaled by how well the chunk's title matches the
+    name searched and how likely that name was the bridge; so the page of "the director" of a
+    top-ranked film lands right after the film.
+    """
+    first = h.w_rank / (1.0 + f.q_rank / h.rank_tau) if f.q_rank is not None else 0.0
+    base = first + h.w_cos * f.cos
+    link = 0.0
+    for parent, match, rank, prior in f.bridges:
+        if match >= h.min_match:
+            link = max(link, h.bridge_weight * scores.get(parent, 0.0) * match * prior / (1.0 + h.rank_decay * rank))
+    for match, rank in f.named:
+        if match >= h.min_match:
+            link = max(link, h.named_weight * match / (1.0 + h.rank_decay * rank))
+    return base + link
+
+
 def _render(calls: list[ParsedToolCall]) -> str:
     """The calls as a model would write them, so heuristic traces read like LLM ones."""
     return "\n".join(f"<tool_call>{json.dumps({'name': c.name, 'arguments': c.arguments}, ensure_ascii=False)}"
                      "</tool_call>" for c in calls)
 
 
-__all__ = ["HeuristicPolicy"]
+__all__ = ["Features", "HeuristicPolicy", "score_features"]
