@@ -243,7 +243,9 @@ class CorpusIndex:
         self, query: str, k: int = 10, *, mode: SearchMode = "hybrid", where: Where | None = None,
         exclude: Collection[str] | None = None,
     ) -> list[Hit]:
-        if self.count() == 0:
+        # len(BM25) is the chunk count at the store's current generation, without the Chroma
+        # count() round-trip (~9 ms at 100k chunks) on every query.
+        if len(self.bm25_index()) == 0:
             raise EmptyCorpus(f"Expected an indexed collection, got {self.name!r} with no chunks; run `sieve index PATH`")
         return self.retriever(mode).search(query, k, where=where, exclude=exclude)
 

@@ -223,8 +223,11 @@ class ChromaStore:
             raise InvalidInput(f"Expected a valid Chroma metadata filter, got {where!r}: {exc}") from exc
 
     def query(self, embedding: np.ndarray, n: int, where: Where | None = None) -> list[tuple[Chunk, float]]:
-        """Nearest chunks with cosine similarity (1 - Chroma's cosine distance)."""
-        n = min(n, self.count())
+        """Nearest chunks with cosine similarity (1 - Chroma's cosine distance).
+
+        ``n`` may exceed the collection size (Chroma then returns what it has); it is not clipped
+        with ``count()``, which costs ~9 ms at 100k chunks, a fifth of a hybrid query.
+        """
         if n <= 0:
             return []
         try:
