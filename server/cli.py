@@ -15,7 +15,7 @@ app = typer.Typer(
 )
 
 # Command modules, in help order.
-COMMAND_MODULES = ["server.commands.retrieval", "server.commands.evaluate", "server.commands.serve", "server.commands.train"]
+COMMAND_MODULES = ["server.commands.retrieval", "server.commands.agent", "server.commands.evaluate", "server.commands.serve", "server.commands.train"]
 
 
 @app.callback()

@@ -1,0 +1,141 @@
+"""``sieve search``: agentic search over a collection, with a readable step log."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from server.commands._common import (
+    ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedderOpt, JsonOpt, cli_errors, print_json, settings_from, shorten,
+)
+
+
+def _step_logger(stream: Any = None) -> Any:
+    """An ``on_event`` callback writing one progress line per tool call to stderr."""
+    out = stream or sys.stderr
+
+    def log(event: dict[str, Any]) -> None:
+        tag = f"[r{event['rollout']}] " if "rollout" in event else ""
+        if event["type"] == "observation":
+            for r in event["results"]:
+                if r["error"]:
+                    line = f"error: {shorten(r['error'], 120)}"
+                elif r["handles"]:
+                    titles = ", ".join(dict.fromkeys(t for t in r["titles"] if t))
+                    line = f"{len(r['handles'])} new ({shorten(titles, 90)})"
+                else:
+                    line = shorten(r["content"], 120)
+                out.write(f"{tag}turn {event['turn'] + 1} {r['tool']:<6} {line}  [{r['tokens']} tok, {r['ms']:.0f} ms]\n")
+        elif event["type"] == "action":
+            for name, params in zip(event["tools"], event["params"]):
+                arg = params.get("query") or params.get("pattern") or params.get("id") or params.get("ids") \
+                    if isinstance(params, dict) else params
+                out.write(f"{tag}turn {event['turn'] + 1} > {name}({shorten(str(arg), 100)})\n")
+        elif event["type"] == "usage":
+            out.write(f"{tag}turn {event['turn'] + 1} context {event['context_tokens']:,}/{event['budget']:,} "
+                      f"({event['state']})\n")
+        elif event["type"] == "done":
+            out.write(f"{tag}done: {event['stop_reason']}, {len(event['returned'])} evidence, "
+                      f"{event['wall_ms'] / 1000:.1f}s\n")
+        out.flush()
+
+    return log
+
+
+def evidence_table(trace: Any, title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in ("#", "chunk", "title", "text"):
+        table.add_column(col, overflow="fold" if col == "text" else "ellipsis")
+    for e in trace.returned:
+        table.add_row(str(e.rank), e.chunk_id, shorten(e.title, 40), shorten(e.text, 110))
+    Console().print(table)
+    summary = (f"{trace.stop_reason}: {len(trace.turns)} turns, {len(trace.tool_calls)} tool calls "
+               f"({trace.n_searches} searches, {trace.n_prune_calls} prunes, {trace.n_malformed} malformed), "
+               f"{len(trace.seen_chunk_ids)} chunks seen, {len(trace.pruned_chunk_ids)} pruned, "
+               f"peak context {trace.peak_context_tokens:,} tokens, {trace.wall_ms / 1000:.1f}s")
+    Console(stderr=True).print(summary)
+    if trace.answer:
+        Console().print(f"answer: {trace.answer}")
+
+
+def demo_agent(index: Any, question: str, k: int) -> None:
+    """``sieve demo`` step: the heuristic agent on the same question, with its step log."""
+    from agent import AgentConfig, SearchAgent, make_policy
+
+    config = AgentConfig(k=k)
+    trace = SearchAgent(index, make_policy("heuristic", config), config).run(question, on_event=_step_logger())
+    evidence_table(trace, f"agent (heuristic) evidence for: {question}")
+
+
+def register(app: typer.Typer) -> None:
+    from server.commands import retrieval
+
+    if demo_agent not in retrieval.DEMO_EXTRAS:
+        retrieval.DEMO_EXTRAS.append(demo_agent)
+
+    @app.command("search")
+    @cli_errors
+    def search_cmd(
+        question: str = typer.Argument(..., help="The question."),
+        collection: str = CollectionOpt,
+        policy: str = typer.Option("heuristic", "--policy", "-p", help="heuristic | openai | local"),
+        budget: int = typer.Option(8192, "--budget", help="Context budget in tokens."),
+        k: int = typer.Option(10, "-k", help="Evidence chunks to return."),
+        rollouts: int = typer.Option(1, "--rollouts", help="Independent episodes fused by reciprocal rank."),
+        max_turns: int = typer.Option(16, "--max-turns", help="Hard cap on turns."),
+        base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible URL (openai policy).",
+                                               envvar="SIEVE_OPENAI_BASE_URL"),
+        model: Optional[str] = typer.Option(None, "--model", help="Served model name (openai policy).",
+                                            envvar="SIEVE_OPENAI_MODEL"),
+        local_model: Optional[Path] = typer.Option(None, "--local-model", help="HF folder (local policy; "
+                                                   "default SmolLM2-135M converted once).", envvar="SIEVE_LOCAL_MODEL"),
+        trace_out: Optional[Path] = typer.Option(None, "--trace", help="Append the episode's trace to this JSONL."),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="No step log."),
+        data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
+        embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
+    ) -> None:
+        """Agentic search: iterative search, read and prune within a token budget; prints ranked evidence."""
+        from agent import AgentConfig, SearchAgent, make_policy
+        from retriever import CorpusIndex
+        from retriever.errors import InvalidInput
+
+        s = settings_from(data_dir, chroma_url, embedder)
+        overrides: dict[str, Any] = {"budget_tokens": budget, "k": k, "max_turns": max_turns, "rollouts": rollouts}
+        if base_url:
+            overrides["base_url"] = base_url
+        if model:
+            overrides["model"] = model
+        if local_model:
+            overrides["local_model"] = local_model
+        try:
+            config = AgentConfig(**overrides)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+        index = CorpusIndex.open(s.retriever_config(), collection)
+        agent = SearchAgent(index, make_policy(policy, config), config)
+        on_event = None if quiet else _step_logger()
+        trace = agent.run_fused(question, rollouts, on_event=on_event) if rollouts > 1 \
+            else agent.run(question, on_event=on_event)
+        if trace_out:
+            trace_out.parent.mkdir(parents=True, exist_ok=True)
+            with trace_out.open("a", encoding="utf-8") as f:
+                f.write(trace.to_json() + "\n")
+        if as_json:
+            print_json({"question": question, "collection": collection, "policy": trace.policy,
+                        "stop_reason": trace.stop_reason, "answer": trace.answer,
+                        "results": [{"rank": e.rank, "id": e.chunk_id, "doc_id": e.doc_id, "score": e.score,
+                                     "title": e.title, "source": e.source, "text": e.text} for e in trace.returned],
+                        "seen": len(trace.seen_chunk_ids), "pruned": len(trace.pruned_chunk_ids),
+                        "turns": len(trace.turns), "tool_calls": len(trace.tool_calls),
+                        "peak_context_tokens": trace.peak_context_tokens, "wall_ms": round(trace.wall_ms, 1)})
+        else:
+            evidence_table(trace, f"{trace.policy} evidence for: {question}")
+
+
+__all__ = ["demo_agent", "evidence_table", "register"]

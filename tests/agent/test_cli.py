@@ -1,0 +1,31 @@
+"""``sieve search`` through Typer's runner, on the shared sample index (real retrieval, heuristic policy)."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from server.cli import app
+
+
+def test_search_json_trace_and_step_log(sample_index, session_data_dir, tmp_path):
+    out = tmp_path / "traces.jsonl"
+    runner = CliRunner()
+    res = runner.invoke(app, ["search", "Which city was the Spirit of St. Louis named after?", "-c", "sample",
+                              "--data-dir", str(session_data_dir), "-k", "4", "--json", "--trace", str(out)])
+    assert res.exit_code == 0, res.output
+    body = json.loads(res.stdout[res.stdout.index("{"):])
+    assert body["policy"] == "heuristic" and len(body["results"]) == 4
+    assert [r["rank"] for r in body["results"]] == [1, 2, 3, 4]
+    assert "turn 1 > search(" in res.stderr and "done: " in res.stderr  # the step log went to stderr
+    trace = json.loads(out.read_text().splitlines()[0])
+    assert trace["returned"][0]["chunk_id"] == body["results"][0]["id"]
+
+
+def test_search_errors_are_one_line(session_data_dir, sample_index):
+    runner = CliRunner()
+    res = runner.invoke(app, ["search", "q", "-c", "sample", "--data-dir", str(session_data_dir), "--policy", "magic"])
+    assert res.exit_code == 2 and "invalid_input" in res.stderr
+    res = runner.invoke(app, ["search", "q", "-c", "sample", "--data-dir", str(session_data_dir), "-k", "0"])
+    assert res.exit_code == 2 and "Expected positive" in res.stderr
