@@ -8,13 +8,18 @@ bounds here only keep absurd values from reaching them.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-Scalar = str | int | float | bool
-QueryText = Field(min_length=1, max_length=4000, description="The question or query text.")
-CollectionName = Field(default=None, min_length=1, max_length=512,
+# Chroma's metadata rules: non-empty keys not starting with "$" or "#", scalar values, 64-bit ints.
+MetaKey = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^$#]")]
+Scalar = (Annotated[str, StringConstraints(max_length=10_000)] | Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+          | Annotated[float, Field(allow_inf_nan=False)] | bool)
+# Chroma's rule, also checked by retriever.store.validate_collection_name (which adds: no "..").
+COLLECTION_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$"
+QueryText = Field(min_length=1, max_length=4000, pattern=r"\S", description="The question or query text.")
+CollectionName = Field(default=None, pattern=COLLECTION_PATTERN,
                        description="Collection to search (default: the server's `collection` setting).")
 
 
@@ -131,7 +136,7 @@ class DocumentIn(_Strict):
     text: str = Field(min_length=1, max_length=5_000_000)
     title: str = Field(default="", max_length=2000)
     source: str = Field(default="", max_length=2000)
-    metadata: dict[str, Scalar] = Field(default_factory=dict)
+    metadata: dict[MetaKey, Scalar] = Field(default_factory=dict, max_length=100)
 
 
 class UpsertRequest(_Strict):
@@ -223,7 +228,7 @@ class Problem(BaseModel):
 
 
 __all__ = [
-    "ChunkOut", "CollectionOut", "CollectionsResponse", "Context1Request", "DeleteResponse", "DocumentIn",
+    "COLLECTION_PATTERN", "ChunkOut", "CollectionOut", "CollectionsResponse", "Context1Request", "DeleteResponse", "DocumentIn",
     "DocumentOut", "EvidenceOut", "HealthResponse", "McpDocument", "McpSearchResult", "McpSearchResults", "Problem",
     "RetrieveRequest", "RetrieveResponse",
     "SearchR1Doc", "SearchR1Request", "SearchR1Response", "SearchR1Scored", "SearchRequest", "SearchResponse",

@@ -10,11 +10,12 @@ from retriever.types import Document
 from server.convert import document_out
 from server.deps import ReadAuth, StateDep, WriteAuth, run_blocking
 from server.schemas import (
-    CollectionOut, CollectionsResponse, DeleteResponse, DocumentOut, Problem, UpsertRequest, UpsertResponse,
+    COLLECTION_PATTERN, CollectionOut, CollectionsResponse, DeleteResponse, DocumentOut, Problem, UpsertRequest,
+    UpsertResponse,
 )
 
 ERRORS = {401: {"model": Problem}, 404: {"model": Problem}, 422: {"model": Problem}, 504: {"model": Problem}}
-NamePath = Path(min_length=1, max_length=512, description="Collection name.")
+NamePath = Path(pattern=COLLECTION_PATTERN, description="Collection name.")
 
 router = APIRouter(tags=["documents"], responses=ERRORS)
 
@@ -74,7 +75,7 @@ async def delete_collection(state: StateDep, name: str = NamePath) -> DeleteResp
             summary="A whole document (or the document of a chunk id)")
 async def get_document(
     state: StateDep, doc_id: str,
-    collection: str | None = Query(default=None, min_length=1, max_length=512, description="Default: server's."),
+    collection: str | None = Query(default=None, pattern=COLLECTION_PATTERN, description="Default: server's."),
 ) -> DocumentOut:
     def work() -> DocumentOut:
         index = state.index(collection)

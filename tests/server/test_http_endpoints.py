@@ -226,3 +226,13 @@ def test_openapi_documents_every_endpoint(http: httpx.Client) -> None:
               "/v1/collections/{name}/documents", "/v1/collections/{name}/documents/{doc_id}",
               "/v1/documents/{doc_id}", "/healthz", "/metrics"):
         assert p in paths, p
+
+
+def test_long_collection_names_work(http: httpx.Client) -> None:
+    # Found by fuzzing: a 512-character name overflowed the 255-byte file-name limit of the BM25 cache.
+    name = "srv-" + "x" * 300
+    r = http.post(f"/v1/collections/{name}/documents", json={"documents": [{"id": "d", "text": "long names work"}]})
+    assert r.status_code == 200, r.text
+    hit = http.post("/v1/retrieve", json={"query": "long names", "collection": name, "k": 1}).json()["results"][0]
+    assert hit["id"] == "d#0"
+    assert http.delete(f"/v1/collections/{name}").status_code == 200
