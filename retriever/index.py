@@ -288,6 +288,9 @@ def _bm25_dir(config: RetrieverConfig, collection: str) -> Path:
     # Keyed by store location too, so two Chroma servers' collections of one name never share a cache.
     where = config.chroma_url or str(config.data_dir / "chroma")
     tag = hashlib.sha256(where.encode()).hexdigest()[:10]
+    if len(collection) > 100:
+        # File names cap at 255 bytes, collection names at 512: keep a readable prefix plus a hash.
+        collection = f"{collection[:100]}~{hashlib.sha256(collection.encode()).hexdigest()[:10]}"
     return config.data_dir / "bm25" / f"{collection}-{tag}"
 
 
