@@ -60,14 +60,13 @@ class HybridRetriever:
         validate_k(k, self.max_k)
         depth = max(k, self.candidates)
         exclude = set(exclude or ())
-        dense_hits = self.dense.search(query, min(depth, self.max_k), where=where, exclude=exclude)
+        # Candidates are ids only; texts are fetched for the k fused winners alone.
+        dense_pairs = self.dense.scored_ids(query, depth, where=where, exclude=exclude)
         bm25_pairs = self.bm25.scored_ids(query, depth, where=where, exclude=exclude)
         fused = rrf_fuse(
-            [[h.chunk_id for h in dense_hits], [cid for cid, _ in bm25_pairs]], k=self.rrf_k, weights=self.weights
+            [[cid for cid, _ in dense_pairs], [cid for cid, _ in bm25_pairs]], k=self.rrf_k, weights=self.weights
         )[:k]
-        chunks = {h.chunk_id: h.chunk for h in dense_hits}
-        missing = [cid for cid, _ in fused if cid not in chunks]
-        chunks.update({c.chunk_id: c for c in self.bm25.store.get(missing)})  # type: ignore[attr-defined]
+        chunks = {c.chunk_id: c for c in self.dense.store.get([cid for cid, _ in fused])}
         hits = [(chunks[cid], s) for cid, s in fused if cid in chunks]
         return [Hit(chunk=c, score=s, rank=i + 1, mode="hybrid") for i, (c, s) in enumerate(hits)]
 
