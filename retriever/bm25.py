@@ -80,11 +80,13 @@ class SparseBM25:
         tf = sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, len(vocab))).tocsr()
         tf.sum_duplicates()
         doc_len = np.array([len(toks) for toks in corpus], dtype=np.float64)
-        avgdl = doc_len.sum() / n
+        # Chunks made only of stop words have no tokens; keep the maths finite for them.
+        avgdl = max(doc_len.sum() / n, 1.0)
         df = np.bincount(tf.indices, minlength=len(vocab)).astype(np.float64)
         # Same IDF as rank_bm25.BM25Okapi._calc_idf: negative values floored at eps * mean idf.
         idf = np.log(n - df + 0.5) - np.log(df + 0.5)
-        idf[idf < 0] = epsilon * (idf.sum() / len(idf))
+        if len(idf):
+            idf[idf < 0] = epsilon * (idf.sum() / len(idf))
         norm = k1 * (1 - b + b * doc_len / avgdl)
         coo = tf.tocoo()
         w = idf[coo.col] * (coo.data * (k1 + 1)) / (coo.data + norm[coo.row])
