@@ -81,6 +81,10 @@ class AgentConfig:
     base_url: str = field(default="http://127.0.0.1:8001/v1", metadata={"help": "OpenAI-compatible endpoint (openai policy)."})
     model: str = field(default="gpt-oss-20b", metadata={"help": "Model name sent to the OpenAI-compatible endpoint."})
     api_key: str | None = field(default=None, metadata={"help": "Bearer key for the endpoint, if it needs one."})
+    tool_choice: Literal["auto", "required"] = field(
+        default="auto", metadata={"help": "OpenAI tool_choice; vLLM returns structured tool calls reliably only with "
+                                          "'required' (guided decoding) unless started with a tool-call parser."},
+    )
     timeout_s: float = field(default=120.0, metadata={"help": "Per-request timeout of the OpenAI backend."})
     retries: int = field(default=2, metadata={"help": "Retries of a failed or timed-out backend request."})
     local_model: Path | None = field(
@@ -103,6 +107,8 @@ class AgentConfig:
             raise ValueError(f"Expected search_candidates >= search_k, got {self.search_candidates} < {self.search_k}")
         if not 0.0 <= self.rescore_dense <= 1.0:
             raise ValueError(f"Expected 0 <= rescore_dense <= 1, got {self.rescore_dense}")
+        if self.tool_choice not in ("auto", "required"):
+            raise ValueError(f"Expected tool_choice in ('auto', 'required'), got {self.tool_choice!r}")
         if self.read_window < 0:
             raise ValueError(f"Expected read_window >= 0, got {self.read_window}")
         if self.max_wall_s <= 0 or self.timeout_s <= 0:

@@ -37,7 +37,7 @@ def make_policy(name: str, config: AgentConfig | None = None, *, backend: ChatBa
             backend = OpenAIBackend(config.base_url, config.model, api_key=config.api_key, timeout=config.timeout_s,
                                     retries=config.retries)
         # Served models' tokenizers are not local: the budget counts ~4 characters a token.
-        return LLMPolicy(backend, config, name="openai", tool_choice="auto")
+        return LLMPolicy(backend, config, name="openai", tool_choice=config.tool_choice)
     if name == "local":
         from pruning.tokens import HFTokenCounter
 

@@ -19,8 +19,9 @@ _SPECS: dict[str, dict[str, Any]] = {
             "type": "object",
             "properties": {
                 "query": {"type": "string", "description": "What to look for; name entities explicitly."},
-                "k": {"type": "integer", "description": "Most chunks to show (default 10)."},
-                "filters": {"type": "object", "description": "Optional metadata filter, e.g. {\"source\": \"a.md\"}."},
+                "k": {"type": "integer", "description": "Most chunks to show (default and maximum 10; more is capped)."},
+                "filters": {"type": "object", "description": "Optional metadata filter on chunk fields; omit it "
+                                                             "unless the question names a source."},
             },
             "required": ["query"],
         },
@@ -31,7 +32,7 @@ _SPECS: dict[str, dict[str, Any]] = {
             "type": "object",
             "properties": {
                 "pattern": {"type": "string", "description": "Regular expression, e.g. 'Lindbergh|Spirit of St'."},
-                "k": {"type": "integer", "description": "Most chunks to show (default and maximum 5)."},
+                "k": {"type": "integer", "description": "Most chunks to show (default and maximum 5; more is capped)."},
             },
             "required": ["pattern"],
         },

@@ -147,8 +147,12 @@ class Toolbox:
 
     def _k(self, p: _Prepared, default: int, cap: int) -> int:
         k = p.args.get("k", default)
-        if not 1 <= k <= cap:
+        if k < 1:
             raise _Reject(f"Expected k between 1 and {cap} for {p.name}, got {k}", True)
+        if k > cap:  # asking for more is a wish, not an error: cap it and say so
+            p.note = f"(k capped at {cap})"
+            k = cap
+        p.args["k"] = k
         return k
 
     def _with_relevance(self, chunks: list[Chunk], scores: list[float]) -> list[Candidate]:
@@ -257,9 +261,12 @@ class Toolbox:
             spent += entry.tokens
             out.handles.append(entry.handle)
         n = len(out.handles)
+        capped = p.note if p.note.startswith("(k capped") else ""
+        if capped:
+            header = f"{header} {capped}"
         if n:
             out.content = f"{header}: {n} new chunk{'s' if n != 1 else ''}."
-        elif p.note:
+        elif p.note and not capped:
             out.content = p.note
         elif p.candidates and room < 16:
             out.content = f"{header}: no room left in the context budget; prune chunks or finish."

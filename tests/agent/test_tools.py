@@ -56,18 +56,21 @@ def test_parallel_calls_run_concurrently_and_do_not_overlap(sample_index):
 def test_grep_matches_and_bad_regex_is_a_tool_error(run_script):
     trace, backend, _ = run_script([
         turn(call("grep", pattern="Lindbergh", k=9)),  # k above the cap of 5
+        turn(call("grep", pattern="Lindbergh", k=0)),
         turn(call("grep", pattern="Lindbergh"), call("grep", pattern="(unclosed"), call("grep", pattern="(?=x)abc"),
              call("grep", pattern="ab")),
         turn(call("finish", ids=[])),
     ])
-    over_k, ok, unclosed, lookahead, short, _ = _calls(trace)
-    assert over_k.malformed and "between 1 and 5" in over_k.error
-    assert 1 <= len(ok.result_chunk_ids) <= 5
+    over_k, zero, ok, unclosed, lookahead, short, _ = _calls(trace)
+    assert zero.malformed and "between 1 and 5" in zero.error
+    assert over_k.error is None and 1 <= len(over_k.result_chunk_ids) <= 5  # capped, not rejected
+    assert over_k.arguments["k"] == 5
+    assert len(ok.result_chunk_ids) <= 5 and not set(ok.result_chunk_ids) & set(over_k.result_chunk_ids)
     for c in (unclosed, lookahead, short):
         assert c.malformed and c.error and not c.result_chunk_ids
-    texts = [m["content"] for m in backend.requests[2]["messages"] if m["role"] == "tool"]
-    assert any("Lindbergh" in t for t in texts)
-    assert sum(t.startswith("Error:") for t in texts) == 4
+    texts = [m["content"] for m in backend.requests[3]["messages"] if m["role"] == "tool"]
+    assert any("Lindbergh" in t for t in texts) and "(k capped at 5)" in texts[0]
+    assert sum(t.startswith("Error:") for t in texts) == 4  # k=0 and the three bad patterns
     assert trace.stop_reason == "finished" and trace.returned == []
 
 
