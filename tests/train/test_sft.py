@@ -1,0 +1,70 @@
+"""SFT data: per-turn examples aligned with what the LocalBackend renders; a tiny end-to-end SFT run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from train.config import EpisodeConfig, split_tasks
+
+EPISODE = EpisodeConfig(budget_tokens=1024, max_turns=2, search_k=2, search_tokens=256, max_new_tokens=48)
+
+
+@pytest.fixture(scope="module")
+def teacher_episodes(sample_index, sample_tasks):
+    from train.sft import WarmStartConfig, collect_teacher
+
+    return collect_teacher(sample_index, sample_tasks[:2], WarmStartConfig(episode=EPISODE), progress=False)
+
+
+def test_examples_match_the_served_prompt_and_teacher_calls(teacher_episodes, smollm2_dir) -> None:
+    from transformers import AutoTokenizer
+
+    from agent.backends.parsing import parse_tool_calls
+    from agent.tool_specs import tool_specs
+    from train.chat_format import prompt_ids
+    from train.sft import trace_examples
+
+    tok = AutoTokenizer.from_pretrained(str(smollm2_dir))
+    tools = tool_specs()
+    for _task, trace, recall in teacher_episodes:
+        assert 0.0 <= recall <= 1.0
+        examples = trace_examples(trace, tok, tools, max_length=8192)
+        assert len(examples) == len(trace.turns)
+        for ex, turn in zip(examples, trace.turns):
+            served = prompt_ids(tok, turn.prompt_messages, tools)
+            n = len(served)
+            assert ex["input_ids"][:n] == served  # the prompt is exactly what LocalBackend feeds the model
+            assert all(lab == -100 for lab in ex["labels"][:n]) and -100 not in ex["labels"][n:]
+            target = tok.decode(ex["input_ids"][n:])
+            assert target.endswith(tok.eos_token)  # the model learns to stop
+            taught = [(c.name, c.arguments) for c in parse_tool_calls(target)]
+            assert taught == [(c.name, c.arguments) for c in parse_tool_calls(turn.completion)]
+    assert trace_examples(teacher_episodes[0][1], tok, tools, max_length=64) == []  # too long: dropped
+
+
+def test_split_is_disjoint_and_deterministic(sample_tasks) -> None:
+    a_train, a_held = split_tasks(sample_tasks, 0.2, seed=1)
+    b_train, b_held = split_tasks(sample_tasks, 0.2, seed=1)
+    assert [t["id"] for t in a_held] == [t["id"] for t in b_held] and len(a_held) == 3
+    assert not {t["id"] for t in a_train} & {t["id"] for t in a_held}
+    assert len(a_train) + len(a_held) == len(sample_tasks)
+
+
+@pytest.mark.slow
+def test_tiny_sft_run_saves_a_loadable_checkpoint(sample_index, tiny_model_dir, tmp_path) -> None:
+    from train.sft import WarmStartConfig, run_sft
+
+    cfg = WarmStartConfig(tasks=Path("data/sample/tasks.jsonl"), out=tmp_path / "sft", model_path=str(tiny_model_dir),
+                          limit=4, holdout=0.25, epochs=1, check_before=False, max_heldout=1, episode=EPISODE)
+    result = run_sft(sample_index, cfg, progress=False)
+    assert result["n_kept_episodes"] >= 1 and result["n_train_examples"] >= result["n_kept_episodes"]
+    assert result["heldout"]["n_tasks"] == 1 and 0.0 <= result["heldout"]["valid_tool_call_rate"] <= 1.0
+    from train.config import load_tasks
+
+    _, held = split_tasks(load_tasks(cfg.tasks, 4), 0.25, cfg.seed)
+    assert result["heldout_ids"] == [t["id"] for t in held] and result["n_train_tasks"] == 3
+    report = json.loads((tmp_path / "sft" / "sft_report.json").read_text())
+    assert report["model_dir"] == result["model_dir"] and (Path(result["model_dir"]) / "config.json").is_file()

@@ -1,0 +1,99 @@
+"""Held-out checks of a policy: valid tool-call rate, recall and reward on tasks it never trained on."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tqdm.auto import tqdm
+
+from train.rewards import Gold, RewardConfig, RewardReport, score_episode
+
+if TYPE_CHECKING:
+    from agent.trace import Trace
+    from retriever.index import CorpusIndex
+    from train.config import EpisodeConfig
+
+logger = logging.getLogger(__name__)
+
+
+def turn_is_valid(turn: Any) -> bool:
+    """A turn is valid when the model called at least one tool and none of its calls was malformed."""
+    return bool(turn.tool_calls) and not any(c.malformed for c in turn.tool_calls)
+
+
+@dataclass
+class HeldoutResult:
+    n_tasks: int = 0
+    n_turns: int = 0
+    valid_tool_call_rate: float = 0.0  # share of turns with >= 1 tool call, none malformed
+    call_validity: float = 0.0  # share of tool calls that were well-formed
+    first_turn_valid_rate: float = 0.0
+    traj_recall: float = 0.0
+    output_recall: float = 0.0
+    finish_rate: float = 0.0
+    reward: dict[str, float] = field(default_factory=dict)
+    searches_per_episode: float = 0.0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+def summarize(traces: list[Trace], tasks: list[dict[str, Any]], reward_config: RewardConfig | None = None,
+              progress: float = 1.0) -> HeldoutResult:
+    """Aggregate held-out traces (``progress`` picks the reward weights: 1.0 = the converged objective)."""
+    from train.rewards.metrics import recall
+
+    turns = [t for tr in traces for t in tr.turns]
+    calls = [c for tr in traces for c in tr.tool_calls]
+    golds = [Gold.from_task(t) for t in tasks]
+    breakdowns = [score_episode(tr, g, reward_config, progress) for tr, g in zip(traces, golds)]
+    rep = RewardReport.from_breakdowns(breakdowns)
+    n = max(1, len(traces))
+    return HeldoutResult(
+        n_tasks=len(traces), n_turns=len(turns),
+        valid_tool_call_rate=sum(turn_is_valid(t) for t in turns) / max(1, len(turns)),
+        call_validity=sum(not c.malformed for c in calls) / max(1, len(calls)),
+        first_turn_valid_rate=sum(bool(tr.turns) and turn_is_valid(tr.turns[0]) for tr in traces) / n,
+        traj_recall=sum(b.traj_recall for b in breakdowns) / n,
+        output_recall=sum(recall(tr.returned_doc_ids, g.doc_ids) for tr, g in zip(traces, golds)) / n,
+        finish_rate=sum(tr.stop_reason == "finished" for tr in traces) / n,
+        reward=rep.means, searches_per_episode=rep.searches_per_episode,
+    )
+
+
+def run_heldout(index: CorpusIndex, tasks: list[dict[str, Any]], episode: EpisodeConfig, *,
+                model_path: str | None = None, policy: str = "local", backend: Any | None = None,
+                reward_config: RewardConfig | None = None, progress: bool = True) -> tuple[HeldoutResult, list[Trace]]:
+    """Run ``policy`` greedily on ``tasks`` through the agent (exactly as served) and summarize.
+
+    Args:
+        index: the collection.
+        tasks: held-out tasks.
+        episode: episode settings (the same as training).
+        model_path: HF folder for the local policy (a checkpoint from SFT or RL).
+        policy: ``"local"`` (default), ``"heuristic"`` or ``"openai"``.
+        backend: an already loaded backend to reuse (skips loading ``model_path``).
+        reward_config: weights for the reported reward.
+        progress: tqdm bar.
+    """
+    from pathlib import Path
+
+    from agent import SearchAgent, make_policy
+
+    t0 = time.perf_counter()
+    cfg = episode.agent_config(record_prompts=False, temperature=0.0,
+                               local_model=Path(model_path) if model_path else None)
+    agent = SearchAgent(index, make_policy(policy, cfg, backend=backend), cfg)
+    traces = [agent.run(t["question"]) for t in tqdm(tasks, desc=f"Held-out ({policy})", disable=not progress)]
+    result = summarize(traces, tasks, reward_config)
+    result.seconds = time.perf_counter() - t0
+    return result, traces
+
+
+__all__ = ["HeldoutResult", "run_heldout", "summarize", "turn_is_valid"]
