@@ -96,4 +96,17 @@ def run_heldout(index: CorpusIndex, tasks: list[dict[str, Any]], episode: Episod
     return result, traces
 
 
-__all__ = ["HeldoutResult", "run_heldout", "summarize", "turn_is_valid"]
+def heldout_table(evals: dict[str, dict[str, Any]]) -> str:
+    """Markdown table of several :meth:`HeldoutResult.to_dict` results, one row per model."""
+    cols = ["model", "tasks", "valid tool-call turns", "call validity", "traj recall", "output recall",
+            "searches/ep", "finish rate", "reward (converged weights)"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for name, e in evals.items():
+        lines.append("| " + " | ".join([
+            name, str(e["n_tasks"]), f"{e['valid_tool_call_rate']:.1%}", f"{e['call_validity']:.1%}",
+            f"{e['traj_recall']:.3f}", f"{e['output_recall']:.3f}", f"{e['searches_per_episode']:.2f}",
+            f"{e['finish_rate']:.1%}", f"{e['reward'].get('total', 0.0):.3f}"]) + " |")
+    return "\n".join(lines)
+
+
+__all__ = ["HeldoutResult", "heldout_table", "run_heldout", "summarize", "turn_is_valid"]

@@ -97,28 +97,40 @@ def register(app: typer.Typer) -> None:
         holdout: float = typer.Option(0.2, "--holdout", help="Share of tasks held out to measure valid tool calls."),
         limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N tasks."),
         lora: bool = typer.Option(False, "--lora", help="Train a LoRA adapter (merged into the saved model)."),
+        bf16: bool = typer.Option(False, "--bf16", help="bfloat16 autocast (GPUs; CPUs with AVX512-BF16)."),
         base_url: Optional[str] = typer.Option(None, "--base-url", help="openai teacher: endpoint."),
         teacher_model: Optional[str] = typer.Option(None, "--teacher-model", help="openai teacher: model name."),
+        budget_tokens: int = typer.Option(4096, "--budget-tokens", help="Episode context budget (as served)."),
+        max_turns: int = typer.Option(6, "--max-turns", help="Turns per episode."),
+        max_new_tokens: int = typer.Option(192, "--max-new-tokens", help="Tokens the model writes per turn."),
+        search_k: int = typer.Option(5, "--search-k", help="Chunks per search."),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
     ) -> None:
         """Warm-start the student on teacher trajectories (TRL SFTTrainer), then measure its valid tool-call rate."""
-        from train.sft import SFTConfig, run_sft
+        from train.config import EpisodeConfig
+        from train.sft import WarmStartConfig, run_sft
 
         _check_choice(teacher, ("heuristic", "openai", "local"), "--teacher")
         index = _open_index(collection, data_dir, chroma_url, embedder)
-        cfg = SFTConfig(tasks=tasks, out=out, model_path=model_path, teacher=teacher,  # type: ignore[arg-type]
-                        min_recall=min_recall, epochs=epochs, learning_rate=lr, max_length=max_length,
-                        holdout=holdout, limit=limit, lora=lora, teacher_base_url=base_url,
-                        teacher_model=teacher_model)
+        episode = EpisodeConfig(budget_tokens=budget_tokens, max_turns=max_turns, max_new_tokens=max_new_tokens,
+                                search_k=search_k)
+        cfg = WarmStartConfig(tasks=tasks, out=out, model_path=model_path, teacher=teacher,  # type: ignore[arg-type]
+                              min_recall=min_recall, epochs=epochs, learning_rate=lr, max_length=max_length,
+                              holdout=holdout, limit=limit, lora=lora, bf16=bf16, teacher_base_url=base_url,
+                              teacher_model=teacher_model, episode=episode)
         result = run_sft(index, cfg, progress=not as_json)
         if as_json:
             print_json(result)
             return
-        typer.echo(f"SFT on {result['n_train_examples']} turns from {result['n_kept_episodes']} teacher episodes "
-                   f"-> {result['model_dir']}; valid tool-call rate on {result['heldout']['n_tasks']} held-out tasks: "
-                   f"{result['heldout']['valid_tool_call_rate']:.1%} (before SFT "
-                   f"{result['heldout_before']['valid_tool_call_rate']:.1%})")
+        msg = (f"SFT on {result['n_train_examples']} turns from {result['n_kept_episodes']} teacher episodes "
+               f"-> {result['model_dir']}")
+        if result["heldout"]:
+            msg += (f"; valid tool-call rate on {result['heldout']['n_tasks']} held-out tasks: "
+                    f"{result['heldout']['valid_tool_call_rate']:.1%}")
+            if result["heldout_before"]:
+                msg += f" (before SFT {result['heldout_before']['valid_tool_call_rate']:.1%})"
+        typer.echo(msg)
 
     @train.command("rl")
     @cli_errors
@@ -137,7 +149,11 @@ def register(app: typer.Typer) -> None:
         max_turns: int = typer.Option(6, "--max-turns", help="Turns per rollout episode."),
         max_new_tokens: int = typer.Option(192, "--max-new-tokens", help="Tokens per turn."),
         budget_tokens: int = typer.Option(2048, "--budget-tokens", help="Context budget of the rollouts (pruning live)."),
+        search_k: int = typer.Option(3, "--search-k", help="Chunks per search."),
         lora: bool = typer.Option(False, "--lora", help="Train a LoRA adapter (peft), merged on save."),
+        bf16: bool = typer.Option(False, "--bf16", help="bfloat16 autocast."),
+        micro_batches: int = typer.Option(1, "--micro-batches", help="Split each step's segments (memory)."),
+        vllm_url: Optional[str] = typer.Option(None, "--vllm-server-url", help="server mode: http://host:8000."),
         use_vllm: bool = typer.Option(False, "--use-vllm", help="Generate with vLLM (GPU); see train/configs/."),
         vllm_mode: str = typer.Option("colocate", "--vllm-mode", help="colocate | server."),
         limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N tasks."),
@@ -145,13 +161,17 @@ def register(app: typer.Typer) -> None:
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
     ) -> None:
         """GRPO over the Sieve harness: real multi-turn rollouts with live pruning, per-turn segments."""
+        from train.config import EpisodeConfig
         from train.rl import RLConfig, run_rl
 
         index = _open_index(collection, data_dir, chroma_url, embedder)
+        episode = EpisodeConfig(budget_tokens=budget_tokens, max_turns=max_turns, max_new_tokens=max_new_tokens,
+                                search_k=search_k, search_tokens=min(1024, budget_tokens // 3))
         cfg = RLConfig(tasks=tasks, out=out, model_path=model_path, max_steps=steps,
                        questions_per_step=questions_per_step, num_generations=num_generations, loss_type=loss_type,
-                       beta=beta, learning_rate=lr, max_turns=max_turns, max_new_tokens=max_new_tokens,
-                       budget_tokens=budget_tokens, lora=lora, use_vllm=use_vllm, vllm_mode=vllm_mode, limit=limit)
+                       beta=beta, learning_rate=lr, episode=episode, lora=lora, bf16=bf16,
+                       micro_batches=micro_batches, use_vllm=use_vllm, vllm_mode=vllm_mode,
+                       vllm_server_base_url=vllm_url, limit=limit)
         result = run_rl(index, cfg, progress=not as_json)
         if as_json:
             print_json(result)
