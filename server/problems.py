@@ -95,6 +95,24 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResp
                    headers=dict(exc.headers) if exc.headers else None)
 
 
+def vanished_collection(exc: BaseException) -> SieveError | None:
+    """Chroma's ``NotFoundError`` mid-request means the collection was deleted under us: a 404, not a crash."""
+    if type(exc).__name__ == "NotFoundError" and type(exc).__module__.startswith("chromadb"):
+        from retriever.errors import UnknownCollection
+
+        return UnknownCollection(f"Expected the collection to exist for the whole request, got it deleted "
+                                 f"while the request ran ({exc})")
+    return None
+
+
+async def _vanished(request: Request, exc: Exception) -> JSONResponse:
+    gone = vanished_collection(exc)
+    if gone is None:  # a ChromaError of another kind: a genuine server fault
+        return await _unexpected(request, exc)
+    request.app.state.sieve.invalidate()
+    return problem(gone.status, gone.message, gone.code)
+
+
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     logger.exception("Unhandled error on %s %s", request.method, request.url.path)
     return problem(500, f"Internal server error ({type(exc).__name__}); see the server log", "internal_error")
@@ -105,7 +123,12 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(SieveError, _sieve_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
+    # Registered by class (not caught by the catch-all) so the connection stays usable afterwards.
+    from chromadb.errors import NotFoundError
+
+    app.add_exception_handler(NotFoundError, _vanished)
     app.add_exception_handler(Exception, _unexpected)
 
 
-__all__ = ["PROBLEM_MEDIA_TYPE", "install_problem_handlers", "problem", "problem_body", "sieve_error_body"]
+__all__ = ["PROBLEM_MEDIA_TYPE", "install_problem_handlers", "problem", "problem_body", "sieve_error_body",
+           "vanished_collection"]

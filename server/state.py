@@ -77,7 +77,7 @@ class AppState:
         name = self.collection_name(name)
         with self._lock:
             index = self._indexes.get(name)
-            if index is not None and self._still_exists(name):
+            if index is not None and self._still_current(name, index):
                 return index
             self._indexes.pop(name, None)
             from retriever import CorpusIndex
@@ -88,16 +88,26 @@ class AppState:
             self._verified_at[name] = time.monotonic()
             return index
 
-    def _still_exists(self, name: str) -> bool:
-        # A collection deleted behind the server's back (`sieve collections --delete`) must not
-        # be served from a stale cache entry; look at most once a second, off the hot path.
+    def _still_current(self, name: str, index: CorpusIndex) -> bool:
+        # A collection deleted (or deleted and re-created) behind the server's back, e.g. by
+        # `sieve collections --delete`, must not be served from a stale cache entry; compare the
+        # Chroma collection id at most once a second, off the hot path.
         now = time.monotonic()
         if now - self._verified_at.get(name, 0.0) < 1.0:
             return True
-        from retriever.store import list_collection_names
-
         self._verified_at[name] = now
-        return name in list_collection_names(self.client)
+        try:
+            current = self.client.get_collection(name, embedding_function=None)
+        except Exception as exc:  # chromadb.errors.NotFoundError; anything else is re-raised
+            if type(exc).__name__ == "NotFoundError":
+                return False
+            raise
+        return current.id == index.store.collection.id
+
+    def invalidate(self) -> None:
+        """Make every cached index re-check its collection on next use (no I/O here: safe on the event loop)."""
+        with self._lock:
+            self._verified_at.clear()
 
     @property
     def loaded_collections(self) -> list[str]:

@@ -16,7 +16,7 @@ from server.agent_runner import (
 )
 from server.convert import completion_tokens, document_blocks, evidence_out, trace_usage
 from server.deps import ReadAuth, StateDep, run_blocking
-from server.problems import problem_body, sieve_error_body
+from server.problems import problem_body, sieve_error_body, vanished_collection
 from server.schemas import Context1Request, Problem, SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
@@ -61,9 +61,13 @@ async def _precheck(state: AppState, req: EpisodeRequest) -> str:
     return await run_blocking(work, timeout=state.settings.request_timeout_s)
 
 
-def _error_data(exc: BaseException) -> dict[str, Any]:
+def _error_data(exc: BaseException, state: AppState) -> dict[str, Any]:
     if isinstance(exc, SieveError):
         return sieve_error_body(exc)
+    gone = vanished_collection(exc)
+    if gone is not None:
+        state.invalidate()
+        return sieve_error_body(gone)
     logger.exception("Agent stream failed", exc_info=exc)
     return problem_body(500, f"Internal server error ({type(exc).__name__}); see the server log", "internal_error")
 
@@ -89,7 +93,7 @@ async def search(body: SearchRequest, state: StateDep) -> Any:
                 else:
                     yield {"event": "result", "data": _response(item, body, collection).model_dump_json()}
         except Exception as exc:  # the 200 is sent: an error can only be reported as an event
-            yield {"event": "error", "data": json.dumps(_error_data(exc))}
+            yield {"event": "error", "data": json.dumps(_error_data(exc, state))}
 
     return EventSourceResponse(events())
 
@@ -125,7 +129,7 @@ async def search_context1(body: Context1Request, state: StateDep) -> EventSource
                                       "output_tokens": out})
                 yield frame("done", {"stop_reason": trace.stop_reason})
         except Exception as exc:
-            data = _error_data(exc)
+            data = _error_data(exc, state)
             yield frame("error", {"message": data["detail"], "code": data["code"]})
 
     return EventSourceResponse(events())

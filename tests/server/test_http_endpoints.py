@@ -236,3 +236,20 @@ def test_long_collection_names_work(http: httpx.Client) -> None:
     hit = http.post("/v1/retrieve", json={"query": "long names", "collection": name, "k": 1}).json()["results"][0]
     assert hit["id"] == "d#0"
     assert http.delete(f"/v1/collections/{name}").status_code == 200
+
+
+def test_collection_deleted_behind_the_servers_back(http: httpx.Client, live) -> None:
+    # Found by fuzzing with concurrent workers: a cached index outliving its Chroma collection.
+    name = "srv-vanishing"
+    doc = {"documents": [{"id": "v", "text": "this collection will vanish"}]}
+    assert http.post(f"/v1/collections/{name}/documents", json=doc).status_code == 200
+    assert http.post("/v1/retrieve", json={"query": "vanish", "collection": name}).status_code == 200
+    live.state.client.delete_collection(name)  # as `sieve collections --delete` in another process would
+    for _ in range(2):  # stale cache entry first, then a fresh lookup: a 404 both times, never a 500
+        assert_problem(http.post("/v1/retrieve", json={"query": "vanish", "collection": name}), 404,
+                       "unknown_collection")
+    # Re-created under the same name: served from the new collection.
+    assert http.post(f"/v1/collections/{name}/documents",
+                     json={"documents": [{"id": "w", "text": "a new collection, same name"}]}).json()["added"] == 1
+    hits = http.post("/v1/retrieve", json={"query": "new collection", "collection": name}).json()["results"]
+    assert [h["id"] for h in hits] == ["w#0"]
