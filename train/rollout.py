@@ -57,9 +57,6 @@ class Rollout:
     segments: list[Segment] = field(default_factory=list)
 
 
-BatchFn = "Callable[[list[list[int]], GenParams], list[tuple[list[int], list[float] | None]]]"
-
-
 class BatchedGenerator:
     """Collects generation requests from episode threads; serves them in padded batches.
 

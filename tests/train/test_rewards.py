@@ -54,6 +54,10 @@ def test_metric_maths_by_hand() -> None:
     assert contains_answer("The Verismo style.", ["verismo"]) and not contains_answer("verismos", ["verismo"])
     with pytest.raises(ValueError, match="beta > 0"):
         f_beta({"a"}, {"a"}, beta=0)
+    # Agrees with the evaluation's ranked-list metric when the cut-off covers the whole set.
+    from eval.metrics import fbeta_at_k
+
+    assert f_beta(["a", "x", "b"], {"a", "b", "c"}, 2.0) == pytest.approx(fbeta_at_k(["a", "x", "b"], {"a", "b", "c"}, 10, 2.0))
 
 
 def test_perfect_set_gets_the_maximum() -> None:

@@ -1,9 +1,8 @@
-"""Set-retrieval metric maths as pure functions (precision, recall, F-beta).
+"""Set-retrieval metric maths for the rewards (precision, recall, F-beta, answer matching).
 
-``eval/metrics.py`` (owned by the eval package) did not exist when the rewards were written, so
-the few formulas the rewards need live here, dependency-free; once ``eval.metrics`` exposes the
-same functions, rewards and eval must agree on them (``tests/train/test_rewards.py`` checks the
-maths by hand).
+The F-beta formula is :func:`eval.metrics.fbeta`, so rewards and evaluation cannot disagree on
+it; what is added here is the *set* view the reward needs (eval's functions score ranked lists
+cut at ``k``; a returned evidence set is scored whole) and SQuAD-style answer matching.
 """
 
 from __future__ import annotations
@@ -56,13 +55,9 @@ def f_beta(returned: Collection[str], gold: Collection[str], beta: float = 1.0) 
         >>> round(f_beta({"a", "b"}, {"a"}, beta=1.0), 4)
         0.6667
     """
-    if beta <= 0:
-        raise ValueError(f"Expected beta > 0, got {beta}")
-    p, r = precision(returned, gold), recall(returned, gold)
-    if p == 0.0 or r == 0.0:
-        return 0.0
-    b2 = beta * beta
-    return (1 + b2) * p * r / (b2 * p + r)
+    from eval.metrics import fbeta
+
+    return fbeta(precision(returned, gold), recall(returned, gold), beta)
 
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
