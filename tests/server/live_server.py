@@ -12,8 +12,6 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from server.state import AppState
 
 API_KEY = "test-key-3f9a"
