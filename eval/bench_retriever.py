@@ -243,17 +243,25 @@ def bench_recall(cfg: BenchConfig, data_dir: Path, embedders: dict[str, Embedder
     docs = read_corpus(folder)
     with (folder / "tasks.jsonl").open(encoding="utf-8") as f:
         tasks = [json.loads(line) for line in f if line.strip()]
+    from eval.metrics import top_k
+
     rows = []
+    first: list[list[str]] = []  # top-10 doc lists of the first dtype, to see how much bf16 moves them
     for dtype, emb in embedders.items():
         index = index_fresh(data_dir, f"recall-{dtype}", emb, docs)
         report = index.index_documents(docs, progress=True)
-        recalls = {10: [], 5: []}
+        recalls: dict[int, list[float]] = {10: [], 5: []}
+        tops = []
         for t in tasks:
             returned = [h.doc_id for h in index.search(t["question"], 30, mode="dense")]
+            tops.append(top_k(returned, 10))
             for k in recalls:
                 recalls[k].append(recall_at_k(returned, t["gold_ids"], k))
+        first = first or tops
         rows.append({"dtype": dtype, "passages": len(docs), "chunks": report.chunks_written, "tasks": len(tasks),
                      "recall@10": float(np.mean(recalls[10])), "recall@5": float(np.mean(recalls[5])),
+                     "same_top10": float(np.mean([a == b for a, b in zip(tops, first)])),
+                     "top10_overlap": float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(tops, first)])),
                      "index_chunks_per_s": report.chunks_per_second})
     return rows
 
@@ -328,6 +336,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 markdown_table(results["recall"], [
                     ("dtype", "dtype", ""), ("passages", "passages", "d"), ("tasks", "tasks", "d"),
                     ("recall@5", "recall@5", ".4f"), ("recall@10", "recall@10", ".4f"),
+                    ("same_top10", "top-10 identical to fp32", ".3f"), ("top10_overlap", "top-10 overlap", ".3f"),
                     ("index_chunks_per_s", "index chunks/s", ".1f")])]
     text = "\n".join(out)
     print(text)  # the table is this script's output
