@@ -47,7 +47,9 @@ def vllm_url(request, tmp_path_factory):
     proc = subprocess.Popen(
         [str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
          "--served-model-name", "smollm2", "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "8192",
-         "--dtype", "bfloat16"], stdout=log, stderr=subprocess.STDOUT, env=env)
+         "--dtype", "bfloat16",
+         # vLLM 0.32 refuses tool_choice="required" without a parser; hermes reads <tool_call> tags.
+         "--enable-auto-tool-choice", "--tool-call-parser", "hermes"], stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.time() + 600
     try:
