@@ -174,6 +174,8 @@ class SearchAgent:
         else:
             trace.returned = _evidence(self._fallback(context))
         trace.peak_context_tokens = max(trace.peak_context_tokens, context.tokens())
+        if cfg.record_prompts:
+            trace.meta["trajectory"] = context.full()  # every message unpruned: what scoring may read
         trace.wall_ms = (time.perf_counter() - t0) * 1000
         emit({"type": "done", "stop_reason": trace.stop_reason, "returned": trace.returned_chunk_ids,
               "wall_ms": round(trace.wall_ms, 1)})

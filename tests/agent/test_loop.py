@@ -79,6 +79,8 @@ def test_events_and_trace_roundtrip(run_script):
     assert events[0]["tools"] == ["search", "grep"] and events[0]["params"][0]["query"] == "Lindbergh"
     assert trace.turns[1].prompt_messages[-1]["content"].startswith("[Token usage:")
     assert trace.turns[0].prompt_messages[0]["role"] == "system"
+    full = trace.meta["trajectory"]
+    assert sum(m["content"].startswith("[Token usage:") for m in full) == 3  # every notice kept unpruned
     data = json.loads(trace.to_json())
     again = Trace.from_dict(data)
     assert again.returned_chunk_ids == trace.returned_chunk_ids and again.n_searches == 2
