@@ -257,7 +257,7 @@ class CorpusIndex:
         exclude = set(exclude or ())
         chunks = self.store.grep(pattern, k + len(exclude), where=where)
         kept = [c for c in chunks if c.chunk_id not in exclude][:k]
-        return [Hit(chunk=c, score=1.0, rank=i + 1, mode="bm25") for i, c in enumerate(kept)]
+        return [Hit(chunk=c, score=1.0, rank=i + 1, mode="grep") for i, c in enumerate(kept)]
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         return self.store.get(chunk_ids)

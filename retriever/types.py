@@ -16,6 +16,7 @@ Where = dict[str, Any]
 """A Chroma-style metadata filter, e.g. ``{"source": "a.md"}`` or ``{"$and": [...]}``."""
 
 SearchMode = Literal["dense", "bm25", "hybrid"]
+HitMode = Literal["dense", "bm25", "hybrid", "grep"]
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class Hit:
     chunk: Chunk
     score: float
     rank: int = 0
-    mode: SearchMode = "hybrid"
+    mode: HitMode = "hybrid"
 
     @property
     def chunk_id(self) -> ChunkId:
@@ -76,4 +77,4 @@ class Hit:
         return self.chunk.doc_id
 
 
-__all__ = ["ChunkId", "Chunk", "DocId", "Document", "Hit", "Metadata", "SearchMode", "Where"]
+__all__ = ["ChunkId", "Chunk", "DocId", "Document", "Hit", "HitMode", "Metadata", "SearchMode", "Where"]
