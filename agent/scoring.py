@@ -36,9 +36,7 @@ class VectorCache:
         ids = [c.chunk_id for c in chunks]
         out: dict[str, np.ndarray] = {}
         try:
-            page = self.index.store.collection.get(ids=ids, include=["embeddings"])
-            for cid, vec in zip(page["ids"], page["embeddings"]):
-                out[cid] = np.asarray(vec, dtype=np.float32)
+            out.update(self.index.get_vectors(ids))
         except Exception as exc:  # a remote or older store: fall back to embedding the text
             logger.debug("Stored vectors unavailable (%s); embedding %d chunks", exc, len(ids))
         missing = [c for c in chunks if c.chunk_id not in out]

@@ -32,6 +32,8 @@ from retriever.types import Chunk, Hit
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Sequence
 
+    import numpy as np
+
     from retriever.config import RetrieverConfig
     from retriever.embeddings import Embedder
     from retriever.types import Document, SearchMode, Where
@@ -261,6 +263,10 @@ class CorpusIndex:
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         return self.store.get(chunk_ids)
+
+    def get_vectors(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The embeddings the store holds for these chunks (what dense search compared against)."""
+        return self.store.vectors(chunk_ids)
 
     def read_document(self, doc_id: str) -> list[Chunk]:
         """All chunks of a document in order."""

@@ -212,6 +212,15 @@ class ChromaStore:
         by_id = {cid: chunk_from_record(cid, t, m) for cid, t, m in zip(page["ids"], page["documents"], page["metadatas"])}
         return [by_id[i] for i in ids if i in by_id]
 
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored embeddings by chunk id; unknown ids are left out."""
+        import numpy as np
+
+        if not ids:
+            return {}
+        page = self.collection.get(ids=list(ids), include=["embeddings"])
+        return {cid: np.asarray(vec, dtype=np.float32) for cid, vec in zip(page["ids"], page["embeddings"])}
+
     def get_where(self, where: Where, limit: int | None = None) -> list[Chunk]:
         page = self.collection.get(where=where, include=["documents", "metadatas"], limit=limit)
         return [chunk_from_record(cid, t, m) for cid, t, m in zip(page["ids"], page["documents"], page["metadatas"])]

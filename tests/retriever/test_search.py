@@ -228,3 +228,13 @@ def test_unknown_collection_lists_valid_names(make_index, embedder):
 def test_bad_collection_name(tmp_path, embedder):
     with pytest.raises(InvalidInput, match="collection name"):
         CorpusIndex.open(RetrieverConfig(data_dir=tmp_path), "x", create=True, embedder=embedder)
+
+
+def test_get_vectors_returns_the_stored_embeddings(sample_index):
+    import numpy as np
+
+    chunk = sample_index.read_document("wiki-stanley-kubrick")[0]
+    vecs = sample_index.get_vectors([chunk.chunk_id, "no-such-doc#0"])
+    assert list(vecs) == [chunk.chunk_id]
+    expected = sample_index.embedder.embed_passages([f"{chunk.title}\n{chunk.text}"])[0]
+    assert float(np.dot(vecs[chunk.chunk_id], expected)) > 0.99
