@@ -5,18 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from eval.metrics import doc_id_of as doc_of  # one definition of chunk id -> doc id
 from retriever.errors import InvalidInput
-
-
-def doc_of(chunk_id: str) -> str:
-    """Document id of a chunk id ``doc#pos`` (the id itself when it has no position).
-
-    Example:
-        >>> doc_of("wiki-x#3"), doc_of("wiki-x")
-        ('wiki-x', 'wiki-x')
-    """
-    doc, sep, pos = chunk_id.rpartition("#")
-    return doc if sep and pos.isdigit() else chunk_id
 
 
 @dataclass(frozen=True)
