@@ -33,7 +33,7 @@ class HeldoutResult:
     first_turn_valid_rate: float = 0.0
     traj_recall: float = 0.0
     output_recall: float = 0.0
-    finish_rate: float = 0.0
+    finish_rate: float = 0.0  # episodes that ended by finishing (finish call, or the heuristic converging)
     reward: dict[str, float] = field(default_factory=dict)
     searches_per_episode: float = 0.0
     seconds: float = 0.0
@@ -62,7 +62,7 @@ def summarize(traces: list[Trace], tasks: list[dict[str, Any]], reward_config: R
         first_turn_valid_rate=sum(bool(tr.turns) and turn_is_valid(tr.turns[0]) for tr in traces) / n,
         traj_recall=sum(b.traj_recall for b in breakdowns) / n,
         output_recall=sum(recall(tr.returned_doc_ids, g.doc_ids) for tr, g in zip(traces, golds)) / n,
-        finish_rate=sum(tr.stop_reason == "finished" for tr in traces) / n,
+        finish_rate=sum(tr.stop_reason in ("finished", "converged") for tr in traces) / n,
         reward=rep.means, searches_per_episode=rep.searches_per_episode,
     )
 

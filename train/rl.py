@@ -105,8 +105,6 @@ def grpo_args(cfg: RLConfig, num_processes: int = 1, reward_weights: list[float]
     per_device = episodes // (num_processes * cfg.micro_batches)
     eps_high = cfg.epsilon_high if cfg.epsilon_high is not None else (5.0 if cfg.loss_type == "cispo" else None)
     kwargs: dict[str, Any] = {}
-    if cfg.gradient_checkpointing:  # only when asked: transformers 5 warns on the old name even when False
-        kwargs["gradient_checkpointing"] = True
     if cfg.use_vllm:
         kwargs.update(use_vllm=True, vllm_mode=cfg.vllm_mode, vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
                       vllm_tensor_parallel_size=1)
@@ -120,9 +118,26 @@ def grpo_args(cfg: RLConfig, num_processes: int = 1, reward_weights: list[float]
         top_p=cfg.top_p, max_completion_length=cfg.episode.max_new_tokens, scale_rewards=cfg.scale_rewards,
         mask_truncated_completions=cfg.mask_truncated, remove_unused_columns=False, logging_steps=1,
         save_strategy="no", report_to=[], bf16=cfg.bf16, use_cpu=not torch.cuda.is_available(), seed=cfg.seed,
-        lr_scheduler_type="constant", warmup_steps=0,
+        # TRL defaults to activation checkpointing (an extra forward per step); only when asked here.
+        activation_checkpointing=cfg.gradient_checkpointing, lr_scheduler_type="constant", warmup_steps=0,
         disable_tqdm=True, log_completions=False, reward_weights=reward_weights, **kwargs,
     )
+
+
+def time_limit_callback(max_seconds: float) -> Any:
+    """Stops training cleanly (the model is still saved) once ``max_seconds`` of wall time have passed."""
+    from transformers import TrainerCallback
+
+    class _TimeLimit(TrainerCallback):
+        def __init__(self) -> None:
+            self.t0 = time.perf_counter()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if time.perf_counter() - self.t0 > max_seconds:
+                logger.info("Time limit of %.0f s reached at step %d; stopping", max_seconds, state.global_step)
+                control.should_training_stop = True
+
+    return _TimeLimit()
 
 
 def curve_callback(trainer_ref: list, path: Path) -> Any:
@@ -155,7 +170,7 @@ def curve_callback(trainer_ref: list, path: Path) -> Any:
 
 def build_trainer(index: CorpusIndex, cfg: RLConfig, tasks: list[dict[str, Any]], *, model: Any = None,
                   tokenizer: Any = None, extra_reward_funcs: list[Any] | None = None,
-                  reward_weights: list[float] | None = None) -> Any:
+                  reward_weights: list[float] | None = None, callbacks: list[Any] | None = None) -> Any:
     """A ready :class:`~train.grpo.SieveGRPOTrainer` (model loaded from ``cfg.model_path`` unless given).
 
     ``extra_reward_funcs`` are added after the episode reward (TRL ``(completions, **kwargs)``
@@ -188,7 +203,7 @@ def build_trainer(index: CorpusIndex, cfg: RLConfig, tasks: list[dict[str, Any]]
     trainer = SieveGRPOTrainer(
         model=model, reward_funcs=reward_funcs, args=grpo_args(cfg, reward_weights=weights),
         train_dataset=Dataset.from_list(task_rows(tasks)),
-        processing_class=tokenizer, peft_config=peft_config, callbacks=[curve_callback(ref, curve)],
+        processing_class=tokenizer, peft_config=peft_config, callbacks=[curve_callback(ref, curve), *(callbacks or [])],
         index=index, episode=cfg.episode, reward_config=reward_cfg, rollout_workers=cfg.rollout_workers,
     )
     trainer.sieve_save_every = cfg.save_every
@@ -198,7 +213,7 @@ def build_trainer(index: CorpusIndex, cfg: RLConfig, tasks: list[dict[str, Any]]
 
 def run_rl(index: CorpusIndex, cfg: RLConfig, *, progress: bool = True, model: Any = None,
            tokenizer: Any = None, extra_reward_funcs: list[Any] | None = None,
-           reward_weights: list[float] | None = None) -> dict[str, Any]:
+           reward_weights: list[float] | None = None, callbacks: list[Any] | None = None) -> dict[str, Any]:
     """Train, save the merged checkpoint to ``OUT/model``, and write the curve and a report."""
     from train.sft import save_merged
 
@@ -206,7 +221,8 @@ def run_rl(index: CorpusIndex, cfg: RLConfig, *, progress: bool = True, model: A
     tasks = load_tasks(cfg.tasks, cfg.limit)
     train_tasks, held = split_tasks(tasks, cfg.holdout, cfg.seed) if cfg.holdout > 0 else (tasks, [])
     trainer = build_trainer(index, cfg, train_tasks, model=model, tokenizer=tokenizer,
-                            extra_reward_funcs=extra_reward_funcs, reward_weights=reward_weights)
+                            extra_reward_funcs=extra_reward_funcs, reward_weights=reward_weights,
+                            callbacks=callbacks)
     trainer.train()
     model_dir = save_merged(trainer.accelerator.unwrap_model(trainer.model), trainer.processing_class,
                             cfg.out / "model")
@@ -223,4 +239,5 @@ def run_rl(index: CorpusIndex, cfg: RLConfig, *, progress: bool = True, model: A
     return result
 
 
-__all__ = ["LOSS_TYPES", "RLConfig", "build_trainer", "grpo_args", "run_rl", "task_rows"]
+__all__ = ["LOSS_TYPES", "RLConfig", "build_trainer", "curve_callback", "grpo_args", "run_rl", "task_rows",
+           "time_limit_callback"]
