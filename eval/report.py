@@ -74,6 +74,11 @@ def plot_recall_at_k(metrics: dict[str, Metrics], ks: Sequence[int], path: Path,
     ax.set_xlabel("k (distinct documents returned)")
     ax.set_ylabel("recall@k of gold documents")
     ax.set_xticks(list(ks))
+    return _finish_plot(fig, ax, title, path)
+
+
+def _finish_plot(fig: Any, ax: Any, title: str, path: Path) -> Path:
+    """The styling both recall plots share, then the PNG written to ``path``."""
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     ax.set_title(title)
@@ -104,13 +109,7 @@ def plot_recall_vs_tokens(metrics: dict[str, Metrics], ks: Sequence[int], path: 
     ax.set_xscale("log")
     ax.set_xlabel("tokens per task (returned chunks + agent episode)")
     ax.set_ylabel("recall@k of gold documents")
-    ax.set_ylim(0, 1)
-    ax.grid(alpha=0.3)
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    return path
+    return _finish_plot(fig, ax, title, path)
 
 
 def write_summary_md(
