@@ -179,7 +179,7 @@ def build_trainer(index: CorpusIndex, cfg: RLConfig, tasks: list[dict[str, Any]]
     from datasets import Dataset
 
     from train.grpo import SieveGRPOTrainer
-    from train.sft import load_student
+    from train.sft import load_student, lora_config
 
     if model is None or tokenizer is None:
         model, tokenizer, _ = load_student(cfg.model_path, cfg.bf16)
@@ -189,13 +189,7 @@ def build_trainer(index: CorpusIndex, cfg: RLConfig, tasks: list[dict[str, Any]]
     reward_cfg = replace(cfg.reward, beta_epochs=min(cfg.reward.beta_epochs, epochs))
     reward_funcs = [get_episode_reward(reward_cfg), *(extra_reward_funcs or [])]
     weights = check_reward_weights(reward_funcs, reward_weights)
-    peft_config = None
-    if cfg.lora:
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(r=cfg.lora_r, lora_alpha=2 * cfg.lora_r, lora_dropout=0.0, task_type="CAUSAL_LM",
-                                 target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
-                                                 "down_proj"])
+    peft_config = lora_config(cfg.lora_r) if cfg.lora else None
     cfg.out.mkdir(parents=True, exist_ok=True)
     curve = cfg.out / "rl_curve.jsonl"
     curve.unlink(missing_ok=True)

@@ -148,6 +148,14 @@ def load_student(model_path: str | None, bf16: bool = False) -> tuple[Any, Any, 
     return model, tok, model_path
 
 
+def lora_config(r: int) -> Any:
+    """The LoRA adapter SFT and RL train: every attention and MLP projection, alpha = 2r, no dropout."""
+    from peft import LoraConfig
+
+    return LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.0, task_type="CAUSAL_LM",
+                      target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
+
+
 def save_merged(model: Any, tokenizer: Any, dest: Path) -> Path:
     """Save a plain HF folder (LoRA merged), loadable by LocalBackend and servable by vLLM."""
     if hasattr(model, "merge_and_unload"):
@@ -187,13 +195,7 @@ def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) 
         from agent.backends.local import LocalBackend
 
         before, _ = run_heldout(index, held, cfg.episode, backend=LocalBackend(model.eval(), tok), progress=progress)
-    peft_config = None
-    if cfg.lora:
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(r=cfg.lora_r, lora_alpha=2 * cfg.lora_r, lora_dropout=0.0, task_type="CAUSAL_LM",
-                                 target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
-                                                 "down_proj"])
+    peft_config = lora_config(cfg.lora_r) if cfg.lora else None
     cfg.out.mkdir(parents=True, exist_ok=True)
     args = TRLSFTConfig(
         output_dir=str(cfg.out / "trainer"), num_train_epochs=cfg.epochs, learning_rate=cfg.learning_rate,
@@ -233,5 +235,5 @@ def _has_gpu() -> bool:
     return bool(torch.cuda.is_available())
 
 
-__all__ = ["WarmStartConfig", "assistant_message", "collect_teacher", "load_student", "run_sft", "save_merged",
-           "trace_examples"]
+__all__ = ["WarmStartConfig", "assistant_message", "collect_teacher", "load_student", "lora_config", "run_sft",
+           "save_merged", "trace_examples"]
