@@ -13,12 +13,10 @@ transformers < 5.20, so it lives in its own virtual environment:
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
+from _server_process import free_port, server_process
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow,
               pytest.mark.skipif(os.environ.get("SIEVE_TEST_VLLM") != "1", reason="opt-in: SIEVE_TEST_VLLM=1")]
@@ -26,52 +24,24 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow,
 VLLM_PYTHON = Path(os.environ.get("SIEVE_VLLM_PYTHON", "~/.cache/sieve/vllm-venv/bin/python")).expanduser()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def vllm_url(model_cache_dir, tmp_path_factory):
-    import httpx
-
     from agent.backends.models import smollm2_path
 
     if not VLLM_PYTHON.exists():
         pytest.skip(f"no vLLM venv at {VLLM_PYTHON}")
     model = smollm2_path(model_cache_dir)
-    port = _free_port()
-    log = (tmp_path_factory.mktemp("vllm") / "server.log").open("w")
+    port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_TARGET_DEVICE": "cpu"}
-    proc = subprocess.Popen(
-        [str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
-         "--served-model-name", "smollm2", "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "8192",
-         "--dtype", "bfloat16",
-         # vLLM 0.32 refuses tool_choice="required" without a parser; hermes reads <tool_call> tags.
-         "--enable-auto-tool-choice", "--tool-call-parser", "hermes"], stdout=log, stderr=subprocess.STDOUT, env=env)
+    cmd = [str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
+           "--served-model-name", "smollm2", "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "8192",
+           "--dtype", "bfloat16",
+           # vLLM 0.32 refuses tool_choice="required" without a parser; hermes reads <tool_call> tags.
+           "--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
     url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.time() + 600
-    try:
-        while time.time() < deadline:
-            if proc.poll() is not None:
-                pytest.fail(f"vLLM exited with {proc.returncode}; see {log.name}")
-            try:
-                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(3)
-        else:
-            pytest.fail(f"vLLM did not come up within 600 s; see {log.name}")
+    with server_process(cmd, f"{url}/models", name="vLLM", log_path=tmp_path_factory.mktemp("vllm") / "server.log",
+                        timeout_s=600, poll_s=3, request_timeout_s=2, stop_timeout_s=30, env=env):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 def test_structured_tool_calls_with_required(vllm_url):

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
-import subprocess
-import time
 from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 
 from _retriever_helpers import MULTI_DOCS, assert_consistent
+from _server_process import free_port, server_process
 
 from retriever import CorpusIndex, Document, RetrieverConfig
 from retriever.errors import InvalidPattern, NotFound, UnknownCollection
@@ -25,12 +23,6 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.slow
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """``chroma run --path DIR --port P``; yields (url, DIR) once its heartbeat answers."""
@@ -38,33 +30,12 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
     if exe is None:
         pytest.fail("the `chroma` CLI (shipped with chromadb) is not on PATH")
     path = tmp_path_factory.mktemp("chroma-server")
-    port = _free_port()
-    log = (path.parent / "chroma-server.log").open("w")
-    proc = subprocess.Popen([exe, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT)
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"chroma server exited with {proc.returncode}; see {log.name}")
-            try:
-                if httpx.get(f"{url}/api/v2/heartbeat", timeout=1.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"chroma server did not answer its heartbeat within 60 s; see {log.name}")
-            time.sleep(0.1)
+    with server_process([exe, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+                        f"{url}/api/v2/heartbeat", name="chroma server", log_path=path.parent / "chroma-server.log",
+                        timeout_s=60, poll_s=0.1):
         yield url, path
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 @pytest.fixture(scope="module")
