@@ -1,10 +1,10 @@
 """The search agent: tools, a token-budgeted loop with pruning, policies, and the trace it yields."""
 
-from agent.config import AgentConfig, HeuristicConfig
-from agent.factory import POLICIES, make_policy
-from agent.loop import Episode, SearchAgent, fuse_traces
-from agent.tool_specs import TOOL_NAMES, tool_specs
-from agent.trace import Evidence, ToolCall, Trace, Turn
+from sieve.agent.config import AgentConfig, HeuristicConfig
+from sieve.agent.factory import POLICIES, make_policy
+from sieve.agent.loop import Episode, SearchAgent, fuse_traces
+from sieve.agent.tool_specs import TOOL_NAMES, tool_specs
+from sieve.agent.trace import Evidence, ToolCall, Trace, Turn
 
 __all__ = [
     "POLICIES",

@@ -1,6 +1,6 @@
 """Benchmark: the heuristic policy against single-shot hybrid retrieval at the same returned-set size.
 
-    python -m agent.bench_policy --data /work/shared/eval/2wikimultihopqa --limit 60
+    python -m sieve.agent.bench_policy --data /work/shared/eval/2wikimultihopqa --limit 60
 
 Indexes ``corpus.jsonl`` of the data folder into a cached collection (idempotent: a second run
 reuses it), then for each task compares doc-level recall@5/@10 and the all-gold rate of
@@ -42,7 +42,7 @@ def _parse_sets(pairs: list[str]) -> dict[str, Any]:
 
 def open_index(data: Path, data_dir: Path, collection: str | None = None):
     """The cached collection of ``data/corpus.jsonl`` (indexed on first use)."""
-    from retriever import CorpusIndex, RetrieverConfig
+    from sieve.retriever import CorpusIndex, RetrieverConfig
 
     cfg = RetrieverConfig(data_dir=data_dir, embed_dtype="bfloat16")
     name = collection or f"bench-{data.name.replace('_', '-')}"
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-    from agent import AgentConfig, HeuristicConfig, SearchAgent, make_policy
+    from sieve.agent import AgentConfig, HeuristicConfig, SearchAgent, make_policy
 
     index = open_index(args.data, args.data_dir, args.collection)
     with (args.data / "tasks.jsonl").open(encoding="utf-8") as f:

@@ -6,14 +6,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pruning.config import PruningConfig
+from sieve.pruning.config import PruningConfig
 
 PolicyName = Literal["heuristic", "openai", "local"]
 
 
 @dataclass
 class HeuristicConfig:
-    """Knobs of the no-LLM policy (tuned on 2WikiMultihopQA with ``python -m agent.bench_policy``)."""
+    """Knobs of the no-LLM policy (tuned on 2WikiMultihopQA with ``python -m sieve.agent.bench_policy``)."""
 
     first_k: int = field(default=10, metadata={"help": "Chunks shown by the first search (the question itself)."})
     hop_k: int = field(default=3, metadata={"help": "Chunks shown by each reformulated (bridging) search."})

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent.config import AgentConfig
-from retriever.errors import InvalidInput
+from sieve.agent.config import AgentConfig
+from sieve.retriever.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from agent.backends.base import ChatBackend
-    from agent.policies.base import Policy
+    from sieve.agent.backends.base import ChatBackend
+    from sieve.agent.policies.base import Policy
 
 POLICIES = ("heuristic", "openai", "local")
 
@@ -25,25 +25,25 @@ def make_policy(name: str, config: AgentConfig | None = None, *, backend: ChatBa
     """
     config = config or AgentConfig()
     if name == "heuristic":
-        from agent.policies.heuristic import HeuristicPolicy
+        from sieve.agent.policies.heuristic import HeuristicPolicy
 
         return HeuristicPolicy(config)
-    from agent.policies.llm import LLMPolicy
+    from sieve.agent.policies.llm import LLMPolicy
 
     if name == "openai":
         if backend is None:
-            from agent.backends.openai import OpenAIBackend
+            from sieve.agent.backends.openai import OpenAIBackend
 
             backend = OpenAIBackend(config.base_url, config.model, api_key=config.api_key, timeout=config.timeout_s,
                                     retries=config.retries)
         # Served models' tokenizers are not local: the budget counts ~4 characters a token.
         return LLMPolicy(backend, config, name="openai", tool_choice=config.tool_choice)
     if name == "local":
-        from pruning.tokens import HFTokenCounter
+        from sieve.pruning.tokens import HFTokenCounter
 
         if backend is None:
-            from agent.backends.local import LocalBackend
-            from agent.backends.models import smollm2_path
+            from sieve.agent.backends.local import LocalBackend
+            from sieve.agent.backends.models import smollm2_path
 
             backend = LocalBackend.load(config.local_model or smollm2_path())
         tok = getattr(backend, "tokenizer", None)

@@ -1,7 +1,7 @@
 """The agent loop: a policy calls tools in a token-budgeted context until it finishes.
 
 One loop serves the CLI, the HTTP server, evaluation and RL rollouts. Every episode returns a
-:class:`~agent.trace.Trace`; hard caps (turns, tool calls, tokens, wall time) always end it
+:class:`~sieve.agent.trace.Trace`; hard caps (turns, tool calls, tokens, wall time) always end it
 cleanly, and no model misbehaviour or tool failure escapes as an exception.
 """
 
@@ -13,25 +13,25 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent.config import AgentConfig
-from agent.prompts import SYSTEM_PROMPT, question_message
-from agent.scoring import VectorCache
-from agent.tools import ToolOutcome, Toolbox
-from agent.trace import Evidence, ToolCall, Trace, Turn
-from pruning.budget import TokenBudget
-from pruning.context import ContextState
-from pruning.pruners import make_pruner
-from retriever.base import validate_query
-from retriever.errors import BackendError
-from retriever.hybrid import rrf_fuse
+from sieve.agent.config import AgentConfig
+from sieve.agent.prompts import SYSTEM_PROMPT, question_message
+from sieve.agent.scoring import VectorCache
+from sieve.agent.tools import ToolOutcome, Toolbox
+from sieve.agent.trace import Evidence, ToolCall, Trace, Turn
+from sieve.pruning.budget import TokenBudget
+from sieve.pruning.context import ContextState
+from sieve.pruning.pruners import make_pruner
+from sieve.retriever.base import validate_query
+from sieve.retriever.errors import BackendError
+from sieve.retriever.hybrid import rrf_fuse
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from agent.policies.base import Policy
-    from agent.tools import FinishRequest
-    from pruning.context import ChunkEntry
-    from retriever.index import CorpusIndex
+    from sieve.agent.policies.base import Policy
+    from sieve.agent.tools import FinishRequest
+    from sieve.pruning.context import ChunkEntry
+    from sieve.retriever.index import CorpusIndex
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ class SearchAgent:
     def run(self, question: str, *, on_event: Callable[[dict[str, Any]], None] | None = None,
             seed: int | None = None, rollout: int = 0, where: dict[str, Any] | None = None) -> Trace:
         """Run one episode and return its trace (``trace.returned`` is the ranked evidence)."""
-        from agent.tool_specs import tool_specs
+        from sieve.agent.tool_specs import tool_specs
 
         validate_query(question)
         cfg = self.config

@@ -17,8 +17,8 @@ import numpy as np
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from retriever.index import CorpusIndex
-    from retriever.types import Chunk
+    from sieve.retriever.index import CorpusIndex
+    from sieve.retriever.types import Chunk
 
 logger = logging.getLogger(__name__)
 

@@ -16,17 +16,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent.tool_specs import TOOL_NAMES, canonical_tool, validate_arguments
-from retriever.errors import InvalidInput, NotFound, SieveError
+from sieve.agent.tool_specs import TOOL_NAMES, canonical_tool, validate_arguments
+from sieve.retriever.errors import InvalidInput, NotFound, SieveError
 
 if TYPE_CHECKING:
-    from agent.backends.base import ParsedToolCall
-    from agent.config import AgentConfig
-    from agent.scoring import VectorCache
-    from pruning.budget import TokenBudget
-    from pruning.context import ChunkEntry, ContextState
-    from retriever.index import CorpusIndex
-    from retriever.types import Chunk
+    from sieve.agent.backends.base import ParsedToolCall
+    from sieve.agent.config import AgentConfig
+    from sieve.agent.scoring import VectorCache
+    from sieve.pruning.budget import TokenBudget
+    from sieve.pruning.context import ChunkEntry, ContextState
+    from sieve.retriever.index import CorpusIndex
+    from sieve.retriever.types import Chunk
 
 logger = logging.getLogger(__name__)
 

@@ -5,10 +5,10 @@ Everything here is light to import; models load only when a system or index is b
 
 from __future__ import annotations
 
-from eval.data import EvalSet, EvalTask, load_sets
-from eval.evaluator import RetrievalEvaluator, SequentialEvaluator
-from eval.runner import EvalConfig, EvalReport, run_eval
-from eval.systems import AgentSystem, RetrievalSystem, System, SystemOutput, make_system, parse_systems
+from sieve.eval.data import EvalSet, EvalTask, load_sets
+from sieve.eval.evaluator import RetrievalEvaluator, SequentialEvaluator
+from sieve.eval.runner import EvalConfig, EvalReport, run_eval
+from sieve.eval.systems import AgentSystem, RetrievalSystem, System, SystemOutput, make_system, parse_systems
 
 __all__ = [
     "AgentSystem", "EvalConfig", "EvalReport", "EvalSet", "EvalTask", "RetrievalEvaluator", "RetrievalSystem",

@@ -41,8 +41,8 @@ import numpy as np
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from retriever import CorpusIndex, Document
-    from retriever.embeddings import Embedder
+    from sieve.retriever import CorpusIndex, Document
+    from sieve.retriever.embeddings import Embedder
 
 logger = logging.getLogger("bench_retriever")
 
@@ -84,7 +84,7 @@ def time_calls(fn: Callable[[str], Any], queries: Sequence[str], warmup: int = 3
     Also the median CPU time of the process per call (all threads: torch's, Chroma's), which a
     machine shared with other jobs inflates much less than wall-clock time.
     """
-    from eval.metrics import percentile
+    from sieve.eval.metrics import percentile
 
     for q in queries[:warmup]:
         fn(q)
@@ -128,7 +128,7 @@ class SyntheticText:
 
 def fill_synthetic(index: CorpusIndex, n_chunks: int, text: SyntheticText, dim: int, seed: int) -> dict[str, float]:
     """Write ``n_chunks`` synthetic chunks with random unit vectors, then rebuild BM25; returns timings."""
-    from retriever.types import Chunk
+    from sieve.retriever.types import Chunk
 
     rng = np.random.default_rng(seed)
     batch = min(5000, int(index.store.client.get_max_batch_size()))
@@ -159,8 +159,8 @@ def fill_synthetic(index: CorpusIndex, n_chunks: int, text: SyntheticText, dim: 
 
 
 def bench_latency(cfg: BenchConfig, data_dir: Path, embedder: Embedder) -> list[dict[str, Any]]:
-    from retriever import CorpusIndex, RetrieverConfig
-    from retriever.index import delete_collection
+    from sieve.retriever import CorpusIndex, RetrieverConfig
+    from sieve.retriever.index import delete_collection
 
     rows = []
     for size in [int(s) for s in cfg.sizes.split(",") if s.strip()]:
@@ -198,7 +198,7 @@ def bench_latency(cfg: BenchConfig, data_dir: Path, embedder: Embedder) -> list[
 
 # -- real passages --------------------------------------------------------------------------------
 def read_corpus(folder: Path, limit: int | None = None) -> list[Document]:
-    from retriever import Document
+    from sieve.retriever import Document
 
     docs = []
     with (folder / "corpus.jsonl").open(encoding="utf-8") as f:
@@ -211,7 +211,7 @@ def read_corpus(folder: Path, limit: int | None = None) -> list[Document]:
 
 
 def index_fresh(data_dir: Path, name: str, embedder: Embedder, docs: Sequence[Document]) -> CorpusIndex:
-    from retriever import CorpusIndex, RetrieverConfig
+    from sieve.retriever import CorpusIndex, RetrieverConfig
 
     rcfg = RetrieverConfig(data_dir=data_dir, embed_dtype=embedder.dtype)  # type: ignore[arg-type]
     index = CorpusIndex.open(rcfg, name, create=True, embedder=embedder)
@@ -237,13 +237,13 @@ def bench_throughput(cfg: BenchConfig, data_dir: Path, embedders: dict[str, Embe
 
 
 def bench_recall(cfg: BenchConfig, data_dir: Path, embedders: dict[str, Embedder]) -> list[dict[str, Any]]:
-    from eval.metrics import recall_at_k
+    from sieve.eval.metrics import recall_at_k
 
     folder = Path(cfg.recall_data)
     docs = read_corpus(folder)
     with (folder / "tasks.jsonl").open(encoding="utf-8") as f:
         tasks = [json.loads(line) for line in f if line.strip()]
-    from eval.metrics import top_k
+    from sieve.eval.metrics import top_k
 
     rows = []
     first: list[list[str]] = []  # top-10 doc lists of the first dtype, to see how much bf16 moves them
@@ -289,8 +289,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     cfg = parse_args(argv)
-    from retriever import RetrieverConfig
-    from retriever.embeddings import Embedder
+    from sieve.retriever import RetrieverConfig
+    from sieve.retriever.embeddings import Embedder
 
     parts = {p.strip() for p in cfg.parts.split(",")}
     scratch = Path(cfg.data_dir) if cfg.data_dir else Path(tempfile.mkdtemp(prefix="sieve-bench-"))

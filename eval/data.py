@@ -17,15 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retriever.errors import InvalidInput, NotFound
-from retriever.types import Document
+from sieve.retriever.errors import InvalidInput, NotFound
+from sieve.retriever.types import Document
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from retriever.config import RetrieverConfig
-    from retriever.embeddings import Embedder
-    from retriever.index import CorpusIndex
+    from sieve.retriever.config import RetrieverConfig
+    from sieve.retriever.embeddings import Embedder
+    from sieve.retriever.index import CorpusIndex
 
 logger = logging.getLogger(__name__)
 
@@ -181,7 +181,7 @@ def open_eval_index(
 
     Indexing is idempotent by content hash, so a cached collection costs one pass of hashing.
     """
-    from retriever.index import CorpusIndex
+    from sieve.retriever.index import CorpusIndex
 
     index = CorpusIndex.open(config, collection_name(sets, config), create=True, embedder=embedder)
     docs = [d for s in sets for d in read_corpus(s.corpus_path, maps.get(s.name), s.name)]

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from eval.metrics import mean, percentile, prune_accuracy, ranking_metrics, trajectory_recall
+from sieve.eval.metrics import mean, percentile, prune_accuracy, ranking_metrics, trajectory_recall
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from eval.data import EvalTask
-    from eval.systems import System, SystemOutput
+    from sieve.eval.data import EvalTask
+    from sieve.eval.systems import System, SystemOutput
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Load test of the HTTP server: throughput and p50/p95 latency of ``/v1/retrieve`` and ``/v1/search``.
 
-    python -m eval.load_test                       # starts `sieve serve` on a free loopback port
-    python -m eval.load_test --url http://127.0.0.1:8000 --collection sample
+    python -m sieve.eval.load_test                       # starts `sieve serve` on a free loopback port
+    python -m sieve.eval.load_test --url http://127.0.0.1:8000 --collection sample
 
 Bounded and loopback only: a fixed number of requests per (endpoint, concurrency) cell, at 1, 8
 and 32 concurrent clients (httpx async), queries drawn in turn from the sample tasks. Without
@@ -24,10 +24,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-logger = logging.getLogger("sieve.load_test")
+from sieve.data import SAMPLE_DIR
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "data" / "sample"
+logger = logging.getLogger(__name__)
+
 
 
 @dataclass
@@ -98,7 +98,7 @@ def start_server(data_dir: Path, collection: str, bf16: bool) -> tuple[subproces
            "SIEVE_DATA_DIR": str(data_dir)}
     cli = [sys.executable, "-c", "from server.cli import main; main()"]
     logger.info("Indexing the sample corpus into %s", data_dir)
-    subprocess.run([*cli, "index", str(SAMPLE / "corpus.jsonl"), "-c", collection, "--json",
+    subprocess.run([*cli, "index", str(SAMPLE_DIR / "corpus.jsonl"), "-c", collection, "--json",
                     *(["--bf16"] if bf16 else [])], env=env, check=True, stdout=subprocess.DEVNULL)
     port = free_port()
     proc = subprocess.Popen([*cli, "serve", "--port", str(port), "-c", collection, "--preload", collection,
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request would drown the table
     levels = [int(x) for x in args.clients.split(",")]
-    queries = [json.loads(line)["question"] for line in (SAMPLE / "tasks.jsonl").open() if line.strip()]
+    queries = [json.loads(line)["question"] for line in (SAMPLE_DIR / "tasks.jsonl").open() if line.strip()]
 
     proc = None
     tmp = None

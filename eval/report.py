@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eval.exports import slug
+from sieve.eval.exports import slug
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

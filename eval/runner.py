@@ -14,20 +14,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eval.data import load_sets, open_eval_index
-from eval.evaluator import RESULTS_FILE, RetrievalEvaluator, SequentialEvaluator, load_results
-from eval.exports import write_bcp, write_trec
-from eval.report import write_summary_md
-from eval.systems import make_system, parse_systems
+from sieve.eval.data import load_sets, open_eval_index
+from sieve.eval.evaluator import RESULTS_FILE, RetrievalEvaluator, SequentialEvaluator, load_results
+from sieve.eval.exports import write_bcp, write_trec
+from sieve.eval.report import write_summary_md
+from sieve.eval.systems import make_system, parse_systems
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from retriever.config import RetrieverConfig
-    from retriever.embeddings import Embedder
-    from retriever.index import CorpusIndex
+    from sieve.retriever.config import RetrieverConfig
+    from sieve.retriever.embeddings import Embedder
+    from sieve.retriever.index import CorpusIndex
 
-    from eval.systems import System
+    from sieve.eval.systems import System
 
 logger = logging.getLogger(__name__)
 

@@ -13,11 +13,11 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from retriever.errors import InvalidInput
+from sieve.retriever.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from retriever.index import CorpusIndex
-    from retriever.types import SearchMode
+    from sieve.retriever.index import CorpusIndex
+    from sieve.retriever.types import SearchMode
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ class AgentSystem:
     """The Sieve search agent (``agent.SearchAgent``) with a given policy, returning ``depth`` evidence items."""
 
     def __init__(self, index: CorpusIndex, policy: str, depth: int, **agent_overrides: Any) -> None:
-        from agent import AgentConfig, SearchAgent, make_policy
+        from sieve.agent import AgentConfig, SearchAgent, make_policy
 
         if policy not in AGENT_POLICIES:
             raise InvalidInput(f"Expected an agent policy in {AGENT_POLICIES}, got {policy!r}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pruning.config import PruningConfig
+from sieve.pruning.config import PruningConfig
 
 BudgetState = Literal["ok", "soft", "hard"]
 

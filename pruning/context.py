@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from threading import RLock
 from typing import TYPE_CHECKING, Any, Literal
 
-from pruning.tokens import MESSAGE_OVERHEAD
+from sieve.pruning.tokens import MESSAGE_OVERHEAD
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from pruning.tokens import TokenCounter
-    from retriever.types import Chunk
+    from sieve.pruning.tokens import TokenCounter
+    from sieve.retriever.types import Chunk
 
 MessageKind = Literal["system", "user", "assistant", "tool", "notice"]
 _HANDLE_RE = re.compile(r"^\[?\s*(c\d+)\s*\]?$", re.IGNORECASE)

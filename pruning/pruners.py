@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from pruning.budget import TokenBudget
-    from pruning.config import PruningConfig
-    from pruning.context import ContextState
+    from sieve.pruning.budget import TokenBudget
+    from sieve.pruning.config import PruningConfig
+    from sieve.pruning.context import ContextState
 
 
 @runtime_checkable

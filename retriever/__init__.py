@@ -1,9 +1,9 @@
 """Retrieval layer: ingestion, chunking, embeddings, the Chroma store, BM25 and hybrid fusion."""
 
-from retriever.base import Retriever, validate_k, validate_query
-from retriever.config import RetrieverConfig
-from retriever.index import CorpusIndex, IndexReport, delete_collection, list_collections
-from retriever.types import Chunk, Document, Hit
+from sieve.retriever.base import Retriever, validate_k, validate_query
+from sieve.retriever.config import RetrieverConfig
+from sieve.retriever.index import CorpusIndex, IndexReport, delete_collection, list_collections
+from sieve.retriever.types import Chunk, Document, Hit
 
 __all__ = [
     "Chunk",

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from retriever.errors import InvalidInput
+from sieve.retriever.errors import InvalidInput
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
 
-    from retriever.types import Hit, Where
+    from sieve.retriever.types import Hit, Where
 
 
 @runtime_checkable

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from retriever.base import validate_k, validate_query
-from retriever.types import Hit
+from sieve.retriever.base import validate_k, validate_query
+from sieve.retriever.types import Hit
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Sequence
 
-    from retriever.store import ChromaStore
-    from retriever.types import Where
+    from sieve.retriever.store import ChromaStore
+    from sieve.retriever.types import Where
 
 _TOKEN_RE = re.compile(r"\w+", re.UNICODE)
 # A short English stop list: BM25 IDF already down-weights these, but they dominate query

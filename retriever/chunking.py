@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from retriever.types import Chunk, Document
+from sieve.retriever.types import Chunk, Document
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

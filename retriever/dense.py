@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from retriever.base import validate_k, validate_query
-from retriever.types import Hit
+from sieve.retriever.base import validate_k, validate_query
+from sieve.retriever.types import Hit
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
 
-    from retriever.embeddings import Embedder
-    from retriever.store import ChromaStore
-    from retriever.types import Where
+    from sieve.retriever.embeddings import Embedder
+    from sieve.retriever.store import ChromaStore
+    from sieve.retriever.types import Where
 
 
 class DenseRetriever:

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retriever.errors import ModelUnavailable
+from sieve.retriever.errors import ModelUnavailable
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from retriever.config import RetrieverConfig
+    from sieve.retriever.config import RetrieverConfig
 
 logger = logging.getLogger(__name__)
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from retriever.base import validate_k, validate_query
-from retriever.types import Hit
+from sieve.retriever.base import validate_k, validate_query
+from sieve.retriever.types import Hit
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
 
-    from retriever.bm25 import BM25Retriever
-    from retriever.dense import DenseRetriever
-    from retriever.types import Where
+    from sieve.retriever.bm25 import BM25Retriever
+    from sieve.retriever.dense import DenseRetriever
+    from sieve.retriever.types import Where
 
 
 def rrf_fuse(

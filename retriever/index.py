@@ -19,24 +19,24 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from retriever.base import validate_k
-from retriever.bm25 import BM25Retriever, SparseBM25, tokenize
-from retriever.chunking import Chunker, split_chunk_id
-from retriever.dense import DenseRetriever
-from retriever.errors import EmptyCorpus, InvalidInput, NotFound
-from retriever.hybrid import HybridRetriever
-from retriever.ingest import IngestReport, content_hash, iter_documents
-from retriever.store import ChromaStore, list_collection_names, make_client, validate_collection_name
-from retriever.types import Chunk, Hit
+from sieve.retriever.base import validate_k
+from sieve.retriever.bm25 import BM25Retriever, SparseBM25, tokenize
+from sieve.retriever.chunking import Chunker, split_chunk_id
+from sieve.retriever.dense import DenseRetriever
+from sieve.retriever.errors import EmptyCorpus, InvalidInput, NotFound
+from sieve.retriever.hybrid import HybridRetriever
+from sieve.retriever.ingest import IngestReport, content_hash, iter_documents
+from sieve.retriever.store import ChromaStore, list_collection_names, make_client, validate_collection_name
+from sieve.retriever.types import Chunk, Hit
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Sequence
 
     import numpy as np
 
-    from retriever.config import RetrieverConfig
-    from retriever.embeddings import Embedder
-    from retriever.types import Document, SearchMode, Where
+    from sieve.retriever.config import RetrieverConfig
+    from sieve.retriever.embeddings import Embedder
+    from sieve.retriever.types import Document, SearchMode, Where
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class CorpusIndex:
         embedder: Embedder | None = None, client: Any | None = None,
     ) -> CorpusIndex:
         """Open ``collection``; with ``create=False`` an unknown name raises :class:`UnknownCollection`."""
-        from retriever.embeddings import Embedder
+        from sieve.retriever.embeddings import Embedder
 
         validate_collection_name(collection)
         client = client if client is not None else make_client(config)

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from retriever.errors import InvalidInput, NotFound
-from retriever.types import Document
+from sieve.retriever.errors import InvalidInput, NotFound
+from sieve.retriever.types import Document
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

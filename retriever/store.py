@@ -15,16 +15,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from retriever.errors import InvalidInput, InvalidPattern, StoreUnavailable, UnknownCollection
-from retriever.types import Chunk
+from sieve.retriever.errors import InvalidInput, InvalidPattern, StoreUnavailable, UnknownCollection
+from sieve.retriever.types import Chunk
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
     import numpy as np
 
-    from retriever.config import RetrieverConfig
-    from retriever.types import Where
+    from sieve.retriever.config import RetrieverConfig
+    from sieve.retriever.types import Where
 
 logger = logging.getLogger(__name__)
 

@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retriever.base import validate_k
-from retriever.errors import InvalidInput
-from server.deps import run_blocking
+from sieve.retriever.base import validate_k
+from sieve.retriever.errors import InvalidInput
+from sieve.server.deps import run_blocking
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from agent import AgentConfig, Trace
-    from server.state import AppState
+    from sieve.agent import AgentConfig, Trace
+    from sieve.server.state import AppState
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class EpisodeRequest:
 
 def agent_config(state: AppState, req: EpisodeRequest | None = None) -> AgentConfig:
     """The episode's ``AgentConfig``: settings defaults, request overrides, capped by the settings' maxima."""
-    from agent import AgentConfig
+    from sieve.agent import AgentConfig
 
     s = state.settings
     req = req or EpisodeRequest(query="")
@@ -113,13 +113,13 @@ def check_filters(index: Any, where: dict[str, Any] | None) -> None:
 
 def run_episode(state: AppState, req: EpisodeRequest, on_event: Any | None = None) -> Trace:
     """Blocking: one episode (or ``rollouts`` fused ones) for ``req``; records metrics."""
-    from agent import SearchAgent
+    from sieve.agent import SearchAgent
 
     cfg = agent_config(state, req)
     name = policy_name(state, req.policy)
     index = state.index(req.collection)
     if index.count() == 0:
-        from retriever.errors import EmptyCorpus
+        from sieve.retriever.errors import EmptyCorpus
 
         raise EmptyCorpus(f"Expected an indexed collection, got {index.name!r} with no chunks; POST documents first")
     # Policies are built once per app from the server defaults: what a request may change (k, budget,

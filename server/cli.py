@@ -15,7 +15,7 @@ app = typer.Typer(
 )
 
 # Command modules, in help order.
-COMMAND_MODULES = ["server.commands.retrieval", "server.commands.agent", "server.commands.evaluate", "server.commands.serve", "server.commands.train"]
+COMMAND_MODULES = ["sieve.server.commands.retrieval", "sieve.server.commands.agent", "sieve.server.commands.evaluate", "sieve.server.commands.serve", "sieve.server.commands.train"]
 
 
 @app.callback()

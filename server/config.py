@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from retriever.config import RetrieverConfig, default_data_dir, default_embedder_path
+from sieve.retriever.config import RetrieverConfig, default_data_dir, default_embedder_path
 
 
 class Settings(BaseSettings):

@@ -5,14 +5,14 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from server.schemas import ChunkOut, DocumentOut, EvidenceOut, SearchR1Doc, UsageOut
+from sieve.server.schemas import ChunkOut, DocumentOut, EvidenceOut, SearchR1Doc, UsageOut
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from agent import Trace
-    from agent.trace import Evidence
-    from retriever.types import Chunk, Hit
+    from sieve.agent import Trace
+    from sieve.agent.trace import Evidence
+    from sieve.retriever.types import Chunk, Hit
 
 
 def hit_out(hit: Hit) -> EvidenceOut:

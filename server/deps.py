@@ -10,8 +10,8 @@ import anyio
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from retriever.errors import RequestTimeout, Unauthorized
-from server.state import AppState
+from sieve.retriever.errors import RequestTimeout, Unauthorized
+from sieve.server.state import AppState
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 
-from server.deps import run_blocking
-from server.middleware import BodyLimitMiddleware, MetricsMiddleware
-from server.problems import install_problem_handlers
-from server.routes import agent, documents, health, search
-from server.state import AppState
+from sieve.server.deps import run_blocking
+from sieve.server.middleware import BodyLimitMiddleware, MetricsMiddleware
+from sieve.server.problems import install_problem_handlers
+from sieve.server.routes import agent, documents, health, search
+from sieve.server.state import AppState
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from retriever.embeddings import Embedder
-    from server.config import Settings
+    from sieve.retriever.embeddings import Embedder
+    from sieve.server.config import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -55,13 +55,13 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     Example:
         >>> app = create_app()  # doctest: +SKIP
     """
-    from server.config import Settings
+    from sieve.server.config import Settings
 
     settings = settings or Settings()
     state = AppState(settings, embedder=embedder)
     mcp_server = None
     if settings.mcp:
-        from server.mcp_tools import build_mcp
+        from sieve.server.mcp_tools import build_mcp
 
         mcp_server = build_mcp(state)
 
@@ -86,7 +86,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     for module in (agent, search, documents, health):
         app.include_router(module.router)
     if mcp_server is not None:
-        from server.mcp_tools import mcp_route
+        from sieve.server.mcp_tools import mcp_route
 
         app.router.routes.append(mcp_route(mcp_server, state))
     # Outermost first: metrics see every request, 413s included.

@@ -13,18 +13,18 @@ import logging
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from retriever.errors import SieveError
-from server.agent_runner import EpisodeRequest, run_episode
-from server.convert import document_out, evidence_out, hit_out
-from server.deps import check_key, run_blocking
-from server.problems import sieve_error_body
-from server.schemas import EvidenceOut, McpDocument, McpSearchResult, McpSearchResults
+from sieve.retriever.errors import SieveError
+from sieve.server.agent_runner import EpisodeRequest, run_episode
+from sieve.server.convert import document_out, evidence_out, hit_out
+from sieve.server.deps import check_key, run_blocking
+from sieve.server.problems import sieve_error_body
+from sieve.server.schemas import EvidenceOut, McpDocument, McpSearchResult, McpSearchResults
 
 if TYPE_CHECKING:
     from starlette.routing import Route
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-    from server.state import AppState
+    from sieve.server.state import AppState
 
 logger = logging.getLogger(__name__)
 

@@ -10,12 +10,12 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from server.problems import PROBLEM_MEDIA_TYPE, problem_body
+from sieve.server.problems import PROBLEM_MEDIA_TYPE, problem_body
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-    from server.metrics import Metrics
+    from sieve.server.metrics import Metrics
 
 
 async def _send_problem(send: Send, status: int, detail: str, code: str) -> None:

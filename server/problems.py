@@ -15,7 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from retriever.errors import SieveError
+from sieve.retriever.errors import SieveError
 
 if TYPE_CHECKING:
     from fastapi import FastAPI, Request
@@ -98,7 +98,7 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResp
 def vanished_collection(exc: BaseException) -> SieveError | None:
     """Chroma's ``NotFoundError`` mid-request means the collection was deleted under us: a 404, not a crash."""
     if type(exc).__name__ == "NotFoundError" and type(exc).__module__.startswith("chromadb"):
-        from retriever.errors import UnknownCollection
+        from sieve.retriever.errors import UnknownCollection
 
         return UnknownCollection(f"Expected the collection to exist for the whole request, got it deleted "
                                  f"while the request ran ({exc})")

@@ -12,16 +12,16 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from retriever.errors import InvalidInput
-from server.metrics import Metrics
+from sieve.retriever.errors import InvalidInput
+from sieve.server.metrics import Metrics
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from retriever import CorpusIndex
-    from retriever.config import RetrieverConfig
-    from retriever.embeddings import Embedder
-    from server.config import Settings
+    from sieve.retriever import CorpusIndex
+    from sieve.retriever.config import RetrieverConfig
+    from sieve.retriever.embeddings import Embedder
+    from sieve.server.config import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class AppState:
     def embedder(self) -> Embedder:
         with self._lock:
             if self._embedder is None:
-                from retriever.embeddings import Embedder
+                from sieve.retriever.embeddings import Embedder
 
                 self._embedder = Embedder.from_config(self.retriever_config)
             return self._embedder
@@ -64,7 +64,7 @@ class AppState:
         """One Chroma client for the app (a PersistentClient must not be opened twice per path)."""
         with self._lock:
             if self._client is None:
-                from retriever.store import make_client
+                from sieve.retriever.store import make_client
 
                 self._client = make_client(self.retriever_config)
             return self._client
@@ -80,7 +80,7 @@ class AppState:
             if index is not None and self._still_current(name, index):
                 return index
             self._indexes.pop(name, None)
-            from retriever import CorpusIndex
+            from sieve.retriever import CorpusIndex
 
             index = CorpusIndex.open(self.retriever_config, name, create=create, embedder=self.embedder,
                                      client=self.client)
@@ -115,12 +115,12 @@ class AppState:
             return sorted(self._indexes)
 
     def collections(self) -> dict[str, int]:
-        from retriever.index import list_collections
+        from sieve.retriever.index import list_collections
 
         return list_collections(self.retriever_config, client=self.client)
 
     def delete_collection(self, name: str) -> None:
-        from retriever.index import delete_collection
+        from sieve.retriever.index import delete_collection
 
         with self._lock:
             self._indexes.pop(name, None)
@@ -132,7 +132,7 @@ class AppState:
         with self._lock:
             policy = self._policies.get(name)
             if policy is None:
-                from agent import make_policy
+                from sieve.agent import make_policy
 
                 try:
                     policy = make_policy(name, config())

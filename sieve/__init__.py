@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from retriever.config import RetrieverConfig
-from retriever.errors import SieveError
-from retriever.types import Chunk, Document, Hit
+from sieve.retriever.config import RetrieverConfig
+from sieve.retriever.errors import SieveError
+from sieve.retriever.types import Chunk, Document, Hit
 from sieve.facade import Sieve
 
 if TYPE_CHECKING:
-    from agent import AgentConfig, Trace
+    from sieve.agent import AgentConfig, Trace
 
 __all__ = ["AgentConfig", "Chunk", "Document", "Hit", "RetrieverConfig", "Sieve", "SieveError", "Trace"]
 
@@ -22,7 +22,6 @@ __all__ = ["AgentConfig", "Chunk", "Document", "Hit", "RetrieverConfig", "Sieve"
 def __getattr__(name: str) -> Any:
     # The agent package pulls in the tool machinery; import it only when asked for.
     if name in ("AgentConfig", "Trace"):
-        import agent
-
+        from sieve import agent
         return getattr(agent, name)
     raise AttributeError(f"module 'sieve' has no attribute {name!r}")

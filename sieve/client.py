@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from retriever import errors as _errors
-from retriever.errors import SieveError
+from sieve.retriever import errors as _errors
+from sieve.retriever.errors import SieveError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
     from types import TracebackType
 
-    from retriever.types import Document
+    from sieve.retriever.types import Document
 
 
 @dataclass(frozen=True)

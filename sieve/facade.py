@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retriever.config import RetrieverConfig
+from sieve.retriever.config import RetrieverConfig
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from agent import AgentConfig, Trace
-    from retriever import CorpusIndex, Document, Hit, IndexReport
-    from retriever.types import SearchMode, Where
+    from sieve.agent import AgentConfig, Trace
+    from sieve.retriever import CorpusIndex, Document, Hit, IndexReport
+    from sieve.retriever.types import SearchMode, Where
 
 
 class Sieve:
@@ -44,7 +44,7 @@ class Sieve:
     def corpus(self) -> CorpusIndex:
         """The underlying :class:`CorpusIndex` (opened, and created, on first use)."""
         if self._index is None:
-            from retriever import CorpusIndex
+            from sieve.retriever import CorpusIndex
 
             self._index = CorpusIndex.open(self.config, self.collection, create=True)
         return self._index
@@ -69,7 +69,7 @@ class Sieve:
         """
         import dataclasses
 
-        from agent import AgentConfig, SearchAgent, make_policy
+        from sieve.agent import AgentConfig, SearchAgent, make_policy
 
         base = self._agent_config or AgentConfig()
         cfg = dataclasses.replace(base, **overrides) if overrides else base

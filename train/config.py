@@ -1,7 +1,7 @@
 """Episode settings shared by SFT data collection, RL rollouts and the held-out checks.
 
 The student must be trained on the same kind of episode it is served with: one budget, one
-tool set, one turn limit. Every stage builds its :class:`~agent.config.AgentConfig` from this
+tool set, one turn limit. Every stage builds its :class:`~sieve.agent.config.AgentConfig` from this
 dataclass, so SFT targets, RL segments and evaluation see identical prompts.
 """
 
@@ -12,10 +12,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retriever.errors import InvalidInput
+from sieve.retriever.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from agent.config import AgentConfig
+    from sieve.agent.config import AgentConfig
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class EpisodeConfig:
 
     def agent_config(self, **overrides: Any) -> AgentConfig:
         """The AgentConfig of a training episode (``record_prompts`` on: RL and SFT need the views)."""
-        from agent.config import AgentConfig, HeuristicConfig
+        from sieve.agent.config import AgentConfig, HeuristicConfig
 
         base = AgentConfig(
             budget_tokens=self.budget_tokens, max_turns=self.max_turns, k=self.k, search_k=self.search_k,

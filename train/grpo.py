@@ -9,10 +9,10 @@ that turn + its completion), and the number of segments varies per episode. So t
 overrides one method, ``_generate_and_score_completions``:
 
 1. run one real episode per input row (rows already repeat each question ``num_generations``
-   times) through :func:`train.rollout.run_rollouts`: tools execute against the retriever,
+   times) through :func:`sieve.train.rollout.run_rollouts`: tools execute against the retriever,
    pruning is live, each turn's exact tokens are recorded;
 2. score every episode with the reward functions (TRL's own ``_calculate_rewards``; our
-   :class:`~train.rewards.EpisodeReward` reads the trace), and normalise per group exactly as
+   :class:`~sieve.train.rewards.EpisodeReward` reads the trace), and normalise per group exactly as
    TRL does (``scale_rewards`` group / batch / none);
 3. expand episodes into segments that all carry their episode's advantage (ReSum-GRPO). Tool
    results live in the segment's prompt part, so they are outside ``completion_mask`` and never
@@ -32,13 +32,13 @@ import torch
 from trl import GRPOTrainer
 from trl.trainer.utils import nanstd, pad
 
-from train.rewards import Gold, RewardConfig, RewardReport, score_episode
-from train.rollout import GenParams, HFGenerate, run_rollouts
+from sieve.train.rewards import Gold, RewardConfig, RewardReport, score_episode
+from sieve.train.rollout import GenParams, HFGenerate, run_rollouts
 
 if TYPE_CHECKING:
-    from retriever.index import CorpusIndex
-    from train.config import EpisodeConfig
-    from train.rollout import Rollout
+    from sieve.retriever.index import CorpusIndex
+    from sieve.train.config import EpisodeConfig
+    from sieve.train.rollout import Rollout
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class SieveGRPOTrainer(GRPOTrainer):
         reward_config: weights of the episode reward (used for the batch report).
         rollout_workers: episodes run concurrently (threads; generation is batched on the main thread).
         *args, **kwargs: as for ``GRPOTrainer`` (``reward_funcs`` should include
-            :func:`train.rewards.get_episode_reward`). Dataset rows need ``prompt`` (the question as a
+            :func:`sieve.train.rewards.get_episode_reward`). Dataset rows need ``prompt`` (the question as a
             one-message conversation), ``question``, ``gold_ids``, ``answers`` and ``meta_json``.
     """
 
@@ -70,7 +70,7 @@ class SieveGRPOTrainer(GRPOTrainer):
     # -- generation -------------------------------------------------------------------------------
     def _batch_fn(self, model: Any) -> Any:
         if self.use_vllm:
-            from train.vllm_rollout import vllm_batch_fn
+            from sieve.train.vllm_rollout import vllm_batch_fn
 
             return vllm_batch_fn(self)
         return HFGenerate(model, self._tokenizer, self.eos_token_ids)

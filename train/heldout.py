@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from train.rewards import Gold, RewardConfig, RewardReport, score_episode
+from sieve.train.rewards import Gold, RewardConfig, RewardReport, score_episode
 
 if TYPE_CHECKING:
-    from agent.trace import Trace
-    from retriever.index import CorpusIndex
-    from train.config import EpisodeConfig
+    from sieve.agent.trace import Trace
+    from sieve.retriever.index import CorpusIndex
+    from sieve.train.config import EpisodeConfig
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class HeldoutResult:
 def summarize(traces: list[Trace], tasks: list[dict[str, Any]], reward_config: RewardConfig | None = None,
               progress: float = 1.0) -> HeldoutResult:
     """Aggregate held-out traces (``progress`` picks the reward weights: 1.0 = the converged objective)."""
-    from train.rewards.metrics import recall
+    from sieve.train.rewards.metrics import recall
 
     turns = [t for tr in traces for t in tr.turns]
     calls = [c for tr in traces for c in tr.tool_calls]
@@ -84,7 +84,7 @@ def run_heldout(index: CorpusIndex, tasks: list[dict[str, Any]], episode: Episod
     """
     from pathlib import Path
 
-    from agent import SearchAgent, make_policy
+    from sieve.agent import SearchAgent, make_policy
 
     t0 = time.perf_counter()
     cfg = episode.agent_config(record_prompts=False, temperature=0.0,

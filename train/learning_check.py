@@ -1,6 +1,6 @@
 """CPU learning check (a script, not a unit test): SFT warm start, then GRPO, on HotpotQA tasks.
 
-    python -m train.learning_check --out runs/learning-check [--rl-minutes 20] [--eval-tasks 10]
+    python -m sieve.train.learning_check --out runs/learning-check [--rl-minutes 20] [--eval-tasks 10]
 
 Stages (each writes its results into ``OUT`` as it finishes, so a killed run keeps them):
 1. index ``--data``'s corpus (cached; bf16 embeddings);
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-logger = logging.getLogger("train.learning_check")
+logger = logging.getLogger("sieve.train.learning_check")
 
 CURVE_KEYS = ("reward/total", "reward/context1", "reward/f_beta", "reward/traj_recall", "reward/answer",
               "reward/p_collapse", "reward/p_malformed", "reward/p_repeat", "reward/p_gold_prune")
@@ -112,12 +112,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for noisy in ("httpx", "chromadb", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
-    from retriever import CorpusIndex, RetrieverConfig
-    from train.config import EpisodeConfig, load_tasks, split_tasks
-    from train.heldout import heldout_table as eval_table
-    from train.heldout import run_heldout
-    from train.rl import RLConfig, run_rl, time_limit_callback
-    from train.sft import WarmStartConfig, run_sft
+    from sieve.retriever import CorpusIndex, RetrieverConfig
+    from sieve.train.config import EpisodeConfig, load_tasks, split_tasks
+    from sieve.train.heldout import heldout_table as eval_table
+    from sieve.train.heldout import run_heldout
+    from sieve.train.rl import RLConfig, run_rl, time_limit_callback
+    from sieve.train.sft import WarmStartConfig, run_sft
 
     t0 = time.perf_counter()
     out = args.out
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results["sft"] = {k: v for k, v in sft.items() if k not in ("config", "heldout", "heldout_before")}
     save()
 
-    from agent.backends.local import LocalBackend
+    from sieve.agent.backends.local import LocalBackend
 
     logger.info("Stage 2/4: held-apart evaluation of the base and SFT models (%d tasks)", len(held))
     if not args.skip_base_eval:

@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from train.config import EpisodeConfig, split_tasks
+from sieve.train.config import EpisodeConfig, split_tasks
 
 if TYPE_CHECKING:
-    from retriever.config import RetrieverConfig
+    from sieve.retriever.config import RetrieverConfig
 
 logger = logging.getLogger(__name__)
 
@@ -51,13 +51,13 @@ def _write(path: Path, tasks: list[dict[str, Any]]) -> Path:
 
 
 def run_pipeline(cfg: PipelineConfig, retriever_config: RetrieverConfig, *, progress: bool = True) -> dict[str, Any]:
-    from agent.backends.local import LocalBackend
-    from retriever import CorpusIndex
-    from train.config import load_tasks
-    from train.heldout import heldout_table, run_heldout
-    from train.rl import RLConfig, run_rl
-    from train.sft import WarmStartConfig, run_sft
-    from train.synth import SynthConfig, synthesize
+    from sieve.agent.backends.local import LocalBackend
+    from sieve.retriever import CorpusIndex
+    from sieve.train.config import load_tasks
+    from sieve.train.heldout import heldout_table, run_heldout
+    from sieve.train.rl import RLConfig, run_rl
+    from sieve.train.sft import WarmStartConfig, run_sft
+    from sieve.train.synth import SynthConfig, synthesize
 
     t0 = time.perf_counter()
     cfg.out.mkdir(parents=True, exist_ok=True)

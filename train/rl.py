@@ -1,4 +1,4 @@
-"""``sieve train rl``: GRPO over the Sieve harness (see :mod:`train.grpo` for how the step works).
+"""``sieve train rl``: GRPO over the Sieve harness (see :mod:`sieve.train.grpo` for how the step works).
 
 Defaults follow Context-1 where they are published (CISPO loss, fully on-policy: one optimizer
 step per generation batch, groups of rollouts per question) and are sized down for CPU. At GPU
@@ -16,11 +16,11 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from train.config import EpisodeConfig, load_tasks, split_tasks
-from train.rewards import RewardConfig, check_reward_weights, get_episode_reward
+from sieve.train.config import EpisodeConfig, load_tasks, split_tasks
+from sieve.train.rewards import RewardConfig, check_reward_weights, get_episode_reward
 
 if TYPE_CHECKING:
-    from retriever.index import CorpusIndex
+    from sieve.retriever.index import CorpusIndex
 
 logger = logging.getLogger(__name__)
 
@@ -160,7 +160,7 @@ def curve_callback(trainer_ref: list, path: Path) -> Any:
             trainer = trainer_ref[0]
             every = getattr(trainer, "sieve_save_every", 0)
             if trainer is not None and every and state.global_step % every == 0:
-                from train.sft import save_merged
+                from sieve.train.sft import save_merged
 
                 save_merged(trainer.accelerator.unwrap_model(trainer.model), trainer.processing_class,
                             Path(args.output_dir).parent / f"step-{state.global_step}")
@@ -171,15 +171,15 @@ def curve_callback(trainer_ref: list, path: Path) -> Any:
 def build_trainer(index: CorpusIndex, cfg: RLConfig, tasks: list[dict[str, Any]], *, model: Any = None,
                   tokenizer: Any = None, extra_reward_funcs: list[Any] | None = None,
                   reward_weights: list[float] | None = None, callbacks: list[Any] | None = None) -> Any:
-    """A ready :class:`~train.grpo.SieveGRPOTrainer` (model loaded from ``cfg.model_path`` unless given).
+    """A ready :class:`~sieve.train.grpo.SieveGRPOTrainer` (model loaded from ``cfg.model_path`` unless given).
 
     ``extra_reward_funcs`` are added after the episode reward (TRL ``(completions, **kwargs)``
     callables; they also receive ``trace``); ``reward_weights`` then needs one weight per function.
     """
     from datasets import Dataset
 
-    from train.grpo import SieveGRPOTrainer
-    from train.sft import load_student, lora_config
+    from sieve.train.grpo import SieveGRPOTrainer
+    from sieve.train.sft import load_student, lora_config
 
     if model is None or tokenizer is None:
         model, tokenizer, _ = load_student(cfg.model_path, cfg.bf16)
@@ -209,7 +209,7 @@ def run_rl(index: CorpusIndex, cfg: RLConfig, *, progress: bool = True, model: A
            tokenizer: Any = None, extra_reward_funcs: list[Any] | None = None,
            reward_weights: list[float] | None = None, callbacks: list[Any] | None = None) -> dict[str, Any]:
     """Train, save the merged checkpoint to ``OUT/model``, and write the curve and a report."""
-    from train.sft import save_merged
+    from sieve.train.sft import save_merged
 
     t0 = time.perf_counter()
     tasks = load_tasks(cfg.tasks, cfg.limit)

@@ -1,11 +1,11 @@
 """RL rollouts through the real Sieve harness, recording the exact tokens of every turn.
 
-An episode is run by :class:`agent.SearchAgent` with an :class:`agent.policies.llm.LLMPolicy`
+An episode is run by :class:`sieve.agent.SearchAgent` with an :class:`sieve.agent.policies.llm.LLMPolicy`
 whose backend is a :class:`RecordingBackend`: it renders each turn's (pruned) view with
-:mod:`train.chat_format`, samples from the model being trained, and records one
+:mod:`sieve.train.chat_format`, samples from the model being trained, and records one
 :class:`Segment` per turn: the prompt ids exactly as the model saw them and the sampled
 completion ids. Tools run for real against the retriever and pruning is live, so the context
-is not one growing sequence; per-turn segments are what :mod:`train.rl` trains on.
+is not one growing sequence; per-turn segments are what :mod:`sieve.train.rl` trains on.
 
 Episodes of a batch run in threads (tools and retrieval overlap); their generation requests are
 served by one :class:`BatchedGenerator` on the calling thread, which pads concurrent requests
@@ -22,14 +22,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from train.chat_format import prompt_ids as render_prompt_ids
+from sieve.train.chat_format import prompt_ids as render_prompt_ids
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from agent.config import AgentConfig
-    from agent.trace import Trace
-    from retriever.index import CorpusIndex
+    from sieve.agent.config import AgentConfig
+    from sieve.agent.trace import Trace
+    from sieve.retriever.index import CorpusIndex
 
 logger = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ def hf_batch_fn(model: Any, tokenizer: Any, eos_ids: Sequence[int]) -> Any:
 
 
 class RecordingBackend:
-    """A :class:`~agent.backends.base.ChatBackend` over a generator, recording each turn's tokens."""
+    """A :class:`~sieve.agent.backends.base.ChatBackend` over a generator, recording each turn's tokens."""
 
     def __init__(self, tokenizer: Any, generator: BatchedGenerator, params: GenParams,
                  eos_ids: Sequence[int]) -> None:
@@ -195,7 +195,7 @@ class RecordingBackend:
 
     def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *, tool_choice: str = "auto",
              max_tokens: int = 512, temperature: float = 0.0) -> Any:
-        from agent.backends.base import ChatResult
+        from sieve.agent.backends.base import ChatResult
 
         ids = render_prompt_ids(self.tokenizer, messages, tools)
         # The trainer's sampling settings win over the policy's (RL needs on-policy samples).
@@ -212,9 +212,9 @@ def run_rollouts(index: CorpusIndex, questions: Sequence[str], agent_config: Age
                  batch_fn: Any, params: GenParams, eos_ids: Sequence[int], *, workers: int = 4,
                  seeds: Sequence[int] | None = None) -> list[Rollout]:
     """Run one episode per question (repeat a question for a group); returns traces + segments in order."""
-    from agent.loop import SearchAgent
-    from agent.policies.llm import LLMPolicy
-    from pruning.tokens import HFTokenCounter
+    from sieve.agent.loop import SearchAgent
+    from sieve.agent.policies.llm import LLMPolicy
+    from sieve.pruning.tokens import HFTokenCounter
 
     generator = BatchedGenerator(batch_fn, max_batch=max(1, workers))
     counter = HFTokenCounter(tokenizer)

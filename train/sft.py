@@ -3,7 +3,7 @@
 The teacher (the no-LLM heuristic policy by default, or any backend) runs episodes through the
 real harness with ``record_prompts`` on; episodes whose trajectory recall reaches
 ``min_recall`` are kept. Every turn becomes one example: the prompt exactly as the
-:class:`~agent.backends.local.LocalBackend` renders that turn's (pruned) view, and the target the
+:class:`~sieve.agent.backends.local.LocalBackend` renders that turn's (pruned) view, and the target the
 same template appends for the teacher's assistant message (tool calls as ``<tool_call>`` markup,
 end-of-turn token included). Examples are pre-tokenized with loss on the target only, so TRL
 trains on exactly the tokens the served model will see and write.
@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tqdm.auto import tqdm
 
-from train.chat_format import assistant_target
-from train.config import EpisodeConfig, load_tasks, split_tasks
-from train.rewards import Gold
-from train.rewards.context1 import trajectory_recall
+from sieve.train.chat_format import assistant_target
+from sieve.train.config import EpisodeConfig, load_tasks, split_tasks
+from sieve.train.rewards import Gold
+from sieve.train.rewards.context1 import trajectory_recall
 
 if TYPE_CHECKING:
-    from agent.trace import Trace, Turn
-    from retriever.index import CorpusIndex
+    from sieve.agent.trace import Trace, Turn
+    from sieve.retriever.index import CorpusIndex
 
 logger = logging.getLogger(__name__)
 
@@ -77,8 +77,8 @@ class WarmStartConfig:
 
 def assistant_message(turn: Turn) -> dict[str, Any]:
     """The teacher's assistant message of one turn (its calls, as the harness recorded them)."""
-    from agent.backends.parsing import parse_tool_calls
-    from agent.tool_specs import TOOL_ALIASES, TOOL_NAMES
+    from sieve.agent.backends.parsing import parse_tool_calls
+    from sieve.agent.tool_specs import TOOL_ALIASES, TOOL_NAMES
 
     calls = parse_tool_calls(turn.completion or "", set(TOOL_NAMES) | set(TOOL_ALIASES))
     if calls and all(c.arguments is not None for c in calls):
@@ -104,7 +104,7 @@ def trace_examples(trace: Trace, tokenizer: Any, tools: list[dict[str, Any]], ma
 
 
 def _teacher_policy(cfg: WarmStartConfig, agent_config: Any) -> Any:
-    from agent import make_policy
+    from sieve.agent import make_policy
 
     if cfg.teacher == "openai":
         from dataclasses import replace
@@ -121,7 +121,7 @@ def _teacher_policy(cfg: WarmStartConfig, agent_config: Any) -> Any:
 def collect_teacher(index: CorpusIndex, tasks: list[dict[str, Any]], cfg: WarmStartConfig,
                     progress: bool = True) -> list[tuple[dict[str, Any], Trace, float]]:
     """Teacher episodes on ``tasks``: (task, trace, trajectory recall), all of them (filter after)."""
-    from agent import SearchAgent
+    from sieve.agent import SearchAgent
 
     agent_config = cfg.episode.agent_config()
     agent = SearchAgent(index, _teacher_policy(cfg, agent_config), agent_config)
@@ -138,7 +138,7 @@ def load_student(model_path: str | None, bf16: bool = False) -> tuple[Any, Any, 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if model_path is None:
-        from agent.backends.models import smollm2_path
+        from sieve.agent.backends.models import smollm2_path
 
         model_path = str(smollm2_path())
     tok = AutoTokenizer.from_pretrained(model_path, local_files_only=True)
@@ -172,8 +172,8 @@ def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) 
     from trl import SFTConfig as TRLSFTConfig
     from trl import SFTTrainer
 
-    from agent.tool_specs import tool_specs
-    from train.heldout import run_heldout
+    from sieve.agent.tool_specs import tool_specs
+    from sieve.train.heldout import run_heldout
 
     t0 = time.perf_counter()
     tasks = load_tasks(cfg.tasks, cfg.limit)
@@ -185,14 +185,14 @@ def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) 
     tools = tool_specs()
     rows = [ex for _, tr in kept for ex in trace_examples(tr, tok, tools, cfg.max_length)]
     if not rows:
-        from retriever.errors import InvalidInput
+        from sieve.retriever.errors import InvalidInput
 
         raise InvalidInput(f"Expected teacher episodes with trajectory recall >= {cfg.min_recall}, got none of "
                            f"{len(episodes)}; lower --min-recall or check the collection")
     logger.info("SFT: %d/%d teacher episodes kept, %d turn examples", len(kept), len(episodes), len(rows))
     before = None
     if cfg.check_before and held:
-        from agent.backends.local import LocalBackend
+        from sieve.agent.backends.local import LocalBackend
 
         before, _ = run_heldout(index, held, cfg.episode, backend=LocalBackend(model.eval(), tok), progress=progress)
     peft_config = lora_config(cfg.lora_r) if cfg.lora else None
@@ -209,7 +209,7 @@ def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) 
                          peft_config=peft_config)
     train_out = trainer.train()
     model_dir = save_merged(trainer.model, tok, cfg.out / "model")
-    from agent.backends.local import LocalBackend
+    from sieve.agent.backends.local import LocalBackend
 
     trained = LocalBackend.load(model_dir)
     after, traces = run_heldout(index, held, cfg.episode, backend=trained, progress=progress) if held else (None, [])

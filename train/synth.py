@@ -3,7 +3,7 @@
 1. **Link**: a *bridge* chunk whose text mentions another document's title (exact, case-sensitive
    n-gram match) gives a *target*: that document's lead chunk. For LLM writers, a BM25 neighbour
    sharing a named entity (``index.bm25.scored_ids``) is a fallback link.
-2. **Write**: a question writer (:mod:`train.synth_generators`) drafts a question that needs
+2. **Write**: a question writer (:mod:`sieve.train.synth_generators`) drafts a question that needs
    both chunks: the bridge to identify the target, the target for the answer.
 3. **Verify** (every draft, whatever wrote it): the answer is supported (occurs in the target's
    text); each gold chunk is necessary (the answer is in neither the bridge nor the question, and
@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tqdm.auto import tqdm
 
-from retriever.errors import EmptyCorpus, InvalidInput
-from train.rewards.metrics import contains_answer, normalize_answer
-from train.synth_generators import Draft, Link, LLMWriter, QuestionWriter, TemplateWriter
+from sieve.retriever.errors import EmptyCorpus, InvalidInput
+from sieve.train.rewards.metrics import contains_answer, normalize_answer
+from sieve.train.synth_generators import Draft, Link, LLMWriter, QuestionWriter, TemplateWriter
 
 if TYPE_CHECKING:
-    from retriever import CorpusIndex
-    from retriever.types import Chunk
+    from sieve.retriever import CorpusIndex
+    from sieve.retriever.types import Chunk
 
 logger = logging.getLogger(__name__)
 
@@ -248,12 +248,12 @@ def make_writer(generator: GeneratorName, *, model_path: str | None = None, base
     if generator == "heuristic":
         return TemplateWriter()
     if generator == "local":
-        from agent.backends.local import LocalBackend
-        from agent.backends.models import smollm2_path
+        from sieve.agent.backends.local import LocalBackend
+        from sieve.agent.backends.models import smollm2_path
 
         return LLMWriter(LocalBackend.load(model_path or smollm2_path()), name="local")
     if generator == "openai":
-        from agent.backends.openai import OpenAIBackend
+        from sieve.agent.backends.openai import OpenAIBackend
 
         if not base_url or not model:
             raise InvalidInput(f"Expected --base-url and --model for the openai generator, got {base_url!r}, {model!r}")

@@ -2,7 +2,7 @@
 
 A writer gets a *link* (a bridge chunk that mentions the target chunk's subject) and drafts a
 question that can only be answered by reading both: the bridge identifies the subject, the
-target holds the answer. Writers only draft; :mod:`train.synth` verifies every draft.
+target holds the answer. Writers only draft; :mod:`sieve.train.synth` verifies every draft.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from retriever.types import Chunk
+    from sieve.retriever.types import Chunk
 
 logger = logging.getLogger(__name__)
 
@@ -182,7 +182,7 @@ class LLMWriter:
 
     def can_answer(self, question: str, answers: tuple[str, ...], chunk: Chunk) -> bool:
         """Reader check: does the model answer ``question`` correctly from ``chunk`` alone?"""
-        from train.rewards.metrics import contains_answer
+        from sieve.train.rewards.metrics import contains_answer
 
         msg = (f"Passage (title: {chunk.title}):\n{chunk.text}\n\nQuestion: {question}\n"
                "Answer with a short span only, or 'unknown' if the passage is not enough.")

@@ -15,10 +15,10 @@ from pathlib import Path
 from threading import Lock
 from typing import Any
 
-from agent.backends.base import ChatResult
-from agent.backends.parsing import parse_arguments, parse_tool_calls
-from agent.tool_specs import TOOL_ALIASES, TOOL_NAMES
-from retriever.errors import BackendError, ModelUnavailable
+from sieve.agent.backends.base import ChatResult
+from sieve.agent.backends.parsing import parse_arguments, parse_tool_calls
+from sieve.agent.tool_specs import TOOL_ALIASES, TOOL_NAMES
+from sieve.retriever.errors import BackendError, ModelUnavailable
 
 logger = logging.getLogger(__name__)
 _KNOWN = set(TOOL_NAMES) | set(TOOL_ALIASES)
@@ -78,7 +78,7 @@ class LocalBackend:
     @classmethod
     def load(cls, path: str | Path, *, dtype: str = "float32", threads: int | None = None,
              max_context: int | None = None) -> LocalBackend:
-        """Load an HF model folder (use :func:`~agent.backends.models.smollm2_path` for the default)."""
+        """Load an HF model folder (use :func:`~sieve.agent.backends.models.smollm2_path` for the default)."""
         path = Path(path)
         if not (path / "config.json").is_file():
             raise ModelUnavailable(f"Expected an HF model folder with config.json, got {str(path)!r}")

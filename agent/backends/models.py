@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from retriever.errors import ModelUnavailable
+from sieve.retriever.errors import ModelUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def package_dir(module: str) -> Path:
 
 
 def default_models_dir() -> Path:
-    from retriever.config import default_data_dir
+    from sieve.retriever.config import default_data_dir
 
     return default_data_dir() / "models"
 

@@ -1,7 +1,7 @@
 """OpenAI-compatible chat completions with tools (vLLM, llama.cpp server, OpenAI...), over httpx.
 
 Transient failures (timeouts, connection errors, 429 and 5xx) are retried with exponential
-back-off; anything else, or the last failure, raises :class:`~retriever.errors.BackendError`,
+back-off; anything else, or the last failure, raises :class:`~sieve.retriever.errors.BackendError`,
 which the loop turns into ``stop_reason="backend_error"``. Servers that return tool calls as
 text in ``content`` (small models, or vLLM without a tool parser) go through the lenient parser.
 """
@@ -13,10 +13,10 @@ import logging
 import time
 from typing import Any
 
-from agent.backends.base import ChatResult, ParsedToolCall
-from agent.backends.parsing import parse_arguments, parse_tool_calls
-from agent.tool_specs import TOOL_ALIASES, TOOL_NAMES
-from retriever.errors import BackendError
+from sieve.agent.backends.base import ChatResult, ParsedToolCall
+from sieve.agent.backends.parsing import parse_arguments, parse_tool_calls
+from sieve.agent.tool_specs import TOOL_ALIASES, TOOL_NAMES
+from sieve.retriever.errors import BackendError
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from agent.backends.base import ParsedToolCall
+from sieve.agent.backends.base import ParsedToolCall
 
 _TAG_RE = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 _FENCE_RE = re.compile(r"```(?:json|tool_call|python)?\s*(.*?)```", re.DOTALL)

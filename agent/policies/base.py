@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from agent.backends.base import ParsedToolCall
-    from agent.loop import Episode
-    from pruning.tokens import TokenCounter
+    from sieve.agent.backends.base import ParsedToolCall
+    from sieve.agent.loop import Episode
+    from sieve.pruning.tokens import TokenCounter
 
 
 @dataclass

@@ -9,7 +9,7 @@ question, or, for a chunk whose title matches a bridging name, a share of the sc
 that mentioned the name, whichever is higher. Chunks that fall far below the top of the pool are
 pruned; the episode finishes when a hop adds nothing that enters the top k, or after ``max_hops``.
 
-It never looks at gold labels; its knobs live in :class:`~agent.config.HeuristicConfig`.
+It never looks at gold labels; its knobs live in :class:`~sieve.agent.config.HeuristicConfig`.
 """
 
 from __future__ import annotations
@@ -19,16 +19,16 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agent.backends.base import ParsedToolCall
-from agent.policies.base import PolicyStep
-from agent.policies.entities import mentions, name_match, normalise
-from pruning.tokens import ApproxTokenCounter
+from sieve.agent.backends.base import ParsedToolCall
+from sieve.agent.policies.base import PolicyStep
+from sieve.agent.policies.entities import mentions, name_match, normalise
+from sieve.pruning.tokens import ApproxTokenCounter
 
 if TYPE_CHECKING:
-    from agent.config import AgentConfig, HeuristicConfig
-    from agent.loop import Episode
-    from pruning.context import ChunkEntry
-    from pruning.tokens import TokenCounter
+    from sieve.agent.config import AgentConfig, HeuristicConfig
+    from sieve.agent.loop import Episode
+    from sieve.pruning.context import ChunkEntry
+    from sieve.pruning.tokens import TokenCounter
 
 
 @dataclass

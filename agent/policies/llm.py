@@ -1,19 +1,19 @@
-"""A policy driven by a chat model through any :class:`~agent.backends.base.ChatBackend`."""
+"""A policy driven by a chat model through any :class:`~sieve.agent.backends.base.ChatBackend`."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent.backends.parsing import parse_tool_calls
-from agent.policies.base import PolicyStep
-from agent.tool_specs import TOOL_ALIASES, TOOL_NAMES
-from pruning.tokens import ApproxTokenCounter
+from sieve.agent.backends.parsing import parse_tool_calls
+from sieve.agent.policies.base import PolicyStep
+from sieve.agent.tool_specs import TOOL_ALIASES, TOOL_NAMES
+from sieve.pruning.tokens import ApproxTokenCounter
 
 if TYPE_CHECKING:
-    from agent.backends.base import ChatBackend
-    from agent.config import AgentConfig
-    from agent.loop import Episode
-    from pruning.tokens import TokenCounter
+    from sieve.agent.backends.base import ChatBackend
+    from sieve.agent.config import AgentConfig
+    from sieve.agent.loop import Episode
+    from sieve.pruning.tokens import TokenCounter
 
 # Fused rollouts need diverse episodes; greedy decoding would make them identical.
 ROLLOUT_TEMPERATURE = 0.7

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from retriever.errors import SieveError
+from sieve.retriever.errors import SieveError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from server.config import Settings
+    from sieve.server.config import Settings
 
 F = TypeVar("F", bound="Callable[..., Any]")
 
@@ -29,7 +29,7 @@ JsonOpt = typer.Option(False, "--json", help="Machine-readable JSON output.")
 def settings_from(data_dir: Path | None = None, chroma_url: str | None = None, embedder: str | None = None,
                   **overrides: Any) -> Settings:
     """Settings from the environment, with the CLI flags that were given taking precedence."""
-    from server.config import Settings
+    from sieve.server.config import Settings
 
     given = {k: v for k, v in {"data_dir": data_dir, "chroma_url": chroma_url, "embedder": embedder,
                                **overrides}.items() if v is not None}

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import typer
 
-from server.commands._common import (
+from sieve.server.commands._common import (
     ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedderOpt, JsonOpt, cli_errors, print_json, settings_from, shorten,
 )
 
@@ -66,7 +66,7 @@ def evidence_table(trace: Any, title: str) -> None:
 
 def demo_agent(index: Any, question: str, k: int) -> None:
     """``sieve demo`` step: the heuristic agent on the same question, with its step log."""
-    from agent import AgentConfig, SearchAgent, make_policy
+    from sieve.agent import AgentConfig, SearchAgent, make_policy
 
     config = AgentConfig(k=k)
     trace = SearchAgent(index, make_policy("heuristic", config), config).run(question, on_event=_step_logger())
@@ -74,7 +74,7 @@ def demo_agent(index: Any, question: str, k: int) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    from server.commands import retrieval
+    from sieve.server.commands import retrieval
 
     if demo_agent not in retrieval.DEMO_EXTRAS:
         retrieval.DEMO_EXTRAS.append(demo_agent)
@@ -101,9 +101,9 @@ def register(app: typer.Typer) -> None:
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
     ) -> None:
         """Agentic search: iterative search, read and prune within a token budget; prints ranked evidence."""
-        from agent import AgentConfig, SearchAgent, make_policy
-        from retriever import CorpusIndex
-        from retriever.errors import InvalidInput
+        from sieve.agent import AgentConfig, SearchAgent, make_policy
+        from sieve.retriever import CorpusIndex
+        from sieve.retriever.errors import InvalidInput
 
         s = settings_from(data_dir, chroma_url, embedder)
         overrides: dict[str, Any] = {"budget_tokens": budget, "k": k, "max_turns": max_turns, "rollouts": rollouts}

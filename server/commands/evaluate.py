@@ -9,11 +9,11 @@ from typing import Optional
 
 import typer
 
-from server.commands._common import ChromaUrlOpt, DataDirOpt, EmbedderOpt, JsonOpt, cli_errors, print_json, settings_from
+from sieve.server.commands._common import ChromaUrlOpt, DataDirOpt, EmbedderOpt, JsonOpt, cli_errors, print_json, settings_from
 
 
 def _parse_ks(raw: str) -> list[int]:
-    from retriever.errors import InvalidInput
+    from sieve.retriever.errors import InvalidInput
 
     try:
         ks = [int(x) for x in raw.split(",") if x.strip()]
@@ -41,8 +41,8 @@ def register(app: typer.Typer) -> None:
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
     ) -> None:
         """Index each DATA dir (cached), run its tasks through every system, write results and a summary."""
-        from eval.report import source_tables
-        from eval.runner import EvalConfig, run_eval
+        from sieve.eval.report import source_tables
+        from sieve.eval.runner import EvalConfig, run_eval
 
         ks = _parse_ks(k)
         s = settings_from(data_dir, chroma_url, embedder, embed_dtype="bfloat16" if bf16 else None)
@@ -51,7 +51,7 @@ def register(app: typer.Typer) -> None:
                                 exports=not no_exports, plots=not no_plots, progress=not as_json,
                                 command="sieve " + shlex.join(sys.argv[1:]))
         except ValueError as exc:
-            from retriever.errors import InvalidInput
+            from sieve.retriever.errors import InvalidInput
 
             raise InvalidInput(str(exc)) from None
         report = run_eval(config, s.retriever_config())

@@ -7,11 +7,11 @@ from typing import Optional
 
 import typer
 
-from server.commands._common import (
+from sieve.data import SAMPLE_DIR
+from sieve.server.commands._common import (
     ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedderOpt, JsonOpt, cli_errors, print_json, settings_from, shorten,
 )
 
-SAMPLE_DIR = Path(__file__).resolve().parents[2] / "data" / "sample"
 DEMO_QUESTION = "What was the 2020 population of the city that Charles Lindbergh's transatlantic aircraft was named after?"
 
 
@@ -65,7 +65,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = JsonOpt,
     ) -> None:
         """Index a file or folder into COLLECTION (idempotent, resumable)."""
-        from retriever import CorpusIndex
+        from sieve.retriever import CorpusIndex
 
         s = settings_from(data_dir, chroma_url, embedder, embed_dtype="bfloat16" if bf16 else None,
                           chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap)
@@ -83,7 +83,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = JsonOpt,
     ) -> None:
         """Plain (non-agentic) retrieval: one query, top-k chunks."""
-        from retriever import CorpusIndex
+        from sieve.retriever import CorpusIndex
 
         s = settings_from(data_dir, chroma_url, embedder)
         index = CorpusIndex.open(s.retriever_config(), collection)
@@ -101,7 +101,7 @@ def register(app: typer.Typer) -> None:
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt, as_json: bool = JsonOpt,
     ) -> None:
         """List collections, or delete one."""
-        from retriever.index import delete_collection, list_collections
+        from sieve.retriever.index import delete_collection, list_collections
 
         cfg = settings_from(data_dir, chroma_url).retriever_config()
         if delete:
@@ -127,7 +127,7 @@ def register(app: typer.Typer) -> None:
         data_dir: Optional[Path] = DataDirOpt, k: int = typer.Option(5, "-k"),
     ) -> None:
         """Index the shipped sample corpus and show hybrid results for a sample question."""
-        from retriever import CorpusIndex
+        from sieve.retriever import CorpusIndex
 
         s = settings_from(data_dir)
         index = CorpusIndex.open(s.retriever_config(), collection, create=True)

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from server.commands._common import ChromaUrlOpt, DataDirOpt, EmbedderOpt, cli_errors, settings_from
+from sieve.server.commands._common import ChromaUrlOpt, DataDirOpt, EmbedderOpt, cli_errors, settings_from
 
 
 def register(app: typer.Typer) -> None:
@@ -39,7 +39,7 @@ def register(app: typer.Typer) -> None:
         """
         import uvicorn
 
-        from server.main import create_app
+        from sieve.server.main import create_app
 
         s = settings_from(
             data_dir, chroma_url, embedder, host=host, port=port, collection=collection, preload=preload or None,

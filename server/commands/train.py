@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from server.commands._common import (
+from sieve.server.commands._common import (
     ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedderOpt, JsonOpt, cli_errors, print_json, settings_from,
 )
 
@@ -15,14 +15,14 @@ _GENERATORS = ("heuristic", "local", "openai")
 
 
 def _open_index(collection: str, data_dir: Path | None, chroma_url: str | None, embedder: str | None):
-    from retriever import CorpusIndex
+    from sieve.retriever import CorpusIndex
 
     s = settings_from(data_dir, chroma_url, embedder)
     return CorpusIndex.open(s.retriever_config(), collection, create=False)
 
 
 def _check_choice(value: str, valid: tuple[str, ...], flag: str) -> str:
-    from retriever.errors import InvalidInput
+    from sieve.retriever.errors import InvalidInput
 
     if value not in valid:
         raise InvalidInput(f"Expected {flag} in {list(valid)}, got {value!r}")
@@ -38,7 +38,7 @@ def _value_errors(fn):
         try:
             return fn(*args, **kwargs)
         except ValueError as exc:
-            from retriever.errors import InvalidInput
+            from sieve.retriever.errors import InvalidInput
 
             raise InvalidInput(str(exc)) from None
 
@@ -67,7 +67,7 @@ def register(app: typer.Typer) -> None:
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
     ) -> None:
         """Synthesize verified multi-hop tasks (gold chunks + hard distractors) from COLLECTION."""
-        from train.synth import SynthConfig, make_writer, synthesize
+        from sieve.train.synth import SynthConfig, make_writer, synthesize
 
         _check_choice(generator, _GENERATORS, "--generator")
         index = _open_index(collection, data_dir, chroma_url, embedder)
@@ -108,8 +108,8 @@ def register(app: typer.Typer) -> None:
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
     ) -> None:
         """Warm-start the student on teacher trajectories (TRL SFTTrainer), then measure its valid tool-call rate."""
-        from train.config import EpisodeConfig
-        from train.sft import WarmStartConfig, run_sft
+        from sieve.train.config import EpisodeConfig
+        from sieve.train.sft import WarmStartConfig, run_sft
 
         _check_choice(teacher, ("heuristic", "openai", "local"), "--teacher")
         index = _open_index(collection, data_dir, chroma_url, embedder)
@@ -161,8 +161,8 @@ def register(app: typer.Typer) -> None:
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
     ) -> None:
         """GRPO over the Sieve harness: real multi-turn rollouts with live pruning, per-turn segments."""
-        from train.config import EpisodeConfig
-        from train.rl import RLConfig, run_rl
+        from sieve.train.config import EpisodeConfig
+        from sieve.train.rl import RLConfig, run_rl
 
         index = _open_index(collection, data_dir, chroma_url, embedder)
         episode = EpisodeConfig(budget_tokens=budget_tokens, max_turns=max_turns, max_new_tokens=max_new_tokens,
@@ -194,7 +194,7 @@ def register(app: typer.Typer) -> None:
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
     ) -> None:
         """Index CORPUS, synthesize tasks, SFT, GRPO, then evaluate start vs trained policy on held-out tasks."""
-        from train.pipeline import PipelineConfig, run_pipeline
+        from sieve.train.pipeline import PipelineConfig, run_pipeline
 
         s = settings_from(data_dir, chroma_url, embedder)
         cfg = PipelineConfig(corpus=corpus, collection=collection, out=out, n_tasks=n_tasks, rl_steps=rl_steps,

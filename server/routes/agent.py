@@ -9,21 +9,21 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter
 from sse_starlette.sse import EventSourceResponse
 
-from retriever.errors import SieveError
-from server.agent_runner import (
+from sieve.retriever.errors import SieveError
+from sieve.server.agent_runner import (
     POLICIES, EpisodeRequest, agent_config, check_filters, context1_events, policy_name, progress_event, run_episode_async,
     stream_episode,
 )
-from server.convert import completion_tokens, document_blocks, evidence_out, trace_usage
-from server.deps import ReadAuth, StateDep, run_blocking
-from server.problems import problem_body, sieve_error_body, vanished_collection
-from server.schemas import Context1Request, Problem, SearchRequest, SearchResponse
+from sieve.server.convert import completion_tokens, document_blocks, evidence_out, trace_usage
+from sieve.server.deps import ReadAuth, StateDep, run_blocking
+from sieve.server.problems import problem_body, sieve_error_body, vanished_collection
+from sieve.server.schemas import Context1Request, Problem, SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from agent import Trace
-    from server.state import AppState
+    from sieve.agent import Trace
+    from sieve.server.state import AppState
 
 logger = logging.getLogger(__name__)
 

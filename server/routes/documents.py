@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Path, Query
 
-from retriever.errors import InvalidInput, NotFound
-from retriever.store import validate_collection_name
-from retriever.types import Document
-from server.convert import document_out
-from server.deps import ReadAuth, StateDep, WriteAuth, run_blocking
-from server.schemas import (
+from sieve.retriever.errors import InvalidInput, NotFound
+from sieve.retriever.store import validate_collection_name
+from sieve.retriever.types import Document
+from sieve.server.convert import document_out
+from sieve.server.deps import ReadAuth, StateDep, WriteAuth, run_blocking
+from sieve.server.schemas import (
     COLLECTION_PATTERN, CollectionOut, CollectionsResponse, DeleteResponse, DocumentOut, Problem, UpsertRequest,
     UpsertResponse,
 )

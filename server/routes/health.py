@@ -6,8 +6,8 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from server.deps import ReadAuth, StateDep
-from server.schemas import HealthResponse, Problem
+from sieve.server.deps import ReadAuth, StateDep
+from sieve.server.schemas import HealthResponse, Problem
 
 router = APIRouter(tags=["health"])
 

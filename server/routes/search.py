@@ -6,11 +6,11 @@ import time
 
 from fastapi import APIRouter
 
-from retriever.base import validate_k, validate_query
-from retriever.errors import EmptyCorpus, InvalidInput
-from server.convert import hit_out, search_r1_doc
-from server.deps import ReadAuth, StateDep, run_blocking
-from server.schemas import (
+from sieve.retriever.base import validate_k, validate_query
+from sieve.retriever.errors import EmptyCorpus, InvalidInput
+from sieve.server.convert import hit_out, search_r1_doc
+from sieve.server.deps import ReadAuth, StateDep, run_blocking
+from sieve.server.schemas import (
     Problem, RetrieveRequest, RetrieveResponse, SearchR1Request, SearchR1Response, SearchR1Scored, UsageOut,
 )
 

@@ -11,8 +11,8 @@ from typing import Any, Callable
 
 
 
-from agent.backends.base import ChatResult, ParsedToolCall
-from retriever.errors import BackendError
+from sieve.agent.backends.base import ChatResult, ParsedToolCall
+from sieve.retriever.errors import BackendError
 
 
 def call(name: str, **arguments: Any) -> ParsedToolCall:

@@ -9,7 +9,7 @@ from _agent_fakes import ScriptedBackend
 @pytest.fixture()
 def run_script(sample_index):
     """Run one episode of the LLM policy over the sample index with a scripted fake model."""
-    from agent import AgentConfig, SearchAgent, make_policy
+    from sieve.agent import AgentConfig, SearchAgent, make_policy
 
     def _run(script, question: str = "Charles Lindbergh aircraft city population", **config_kwargs):
         backend = script if hasattr(script, "chat") else ScriptedBackend(script)

@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from server.cli import app
+from sieve.server.cli import app
 
 
 def test_search_json_trace_and_step_log(sample_index, session_data_dir, tmp_path):

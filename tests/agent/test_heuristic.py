@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent import AgentConfig, SearchAgent, make_policy
+from sieve.agent import AgentConfig, SearchAgent, make_policy
 
 
 def _recall(docs, gold):

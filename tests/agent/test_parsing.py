@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent.backends.parsing import parse_arguments, parse_tool_calls
-from agent.tool_specs import tool_specs, validate_arguments
+from sieve.agent.backends.parsing import parse_arguments, parse_tool_calls
+from sieve.agent.tool_specs import tool_specs, validate_arguments
 
 KNOWN = {"search", "grep", "read", "prune", "finish"}
 

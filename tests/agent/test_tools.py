@@ -6,7 +6,7 @@ import threading
 
 from _agent_fakes import ScriptedBackend, call, text_turn, turn
 
-from agent import AgentConfig, SearchAgent, make_policy
+from sieve.agent import AgentConfig, SearchAgent, make_policy
 
 
 def _calls(trace):
@@ -75,7 +75,7 @@ def test_grep_matches_and_bad_regex_is_a_tool_error(run_script):
 
 
 def test_read_neighbours_whole_document_and_unknown_id(make_index):
-    from retriever import Document
+    from sieve.retriever import Document
 
     index = make_index("reads", chunk_tokens=24, chunk_overlap=0)
     long_text = " ".join(f"Sentence {i} tells of the harbour town Lowmoor and its lighthouse." for i in range(12))

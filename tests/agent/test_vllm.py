@@ -26,7 +26,7 @@ VLLM_PYTHON = Path(os.environ.get("SIEVE_VLLM_PYTHON", "~/.cache/sieve/vllm-venv
 
 @pytest.fixture(scope="module")
 def vllm_url(model_cache_dir, tmp_path_factory):
-    from agent.backends.models import smollm2_path
+    from sieve.agent.backends.models import smollm2_path
 
     if not VLLM_PYTHON.exists():
         pytest.skip(f"no vLLM venv at {VLLM_PYTHON}")
@@ -45,8 +45,8 @@ def vllm_url(model_cache_dir, tmp_path_factory):
 
 
 def test_structured_tool_calls_with_required(vllm_url):
-    from agent.backends.openai import OpenAIBackend
-    from agent.tool_specs import TOOL_NAMES, tool_specs
+    from sieve.agent.backends.openai import OpenAIBackend
+    from sieve.agent.tool_specs import TOOL_NAMES, tool_specs
 
     backend = OpenAIBackend(vllm_url, "smollm2", timeout=120, retries=1)
     res = backend.chat([{"role": "user", "content": "Search the corpus for Charles Lindbergh."}], tool_specs(),
@@ -56,7 +56,7 @@ def test_structured_tool_calls_with_required(vllm_url):
 
 
 def test_agent_loop_on_vllm(vllm_url, sample_index):
-    from agent import AgentConfig, SearchAgent, Trace, make_policy
+    from sieve.agent import AgentConfig, SearchAgent, Trace, make_policy
 
     config = AgentConfig(base_url=vllm_url, model="smollm2", tool_choice="required", max_turns=3,
                          max_new_tokens=64, budget_tokens=4096, timeout_s=120)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.systems import make_system
+from sieve.eval.systems import make_system
 
 
 def _lines(path: Path) -> list[dict]:

@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from agent.trace import Evidence, ToolCall, Trace, Turn
-from eval.evaluator import aggregate, row_metrics
-from eval.metrics import (
+from sieve.agent.trace import Evidence, ToolCall, Trace, Turn
+from sieve.eval.evaluator import aggregate, row_metrics
+from sieve.eval.metrics import (
     all_found_at_k, dedupe, doc_id_of, fbeta, fbeta_at_k, ndcg_at_k, percentile, precision_at_k, prune_accuracy,
     ranking_metrics, recall_at_k, reciprocal_rank, top_k, trajectory_recall,
 )
@@ -176,7 +176,7 @@ def test_aggregate_means_skip_abstentions_and_report_wall_percentiles():
 def test_metrics_and_trec_export_agree_with_trec_eval():
     """Reference check: our maths on exported TREC files against trec_eval's (pytrec_eval bindings)."""
     pytrec_eval = pytest.importorskip("pytrec_eval")
-    from eval.exports import qrels_lines, trec_run_lines
+    from sieve.eval.exports import qrels_lines, trec_run_lines
 
     rng = random.Random(3)
     pool = [f"d{i}" for i in range(40)]

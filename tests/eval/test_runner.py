@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from eval.data import collection_name, load_sets, open_eval_index
-from eval.evaluator import RESULTS_FILE, RetrievalEvaluator, load_results
-from eval.metrics import dedupe
-from eval.runner import EvalConfig, run_eval
-from eval.systems import RetrievalSystem, SystemOutput, parse_systems
-from retriever.errors import InvalidInput
+from sieve.eval.data import collection_name, load_sets, open_eval_index
+from sieve.eval.evaluator import RESULTS_FILE, RetrievalEvaluator, load_results
+from sieve.eval.metrics import dedupe
+from sieve.eval.runner import EvalConfig, run_eval
+from sieve.eval.systems import RetrievalSystem, SystemOutput, parse_systems
+from sieve.retriever.errors import InvalidInput
 
 QUESTION = "Who directed the film whose screenplay was co-written with Arthur C. Clarke?"
 
@@ -54,7 +54,7 @@ class _ScriptedSystem:
 
 
 def test_evaluator_keys_and_exact_values(sample_tasks):
-    from eval.data import EvalTask
+    from sieve.eval.data import EvalTask
 
     tasks = [EvalTask(t["id"], t["question"], tuple(t["gold_ids"]), source="sample") for t in sample_tasks[:2]]
     g0, g1 = tasks[0].gold_ids, tasks[1].gold_ids
@@ -179,7 +179,7 @@ def test_metrics_exports_and_summary(sample_index, sample_dir, tmp_path, sample_
 
 
 def test_pooled_corpus_renames_colliding_ids_and_scores_per_source(tiny_dirs, tmp_path, embedder):
-    from retriever import RetrieverConfig
+    from sieve.retriever import RetrieverConfig
 
     alpha, beta = tiny_dirs
     sets, maps = load_sets([alpha, beta])
@@ -219,7 +219,7 @@ def test_pooled_corpus_renames_colliding_ids_and_scores_per_source(tiny_dirs, tm
 def test_cli_eval(tiny_dirs, tmp_path):
     from typer.testing import CliRunner
 
-    from server.cli import app
+    from sieve.server.cli import app
 
     alpha, _ = tiny_dirs
     args = ["eval", "--data", str(alpha), "--systems", "bm25", "--k", "2,5", "--limit", "2", "--out",
@@ -239,7 +239,7 @@ def test_cli_eval(tiny_dirs, tmp_path):
 
 
 def test_agent_system_on_the_sample(sample_index, sample_dir, tmp_path):
-    from eval.metrics import prune_accuracy as prune_acc
+    from sieve.eval.metrics import prune_accuracy as prune_acc
 
     out = tmp_path / "rep"
     report = run_eval(_config(sample_dir, out, limit=2, systems=["agent"], plots=False), sample_index.config,

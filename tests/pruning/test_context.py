@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pruning import (ApproxTokenCounter, BudgetPressurePruner, ContextState, ModelPruner, PruningConfig,
+from sieve.pruning import (ApproxTokenCounter, BudgetPressurePruner, ContextState, ModelPruner, PruningConfig,
                      ScoreThresholdPruner, TokenBudget, make_pruner)
-from pruning.tokens import MESSAGE_OVERHEAD, HFTokenCounter, count_messages
-from retriever.types import Chunk
+from sieve.pruning.tokens import MESSAGE_OVERHEAD, HFTokenCounter, count_messages
+from sieve.retriever.types import Chunk
 
 
 def _chunk(i: int, text: str = "word " * 40) -> Chunk:

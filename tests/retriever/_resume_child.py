@@ -10,7 +10,7 @@ from pathlib import Path
 
 from _retriever_helpers import RESUME_CONFIG, synthetic_docs
 
-from retriever import CorpusIndex, RetrieverConfig
+from sieve.retriever import CorpusIndex, RetrieverConfig
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from retriever import CorpusIndex, Document
+from sieve.retriever import CorpusIndex, Document
 
 # Long enough at chunk_tokens=32 to give each document several chunks; every document has one
 # word no other document has, so BM25 and grep results can be predicted exactly.

@@ -13,7 +13,7 @@ import pytest
 
 from _retriever_helpers import MULTI_DOCS
 
-from retriever import CorpusIndex, RetrieverConfig
+from sieve.retriever import CorpusIndex, RetrieverConfig
 
 if TYPE_CHECKING:
     from pathlib import Path

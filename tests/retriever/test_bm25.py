@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from retriever.bm25 import SparseBM25, tokenize
+from sieve.retriever.bm25 import SparseBM25, tokenize
 
 QUERIES = [
     "Stanley Kubrick science fiction film",

@@ -12,9 +12,9 @@ import pytest
 from _retriever_helpers import MULTI_DOCS, assert_consistent
 from _server_process import free_port, server_process
 
-from retriever import CorpusIndex, Document, RetrieverConfig
-from retriever.errors import InvalidPattern, NotFound, UnknownCollection
-from retriever.index import delete_collection, list_collections
+from sieve.retriever import CorpusIndex, Document, RetrieverConfig
+from sieve.retriever.errors import InvalidPattern, NotFound, UnknownCollection
+from sieve.retriever.index import delete_collection, list_collections
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

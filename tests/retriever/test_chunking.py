@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from retriever import Document, RetrieverConfig
-from retriever.chunking import Chunker, chunk_id_for, split_chunk_id
-from retriever.errors import InvalidInput
+from sieve.retriever import Document, RetrieverConfig
+from sieve.retriever.chunking import Chunker, chunk_id_for, split_chunk_id
+from sieve.retriever.errors import InvalidInput
 
 LONG_WORD = "Pneumonoultramicroscopicsilicovolcanoconiosis"  # ~15 word pieces
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from retriever import CorpusIndex
-from retriever.hybrid import HybridRetriever, rrf_fuse
+from sieve.retriever import CorpusIndex
+from sieve.retriever.hybrid import HybridRetriever, rrf_fuse
 
 
 def test_rrf_hand_computed():

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from retriever import CorpusIndex, Document
-from retriever.bm25 import SparseBM25
+from sieve.retriever import CorpusIndex, Document
+from sieve.retriever.bm25 import SparseBM25
 
 from _retriever_helpers import MULTI_DOCS, assert_consistent
 
@@ -89,7 +89,7 @@ def test_bm25_cache_is_reused_when_fresh_and_rebuilt_when_stale(make_index, embe
     saved = SparseBM25.load(index.bm25_dir)
     assert saved is not None and saved[1] == index.store.generation
 
-    caplog.set_level(logging.INFO, logger="retriever.index")
+    caplog.set_level(logging.INFO, logger="sieve.retriever.index")
     reopened = CorpusIndex.open(index.config, index.name, embedder=embedder)
     assert sorted(reopened.bm25_index().ids) == sorted(saved[0].ids)
     assert "Rebuilt BM25" not in caplog.text  # loaded from disk
@@ -131,7 +131,7 @@ def test_documents_without_tokens_are_reported_not_counted(make_index, tmp_path)
 
 
 def test_duplicate_ids_in_one_run_are_rejected(make_index):
-    from retriever.errors import InvalidInput
+    from sieve.retriever.errors import InvalidInput
 
     index = make_index()
     with pytest.raises(InvalidInput, match="twice"):

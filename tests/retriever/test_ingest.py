@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from retriever.errors import InvalidInput, NotFound
-from retriever.ingest import IngestReport, content_hash, iter_documents, load_documents
-from retriever.types import Document
+from sieve.retriever.errors import InvalidInput, NotFound
+from sieve.retriever.ingest import IngestReport, content_hash, iter_documents, load_documents
+from sieve.retriever.types import Document
 
 if TYPE_CHECKING:
     from pathlib import Path

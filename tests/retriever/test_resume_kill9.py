@@ -14,8 +14,8 @@ import pytest
 
 from _retriever_helpers import RESUME_CONFIG, assert_consistent, synthetic_docs
 
-from retriever import CorpusIndex, RetrieverConfig
-from retriever.bm25 import SparseBM25
+from sieve.retriever import CorpusIndex, RetrieverConfig
+from sieve.retriever.bm25 import SparseBM25
 
 CHILD = Path(__file__).with_name("_resume_child.py")
 N_DOCS = 200
@@ -52,7 +52,7 @@ def test_kill9_mid_index_then_resume(tmp_path, embedder, caplog):
     lines = _run_and_kill(data_dir)
     written_before_kill = int(lines[-1].split()[1])
 
-    caplog.set_level(logging.INFO, logger="retriever.index")
+    caplog.set_level(logging.INFO, logger="sieve.retriever.index")
     cfg = RetrieverConfig(data_dir=data_dir, **RESUME_CONFIG)
     index = CorpusIndex.open(cfg, "resume", embedder=embedder)
     docs = synthetic_docs(N_DOCS)

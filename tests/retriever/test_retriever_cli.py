@@ -7,8 +7,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from retriever.embeddings import Embedder
-from server.cli import app
+from sieve.retriever.embeddings import Embedder
+from sieve.server.cli import app
 
 
 @pytest.fixture()

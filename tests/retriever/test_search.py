@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from retriever import CorpusIndex, RetrieverConfig
-from retriever.errors import EmptyCorpus, InvalidInput, InvalidPattern, NotFound, UnknownCollection
+from sieve.retriever import CorpusIndex, RetrieverConfig
+from sieve.retriever.errors import EmptyCorpus, InvalidInput, InvalidPattern, NotFound, UnknownCollection
 
 from _retriever_helpers import MULTI_DOCS
 

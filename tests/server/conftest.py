@@ -25,7 +25,7 @@ def live(session_data_dir: Path, sample_index: Any, embedder: Any) -> Iterator[L
     whole test suite; what it writes lives in ``srv-*`` collections, removed again at the end.
     """
     srv = start_server(embedder, session_data_dir, collection=sample_index.name, request_timeout_s=120.0)
-    from retriever.types import Document
+    from sieve.retriever.types import Document
 
     srv.state.index(TINY, create=True).index_documents(
         [Document(doc_id=d["id"], text=d["text"], title=d["title"], metadata=d["metadata"]) for d in TINY_DOCS],
@@ -42,7 +42,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator
     """A server with ``api_key`` and ``require_auth``, a small body limit and a tight k cap."""
     srv = start_server(embedder, tmp_path_factory.mktemp("secured-data"), collection=TINY, api_key=API_KEY,
                        require_auth=True, max_body_bytes=4096, max_k=5)
-    from retriever.types import Document
+    from sieve.retriever.types import Document
 
     srv.state.index(TINY, create=True).index_documents(
         [Document(doc_id=d["id"], text=d["text"], title=d["title"]) for d in TINY_DOCS], progress=False)
@@ -62,7 +62,7 @@ def writes_locked(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> It
 def timeouts(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[LiveServer]:
     """A server whose per-request limit (0.1 ms) no blocking work can meet."""
     srv = start_server(embedder, tmp_path_factory.mktemp("timeout-data"), collection=TINY, request_timeout_s=0.0001)
-    from retriever.types import Document
+    from sieve.retriever.types import Document
 
     srv.state.index(TINY, create=True).index_documents(
         [Document(doc_id=d["id"], text=d["text"], title=d["title"]) for d in TINY_DOCS], progress=False)

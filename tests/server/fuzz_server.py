@@ -34,9 +34,9 @@ def main() -> int:
     from fuzzing import fuzz
     from live_server import start_server
 
-    from retriever.config import RetrieverConfig
-    from retriever.embeddings import Embedder
-    from retriever.types import Document
+    from sieve.retriever.config import RetrieverConfig
+    from sieve.retriever.embeddings import Embedder
+    from sieve.retriever.types import Document
 
     embedder = Embedder.from_config(RetrieverConfig(data_dir=Path(tempfile.mkdtemp())))
     with tempfile.TemporaryDirectory() as data:

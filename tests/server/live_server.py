@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 if TYPE_CHECKING:
-    from server.state import AppState
+    from sieve.server.state import AppState
 
 API_KEY = "test-key-3f9a"
 TINY = "srv-tiny"
@@ -48,8 +48,8 @@ def start_server(embedder: Any, data_dir: Path, **settings: Any) -> LiveServer:
     """Run ``create_app(Settings(...))`` under uvicorn in a daemon thread; returns once it accepts requests."""
     import uvicorn
 
-    from server.config import Settings
-    from server.main import create_app
+    from sieve.server.config import Settings
+    from sieve.server.main import create_app
 
     port = free_port()
     s = Settings(data_dir=data_dir, host="127.0.0.1", port=port, **settings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from live_server import TINY, TINY_DOCS
 
-from retriever.errors import InvalidInput
+from sieve.retriever.errors import InvalidInput
 
 QUESTION = "What was the 2020 population of the city that Charles Lindbergh's transatlantic aircraft was named after?"
 
@@ -56,14 +56,14 @@ def test_adapters_in_process(tmp_path, embedder) -> None:
     pytest.importorskip("llama_index.core")
     from llama_index.core.schema import QueryBundle
 
-    from retriever import RetrieverConfig
-    from retriever.types import Document
+    from sieve.retriever import RetrieverConfig
+    from sieve.retriever.types import Document
     from sieve import Sieve
     from sieve.adapters.langchain import SieveRetriever as LCRetriever
     from sieve.adapters.llamaindex import SieveRetriever as LIRetriever
 
     s = Sieve("inproc", config=RetrieverConfig(data_dir=tmp_path))
-    from retriever import CorpusIndex
+    from sieve.retriever import CorpusIndex
 
     s._index = CorpusIndex.open(s.config, "inproc", create=True, embedder=embedder)  # share the loaded model
     s.add_documents([Document(doc_id=d["id"], text=d["text"], title=d["title"]) for d in TINY_DOCS])

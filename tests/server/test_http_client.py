@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from live_server import API_KEY, TINY, TINY_DOCS
 
-from retriever.errors import InvalidInput, PayloadTooLarge, SieveError, Unauthorized, UnknownCollection
-from retriever.types import Document
+from sieve.retriever.errors import InvalidInput, PayloadTooLarge, SieveError, Unauthorized, UnknownCollection
+from sieve.retriever.types import Document
 from sieve.client import SearchResult, SieveClient, StreamEvent
 
 QUESTION = "What was the 2020 population of the city that Charles Lindbergh's transatlantic aircraft was named after?"

@@ -17,7 +17,7 @@ EXAMPLES = 6
 @pytest.fixture()
 def fuzz_target(tmp_path, embedder):
     # Its own data folder: fuzzing creates and deletes arbitrary collections.
-    from retriever.types import Document
+    from sieve.retriever.types import Document
 
     srv = start_server(embedder, tmp_path, collection=TINY)
     srv.state.index(TINY, create=True).index_documents(

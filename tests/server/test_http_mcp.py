@@ -69,7 +69,7 @@ def test_mcp_needs_the_key_under_require_auth(secured) -> None:
 def test_mcp_search_in_hybrid_mode_is_plain_retrieval(tmp_path, embedder) -> None:
     from live_server import TINY_DOCS, start_server
 
-    from retriever.types import Document
+    from sieve.retriever.types import Document
 
     srv = start_server(embedder, tmp_path, collection=TINY, mcp_search="hybrid")
     try:

@@ -7,12 +7,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from agent.trace import Evidence, ToolCall, Trace, Turn
-from train.rewards import (
+from sieve.agent.trace import Evidence, ToolCall, Trace, Turn
+from sieve.train.rewards import (
     Gold, RewardConfig, RewardReport, check_reward_weights, get_component_reward, get_episode_reward, score_episode,
 )
-from train.rewards.context1 import prune_streak_penalty, turn_penalty
-from train.rewards.metrics import contains_answer, f_beta, recall
+from sieve.train.rewards.context1 import prune_streak_penalty, turn_penalty
+from sieve.train.rewards.metrics import contains_answer, f_beta, recall
 
 TASK = {"id": "t1", "question": "q", "answers": ["verismo"], "gold_ids": ["A", "B"],
         "meta": {"gold_chunk_ids": ["A#0", "B#0"]}}
@@ -55,7 +55,7 @@ def test_metric_maths_by_hand() -> None:
     with pytest.raises(ValueError, match="beta > 0"):
         f_beta({"a"}, {"a"}, beta=0)
     # Agrees with the evaluation's ranked-list metric when the cut-off covers the whole set.
-    from eval.metrics import fbeta_at_k
+    from sieve.eval.metrics import fbeta_at_k
 
     assert f_beta(["a", "x", "b"], {"a", "b", "c"}, 2.0) == pytest.approx(fbeta_at_k(["a", "x", "b"], {"a", "b", "c"}, 10, 2.0))
 

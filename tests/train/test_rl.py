@@ -19,12 +19,12 @@ def distinct_token_reward(completions, **kwargs):
 def test_grpo_smoke_run_through_the_harness(sample_index, tiny_model_dir, tmp_path):
     import torch
 
-    from agent import AgentConfig, SearchAgent, make_policy
-    from agent.tool_specs import tool_specs
-    from train.chat_format import prompt_ids
-    from train.config import EpisodeConfig, load_tasks
-    from train.rl import RLConfig, build_trainer
-    from train.sft import load_student, save_merged
+    from sieve.agent import AgentConfig, SearchAgent, make_policy
+    from sieve.agent.tool_specs import tool_specs
+    from sieve.train.chat_format import prompt_ids
+    from sieve.train.config import EpisodeConfig, load_tasks
+    from sieve.train.rl import RLConfig, build_trainer
+    from sieve.train.sft import load_student, save_merged
 
     cfg = RLConfig(tasks=Path("data/sample/tasks.jsonl"), out=tmp_path / "rl", model_path=str(tiny_model_dir),
                    max_steps=2, questions_per_step=1, num_generations=2, learning_rate=1e-3, limit=2,

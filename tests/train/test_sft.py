@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from train.config import EpisodeConfig, split_tasks
+from sieve.train.config import EpisodeConfig, split_tasks
 
 EPISODE = EpisodeConfig(budget_tokens=1024, max_turns=2, search_k=2, search_tokens=256, max_new_tokens=48)
 
 
 @pytest.fixture(scope="module")
 def teacher_episodes(sample_index, sample_tasks):
-    from train.sft import WarmStartConfig, collect_teacher
+    from sieve.train.sft import WarmStartConfig, collect_teacher
 
     return collect_teacher(sample_index, sample_tasks[:2], WarmStartConfig(episode=EPISODE), progress=False)
 
@@ -22,10 +22,10 @@ def teacher_episodes(sample_index, sample_tasks):
 def test_examples_match_the_served_prompt_and_teacher_calls(teacher_episodes, smollm2_dir) -> None:
     from transformers import AutoTokenizer
 
-    from agent.backends.parsing import parse_tool_calls
-    from agent.tool_specs import tool_specs
-    from train.chat_format import prompt_ids
-    from train.sft import trace_examples
+    from sieve.agent.backends.parsing import parse_tool_calls
+    from sieve.agent.tool_specs import tool_specs
+    from sieve.train.chat_format import prompt_ids
+    from sieve.train.sft import trace_examples
 
     tok = AutoTokenizer.from_pretrained(str(smollm2_dir))
     tools = tool_specs()
@@ -55,14 +55,14 @@ def test_split_is_disjoint_and_deterministic(sample_tasks) -> None:
 
 @pytest.mark.slow
 def test_tiny_sft_run_saves_a_loadable_checkpoint(sample_index, tiny_model_dir, tmp_path) -> None:
-    from train.sft import WarmStartConfig, run_sft
+    from sieve.train.sft import WarmStartConfig, run_sft
 
     cfg = WarmStartConfig(tasks=Path("data/sample/tasks.jsonl"), out=tmp_path / "sft", model_path=str(tiny_model_dir),
                           limit=4, holdout=0.25, epochs=1, check_before=False, max_heldout=1, episode=EPISODE)
     result = run_sft(sample_index, cfg, progress=False)
     assert result["n_kept_episodes"] >= 1 and result["n_train_examples"] >= result["n_kept_episodes"]
     assert result["heldout"]["n_tasks"] == 1 and 0.0 <= result["heldout"]["valid_tool_call_rate"] <= 1.0
-    from train.config import load_tasks
+    from sieve.train.config import load_tasks
 
     _, held = split_tasks(load_tasks(cfg.tasks, 4), 0.25, cfg.seed)
     assert result["heldout_ids"] == [t["id"] for t in held] and result["n_train_tasks"] == 3

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from train.rewards.metrics import contains_answer, normalize_answer
-from train.synth import CorpusView, SynthConfig, read_task_ids, synthesize
-from train.synth_generators import Draft, bridge_snippet, first_description
+from sieve.train.rewards.metrics import contains_answer, normalize_answer
+from sieve.train.synth import CorpusView, SynthConfig, read_task_ids, synthesize
+from sieve.train.synth_generators import Draft, bridge_snippet, first_description
 
 
 def _read(path) -> list[dict]:
@@ -61,7 +61,7 @@ def test_synthesis_is_deterministic_and_resumable(sample_index, synth_run, tmp_p
 
 
 def test_verification_rejects_bad_drafts(sample_index) -> None:
-    from train.synth import find_links, verify
+    from sieve.train.synth import find_links, verify
 
     view = CorpusView.load(sample_index)
     cfg = SynthConfig(n=1)
@@ -80,8 +80,8 @@ def test_verification_rejects_bad_drafts(sample_index) -> None:
 def test_template_helpers() -> None:
     assert first_description("Giacomo Puccini was an Italian composer known for operas.") == "Italian composer"
     assert first_description("Paris.") is None
-    from retriever.types import Chunk
-    from train.synth_generators import Link
+    from sieve.retriever.types import Chunk
+    from sieve.train.synth_generators import Link
 
     b = Chunk("b#0", "b", 0, "Intro here. The film was directed by Stanley Kubrick in 1968. End.", title="Film")
     t = Chunk("k#0", "k", 0, "Stanley Kubrick was an American filmmaker.", title="Stanley Kubrick")

@@ -1,4 +1,4 @@
-"""The Context-1 reward, term by term, as pure functions of a :class:`~agent.trace.Trace`.
+"""The Context-1 reward, term by term, as pure functions of a :class:`~sieve.agent.trace.Trace`.
 
 ``r = clamp(w_f·F_β + w_r·traj_recall + r_answer − p_prune − p_turn, ε, r_before_penalties)``
 (Chroma Context-1 technical report, 2026). Clamping at the pre-penalty value means the
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from train.rewards.gold import doc_of
-from train.rewards.metrics import contains_answer, f_beta, recall
+from sieve.train.rewards.gold import doc_of
+from sieve.train.rewards.metrics import contains_answer, f_beta, recall
 
 if TYPE_CHECKING:
-    from agent.trace import Trace
-    from train.rewards.gold import Gold
+    from sieve.agent.trace import Trace
+    from sieve.train.rewards.gold import Gold
 
 
 def returned_ids(trace: Trace, gold: Gold, level: str) -> list[str]:

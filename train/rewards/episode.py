@@ -8,7 +8,7 @@ that tried; outside it, early training sees the penalty, and once annealed to 0 
 exactly Context-1's.
 
 The TRL-facing callables follow the ``(completions, **kwargs) -> list[float | None]`` contract
-(``None`` abstains): they read the per-row ``trace`` (a :class:`~agent.trace.Trace` or its dict)
+(``None`` abstains): they read the per-row ``trace`` (a :class:`~sieve.agent.trace.Trace` or its dict)
 and the task columns ``gold_ids``, ``answers``, ``meta``; training progress comes from TRL's
 ``trainer_state`` (``global_step / max_steps``) or an explicit ``progress`` list.
 """
@@ -18,19 +18,19 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from train.rewards.config import RewardConfig
-from train.rewards.context1 import (
+from sieve.train.rewards.config import RewardConfig
+from sieve.train.rewards.context1 import (
     answer_returned, clamp, prune_streak_penalty, returned_f_beta, trajectory_recall, turn_penalty,
 )
-from train.rewards.gold import Gold
-from train.rewards.penalties import (
+from sieve.train.rewards.gold import Gold
+from sieve.train.rewards.penalties import (
     collapse_penalty, gold_prune_penalty, malformed_penalty, pruned_gold, repeat_query_penalty, repeated_queries,
 )
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from agent.trace import Trace
+    from sieve.agent.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ def score_episode(trace: Trace, gold: Gold, config: RewardConfig | None = None, 
 # -- TRL-style callables ---------------------------------------------------------------------------
 
 def _as_trace(obj: Any) -> Trace | None:
-    from agent.trace import Trace
+    from sieve.agent.trace import Trace
 
     if obj is None or isinstance(obj, Trace):
         return obj

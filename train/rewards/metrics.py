@@ -1,6 +1,6 @@
 """Set-retrieval metric maths for the rewards (precision, recall, F-beta, answer matching).
 
-The F-beta formula is :func:`eval.metrics.fbeta`, so rewards and evaluation cannot disagree on
+The F-beta formula is :func:`sieve.eval.metrics.fbeta`, so rewards and evaluation cannot disagree on
 it; what is added here is the *set* view the reward needs (eval's functions score ranked lists
 cut at ``k``; a returned evidence set is scored whole) and SQuAD-style answer matching.
 """
@@ -55,7 +55,7 @@ def f_beta(returned: Collection[str], gold: Collection[str], beta: float = 1.0) 
         >>> round(f_beta({"a", "b"}, {"a"}, beta=1.0), 4)
         0.6667
     """
-    from eval.metrics import fbeta
+    from sieve.eval.metrics import fbeta
 
     return fbeta(precision(returned, gold), recall(returned, gold), beta)
 

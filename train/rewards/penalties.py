@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from train.rewards.context1 import trajectory_recall
+from sieve.train.rewards.context1 import trajectory_recall
 
 if TYPE_CHECKING:
-    from agent.trace import ToolCall, Trace
-    from train.rewards.gold import Gold
+    from sieve.agent.trace import ToolCall, Trace
+    from sieve.train.rewards.gold import Gold
 
 SEARCH_TOOLS = ("search", "grep")
 _QUERY_KEYS = ("query", "pattern", "q")

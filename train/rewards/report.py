@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from train.rewards.episode import RewardBreakdown
+    from sieve.train.rewards.episode import RewardBreakdown
 
 logger = logging.getLogger(__name__)
 
