@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from sieve.errors import InvalidInput
 from sieve.pruning.config import PruningConfig
 
 PolicyName = Literal["heuristic", "openai", "local"]
@@ -100,19 +101,19 @@ class AgentConfig:
                     "max_calls_per_turn": self.max_calls_per_turn, "max_new_tokens": self.max_new_tokens}
         bad = {n: v for n, v in positive.items() if v < 1}
         if bad:
-            raise ValueError(f"Expected positive values, got {bad}")
+            raise InvalidInput(f"Expected positive values, got {bad}")
         if self.budget_tokens < 256:
-            raise ValueError(f"Expected budget_tokens >= 256, got {self.budget_tokens}")
+            raise InvalidInput(f"Expected budget_tokens >= 256, got {self.budget_tokens}")
         if self.search_candidates < self.search_k:
-            raise ValueError(f"Expected search_candidates >= search_k, got {self.search_candidates} < {self.search_k}")
+            raise InvalidInput(f"Expected search_candidates >= search_k, got {self.search_candidates} < {self.search_k}")
         if not 0.0 <= self.rescore_dense <= 1.0:
-            raise ValueError(f"Expected 0 <= rescore_dense <= 1, got {self.rescore_dense}")
+            raise InvalidInput(f"Expected 0 <= rescore_dense <= 1, got {self.rescore_dense}")
         if self.tool_choice not in ("auto", "required"):
-            raise ValueError(f"Expected tool_choice in ('auto', 'required'), got {self.tool_choice!r}")
-        if self.read_window < 0:
-            raise ValueError(f"Expected read_window >= 0, got {self.read_window}")
+            raise InvalidInput(f"Expected tool_choice in ('auto', 'required'), got {self.tool_choice!r}")
+        if self.read_window < 0 or self.retries < 0:
+            raise InvalidInput(f"Expected read_window >= 0 and retries >= 0, got {self.read_window}, {self.retries}")
         if self.max_wall_s <= 0 or self.timeout_s <= 0:
-            raise ValueError(f"Expected max_wall_s > 0 and timeout_s > 0, got {self.max_wall_s}, {self.timeout_s}")
+            raise InvalidInput(f"Expected max_wall_s > 0 and timeout_s > 0, got {self.max_wall_s}, {self.timeout_s}")
 
 
 __all__ = ["AgentConfig", "HeuristicConfig", "PolicyName"]

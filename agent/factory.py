@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sieve.agent.config import AgentConfig
-from sieve.retriever.errors import InvalidInput
+from sieve.errors import InvalidInput
 
 if TYPE_CHECKING:
     from sieve.agent.backends.base import ChatBackend

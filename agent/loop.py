@@ -18,11 +18,11 @@ from sieve.agent.prompts import SYSTEM_PROMPT, question_message
 from sieve.agent.scoring import VectorCache
 from sieve.agent.tools import ToolOutcome, Toolbox
 from sieve.agent.trace import Evidence, ToolCall, Trace, Turn
+from sieve.errors import BackendError
 from sieve.pruning.budget import TokenBudget
 from sieve.pruning.context import ContextState
 from sieve.pruning.pruners import make_pruner
 from sieve.retriever.base import validate_query
-from sieve.retriever.errors import BackendError
 from sieve.retriever.hybrid import rrf_fuse
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sieve.agent.tool_specs import TOOL_NAMES, canonical_tool, validate_arguments
-from sieve.retriever.errors import InvalidInput, NotFound, SieveError
+from sieve.errors import InvalidInput, NotFound, SieveError
 
 if TYPE_CHECKING:
     from sieve.agent.backends.base import ParsedToolCall

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sieve.errors import InvalidInput
 from sieve.eval.data import load_sets, open_eval_index
 from sieve.eval.evaluator import RESULTS_FILE, RetrievalEvaluator, SequentialEvaluator, load_results
 from sieve.eval.exports import write_bcp, write_trec
@@ -52,12 +53,12 @@ class EvalConfig:
         self.out = Path(self.out)
         self.systems = parse_systems(",".join(self.systems))
         if not self.data:
-            raise ValueError("Expected at least one data dir, got none")
+            raise InvalidInput("Expected at least one data dir, got none")
         if not self.ks or any(k < 1 for k in self.ks):
-            raise ValueError(f"Expected positive cut-offs k, got {self.ks}")
+            raise InvalidInput(f"Expected positive cut-offs k, got {self.ks}")
         self.ks = sorted(set(self.ks))
         if self.limit is not None and self.limit < 1:
-            raise ValueError(f"Expected limit >= 1 or None, got {self.limit}")
+            raise InvalidInput(f"Expected limit >= 1 or None, got {self.limit}")
 
 
 @dataclass

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from sieve.retriever.errors import InvalidInput
+from sieve.errors import InvalidInput
 
 if TYPE_CHECKING:
     from sieve.retriever.index import CorpusIndex

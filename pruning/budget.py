@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from sieve.errors import InvalidInput
 from sieve.pruning.config import PruningConfig
 
 BudgetState = Literal["ok", "soft", "hard"]
@@ -42,7 +43,7 @@ class TokenBudget:
     @classmethod
     def from_config(cls, total: int, config: PruningConfig) -> TokenBudget:
         if total < 256:
-            raise ValueError(f"Expected a token budget >= 256, got {total}")
+            raise InvalidInput(f"Expected a token budget >= 256, got {total}")
         return cls(total=total, soft=int(total * config.soft_fraction), hard=int(total * config.hard_fraction))
 
     def state(self, used: int) -> BudgetState:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from sieve.errors import InvalidInput
+
 AutoPruner = Literal["none", "threshold", "pressure"]
 
 
@@ -35,18 +37,18 @@ class PruningConfig:
 
     def __post_init__(self) -> None:
         if not 0.0 < self.soft_fraction <= self.hard_fraction <= 1.0:
-            raise ValueError(
+            raise InvalidInput(
                 f"Expected 0 < soft_fraction <= hard_fraction <= 1, got soft={self.soft_fraction}, "
                 f"hard={self.hard_fraction}"
             )
         if not 0.0 < self.pressure_target <= self.soft_fraction:
-            raise ValueError(
+            raise InvalidInput(
                 f"Expected 0 < pressure_target <= soft_fraction, got {self.pressure_target} > {self.soft_fraction}"
             )
         if self.auto not in ("none", "threshold", "pressure"):
-            raise ValueError(f"Expected auto in ('none', 'threshold', 'pressure'), got {self.auto!r}")
+            raise InvalidInput(f"Expected auto in ('none', 'threshold', 'pressure'), got {self.auto!r}")
         if self.keep_min < 0:
-            raise ValueError(f"Expected keep_min >= 0, got {self.keep_min}")
+            raise InvalidInput(f"Expected keep_min >= 0, got {self.keep_min}")
 
 
 __all__ = ["AutoPruner", "PruningConfig"]

@@ -12,6 +12,8 @@ import math
 from threading import Lock
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from sieve.errors import InvalidInput
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -36,7 +38,7 @@ class ApproxTokenCounter:
 
     def __init__(self, chars_per_token: float = 4.0) -> None:
         if chars_per_token <= 0:
-            raise ValueError(f"Expected chars_per_token > 0, got {chars_per_token}")
+            raise InvalidInput(f"Expected chars_per_token > 0, got {chars_per_token}")
         self.chars_per_token = chars_per_token
 
     def count(self, text: str) -> int:

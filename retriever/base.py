@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from sieve.retriever.errors import InvalidInput
+from sieve.errors import InvalidInput
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence

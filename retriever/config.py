@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from sieve.retriever.errors import InvalidInput
+from sieve.errors import InvalidInput
 
 
 def default_data_dir() -> Path:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sieve.retriever.errors import ModelUnavailable
+from sieve.errors import ModelUnavailable
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

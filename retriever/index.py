@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
+from sieve.errors import EmptyCorpus, InvalidInput, NotFound
 from sieve.retriever.base import validate_k
 from sieve.retriever.bm25 import BM25Retriever, SparseBM25, tokenize
 from sieve.retriever.chunking import Chunker, split_chunk_id
 from sieve.retriever.dense import DenseRetriever
-from sieve.retriever.errors import EmptyCorpus, InvalidInput, NotFound
 from sieve.retriever.hybrid import HybridRetriever
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents
 from sieve.retriever.store import ChromaStore, list_collection_names, make_client, validate_collection_name

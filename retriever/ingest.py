@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sieve.retriever.errors import InvalidInput, NotFound
+from sieve.errors import InvalidInput, NotFound
 from sieve.retriever.types import Document
 
 if TYPE_CHECKING:

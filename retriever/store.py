@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from sieve.retriever.errors import InvalidInput, InvalidPattern, StoreUnavailable, UnknownCollection
+from sieve.errors import InvalidInput, InvalidPattern, StoreUnavailable, UnknownCollection
 from sieve.retriever.types import Chunk
 
 if TYPE_CHECKING:
@@ -33,6 +33,15 @@ _RESERVED = ("chunk_id", "doc_id", "title", "source", "position", "char_start", 
              "doc_hash", "n_chunks")
 GENERATION_KEY = "sieve_generation"
 PAGE = 2000  # rows per Chroma get() page when scanning a whole collection
+
+
+def chroma_input_errors() -> tuple[type[Exception], ...]:
+    """What Chroma raises for a bad filter or regex: its ``InvalidArgumentError`` (Rust side) and a
+    plain ``ValueError`` (its Python-side validation of ``where``). Called in ``except`` clauses,
+    so chromadb, which takes seconds to import, is loaded only once a client exists."""
+    from chromadb.errors import InvalidArgumentError
+
+    return (InvalidArgumentError, ValueError)
 
 
 def validate_collection_name(name: str) -> str:
@@ -124,6 +133,8 @@ class ChromaStore:
 
     @classmethod
     def open(cls, client: Any, name: str, *, create: bool = True) -> ChromaStore:
+        from chromadb.errors import NotFoundError  # chromadb is loaded: the client came from it
+
         validate_collection_name(name)
         try:
             if create:
@@ -133,11 +144,11 @@ class ChromaStore:
                 )
             else:
                 col = client.get_collection(name, embedding_function=None)
+        except NotFoundError as exc:
+            raise UnknownCollection(
+                f"Expected an existing collection, got {name!r}; valid: {list_collection_names(client)}"
+            ) from exc
         except Exception as exc:
-            if type(exc).__name__ == "NotFoundError":
-                raise UnknownCollection(
-                    f"Expected an existing collection, got {name!r}; valid: {list_collection_names(client)}"
-                ) from exc
             raise StoreUnavailable(f"Chroma failed to open collection {name!r}: {exc}") from exc
         return cls(client, col, name)
 
@@ -228,7 +239,7 @@ class ChromaStore:
     def ids_where(self, where: Where) -> set[str]:
         try:
             return set(self.collection.get(where=where, include=[])["ids"])
-        except Exception as exc:
+        except (*chroma_input_errors(), TypeError, KeyError) as exc:
             raise InvalidInput(f"Expected a valid Chroma metadata filter, got {where!r}: {exc}") from exc
 
     def query_ids(self, embedding: np.ndarray, n: int, where: Where | None = None) -> list[tuple[str, float]]:
@@ -245,10 +256,10 @@ class ChromaStore:
         try:
             res = self.collection.query(query_embeddings=[embedding.tolist()], n_results=n, where=where,
                                         include=["distances"])
-        except Exception as exc:
-            if where is not None and type(exc).__name__ in ("InvalidArgumentError", "ValueError"):
-                raise InvalidInput(f"Expected a valid Chroma metadata filter, got {where!r}: {exc}") from exc
-            raise
+        except chroma_input_errors() as exc:
+            if where is None:
+                raise
+            raise InvalidInput(f"Expected a valid Chroma metadata filter, got {where!r}: {exc}") from exc
         return [(cid, 1.0 - float(d)) for cid, d in zip(res["ids"][0], res["distances"][0])]
 
     def grep(self, pattern: str, limit: int, where: Where | None = None) -> list[Chunk]:
@@ -262,12 +273,9 @@ class ChromaStore:
         try:
             page = self.collection.get(where_document={"$regex": pattern}, where=where, limit=limit,
                                        include=["documents", "metadatas"])
-        except Exception as exc:
-            if type(exc).__name__ in ("InvalidArgumentError", "ValueError"):
-                # e.g. look-around: Chroma uses the Rust regex engine
-                raise InvalidPattern(f"Expected a regex the Rust engine supports (no look-around), got {pattern!r}: "
-                                     f"{str(exc).splitlines()[-1]}") from exc
-            raise
+        except chroma_input_errors() as exc:  # e.g. look-around: Chroma uses the Rust regex engine
+            raise InvalidPattern(f"Expected a regex the Rust engine supports (no look-around), got {pattern!r}: "
+                                 f"{str(exc).splitlines()[-1]}") from exc
         return [chunk_from_record(cid, t, m) for cid, t, m in zip(page["ids"], page["documents"], page["metadatas"])]
 
 
@@ -275,5 +283,5 @@ def list_collection_names(client: Any) -> list[str]:
     return sorted(c.name if hasattr(c, "name") else str(c) for c in client.list_collections())
 
 
-__all__ = ["ChromaStore", "DocState", "chunk_from_record", "list_collection_names", "make_client",
-           "validate_collection_name"]
+__all__ = ["ChromaStore", "DocState", "chroma_input_errors", "chunk_from_record", "list_collection_names",
+           "make_client", "validate_collection_name"]

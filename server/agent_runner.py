@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sieve.errors import InvalidInput
 from sieve.retriever.base import validate_k
-from sieve.retriever.errors import InvalidInput
 from sieve.server.deps import run_blocking
 
 if TYPE_CHECKING:
@@ -72,10 +72,7 @@ def agent_config(state: AppState, req: EpisodeRequest | None = None) -> AgentCon
         overrides["api_key"] = s.openai_api_key
     if s.local_model:
         overrides["local_model"] = Path(s.local_model)
-    try:
-        return dataclasses.replace(base, **overrides)
-    except ValueError as exc:
-        raise InvalidInput(str(exc)) from exc
+    return dataclasses.replace(base, **overrides)
 
 
 def policy_name(state: AppState, requested: str | None) -> str:
@@ -103,12 +100,12 @@ def check_filters(index: Any, where: dict[str, Any] | None) -> None:
     """Reject a malformed Chroma ``where`` up front: inside an episode it would only empty every search."""
     if where is None:
         return
+    from sieve.retriever.store import chroma_input_errors
+
     try:
         index.store.get_where(where, limit=1)
-    except Exception as exc:  # chromadb raises ValueError / its own InvalidArgumentError, nothing narrower
-        if type(exc).__name__ in ("InvalidArgumentError", "ValueError", "TypeError", "KeyError"):
-            raise InvalidInput(f"Expected a valid Chroma metadata filter, got {where!r}: {exc}") from exc
-        raise
+    except (*chroma_input_errors(), TypeError, KeyError) as exc:
+        raise InvalidInput(f"Expected a valid Chroma metadata filter, got {where!r}: {exc}") from exc
 
 
 def run_episode(state: AppState, req: EpisodeRequest, on_event: Any | None = None) -> Trace:
@@ -119,7 +116,7 @@ def run_episode(state: AppState, req: EpisodeRequest, on_event: Any | None = Non
     name = policy_name(state, req.policy)
     index = state.index(req.collection)
     if index.count() == 0:
-        from sieve.retriever.errors import EmptyCorpus
+        from sieve.errors import EmptyCorpus
 
         raise EmptyCorpus(f"Expected an indexed collection, got {index.name!r} with no chunks; POST documents first")
     # Policies are built once per app from the server defaults: what a request may change (k, budget,

@@ -10,7 +10,7 @@ import anyio
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from sieve.retriever.errors import RequestTimeout, Unauthorized
+from sieve.server.errors import RequestTimeout, Unauthorized
 from sieve.server.state import AppState
 
 if TYPE_CHECKING:

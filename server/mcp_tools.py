@@ -13,10 +13,11 @@ import logging
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from sieve.retriever.errors import SieveError
+from sieve.errors import SieveError
 from sieve.server.agent_runner import EpisodeRequest, run_episode
 from sieve.server.convert import document_out, evidence_out, hit_out
 from sieve.server.deps import check_key, run_blocking
+from sieve.server.errors import http_status
 from sieve.server.problems import sieve_error_body
 from sieve.server.schemas import EvidenceOut, McpDocument, McpSearchResult, McpSearchResults
 
@@ -112,7 +113,7 @@ class _RequireKey:
             except SieveError as exc:
                 from fastapi.responses import JSONResponse
 
-                response = JSONResponse(sieve_error_body(exc), status_code=exc.status,
+                response = JSONResponse(sieve_error_body(exc), status_code=http_status(exc),
                                         headers={"WWW-Authenticate": 'Bearer realm="sieve"'},
                                         media_type="application/problem+json")
                 await response(scope, receive, send)

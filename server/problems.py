@@ -1,6 +1,6 @@
 """Errors as RFC 9457 problem details: one handler per error family, all producing one JSON shape.
 
-``SieveError`` subclasses carry their own ``code`` and ``status``; request validation (bad JSON,
+``SieveError`` subclasses carry their own ``code``, mapped to a status by ``sieve.server.errors``; request validation (bad JSON,
 wrong types, unknown fields) is ``422 invalid_input`` with the field errors listed; unknown
 routes and methods keep their HTTP status; anything unexpected is a logged ``500``.
 """
@@ -15,7 +15,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from sieve.retriever.errors import SieveError
+from sieve.errors import SieveError, UnknownCollection
+from sieve.server.errors import http_status
 
 if TYPE_CHECKING:
     from fastapi import FastAPI, Request
@@ -53,7 +54,7 @@ def problem(status: int, detail: str, code: str, *, errors: list[dict[str, Any]]
 
 
 def sieve_error_body(exc: SieveError) -> dict[str, Any]:
-    return problem_body(exc.status, exc.message, exc.code)
+    return problem_body(http_status(exc), exc.message, exc.code)
 
 
 def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
@@ -76,10 +77,11 @@ def _summary(errors: list[dict[str, Any]]) -> str:
 
 
 async def _sieve_error(request: Request, exc: SieveError) -> JSONResponse:
-    headers = {"WWW-Authenticate": 'Bearer realm="sieve"'} if exc.status == 401 else None
-    if exc.status >= 500:
-        logger.warning("%s %s -> %d %s: %s", request.method, request.url.path, exc.status, exc.code, exc.message)
-    return problem(exc.status, exc.message, exc.code, headers=headers)
+    status = http_status(exc)
+    headers = {"WWW-Authenticate": 'Bearer realm="sieve"'} if status == 401 else None
+    if status >= 500:
+        logger.warning("%s %s -> %d %s: %s", request.method, request.url.path, status, exc.code, exc.message)
+    return problem(status, exc.message, exc.code, headers=headers)
 
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -97,9 +99,9 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResp
 
 def vanished_collection(exc: BaseException) -> SieveError | None:
     """Chroma's ``NotFoundError`` mid-request means the collection was deleted under us: a 404, not a crash."""
-    if type(exc).__name__ == "NotFoundError" and type(exc).__module__.startswith("chromadb"):
-        from sieve.retriever.errors import UnknownCollection
+    from chromadb.errors import NotFoundError  # loaded already: the request that failed used Chroma
 
+    if isinstance(exc, NotFoundError):
         return UnknownCollection(f"Expected the collection to exist for the whole request, got it deleted "
                                  f"while the request ran ({exc})")
     return None
@@ -110,7 +112,7 @@ async def _vanished(request: Request, exc: Exception) -> JSONResponse:
     if gone is None:  # a ChromaError of another kind: a genuine server fault
         return await _unexpected(request, exc)
     request.app.state.sieve.invalidate()
-    return problem(gone.status, gone.message, gone.code)
+    return problem(http_status(gone), gone.message, gone.code)
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

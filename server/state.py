@@ -12,7 +12,6 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from sieve.retriever.errors import InvalidInput
 from sieve.server.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -96,12 +95,12 @@ class AppState:
         if now - self._verified_at.get(name, 0.0) < 1.0:
             return True
         self._verified_at[name] = now
+        from chromadb.errors import NotFoundError  # loaded with the client
+
         try:
             current = self.client.get_collection(name, embedding_function=None)
-        except Exception as exc:  # chromadb.errors.NotFoundError; anything else is re-raised
-            if type(exc).__name__ == "NotFoundError":
-                return False
-            raise
+        except NotFoundError:
+            return False
         return current.id == index.store.collection.id
 
     def invalidate(self) -> None:
@@ -134,11 +133,7 @@ class AppState:
             if policy is None:
                 from sieve.agent import make_policy
 
-                try:
-                    policy = make_policy(name, config())
-                except ValueError as exc:
-                    raise InvalidInput(str(exc)) from exc
-                self._policies[name] = policy
+                policy = self._policies[name] = make_policy(name, config())
             return policy
 
     def startup(self) -> None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sieve.errors import SieveError
 from sieve.retriever.config import RetrieverConfig
-from sieve.retriever.errors import SieveError
 from sieve.retriever.types import Chunk, Document, Hit
 from sieve.facade import Sieve
 

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from sieve.retriever import errors as _errors
-from sieve.retriever.errors import SieveError
+from sieve import errors as _library_errors
+from sieve.errors import SieveError
+from sieve.server import errors as _http_errors
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -75,10 +76,11 @@ class StreamEvent:
 
 def _error_classes() -> dict[str, type[SieveError]]:
     classes: dict[str, type[SieveError]] = {}
-    for name in _errors.__all__:
-        cls = getattr(_errors, name)
-        if isinstance(cls, type) and issubclass(cls, SieveError):
-            classes[cls.code] = cls
+    for module in (_library_errors, _http_errors):  # what the library raises, and what only HTTP can
+        for name in module.__all__:
+            cls = getattr(module, name)
+            if isinstance(cls, type) and issubclass(cls, SieveError):
+                classes[cls.code] = cls
     return classes
 
 
@@ -95,7 +97,7 @@ def raise_for_problem(response: httpx.Response) -> None:
     code = str(problem.get("code", "http_error"))
     detail = str(problem.get("detail") or problem.get("title") or f"HTTP {response.status_code}")
     exc = _error_classes().get(code, SieveError)(detail)
-    exc.status = response.status_code  # the instance reports what the server answered
+    exc.status = response.status_code  # type: ignore[attr-defined]  # what the server answered
     exc.code = code
     exc.problem = problem  # type: ignore[attr-defined]
     raise exc

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sieve.retriever.errors import InvalidInput
+from sieve.errors import InvalidInput
 
 if TYPE_CHECKING:
     from sieve.agent.config import AgentConfig
@@ -31,7 +31,7 @@ class EpisodeConfig:
 
     def __post_init__(self) -> None:
         if self.max_turns < 1 or self.k < 1 or self.search_k < 1 or self.max_new_tokens < 1:
-            raise ValueError(f"Expected positive max_turns, k, search_k, max_new_tokens, got {self}")
+            raise InvalidInput(f"Expected positive max_turns, k, search_k, max_new_tokens, got {self}")
 
     def agent_config(self, **overrides: Any) -> AgentConfig:
         """The AgentConfig of a training episode (``record_prompts`` on: RL and SFT need the views)."""
@@ -90,7 +90,7 @@ def split_tasks(tasks: list[dict[str, Any]], holdout: float, seed: int = 0) -> t
     import random
 
     if not 0.0 <= holdout < 1.0:
-        raise ValueError(f"Expected 0 <= holdout < 1, got {holdout}")
+        raise InvalidInput(f"Expected 0 <= holdout < 1, got {holdout}")
     ids = sorted({str(t.get("id", i)) for i, t in enumerate(tasks)})
     random.Random(seed).shuffle(ids)
     n_hold = int(round(holdout * len(ids)))

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sieve.errors import InvalidInput
 from sieve.train.config import EpisodeConfig, split_tasks
 
 if TYPE_CHECKING:
@@ -40,9 +41,9 @@ class PipelineConfig:
     def __post_init__(self) -> None:
         self.corpus, self.out = Path(self.corpus), Path(self.out)
         if not self.corpus.exists():
-            raise ValueError(f"Expected --corpus to be an existing file or folder, got {str(self.corpus)!r}")
+            raise InvalidInput(f"Expected --corpus to be an existing file or folder, got {str(self.corpus)!r}")
         if self.n_tasks < 4:
-            raise ValueError(f"Expected n_tasks >= 4 (train and held-out both need tasks), got {self.n_tasks}")
+            raise InvalidInput(f"Expected n_tasks >= 4 (train and held-out both need tasks), got {self.n_tasks}")
 
 
 def _write(path: Path, tasks: list[dict[str, Any]]) -> Path:

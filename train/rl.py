@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sieve.errors import InvalidInput
 from sieve.train.config import EpisodeConfig, load_tasks, split_tasks
 from sieve.train.rewards import RewardConfig, check_reward_weights, get_episode_reward
 
@@ -66,19 +67,19 @@ class RLConfig:
     def __post_init__(self) -> None:
         self.tasks, self.out = Path(self.tasks), Path(self.out)
         if self.loss_type not in LOSS_TYPES:
-            raise ValueError(f"Expected loss_type in {LOSS_TYPES}, got {self.loss_type!r}")
+            raise InvalidInput(f"Expected loss_type in {LOSS_TYPES}, got {self.loss_type!r}")
         if self.num_generations < 2:
-            raise ValueError(f"Expected num_generations >= 2 (GRPO needs a group), got {self.num_generations}")
+            raise InvalidInput(f"Expected num_generations >= 2 (GRPO needs a group), got {self.num_generations}")
         if self.max_steps < 1 or self.questions_per_step < 1 or self.micro_batches < 1:
-            raise ValueError(f"Expected max_steps, questions_per_step, micro_batches >= 1, got "
+            raise InvalidInput(f"Expected max_steps, questions_per_step, micro_batches >= 1, got "
                              f"{self.max_steps}, {self.questions_per_step}, {self.micro_batches}")
         if (self.questions_per_step * self.num_generations) % self.micro_batches:
-            raise ValueError(f"Expected questions_per_step * num_generations ({self.questions_per_step} * "
+            raise InvalidInput(f"Expected questions_per_step * num_generations ({self.questions_per_step} * "
                              f"{self.num_generations}) divisible by micro_batches ({self.micro_batches})")
         if self.scale_rewards not in ("group", "batch", "none"):
-            raise ValueError(f"Expected scale_rewards in ('group', 'batch', 'none'), got {self.scale_rewards!r}")
+            raise InvalidInput(f"Expected scale_rewards in ('group', 'batch', 'none'), got {self.scale_rewards!r}")
         if self.vllm_mode not in ("colocate", "server"):
-            raise ValueError(f"Expected vllm_mode in ('colocate', 'server'), got {self.vllm_mode!r}")
+            raise InvalidInput(f"Expected vllm_mode in ('colocate', 'server'), got {self.vllm_mode!r}")
 
 
 def task_rows(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -100,7 +101,7 @@ def grpo_args(cfg: RLConfig, num_processes: int = 1, reward_weights: list[float]
 
     episodes = cfg.questions_per_step * cfg.num_generations
     if episodes % (num_processes * cfg.micro_batches):
-        raise ValueError(f"Expected questions_per_step * num_generations ({episodes}) divisible by processes x "
+        raise InvalidInput(f"Expected questions_per_step * num_generations ({episodes}) divisible by processes x "
                          f"micro_batches ({num_processes} x {cfg.micro_batches})")
     per_device = episodes // (num_processes * cfg.micro_batches)
     eps_high = cfg.epsilon_high if cfg.epsilon_high is not None else (5.0 if cfg.loss_type == "cispo" else None)

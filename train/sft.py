@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tqdm.auto import tqdm
 
+from sieve.errors import InvalidInput
 from sieve.train.chat_format import assistant_target
 from sieve.train.config import EpisodeConfig, load_tasks, split_tasks
 from sieve.train.rewards import Gold
@@ -67,11 +68,11 @@ class WarmStartConfig:
     def __post_init__(self) -> None:
         self.tasks, self.out = Path(self.tasks), Path(self.out)
         if not 0.0 <= self.min_recall <= 1.0:
-            raise ValueError(f"Expected 0 <= min_recall <= 1, got {self.min_recall}")
+            raise InvalidInput(f"Expected 0 <= min_recall <= 1, got {self.min_recall}")
         if self.teacher not in ("heuristic", "openai", "local"):
-            raise ValueError(f"Expected teacher in ('heuristic', 'openai', 'local'), got {self.teacher!r}")
+            raise InvalidInput(f"Expected teacher in ('heuristic', 'openai', 'local'), got {self.teacher!r}")
         if self.epochs <= 0 or self.learning_rate <= 0 or self.max_length < 64:
-            raise ValueError(f"Expected epochs > 0, learning_rate > 0, max_length >= 64, got "
+            raise InvalidInput(f"Expected epochs > 0, learning_rate > 0, max_length >= 64, got "
                              f"{self.epochs}, {self.learning_rate}, {self.max_length}")
 
 
@@ -185,8 +186,6 @@ def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) 
     tools = tool_specs()
     rows = [ex for _, tr in kept for ex in trace_examples(tr, tok, tools, cfg.max_length)]
     if not rows:
-        from sieve.retriever.errors import InvalidInput
-
         raise InvalidInput(f"Expected teacher episodes with trajectory recall >= {cfg.min_recall}, got none of "
                            f"{len(episodes)}; lower --min-recall or check the collection")
     logger.info("SFT: %d/%d teacher episodes kept, %d turn examples", len(kept), len(episodes), len(rows))

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tqdm.auto import tqdm
 
-from sieve.retriever.errors import EmptyCorpus, InvalidInput
+from sieve.errors import EmptyCorpus, InvalidInput
 from sieve.train.rewards.metrics import contains_answer, normalize_answer
 from sieve.train.synth_generators import Draft, Link, LLMWriter, QuestionWriter, TemplateWriter
 
@@ -69,11 +69,11 @@ class SynthConfig:
 
     def __post_init__(self) -> None:
         if self.n < 1:
-            raise ValueError(f"Expected n >= 1, got {self.n}")
+            raise InvalidInput(f"Expected n >= 1, got {self.n}")
         if self.generator not in ("heuristic", "local", "openai"):
-            raise ValueError(f"Expected generator in ('heuristic', 'local', 'openai'), got {self.generator!r}")
+            raise InvalidInput(f"Expected generator in ('heuristic', 'local', 'openai'), got {self.generator!r}")
         if self.verify_k < 1 or self.shortcut_rank < 0 or self.n_distractors < 0:
-            raise ValueError(f"Expected verify_k >= 1, shortcut_rank >= 0, n_distractors >= 0, got "
+            raise InvalidInput(f"Expected verify_k >= 1, shortcut_rank >= 0, n_distractors >= 0, got "
                              f"{self.verify_k}, {self.shortcut_rank}, {self.n_distractors}")
 
 

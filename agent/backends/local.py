@@ -18,7 +18,7 @@ from typing import Any
 from sieve.agent.backends.base import ChatResult
 from sieve.agent.backends.parsing import parse_arguments, parse_tool_calls
 from sieve.agent.tool_specs import TOOL_ALIASES, TOOL_NAMES
-from sieve.retriever.errors import BackendError, ModelUnavailable
+from sieve.errors import BackendError, ModelUnavailable
 
 logger = logging.getLogger(__name__)
 _KNOWN = set(TOOL_NAMES) | set(TOOL_ALIASES)

@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from sieve.retriever.errors import ModelUnavailable
+from sieve.errors import ModelUnavailable
 
 logger = logging.getLogger(__name__)
 

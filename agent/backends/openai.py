@@ -1,7 +1,7 @@
 """OpenAI-compatible chat completions with tools (vLLM, llama.cpp server, OpenAI...), over httpx.
 
 Transient failures (timeouts, connection errors, 429 and 5xx) are retried with exponential
-back-off; anything else, or the last failure, raises :class:`~sieve.retriever.errors.BackendError`,
+back-off; anything else, or the last failure, raises :class:`~sieve.errors.BackendError`,
 which the loop turns into ``stop_reason="backend_error"``. Servers that return tool calls as
 text in ``content`` (small models, or vLLM without a tool parser) go through the lenient parser.
 """
@@ -16,7 +16,7 @@ from typing import Any
 from sieve.agent.backends.base import ChatResult, ParsedToolCall
 from sieve.agent.backends.parsing import parse_arguments, parse_tool_calls
 from sieve.agent.tool_specs import TOOL_ALIASES, TOOL_NAMES
-from sieve.retriever.errors import BackendError
+from sieve.errors import BackendError, InvalidInput
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class OpenAIBackend:
         import httpx
 
         if retries < 0:
-            raise ValueError(f"Expected retries >= 0, got {retries}")
+            raise InvalidInput(f"Expected retries >= 0, got {retries}")
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.timeout = timeout

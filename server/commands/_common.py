@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from sieve.retriever.errors import SieveError
+from sieve.errors import SieveError
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -103,7 +103,6 @@ def register(app: typer.Typer) -> None:
         """Agentic search: iterative search, read and prune within a token budget; prints ranked evidence."""
         from sieve.agent import AgentConfig, SearchAgent, make_policy
         from sieve.retriever import CorpusIndex
-        from sieve.retriever.errors import InvalidInput
 
         s = settings_from(data_dir, chroma_url, embedder)
         overrides: dict[str, Any] = {"budget_tokens": budget, "k": k, "max_turns": max_turns, "rollouts": rollouts}
@@ -113,10 +112,7 @@ def register(app: typer.Typer) -> None:
             overrides["model"] = model
         if local_model:
             overrides["local_model"] = local_model
-        try:
-            config = AgentConfig(**overrides)
-        except ValueError as exc:
-            raise InvalidInput(str(exc)) from None
+        config = AgentConfig(**overrides)
         index = CorpusIndex.open(s.retriever_config(), collection)
         agent = SearchAgent(index, make_policy(policy, config), config)
         on_event = None if quiet else _step_logger()

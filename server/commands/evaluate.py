@@ -9,12 +9,11 @@ from typing import Optional
 
 import typer
 
+from sieve.errors import InvalidInput
 from sieve.server.commands._common import ChromaUrlOpt, DataDirOpt, EmbedderOpt, JsonOpt, cli_errors, print_json, settings_from
 
 
 def _parse_ks(raw: str) -> list[int]:
-    from sieve.retriever.errors import InvalidInput
-
     try:
         ks = [int(x) for x in raw.split(",") if x.strip()]
     except ValueError:
@@ -46,14 +45,9 @@ def register(app: typer.Typer) -> None:
 
         ks = _parse_ks(k)
         s = settings_from(data_dir, chroma_url, embedder, embed_dtype="bfloat16" if bf16 else None)
-        try:
-            config = EvalConfig(data=list(data), systems=[systems], ks=ks, limit=limit, out=out,
-                                exports=not no_exports, plots=not no_plots, progress=not as_json,
-                                command="sieve " + shlex.join(sys.argv[1:]))
-        except ValueError as exc:
-            from sieve.retriever.errors import InvalidInput
-
-            raise InvalidInput(str(exc)) from None
+        config = EvalConfig(data=list(data), systems=[systems], ks=ks, limit=limit, out=out,
+                            exports=not no_exports, plots=not no_plots, progress=not as_json,
+                            command="sieve " + shlex.join(sys.argv[1:]))
         report = run_eval(config, s.retriever_config())
         if as_json:
             print_json({"out": str(report.out_dir), "primary_metric": report.primary_metric,

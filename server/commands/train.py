@@ -22,27 +22,11 @@ def _open_index(collection: str, data_dir: Path | None, chroma_url: str | None, 
 
 
 def _check_choice(value: str, valid: tuple[str, ...], flag: str) -> str:
-    from sieve.retriever.errors import InvalidInput
+    from sieve.errors import InvalidInput
 
     if value not in valid:
         raise InvalidInput(f"Expected {flag} in {list(valid)}, got {value!r}")
     return value
-
-
-def _value_errors(fn):
-    """Config dataclasses raise ValueError on bad combinations; report them like our errors."""
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except ValueError as exc:
-            from sieve.retriever.errors import InvalidInput
-
-            raise InvalidInput(str(exc)) from None
-
-    return wrapper
 
 
 def register(app: typer.Typer) -> None:
@@ -51,7 +35,6 @@ def register(app: typer.Typer) -> None:
 
     @train.command("synth")
     @cli_errors
-    @_value_errors
     def synth_cmd(
         collection: str = CollectionOpt,
         n: int = typer.Option(500, "--n", help="Verified tasks wanted (a rerun resumes up to N)."),
@@ -83,7 +66,6 @@ def register(app: typer.Typer) -> None:
 
     @train.command("sft")
     @cli_errors
-    @_value_errors
     def sft_cmd(
         tasks: Path = typer.Option(..., "--tasks", help="Tasks JSONL (from `sieve train synth`)."),
         collection: str = CollectionOpt,
@@ -134,7 +116,6 @@ def register(app: typer.Typer) -> None:
 
     @train.command("rl")
     @cli_errors
-    @_value_errors
     def rl_cmd(
         tasks: Path = typer.Option(..., "--tasks", help="Tasks JSONL."),
         collection: str = CollectionOpt,
@@ -181,7 +162,6 @@ def register(app: typer.Typer) -> None:
 
     @train.command("all")
     @cli_errors
-    @_value_errors
     def all_cmd(
         corpus: Path = typer.Option(..., "--corpus", help="File or folder to index (.jsonl .txt .md .html .pdf)."),
         collection: str = CollectionOpt,

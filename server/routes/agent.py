@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter
 from sse_starlette.sse import EventSourceResponse
 
-from sieve.retriever.errors import SieveError
+from sieve.errors import SieveError
 from sieve.server.agent_runner import (
     POLICIES, EpisodeRequest, agent_config, check_filters, context1_events, policy_name, progress_event, run_episode_async,
     stream_episode,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Path, Query
 
-from sieve.retriever.errors import InvalidInput, NotFound
+from sieve.errors import InvalidInput, NotFound
 from sieve.retriever.store import validate_collection_name
 from sieve.retriever.types import Document
 from sieve.server.convert import document_out

@@ -6,8 +6,8 @@ import time
 
 from fastapi import APIRouter
 
+from sieve.errors import EmptyCorpus, InvalidInput
 from sieve.retriever.base import validate_k, validate_query
-from sieve.retriever.errors import EmptyCorpus, InvalidInput
 from sieve.server.convert import hit_out, search_r1_doc
 from sieve.server.deps import ReadAuth, StateDep, run_blocking
 from sieve.server.schemas import (

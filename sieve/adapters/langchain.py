@@ -43,7 +43,10 @@ class SieveRetriever(BaseRetriever):
     filters: dict[str, Any] | None = None
     _source: Any = PrivateAttr(default=None)
 
-    def model_post_init(self, context: Any, /) -> None:
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        # After pydantic's validation, not inside it (model_post_init): there our InvalidInput, being a
+        # ValueError, would come out wrapped in a pydantic ValidationError.
         self._source = make_source(self.base_url, self.api_key, self.client, self.sieve)
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:

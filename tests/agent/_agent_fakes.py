@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 
 from sieve.agent.backends.base import ChatResult, ParsedToolCall
-from sieve.retriever.errors import BackendError
+from sieve.errors import BackendError
 
 
 def call(name: str, **arguments: Any) -> ParsedToolCall:

@@ -16,7 +16,7 @@ import pytest
 from sieve.agent import AgentConfig, SearchAgent, make_policy
 from sieve.agent.backends.openai import OpenAIBackend
 from sieve.agent.tool_specs import tool_specs
-from sieve.retriever.errors import BackendError
+from sieve.errors import BackendError
 
 
 def completion(content=None, tool_calls=None, prompt_tokens=11, completion_tokens=7):

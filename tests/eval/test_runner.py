@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from sieve.errors import InvalidInput
 from sieve.eval.data import collection_name, load_sets, open_eval_index
 from sieve.eval.evaluator import RESULTS_FILE, RetrievalEvaluator, load_results
 from sieve.eval.metrics import dedupe
 from sieve.eval.runner import EvalConfig, run_eval
 from sieve.eval.systems import RetrievalSystem, SystemOutput, parse_systems
-from sieve.retriever.errors import InvalidInput
 
 QUESTION = "Who directed the film whose screenplay was co-written with Arthur C. Clarke?"
 

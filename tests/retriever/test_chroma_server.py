@@ -12,8 +12,8 @@ import pytest
 from _retriever_helpers import MULTI_DOCS, assert_consistent
 from _server_process import free_port, server_process
 
+from sieve.errors import InvalidPattern, NotFound, UnknownCollection
 from sieve.retriever import CorpusIndex, Document, RetrieverConfig
-from sieve.retriever.errors import InvalidPattern, NotFound, UnknownCollection
 from sieve.retriever.index import delete_collection, list_collections
 
 if TYPE_CHECKING:

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from sieve.errors import InvalidInput
 from sieve.retriever import Document, RetrieverConfig
 from sieve.retriever.chunking import Chunker, chunk_id_for, split_chunk_id
-from sieve.retriever.errors import InvalidInput
 
 LONG_WORD = "Pneumonoultramicroscopicsilicovolcanoconiosis"  # ~15 word pieces
 

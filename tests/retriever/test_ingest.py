@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from sieve.retriever.errors import InvalidInput, NotFound
+from sieve.errors import InvalidInput, NotFound
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents, load_documents
 from sieve.retriever.types import Document
 

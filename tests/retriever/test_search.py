@@ -7,8 +7,9 @@ import re
 import numpy as np
 import pytest
 
+from sieve.errors import EmptyCorpus, InvalidInput, InvalidPattern, NotFound, UnknownCollection
 from sieve.retriever import CorpusIndex, RetrieverConfig
-from sieve.retriever.errors import EmptyCorpus, InvalidInput, InvalidPattern, NotFound, UnknownCollection
+from sieve.server.errors import http_status
 
 from _retriever_helpers import MULTI_DOCS
 
@@ -222,7 +223,7 @@ def test_unknown_collection_lists_valid_names(make_index, embedder):
     index = make_index("present-one")
     with pytest.raises(UnknownCollection, match="present-one") as err:
         CorpusIndex.open(index.config, "absent-one", embedder=embedder)
-    assert err.value.status == 404 and "absent-one" in err.value.message
+    assert http_status(err.value) == 404 and "absent-one" in err.value.message
 
 
 def test_bad_collection_name(tmp_path, embedder):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from live_server import TINY, TINY_DOCS
 
-from sieve.retriever.errors import InvalidInput
+from sieve.errors import InvalidInput
 
 QUESTION = "What was the 2020 population of the city that Charles Lindbergh's transatlantic aircraft was named after?"
 

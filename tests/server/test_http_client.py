@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from live_server import API_KEY, TINY, TINY_DOCS
 
-from sieve.retriever.errors import InvalidInput, PayloadTooLarge, SieveError, Unauthorized, UnknownCollection
+from sieve.errors import InvalidInput, SieveError, UnknownCollection
 from sieve.retriever.types import Document
 from sieve.client import SearchResult, SieveClient, StreamEvent
+from sieve.server.errors import PayloadTooLarge, Unauthorized
 
 QUESTION = "What was the 2020 population of the city that Charles Lindbergh's transatlantic aircraft was named after?"
 

@@ -17,6 +17,8 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
+from sieve.errors import InvalidInput
+
 AnnealKind = Literal["constant", "linear", "cosine"]
 GoldLevel = Literal["doc", "chunk"]
 
@@ -87,25 +89,25 @@ class RewardConfig:
 
     def __post_init__(self) -> None:
         if self.level not in ("doc", "chunk"):
-            raise ValueError(f"Expected level in ('doc', 'chunk'), got {self.level!r}")
+            raise InvalidInput(f"Expected level in ('doc', 'chunk'), got {self.level!r}")
         if self.beta_start <= 0 or self.beta_end <= 0:
-            raise ValueError(f"Expected beta_start, beta_end > 0, got {self.beta_start}, {self.beta_end}")
+            raise InvalidInput(f"Expected beta_start, beta_end > 0, got {self.beta_start}, {self.beta_end}")
         if self.beta_epochs < 1:
-            raise ValueError(f"Expected beta_epochs >= 1, got {self.beta_epochs}")
+            raise InvalidInput(f"Expected beta_epochs >= 1, got {self.beta_epochs}")
         if not 0 < self.epsilon < 1:
-            raise ValueError(f"Expected 0 < epsilon < 1, got {self.epsilon}")
+            raise InvalidInput(f"Expected 0 < epsilon < 1, got {self.epsilon}")
         if self.turn_end <= self.turn_start:
-            raise ValueError(f"Expected turn_end > turn_start, got {self.turn_end} <= {self.turn_start}")
+            raise InvalidInput(f"Expected turn_end > turn_start, got {self.turn_end} <= {self.turn_start}")
         if self.prune_streak < 0 or self.collapse_max_searches < 0:
-            raise ValueError(f"Expected prune_streak, collapse_max_searches >= 0, got "
+            raise InvalidInput(f"Expected prune_streak, collapse_max_searches >= 0, got "
                              f"{self.prune_streak}, {self.collapse_max_searches}")
         if self.aux_anneal not in ("constant", "linear", "cosine"):
-            raise ValueError(f"Expected aux_anneal in ('constant', 'linear', 'cosine'), got {self.aux_anneal!r}")
+            raise InvalidInput(f"Expected aux_anneal in ('constant', 'linear', 'cosine'), got {self.aux_anneal!r}")
         if not 0.0 <= self.aux_final_scale <= 1.0:
-            raise ValueError(f"Expected 0 <= aux_final_scale <= 1, got {self.aux_final_scale}")
+            raise InvalidInput(f"Expected 0 <= aux_final_scale <= 1, got {self.aux_final_scale}")
         negative = {k: v for k, v in asdict(self).items() if isinstance(v, float) and v < 0}
         if negative:
-            raise ValueError(f"Expected non-negative weights, got {negative}")
+            raise InvalidInput(f"Expected non-negative weights, got {negative}")
 
     # -- schedule -----------------------------------------------------------------------------------
     def beta_at(self, progress: float) -> float:
@@ -159,7 +161,7 @@ class RewardConfig:
 
 def _clip01(x: float) -> float:
     if math.isnan(x):
-        raise ValueError(f"Expected progress in [0, 1], got {x}")
+        raise InvalidInput(f"Expected progress in [0, 1], got {x}")
     return min(max(float(x), 0.0), 1.0)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sieve.errors import InvalidInput
 from sieve.eval.metrics import doc_id_of as doc_of  # one definition of chunk id -> doc id
-from sieve.retriever.errors import InvalidInput
 
 
 @dataclass(frozen=True)

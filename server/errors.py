@@ -1,0 +1,65 @@
+"""Errors only HTTP can produce, and the one map from every Sieve error to its HTTP status.
+
+The library's errors (``sieve.errors``) carry a ``code`` only; which status a code becomes is
+decided here, once, for the problem-details handler and the MCP wrapper alike. A subclass
+without an entry gets its nearest ancestor's status (``InvalidPattern`` is a 422 as
+``InvalidInput`` is). No FastAPI import: :class:`~sieve.client.SieveClient` rebuilds these
+errors from a server's answers.
+
+Example:
+    >>> from sieve.errors import InvalidPattern
+    >>> http_status(InvalidPattern("Expected a regex, got '('")), http_status(Unauthorized("no key"))
+    (422, 401)
+"""
+
+from __future__ import annotations
+
+from sieve.errors import (
+    BackendError, EmptyCorpus, InvalidInput, ModelUnavailable, NotFound, SieveError, StoreUnavailable,
+    UnknownCollection,
+)
+
+
+class Unauthorized(SieveError):
+    """A request without the server's API key where one is required."""
+
+    code = "unauthorized"
+
+
+class PayloadTooLarge(SieveError):
+    """A request body over ``SIEVE_MAX_BODY_BYTES``."""
+
+    code = "payload_too_large"
+
+
+class RequestTimeout(SieveError):
+    """A request's blocking work (retrieval, agent run) ran past its time limit."""
+
+    code = "timeout"
+
+
+HTTP_STATUS: dict[type[SieveError], int] = {
+    SieveError: 500,
+    InvalidInput: 422,
+    NotFound: 404,
+    UnknownCollection: 404,
+    EmptyCorpus: 409,
+    BackendError: 502,
+    StoreUnavailable: 503,
+    ModelUnavailable: 503,
+    Unauthorized: 401,
+    PayloadTooLarge: 413,
+    RequestTimeout: 504,
+}
+
+
+def http_status(exc: SieveError) -> int:
+    """The HTTP status of ``exc``: its class's entry in :data:`HTTP_STATUS`, else its nearest ancestor's."""
+    for cls in type(exc).__mro__:
+        status = HTTP_STATUS.get(cls)
+        if status is not None:
+            return status
+    return 500
+
+
+__all__ = ["HTTP_STATUS", "PayloadTooLarge", "RequestTimeout", "Unauthorized", "http_status"]
