@@ -70,8 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="Print the result row as JSON too.")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    from sieve.runtime import prepare_runtime
+
+    prepare_runtime()
 
     from sieve.agent import AgentConfig, HeuristicConfig, SearchAgent, make_policy
 

@@ -91,6 +91,10 @@ class AgentConfig:
     local_model: Path | None = field(
         default=None, metadata={"help": "HF model folder for the local policy (default: SmolLM2-135M, converted once)."}
     )
+    models_dir: Path | None = field(
+        default=None, metadata={"help": "Folder the default local model is converted into once (default: "
+                                        "<per-user data dir>/models; Settings uses SIEVE_DATA_DIR/models)."}
+    )
     pruning: PruningConfig = field(default_factory=PruningConfig)
     heuristic: HeuristicConfig = field(default_factory=HeuristicConfig)
 

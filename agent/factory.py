@@ -45,7 +45,7 @@ def make_policy(name: str, config: AgentConfig | None = None, *, backend: ChatBa
             from sieve.agent.backends.local import LocalBackend
             from sieve.agent.backends.models import smollm2_path
 
-            backend = LocalBackend.load(config.local_model or smollm2_path())
+            backend = LocalBackend.load(config.local_model or smollm2_path(config.models_dir))
         tok = getattr(backend, "tokenizer", None)
         return LLMPolicy(backend, config, name="local", counter=HFTokenCounter(tok) if tok is not None else None)
     raise InvalidInput(f"Expected a policy in {list(POLICIES)}, got {name!r}")

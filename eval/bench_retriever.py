@@ -286,8 +286,9 @@ def parse_args(argv: Sequence[str] | None = None) -> BenchConfig:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    from sieve.runtime import prepare_runtime
+
+    prepare_runtime()
     cfg = parse_args(argv)
     from sieve.retriever import RetrieverConfig
     from sieve.retriever.embeddings import Embedder

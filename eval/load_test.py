@@ -94,9 +94,11 @@ def free_port() -> int:
 
 def start_server(data_dir: Path, collection: str, bf16: bool) -> tuple[subprocess.Popen, str]:
     """Index the sample corpus (once per data folder) and start ``sieve serve`` on a free port."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False",
-           "SIEVE_DATA_DIR": str(data_dir)}
-    cli = [sys.executable, "-c", "from server.cli import main; main()"]
+    from sieve.runtime import RUNTIME_ENV
+
+    # The child inherits this environment (PATH, the venv...), plus offline switches and its data folder.
+    env = {**os.environ, **RUNTIME_ENV, "SIEVE_DATA_DIR": str(data_dir)}
+    cli = [sys.executable, "-c", "from sieve.server.cli import main; main()"]
     logger.info("Indexing the sample corpus into %s", data_dir)
     subprocess.run([*cli, "index", str(SAMPLE_DIR / "corpus.jsonl"), "-c", collection, "--json",
                     *(["--bf16"] if bf16 else [])], env=env, check=True, stdout=subprocess.DEVNULL)

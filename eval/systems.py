@@ -114,7 +114,7 @@ class AgentSystem:
         self.policy_name = policy
         self.depth = depth
         self.name = f"agent:{policy}"
-        self.config = AgentConfig(k=depth, **agent_overrides)
+        self.config = AgentConfig(k=depth, **{"models_dir": index.config.models_dir, **agent_overrides})
         self.agent = SearchAgent(index, make_policy(policy, self.config), self.config)
 
     def run(self, question: str) -> SystemOutput:

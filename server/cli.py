@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 
 import typer
 
@@ -23,9 +22,9 @@ def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug log
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # Models come from local paths only; make sure no library tries a hub download.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    from sieve.runtime import prepare_runtime
+
+    prepare_runtime()
 
 
 for _name in COMMAND_MODULES:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from sieve.retriever.embeddings import Embedder
-    from sieve.server.config import Settings
+    from sieve.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     """Build the app.
 
     Args:
-        settings: server settings (default: ``Settings()`` from ``SIEVE_*`` variables).
+        settings: server settings (default: :func:`~sieve.settings.load_settings` from ``SIEVE_*`` variables).
         embedder: an already-loaded embedder to share (tests); loaded in the lifespan otherwise.
 
     Returns:
@@ -55,9 +55,9 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     Example:
         >>> app = create_app()  # doctest: +SKIP
     """
-    from sieve.server.config import Settings
+    from sieve.settings import load_settings
 
-    settings = settings or Settings()
+    settings = settings or load_settings()
     state = AppState(settings, embedder=embedder)
     mcp_server = None
     if settings.mcp:

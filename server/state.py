@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from sieve.retriever import CorpusIndex
     from sieve.retriever.config import RetrieverConfig
     from sieve.retriever.embeddings import Embedder
-    from sieve.server.config import Settings
+    from sieve.settings import Settings
 
 logger = logging.getLogger(__name__)
 

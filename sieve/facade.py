@@ -5,23 +5,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sieve.retriever.config import RetrieverConfig
-
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
     from sieve.agent import AgentConfig, Trace
     from sieve.retriever import CorpusIndex, Document, Hit, IndexReport
+    from sieve.retriever.config import RetrieverConfig
     from sieve.retriever.types import SearchMode, Where
 
 
 class Sieve:
     """A collection plus the agent that searches it.
 
+    What is not passed comes from ``SIEVE_*`` environment variables, read once through
+    :func:`sieve.settings.load_settings`, exactly as the ``sieve`` command reads them.
+
     Args:
-        collection: collection name (created on first write).
-        config: retrieval settings; defaults read ``SIEVE_*`` environment variables.
-        agent_config: agent settings (policy, budget, caps).
+        collection: collection name (created on first write; default ``$SIEVE_COLLECTION`` or "default").
+        config: retrieval settings (default: from the environment, with ``data_dir`` if given).
+        agent_config: agent settings (policy, budget, caps; default: from the environment).
+        data_dir: the data folder, when ``config`` is not given (default ``$SIEVE_DATA_DIR``).
 
     Example:
         >>> s = Sieve("docs")  # doctest: +SKIP
@@ -31,11 +34,19 @@ class Sieve:
     """
 
     def __init__(
-        self, collection: str = "default", *, config: RetrieverConfig | None = None,
+        self, collection: str | None = None, *, config: RetrieverConfig | None = None,
         agent_config: AgentConfig | None = None, data_dir: str | Path | None = None,
     ) -> None:
+        if collection is None or config is None or agent_config is None:
+            from sieve.settings import load_settings
+
+            settings = load_settings(data_dir=Path(data_dir) if data_dir else None)
+            collection = collection or settings.collection
+            config = config or settings.retriever_config()
+            # Converted models live beside this collection's data, wherever that is.
+            agent_config = agent_config or settings.agent_config(models_dir=config.models_dir)
         self.collection = collection
-        self.config = config or (RetrieverConfig(data_dir=Path(data_dir)) if data_dir else RetrieverConfig())
+        self.config = config
         self._agent_config = agent_config
         self._index: CorpusIndex | None = None
         self._agents: dict[str, Any] = {}
@@ -69,9 +80,9 @@ class Sieve:
         """
         import dataclasses
 
-        from sieve.agent import AgentConfig, SearchAgent, make_policy
+        from sieve.agent import SearchAgent, make_policy
 
-        base = self._agent_config or AgentConfig()
+        base = self._agent_config
         cfg = dataclasses.replace(base, **overrides) if overrides else base
         agent = SearchAgent(self.corpus, make_policy(policy, cfg), cfg)
         return agent.run_fused(question, rollouts=rollouts) if rollouts > 1 else agent.run(question)

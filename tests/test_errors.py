@@ -59,7 +59,7 @@ def test_config_validation_raises_our_error(module: str, name: str, bad: dict) -
         config(**bad)
 
 
-@pytest.mark.parametrize("module", ["sieve.errors", "sieve.server.errors",
+@pytest.mark.parametrize("module", ["sieve.errors", "sieve.server.errors", "sieve.settings", "sieve.runtime",
                                     "sieve.retriever.config", "sieve.agent.config", "sieve.client"])
 def test_each_module_imports_first_without_a_cycle(module: str) -> None:
     # A fresh interpreter importing this module before anything else: a cycle would fail here.

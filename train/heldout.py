@@ -87,7 +87,7 @@ def run_heldout(index: CorpusIndex, tasks: list[dict[str, Any]], episode: Episod
     from sieve.agent import SearchAgent, make_policy
 
     t0 = time.perf_counter()
-    cfg = episode.agent_config(record_prompts=False, temperature=0.0,
+    cfg = episode.agent_config(record_prompts=False, temperature=0.0, models_dir=index.config.models_dir,
                                local_model=Path(model_path) if model_path else None)
     agent = SearchAgent(index, make_policy(policy, cfg, backend=backend), cfg)
     traces = [agent.run(t["question"]) for t in tqdm(tasks, desc=f"Held-out ({policy})", disable=not progress)]

