@@ -34,3 +34,23 @@ def test_train_errors_are_one_line(sample_index, session_data_dir, tmp_path):
     res = runner.invoke(app, ["train", "rl", "--tasks", "data/sample/tasks.jsonl", "-c", "sample",
                               "--data-dir", str(session_data_dir), "--num-generations", "1"])
     assert res.exit_code == 2 and "num_generations >= 2" in res.stderr
+
+
+def test_sft_and_rl_share_one_episode_definition():
+    from dataclasses import asdict
+
+    import typer.main
+
+    from sieve.train.config import EpisodeConfig
+    from sieve.train.rl import RLConfig
+    from sieve.train.sft import WarmStartConfig
+
+    names = {"budget_tokens", "max_turns", "max_new_tokens", "search_k", "search_tokens"}
+    train = typer.main.get_command(app).commands["train"]
+
+    def flags(command: str) -> dict:
+        return {p.name: p.default for p in train.commands[command].params if p.name in names}
+
+    expected = {n: v for n, v in asdict(EpisodeConfig()).items() if n in names}
+    assert flags("sft") == flags("rl") == expected
+    assert RLConfig().episode == WarmStartConfig().episode == EpisodeConfig()
