@@ -26,7 +26,7 @@ from sieve.pruning.tokens import ApproxTokenCounter
 
 if TYPE_CHECKING:
     from sieve.agent.config import AgentConfig, HeuristicConfig
-    from sieve.agent.loop import Episode
+    from sieve.agent.episode import Episode
     from sieve.pruning.context import ChunkEntry
     from sieve.pruning.tokens import TokenCounter
 

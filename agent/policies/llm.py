@@ -12,7 +12,7 @@ from sieve.pruning.tokens import ApproxTokenCounter
 if TYPE_CHECKING:
     from sieve.agent.backends.base import ChatBackend
     from sieve.agent.config import AgentConfig
-    from sieve.agent.loop import Episode
+    from sieve.agent.episode import Episode
     from sieve.pruning.tokens import TokenCounter
 
 # Fused rollouts need diverse episodes; greedy decoding would make them identical.
