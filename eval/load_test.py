@@ -16,7 +16,6 @@ import asyncio
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,10 +23,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from sieve._net import free_port, wait_until_healthy
 from sieve.data import SAMPLE_DIR
+from sieve.eval.data import read_tasks
+from sieve.eval.metrics import percentile
 
 logger = logging.getLogger(__name__)
-
 
 
 @dataclass
@@ -43,20 +44,6 @@ class Cell:
     @property
     def rps(self) -> float:
         return (self.requests - self.errors) / self.seconds if self.seconds else 0.0
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile.
-
-    Example:
-        >>> percentile([1.0, 2.0, 3.0, 4.0], 0.5)
-        2.0
-    """
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    rank = max(1, int(round(q * len(ordered) + 0.4999)))
-    return ordered[min(rank, len(ordered)) - 1]
 
 
 async def run_cell(url: str, endpoint: str, clients: int, n: int, queries: list[str], body: dict) -> Cell:
@@ -83,13 +70,7 @@ async def run_cell(url: str, endpoint: str, clients: int, n: int, queries: list[
         t0 = time.perf_counter()
         await asyncio.gather(*(worker(client) for _ in range(clients)))
         seconds = time.perf_counter() - t0
-    return Cell(endpoint, clients, n, errors, seconds, percentile(latencies, 0.5), percentile(latencies, 0.95))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return Cell(endpoint, clients, n, errors, seconds, percentile(latencies, 50), percentile(latencies, 95))
 
 
 def start_server(data_dir: Path, collection: str, bf16: bool) -> tuple[subprocess.Popen, str]:
@@ -106,20 +87,12 @@ def start_server(data_dir: Path, collection: str, bf16: bool) -> tuple[subproces
     proc = subprocess.Popen([*cli, "serve", "--port", str(port), "-c", collection, "--preload", collection,
                              "--log-level", "warning", *(["--bf16"] if bf16 else [])], env=env)
     url = f"http://127.0.0.1:{port}"
-    import httpx
-
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"sieve serve exited with {proc.returncode}")
-        try:
-            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    proc.terminate()
-    raise RuntimeError("sieve serve did not become healthy within 300 s")
+    try:
+        wait_until_healthy(url + "/healthz", proc=proc, name="sieve serve", timeout_s=300, request_timeout_s=2)
+    except RuntimeError:
+        proc.terminate()
+        raise
+    return proc, url
 
 
 def print_table(cells: list[Cell], title: str) -> None:
@@ -150,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request would drown the table
     levels = [int(x) for x in args.clients.split(",")]
-    queries = [json.loads(line)["question"] for line in (SAMPLE_DIR / "tasks.jsonl").open() if line.strip()]
+    queries = [t["question"] for t in read_tasks(SAMPLE_DIR / "tasks.jsonl")]
 
     proc = None
     tmp = None

@@ -16,7 +16,9 @@ import os
 from pathlib import Path
 
 import pytest
-from _server_process import free_port, server_process
+from _server_process import server_process
+
+from sieve._net import free_port
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow,
               pytest.mark.skipif(os.environ.get("SIEVE_TEST_VLLM") != "1", reason="opt-in: SIEVE_TEST_VLLM=1")]
