@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sieve.agent.factory import POLICIES
 from sieve.errors import InvalidInput
 from sieve.retriever.base import validate_k
 from sieve.server.deps import run_blocking
@@ -23,8 +24,6 @@ if TYPE_CHECKING:
     from sieve.server.state import AppState
 
 logger = logging.getLogger(__name__)
-
-POLICIES = ("heuristic", "openai", "local")
 
 
 @dataclass
@@ -39,7 +38,6 @@ class EpisodeRequest:
     policy: str | None = None
     filters: dict[str, Any] | None = None
     rollouts: int = 1
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def agent_config(state: AppState, req: EpisodeRequest | None = None) -> AgentConfig:
