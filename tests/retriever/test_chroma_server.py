@@ -6,7 +6,6 @@ import json
 import shutil
 from typing import TYPE_CHECKING
 
-import httpx
 import pytest
 
 from _retriever_helpers import MULTI_DOCS, assert_consistent
