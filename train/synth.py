@@ -2,14 +2,20 @@
 
 1. **Link**: a *bridge* chunk whose text mentions another document's title (exact, case-sensitive
    n-gram match) gives a *target*: that document's lead chunk. For LLM writers, a BM25 neighbour
-   sharing a named entity (``index.bm25.scored_ids``) is a fallback link.
-2. **Write**: a question writer (:mod:`sieve.train.synth_generators`) drafts a question that needs
-   both chunks: the bridge to identify the target, the target for the answer.
-3. **Verify** (every draft, whatever wrote it): the answer is supported (occurs in the target's
-   text); each gold chunk is necessary (the answer is in neither the bridge nor the question, and
-   the question does not name the target); no retrieval shortcut (a single hybrid search with the
-   question must not put the target at the top without also finding the bridge); optionally a
-   reader model must fail to answer from the bridge alone.
+   sharing a named entity (``index.bm25.scored_ids``) is a fallback link. For the template writer,
+   a share of lead chunks is instead *paired* with a lead chunk of the same kind (two people, two
+   films...) that BM25 finds near it, for a comparison question.
+2. **Write**: a question writer (:mod:`sieve.train.synth_generators`) drafts questions that need
+   both chunks: the bridge to identify the target, the target for the answer (comparisons: each
+   chunk for its side).
+3. **Verify** (every draft, whatever wrote it; the first draft that passes is kept): the answer is
+   supported (occurs in the target's text); each gold chunk is necessary (the answer is in neither
+   the bridge nor the question, and the question does not name the target; comparisons: each
+   chunk states its own value and not the other's); the question quotes no more than
+   ``max_quoted_words`` content words of either chunk in a row (names and numbers aside); no
+   retrieval shortcut (a single hybrid search with the question must not put the target at the top
+   without also finding the bridge); optionally a reader model must fail to answer from the bridge
+   alone.
 4. **Distractors**: chunks that search returns for the question or the target's title but that
    neither are gold nor hold the answer (``meta.distractor_ids``).
 
@@ -34,7 +40,8 @@ from tqdm.auto import tqdm
 
 from sieve.errors import EmptyCorpus, InvalidInput
 from sieve.train.rewards.metrics import contains_answer, normalize_answer
-from sieve.train.synth_generators import Draft, Link, LLMWriter, QuestionWriter, TemplateWriter
+from sieve.train.synth_facts import clean_title, quoted_content_words
+from sieve.train.synth_generators import COMPARABLE, Draft, Link, LLMWriter, QuestionWriter, TemplateWriter
 
 if TYPE_CHECKING:
     from sieve.retriever import CorpusIndex
@@ -65,6 +72,11 @@ class SynthConfig:
     reader_check: bool = field(default=False, metadata={
         "help": "LLM writers: also reject when the model answers from the bridge chunk alone."})
     max_answer_words: int = field(default=10, metadata={"help": "Longer answers are rejected."})
+    max_quoted_words: int = field(default=4, metadata={
+        "help": "Reject a question that copies more content words of a gold chunk in a row (names, numbers aside)."})
+    comparison_share: float = field(default=0.3, metadata={
+        "help": "Template writer: share of lead chunks tried first as one side of a comparison question."})
+    drafts_per_link: int = field(default=3, metadata={"help": "Most drafts verified per link before moving on."})
     id_prefix: str = field(default="synth", metadata={"help": "Prefix of task ids."})
 
     def __post_init__(self) -> None:
@@ -75,6 +87,9 @@ class SynthConfig:
         if self.verify_k < 1 or self.shortcut_rank < 0 or self.n_distractors < 0:
             raise InvalidInput(f"Expected verify_k >= 1, shortcut_rank >= 0, n_distractors >= 0, got "
                              f"{self.verify_k}, {self.shortcut_rank}, {self.n_distractors}")
+        if not 0.0 <= self.comparison_share <= 1.0 or self.max_quoted_words < 0 or self.drafts_per_link < 1:
+            raise InvalidInput(f"Expected 0 <= comparison_share <= 1, max_quoted_words >= 0, drafts_per_link >= 1, "
+                             f"got {self.comparison_share}, {self.max_quoted_words}, {self.drafts_per_link}")
 
 
 @dataclass
@@ -162,7 +177,8 @@ def find_links(bridge: Chunk, view: CorpusView, index: CorpusIndex | None, cfg: 
 
 
 def task_id(link: Link, generator: str, prefix: str = "synth") -> str:
-    digest = hashlib.sha1(f"{link.bridge.chunk_id}|{link.target.chunk_id}|{generator}".encode()).hexdigest()
+    via = "|compare" if link.via == "compare" else ""  # a pair may also be a bridge link: distinct ids
+    digest = hashlib.sha1(f"{link.bridge.chunk_id}|{link.target.chunk_id}|{generator}{via}".encode()).hexdigest()
     return f"{prefix}-{digest[:12]}"
 
 
@@ -171,19 +187,49 @@ def _mentions(text: str, phrase: str) -> bool:
     return bool(p) and f" {p} " in f" {normalize_answer(text)} "
 
 
+def _names(link: Link) -> list[str]:
+    titles = [link.bridge.title or "", link.target.title or ""]
+    return [t for t in dict.fromkeys([*titles, *(clean_title(t) for t in titles)]) if len(t) >= 3]
+
+
+def _verify_comparison(draft: Draft, link: Link, index: CorpusIndex, cfg: SynthConfig) -> tuple[str | None, dict[str, Any]]:
+    """Both chunks state their own side's value and not the other's; the question names both, quotes neither."""
+    if len(draft.evidence) != 2:
+        return "bad_evidence", {}
+    ex, ey = draft.evidence
+    if not contains_answer(link.bridge.text, [ex]) or not contains_answer(link.target.text, [ey]):
+        return "unsupported", {}
+    if ex != ey and (contains_answer(link.target.text, [ex]) or contains_answer(link.bridge.text, [ey])):
+        return "value_in_both", {}  # one chunk would settle the comparison alone
+    if contains_answer(draft.question, draft.evidence):
+        return "answer_in_question", {}
+    hits = index.search(draft.question, k=cfg.verify_k, mode="hybrid")
+    ranks = {h.chunk_id: h.rank for h in hits}
+    names = _names(link)
+    distractors = [h.chunk_id for h in hits if h.chunk_id not in (link.bridge.chunk_id, link.target.chunk_id)
+                   and not contains_answer(h.chunk.text, names)]
+    return None, {"single_shot_rank": {"bridge": ranks.get(link.bridge.chunk_id),
+                                       "target": ranks.get(link.target.chunk_id)},
+                  "distractor_ids": list(dict.fromkeys(distractors))[: cfg.n_distractors]}
+
+
 def verify(draft: Draft, link: Link, index: CorpusIndex, cfg: SynthConfig,
            reader: LLMWriter | None = None) -> tuple[str | None, dict[str, Any]]:
     """Check a draft; returns (rejection reason or None, facts for ``meta``)."""
     answers = tuple(a for a in draft.answers if a.strip())
     if not answers or len(answers[0].split()) > cfg.max_answer_words:
         return "bad_answer", {}
+    if quoted_content_words(draft.question, [link.bridge.text, link.target.text]) > cfg.max_quoted_words:
+        return "quotes_passage", {}
+    if link.via == "compare":
+        return _verify_comparison(draft, link, index, cfg)
     if not contains_answer(link.target.text, answers):
         return "unsupported", {}
     if contains_answer(link.bridge.text, answers):
         return "answer_in_bridge", {}
     if contains_answer(draft.question, answers):
         return "answer_in_question", {}
-    if link.target.title and _mentions(draft.question, link.target.title):
+    if any(_mentions(draft.question, t) for t in {link.target.title, clean_title(link.target.title)} if t):
         return "target_named", {}
     hits = index.search(draft.question, k=cfg.verify_k, mode="hybrid")
     ranks = {h.chunk_id: h.rank for h in hits}
@@ -209,7 +255,8 @@ def make_task(draft: Draft, link: Link, facts: dict[str, Any], cfg: SynthConfig,
         "gold_ids": [link.bridge.doc_id, link.target.doc_id],
         "meta": {
             "gold_chunk_ids": [link.bridge.chunk_id, link.target.chunk_id],
-            "answer_chunk_ids": [link.target.chunk_id],
+            "answer_chunk_ids": ([link.bridge.chunk_id, link.target.chunk_id] if link.via == "compare"
+                                 else [link.target.chunk_id]),
             "distractor_ids": facts.get("distractor_ids", []),
             "hops": 2,
             "generator": writer_name,
@@ -248,13 +295,14 @@ def read_task_ids(path: Path) -> set[str]:
 
 def make_writer(generator: GeneratorName, *, model_path: str | None = None, base_url: str | None = None,
                 model: str | None = None, api_key: str | None = None,
-                models_dir: Path | None = None) -> QuestionWriter:
+                models_dir: Path | None = None, seed: int = 0) -> QuestionWriter:
     """The question writer named ``generator`` (models load lazily, only for local / openai).
 
-    ``models_dir`` is where the default local model is converted once (``RetrieverConfig.models_dir``).
+    ``models_dir`` is where the default local model is converted once (``RetrieverConfig.models_dir``);
+    ``seed`` picks the template writer's phrasings.
     """
     if generator == "heuristic":
-        return TemplateWriter()
+        return TemplateWriter(seed=seed)
     if generator == "local":
         from sieve.agent.backends.local import LocalBackend
         from sieve.agent.backends.models import smollm2_path
@@ -269,9 +317,141 @@ def make_writer(generator: GeneratorName, *, model_path: str | None = None, base
     raise InvalidInput(f"Expected generator in ('heuristic', 'local', 'openai'), got {generator!r}")
 
 
+def _comparison_bucket(writer: TemplateWriter, lead: Chunk) -> str | None:
+    """Which lead chunks can be compared with this one: people with people, films with films..."""
+    s = writer.subject(lead)
+    if s is None:
+        return None
+    if s.person:
+        return "person" if any(s.fact(k) for k in COMPARABLE) else None
+    for kind in ("year", "founded"):
+        f = s.fact(kind)
+        if f and s.type_noun:
+            return f"{kind}:{s.type_noun}:{f.verb}"
+    return None
+
+
+class ComparisonPairs:
+    """Partners for comparison questions: lead chunks of the same bucket, BM25 neighbours first."""
+
+    def __init__(self, view: CorpusView, writer: TemplateWriter, index: CorpusIndex | None, seed: int = 0,
+                 per_chunk: int = 3) -> None:
+        self.view, self.index, self.seed, self.per_chunk = view, index, seed, per_chunk
+        self.bucket: dict[str, str] = {}
+        self.members: dict[str, list[str]] = {}
+        for doc_id, lead in sorted(view.lead.items()):
+            key = _comparison_bucket(writer, lead)
+            if key:
+                self.bucket[doc_id] = key
+                self.members.setdefault(key, []).append(doc_id)
+
+    def partners(self, a: Chunk) -> list[Chunk]:
+        key = self.bucket.get(a.doc_id) if a.position == 0 else None
+        if key is None or len(self.members[key]) < 2:
+            return []
+        near: list[str] = []
+        if self.index is not None:  # related pairs ("two films by one director") read like real questions
+            query = f"{a.title}\n{a.text}"[:600]
+            for cid, _ in self.index.bm25.scored_ids(query, 30, exclude={a.chunk_id}):
+                c = self.view.by_id.get(cid)
+                if c is not None and c.position == 0 and self.bucket.get(c.doc_id) == key and c.doc_id != a.doc_id:
+                    near.append(c.doc_id)
+        rng = random.Random(f"{self.seed}|{a.chunk_id}|partner")
+        others = [d for d in self.members[key] if d != a.doc_id]
+        picked = near[:2] + rng.sample(others, min(self.per_chunk, len(others)))
+        return [self.view.lead[d] for d in list(dict.fromkeys(picked))[: self.per_chunk]]
+
+
+def _drafts(writer: QuestionWriter, link: Link, cfg: SynthConfig) -> list[Draft]:
+    if link.via == "compare" and isinstance(writer, TemplateWriter):
+        return writer.compare(link.bridge, link.target)[: cfg.drafts_per_link]
+    return writer.drafts(link)[: cfg.drafts_per_link]
+
+
+def _first_verified(drafts: list[Draft], link: Link, index: CorpusIndex, cfg: SynthConfig, reader: LLMWriter | None,
+                    report: SynthReport) -> tuple[Draft, dict[str, Any]] | None:
+    """The first draft that passes :func:`verify`, with its facts; rejections are counted in ``report``."""
+    for draft in drafts:
+        report.drafts += 1
+        reason, facts = verify(draft, link, index, cfg, reader)
+        if reason is None:
+            return draft, facts
+        report.rejected[reason] += 1
+    return None
+
+
+@dataclass
+class _Run:
+    """One synthesis run's state, rebuilt from the output file on resume."""
+
+    index: CorpusIndex
+    view: CorpusView
+    cfg: SynthConfig
+    writer: QuestionWriter
+    reader: LLMWriter | None
+    pairs: ComparisonPairs | None
+    existing: set[str]
+    per_target: Counter
+    report: SynthReport
+    compared: int = 0
+    total: int = 0
+
+    def try_links(self, links: list[Link]) -> tuple[Draft, Link, dict[str, Any]] | None:
+        """The first link with a verified draft (and that draft), or ``None``."""
+        for link in links:
+            if task_id(link, self.writer.name, self.cfg.id_prefix) in self.existing:
+                continue
+            if self.per_target[link.target.doc_id] >= self.cfg.tasks_per_target:
+                continue
+            drafts = _drafts(self.writer, link, self.cfg)
+            if not drafts:
+                self.report.rejected["no_draft"] += 1
+                continue
+            verified = _first_verified(drafts, link, self.index, self.cfg, self.reader, self.report)
+            if verified is not None:
+                return verified[0], link, verified[1]
+        return None
+
+    def from_chunk(self, chunk: Chunk, fill: bool) -> dict[str, Any] | None:
+        """A verified task from one chunk: a bridge link first; a comparison while their share allows
+        (``fill``: comparisons only, once bridges ran out)."""
+        got = None
+        if not fill:
+            got = self.try_links(find_links(chunk, self.view, self.index, self.cfg, allow_bm25=self.reader is not None))
+        compare_ok = fill or self.compared < self.cfg.comparison_share * (self.total + 1)
+        if got is None and self.pairs is not None and compare_ok:
+            got = self.try_links([Link(chunk, b, "", 0, 0, "compare") for b in self.pairs.partners(chunk)])
+        if got is None:
+            return None
+        draft, link, facts = got
+        task = make_task(draft, link, facts, self.cfg, self.writer.name)
+        task["meta"]["pass"] = 2 if fill else 1
+        self.existing.add(task["id"])
+        self.per_target[link.target.doc_id] += 1
+        self.compared += link.via == "compare"
+        self.total += 1
+        return task
+
+
+def _resume_point(order: list[Chunk], tasks: list[dict[str, Any]]) -> tuple[int, int]:
+    """(pass, position in ``order``) after the last task already written: a resumed run goes on from there
+    with the same state, so it writes what an uninterrupted run would have."""
+    pos = {c.chunk_id: i for i, c in enumerate(order)}
+    done = [(int(t["meta"].get("pass", 1)), pos[t["meta"]["gold_chunk_ids"][0]]) for t in tasks
+            if (t.get("meta") or {}).get("gold_chunk_ids") and t["meta"]["gold_chunk_ids"][0] in pos]
+    if not done:
+        return 1, 0
+    last_pass, last_pos = max(done)
+    return last_pass, last_pos + 1
+
+
 def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None = None,
                writer: QuestionWriter | None = None, *, progress: bool = True) -> SynthReport:
     """Write up to ``config.n`` verified tasks to ``out`` (appending; resumable).
+
+    One pass over the chunks (in seeded order) tries each as a bridge, and as one side of a comparison
+    while comparisons stay within ``comparison_share`` of the tasks; when bridges run out before ``n``,
+    a second pass fills up with comparisons (``meta.pass`` 2).
 
     Args:
         index: the indexed collection to build tasks from.
@@ -284,51 +464,48 @@ def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None =
         A :class:`SynthReport` (written, rejected by reason...).
     """
     cfg = config or SynthConfig()
-    writer = writer or make_writer(cfg.generator, models_dir=index.config.models_dir)
+    writer = writer or make_writer(cfg.generator, models_dir=index.config.models_dir, seed=cfg.seed)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     existing_tasks = read_written_tasks(out)
-    existing = set(existing_tasks)
-    report = SynthReport(existing=len(existing), out=str(out))
-    need = cfg.n - len(existing)
+    report = SynthReport(existing=len(existing_tasks), out=str(out))
+    need = cfg.n - len(existing_tasks)
     if need <= 0:
         report.seconds = time.perf_counter() - t0
         return report
     view = CorpusView.load(index, min_title_chars=cfg.min_title_chars, max_title_words=cfg.max_title_words)
     order = list(view.chunks)
     random.Random(cfg.seed).shuffle(order)
-    reader = writer if isinstance(writer, LLMWriter) else None
-    # Rebuilt from the file, so a resumed run makes the same choices as an uninterrupted one.
-    per_target: Counter = Counter(t["gold_ids"][-1] for t in existing_tasks.values() if t.get("gold_ids"))
+    pairs = ComparisonPairs(view, writer, index, cfg.seed) \
+        if isinstance(writer, TemplateWriter) and cfg.comparison_share > 0 else None
+    run = _Run(index, view, cfg, writer, writer if isinstance(writer, LLMWriter) else None, pairs,
+               set(existing_tasks), Counter(t["gold_ids"][-1] for t in existing_tasks.values() if t.get("gold_ids")),
+               report, compared=sum((t.get("meta") or {}).get("link") == "compare" for t in existing_tasks.values()),
+               total=len(existing_tasks))
+    start_pass, start = _resume_point(order, list(existing_tasks.values()))
+    used = {t["meta"]["gold_chunk_ids"][0] for t in existing_tasks.values() if (t.get("meta") or {}).get("gold_chunk_ids")}
     bar = tqdm(total=need, desc="Synthesizing tasks", unit="task", disable=not progress)
     with out.open("a", encoding="utf-8") as f:
-        for bridge in order:
-            if report.written >= need:
-                break
-            report.bridges_tried += 1
-            for link in find_links(bridge, view, index, cfg, allow_bm25=reader is not None):
-                tid = task_id(link, writer.name, cfg.id_prefix)
-                if tid in existing:
-                    break  # this bridge's task was written by an earlier run
-                if per_target[link.target.doc_id] >= cfg.tasks_per_target:
+        for fill in ((False, True) if pairs is not None else (False,)):
+            if fill and start_pass == 1:
+                start = 0
+            elif not fill and start_pass == 2:
+                continue
+            for chunk in order[start:]:
+                if report.written >= need:
+                    break
+                if chunk.chunk_id in used:
+                    continue  # one task per chunk keeps tasks diverse
+                report.bridges_tried += 1
+                task = run.from_chunk(chunk, fill)
+                if task is None:
                     continue
-                draft = writer.write(link)
-                if draft is None:
-                    report.rejected["no_draft"] += 1
-                    continue
-                report.drafts += 1
-                reason, facts = verify(draft, link, index, cfg, reader)
-                if reason:
-                    report.rejected[reason] += 1
-                    continue
-                f.write(json.dumps(make_task(draft, link, facts, cfg, writer.name), ensure_ascii=False) + "\n")
+                f.write(json.dumps(task, ensure_ascii=False) + "\n")
                 f.flush()  # a killed run keeps every task written so far
-                existing.add(tid)
-                per_target[link.target.doc_id] += 1
+                used.add(chunk.chunk_id)
                 report.written += 1
                 bar.update(1)
-                break  # one task per bridge keeps tasks diverse
     bar.close()
     report.seconds = time.perf_counter() - t0
     if report.written < need:
@@ -337,5 +514,5 @@ def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None =
     return report
 
 
-__all__ = ["CorpusView", "GeneratorName", "SynthConfig", "SynthReport", "find_links", "make_task", "make_writer",
-           "read_task_ids", "read_written_tasks", "synthesize", "task_id", "verify"]
+__all__ = ["ComparisonPairs", "CorpusView", "GeneratorName", "SynthConfig", "SynthReport", "find_links", "make_task",
+           "make_writer", "read_task_ids", "read_written_tasks", "synthesize", "task_id", "verify"]

@@ -1,25 +1,26 @@
 """Question writers for task synthesis: a deterministic template writer and an LLM writer.
 
-A writer gets a *link* (a bridge chunk that mentions the target chunk's subject) and drafts a
-question that can only be answered by reading both: the bridge identifies the subject, the
-target holds the answer. Writers only draft; :mod:`sieve.train.synth` verifies every draft.
+A writer gets a *link* (a bridge chunk that mentions the target chunk's subject) and drafts
+questions that can only be answered by reading both: the bridge identifies the subject, the
+target holds the answer. The template writer also drafts *comparisons* of two lead chunks.
+Writers only draft; :mod:`sieve.train.synth` verifies every draft.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import random
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
+
+from sieve.train.synth_facts import Fact, Subject, clean_title, find_role, read_subject
 
 if TYPE_CHECKING:
     from sieve.retriever.types import Chunk
 
 logger = logging.getLogger(__name__)
-
-BLANK = "___"
-
 
 @dataclass(frozen=True)
 class Link:
@@ -44,91 +45,159 @@ class Link:
 
 @dataclass(frozen=True)
 class Draft:
-    """A question proposal: text, accepted answers and the template/kind that produced it."""
+    """A question proposal: text, accepted answers and the template/kind that produced it.
+
+    ``evidence`` (comparisons): the value each of the two passages must state, in gold order.
+    """
 
     question: str
     answers: tuple[str, ...]
     kind: str
+    evidence: tuple[str, ...] = ()
 
 
 class QuestionWriter(Protocol):
     name: str
 
-    def write(self, link: Link) -> Draft | None: ...
+    def drafts(self, link: Link) -> list[Draft]: ...
 
 
 # -- deterministic templates ------------------------------------------------------------------------
 
-_SENT_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
-_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
-# "X is/was a/an/the DESCRIPTION" up to the first clause boundary.
-_DESCRIPTION = re.compile(
-    r"\b(?:is|was|are|were)\s+(?:an?|the)\s+(?P<d>[^,;.()]{3,90}?)"
-    r"(?=\s*(?:[,;.()]|\s(?:who|which|that|whose|best known|known|founded|located|based|from|in|of|by|with|for|"
-    r"produced|directed|written|released|starring|developed|published|created|made|composed|designed|"
-    r"and is|and was)\b))"
-)
+# Question shapes per fact of the answer's subject; {ref} is how the question points at that subject.
+_BRIDGE_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "born": ("When was {ref} born?", "What is the date of birth of {ref}?", "In what year was {ref} born?"),
+    "died": ("When did {ref} die?", "What is the date of death of {ref}?", "In which year did {ref} die?"),
+    "birthplace": ("Where was {ref} born?", "What is the place of birth of {ref}?"),
+    "deathplace": ("Where did {ref} die?", "What is the place of death of {ref}?"),
+    "nationality": ("What nationality is {ref}?", "What is the nationality of {ref}?"),
+    "occupation": ("What is the occupation of {ref}?", "What does {ref} do for a living?"),
+    "year": ("When was {ref} {verb}?", "In what year was {ref} {verb}?"),
+    "founded": ("When was {ref} {verb}?", "In which year was {ref} {verb}?"),
+    "location": ("Where is {ref} located?", "In which place is {ref} {verb}?"),
+    "capital": ("What is the capital of {ref}?",),
+}
+_WHO = "Who {verb} {ref}?"
+_GENERIC = ("the {btype} associated with {a}", "the {btype} connected to {a}", "the {btype} linked to {a}")
+_COMPARE_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "born": ("Who was born first, {x} or {y}?", "Which of {x} and {y} was born earlier?", "Who is older, {x} or {y}?"),
+    "died": ("Who died first, {x} or {y}?", "Which of {x} and {y} died earlier?"),
+    "year": ("Which {type} was {verb} first, {x} or {y}?", "Which of {x} and {y} was {verb} earlier?",
+             "Which came out first, {x} or {y}?"),
+    "founded": ("Which was {verb} first, {x} or {y}?", "Which of {x} and {y} was {verb} earlier?",
+                "Which {type} is older, {x} or {y}?"),
+    "nationality": ("Are {x} and {y} of the same nationality?", "Do {x} and {y} have the same nationality?",
+                    "Were {x} and {y} from the same country?"),
+}
+COMPARABLE = ("born", "died", "year", "founded", "nationality")
 
 
-def bridge_snippet(link: Link, max_words: int = 32) -> str:
-    """The bridge sentence that holds the mention, with the mention blanked out (``___``)."""
-    text = link.bridge.text
-    starts = [0] + [m.end() for m in _SENT_END.finditer(text)]
-    s0 = max(s for s in starts if s <= link.start)
-    following = [s for s in starts if s > link.start]
-    s1 = following[0] if following else len(text)
-    sentence = text[s0:link.start] + BLANK + text[link.end:s1]
-    words = sentence.split()
-    if len(words) > max_words:  # keep a window around the blank
-        at = next((i for i, w in enumerate(words) if BLANK in w), 0)
-        lo = max(0, min(at - max_words // 2, len(words) - max_words))
-        words = words[lo:lo + max_words]
-    return " ".join(words).strip()
-
-
-def first_description(text: str) -> str | None:
-    """The noun phrase after "is a / was an / is the" in the first sentence, if any.
-
-    Example:
-        >>> first_description("Stanley Kubrick was an American filmmaker and photographer. He ...")
-        'American filmmaker and photographer'
-    """
-    first = _SENT_END.split(text, maxsplit=1)[0]
-    m = _DESCRIPTION.search(first)
-    if not m:
-        return None
-    words = m.group("d").split()
-    while words and words[-1].lower().endswith("ly"):  # "a country primarily" -> "country"
-        words.pop()
-    return " ".join(words) if 2 <= len(words) <= 8 else None
+def _article(phrase: str) -> str:
+    """Fix "a {btype}" when the noun starts with a vowel sound."""
+    return re.sub(r"\ba (?=[aeiouAEIOU])", "an ", phrase)
 
 
 class TemplateWriter:
-    """Bridge questions from templates, no model needed (deterministic, runs anywhere).
+    """2Wiki / HotpotQA-shaped questions from patterns, no model (deterministic, runs anywhere).
 
-    Two kinds: ``description`` (how the target's own article describes the blanked entity) and
-    ``year`` (the first year the target's text mentions). The question quotes the bridge's
-    sentence with the target's title blanked, so the bridge must be found to name the target,
-    and the target must be read for the answer.
+    *Bridge* drafts ask for a fact of the target's subject B, pointing at B only through the bridge's
+    subject A and the cue that relates them: "When was the director of the film Lone Wolf McQuade born?",
+    "What is the nationality of the filmmaker who directed the film X?"; with no cue, through B's kind
+    ("the album associated with X"). *Comparison* drafts put the same fact of two subjects side by side:
+    "Who was born first, X or Y?". Questions name subjects and use at most a few words of either passage
+    (:func:`sieve.train.synth_facts.quoted_content_words` counts them; verification enforces the limit).
     """
 
     name = "heuristic"
 
-    def write(self, link: Link) -> Draft | None:
-        snippet = bridge_snippet(link)
-        if BLANK not in snippet or len(snippet.split()) < 6:
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+        self._subjects: dict[str, Subject] = {}
+
+    def subject(self, chunk: Chunk) -> Subject | None:
+        """What a document's lead chunk says about its subject (``None`` for later chunks)."""
+        if chunk.position != 0:
             return None
-        where = f'The article "{link.bridge.title}" says: "{snippet}"' if link.bridge.title else f'A text says: "{snippet}"'
-        desc = first_description(link.target.text) if link.target.position == 0 else None
-        if desc:
-            return Draft(f"{where}. How does the article about the entity written as {BLANK} describe it in its "
-                         f"first sentence?", (desc,), "description")
-        years = _YEAR.findall(link.target.text)
-        # The first year only: a later one would make "the first year" false.
-        if years and years[0] not in link.bridge.text and years[0] not in snippet:
-            return Draft(f"{where}. What is the first year mentioned in the article about the entity written as "
-                         f"{BLANK}?", (years[0],), "year")
-        return None
+        if chunk.chunk_id not in self._subjects:
+            self._subjects[chunk.chunk_id] = read_subject(chunk.title or "", chunk.text)
+        return self._subjects[chunk.chunk_id]
+
+    def _rng(self, *parts: str) -> random.Random:
+        return random.Random("|".join([str(self.seed), *parts]))
+
+    def drafts(self, link: Link) -> list[Draft]:
+        """Bridge drafts for ``link``, most specific first (a cue-based phrase before the generic one)."""
+        a = self.subject(link.bridge)
+        b = self.subject(link.target)
+        a_label = a.label if a else clean_title(link.bridge.title or "")
+        if b is None or not b.facts or not a_label:
+            return []
+        rng = self._rng(link.bridge.chunk_id, link.target.chunk_id)
+        btype = b.type_noun or ("person" if b.person else None)
+        role = find_role(link.bridge.text, link.start, link.end, a)
+        refs: list[tuple[str, str]] = []  # (phrase, how it was found)
+        if role is not None:
+            forms = [f for f in (role.noun, role.clause) if f and (btype or "{btype}" not in f)]
+            rng.shuffle(forms)
+            refs += [(_article(f.format(a=a_label, btype=btype)), role.kind) for f in forms]
+        elif btype:
+            refs.append((_article(rng.choice(_GENERIC).format(a=a_label, btype=btype)), "generic"))
+        out: list[Draft] = []
+        facts = list(b.facts)
+        rng.shuffle(facts)
+        for phrase, how in refs:
+            for fact in facts:
+                if fact.kind == "occupation" and btype and btype in phrase.split():
+                    continue  # "the director who ..." would give away "film director"
+                q = self._bridge_question(fact, phrase, rng)
+                if q:
+                    answers = (fact.answers[-1],) if "year" in q.split() and fact.year else fact.answers
+                    out.append(Draft(q, answers, f"bridge:{fact.kind}:{how}"))
+        return out
+
+    @staticmethod
+    def _bridge_question(fact: Fact, ref: str, rng: random.Random) -> str | None:
+        if fact.kind in _BRIDGE_TEMPLATES:
+            template = rng.choice(_BRIDGE_TEMPLATES[fact.kind])
+        elif fact.verb:  # directed, written, ... -> "Who directed the film that ...?"
+            template = _WHO
+        else:
+            return None
+        return template.format(ref=ref, verb=fact.verb or "located")
+
+    def compare(self, x: Chunk, y: Chunk) -> list[Draft]:
+        """Comparison drafts over two lead chunks (``evidence`` holds each one's value, in order)."""
+        sx, sy = self.subject(x), self.subject(y)
+        if sx is None or sy is None or sx.person != sy.person or sx.name == sy.name:
+            return []
+        rng = self._rng(x.chunk_id, y.chunk_id, "compare")
+        out: list[Draft] = []
+        kinds = [k for k in COMPARABLE if sx.fact(k) and sy.fact(k)]
+        rng.shuffle(kinds)
+        for kind in kinds:
+            fx, fy = sx.fact(kind), sy.fact(kind)
+            if fx is None or fy is None:
+                continue
+            names = [sx.name, sy.name]
+            if rng.random() < 0.5:  # the answer is not always the first name
+                names.reverse()
+            if kind == "nationality":
+                answer = "yes" if fx.answers[0] == fy.answers[0] else "no"
+            else:
+                if fx.year is None or fy.year is None or fx.year == fy.year:
+                    continue
+                if kind in ("year", "founded") and (sx.type_noun != sy.type_noun or fx.verb != fy.verb):
+                    continue  # "which was released first" only between two films, two albums, ...
+                answer = sx.name if fx.year < fy.year else sy.name
+            template = rng.choice(_COMPARE_TEMPLATES[kind])
+            q = template.format(x=names[0], y=names[1], verb=fx.verb, type=sx.type_noun or "one")
+            out.append(Draft(q, (answer,), f"comparison:{kind}", evidence=(fx.answers[-1], fy.answers[-1])))
+        return out
+
+    def write(self, link: Link) -> Draft | None:
+        """The first bridge draft (the :class:`QuestionWriter` protocol's single-draft form)."""
+        drafts = self.drafts(link)
+        return drafts[0] if drafts else None
 
 
 # -- LLM writer ------------------------------------------------------------------------------------
@@ -180,6 +249,10 @@ class LLMWriter:
             return None
         return Draft(" ".join(q.split()), (str(a).strip(),), "llm")
 
+    def drafts(self, link: Link) -> list[Draft]:
+        draft = self.write(link)
+        return [draft] if draft else []
+
     def can_answer(self, question: str, answers: tuple[str, ...], chunk: Chunk) -> bool:
         """Reader check: does the model answer ``question`` correctly from ``chunk`` alone?"""
         from sieve.train.rewards.metrics import contains_answer
@@ -193,5 +266,4 @@ class LLMWriter:
         return contains_answer(result.text or "", answers)
 
 
-__all__ = ["BLANK", "Draft", "LLMWriter", "Link", "QuestionWriter", "TemplateWriter", "bridge_snippet",
-           "first_description"]
+__all__ = ["COMPARABLE", "Draft", "LLMWriter", "Link", "QuestionWriter", "TemplateWriter"]

@@ -65,6 +65,8 @@ def register(app: typer.Typer) -> None:
         model: Optional[str] = typer.Option(None, "--model", help="openai: model name."),
         api_key: Optional[str] = typer.Option(None, "--api-key", help="openai: key (default $SIEVE_TRAIN_API_KEY)."),
         reader_check: bool = typer.Option(False, "--reader-check", help="LLM generators: reject bridge-only answers."),
+        comparison_share: float = typer.Option(0.3, "--comparison-share",
+                                               help="heuristic: share of 'which of A and B' questions (0-1)."),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
     ) -> None:
@@ -74,9 +76,10 @@ def register(app: typer.Typer) -> None:
         _check_choice(generator, _GENERATORS, "--generator")
         s = settings_from(data_dir, chroma_url, embedder, collection=collection, train_api_key=api_key)
         index = _open_index(s)
-        cfg = SynthConfig(n=n, seed=seed, generator=generator, reader_check=reader_check)  # type: ignore[arg-type]
+        cfg = SynthConfig(n=n, seed=seed, generator=generator, reader_check=reader_check,  # type: ignore[arg-type]
+                          comparison_share=comparison_share)
         writer = make_writer(cfg.generator, model_path=model_path, base_url=base_url, model=model,
-                             api_key=s.train_api_key, models_dir=index.config.models_dir)
+                             api_key=s.train_api_key, models_dir=index.config.models_dir, seed=seed)
         report = synthesize(index, out, cfg, writer, progress=not as_json)
         if as_json:
             print_json(report.to_dict())
