@@ -157,8 +157,10 @@ class CorpusView:
 def find_links(bridge: Chunk, view: CorpusView, index: CorpusIndex | None, cfg: SynthConfig,
                allow_bm25: bool) -> list[Link]:
     """Links from ``bridge``: title mentions first, then (``allow_bm25``) BM25 neighbours sharing an entity."""
-    links = [Link(bridge, view.lead[doc], mention, s, e, "title")
-             for doc, s, e, mention in view.title_mentions(bridge)][: cfg.links_per_bridge]
+    mentions = view.title_mentions(bridge)
+    leads = [view.lead[doc] for doc, *_ in mentions]
+    links = [Link(bridge, view.lead[doc], mention, s, e, "title", tuple(c for c in leads if c.doc_id != doc))
+             for doc, s, e, mention in mentions][: cfg.links_per_bridge]
     if links or not allow_bm25 or index is None:
         return links
     query = f"{bridge.title}\n{bridge.text}"[:1000]

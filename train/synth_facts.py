@@ -72,9 +72,13 @@ WORK_VERBS = {
     "memoir": "published", "collection": "published", "opera": "first performed", "play": "first performed",
     "musical": "first performed", "ballet": "first performed",
 }
+_ORG_NOUNS = frozenset("company corporation channel network station band group team club school university "
+                       "college museum church party organization organisation agency airline airport brand chain "
+                       "label publisher restaurant hotel stadium festival award franchise league magazine".split())
 _LABELLED = frozenset("film album song single novel opera play musical ballet game series sitcom magazine "
                       "newspaper documentary book poem".split())
 _GENRE_FILM = frozenset("thriller comedy drama western horror romance musical animated".split())
+_KNOWN_TYPES = PERSON_NOUNS | PLACE_NOUNS | _ORG_NOUNS | frozenset(WORK_VERBS)
 _CUT = frozenset("of in on at for from by with to that who which whose where when as about near".split())
 _ING_NOUNS = frozenset("building king painting recording ring string thing wing spring setting clothing "
                        "evening morning offering writing meeting".split())
@@ -241,18 +245,27 @@ def type_noun(descriptor: str | None) -> str | None:
     Example:
         >>> type_noun("lake crossing the Canada- US border"), type_noun("American filmmaker and photographer")
         ('lake', 'filmmaker')
+        >>> type_noun("American cable and satellite television channel")
+        'channel'
+
     """
     if not descriptor:
         return None
     words = [w for w in descriptor.replace(",", " , ").split() if not re.fullmatch(r"\d{4}s?|\d+(st|nd|rd|th)", w)]
     _, words = _strip_nationality(words)
     kept: list[str] = []
+    rest: list[str] = []  # the phrase after a first "and" ("cable and satellite channel")
     for w in words:
         lw = w.lower()
-        if lw in _CUT or lw in (",", "and", "or", "&") or (lw.endswith("ing") and lw not in _ING_NOUNS and kept):
+        if lw in _CUT or lw in (",", "or") or (lw.endswith("ing") and lw not in _ING_NOUNS and kept):
             break
+        if lw in ("and", "&") or rest:
+            rest.append(lw)
+            continue
         kept.append(lw)
     head = kept[-1] if kept else None
+    if rest and head not in _KNOWN_TYPES and rest[-1] in _KNOWN_TYPES:
+        head, kept = rest[-1], kept + rest[1:]
     if head in PERSON_NOUNS:  # "film director" is a director
         return head
     for w in reversed(kept):  # a known kind of work anywhere in the phrase wins ("film noir thriller")

@@ -32,7 +32,10 @@ class Link:
         mention: the title as it occurs in the bridge's text.
         start: character offset of the mention in ``bridge.text``.
         end: end offset of the mention.
-        via: how the link was found: ``"title"`` (title mention) or ``"bm25"`` (keyword neighbour).
+        via: how the link was found: ``"title"`` (title mention), ``"bm25"`` (keyword neighbour) or
+            ``"compare"`` (a comparison pair: no mention).
+        siblings: lead chunks of the other documents the bridge mentions (a phrase such as "the
+            actor associated with X" must not fit one of them too).
     """
 
     bridge: Chunk
@@ -41,6 +44,7 @@ class Link:
     start: int
     end: int
     via: str = "title"
+    siblings: tuple[Chunk, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,10 @@ class TemplateWriter:
             self._subjects[chunk.chunk_id] = read_subject(chunk.title or "", chunk.text)
         return self._subjects[chunk.chunk_id]
 
+    def _type_of(self, chunk: Chunk) -> str | None:
+        s = self.subject(chunk)
+        return None if s is None else s.type_noun or ("person" if s.person else None)
+
     def _rng(self, *parts: str) -> random.Random:
         return random.Random("|".join([str(self.seed), *parts]))
 
@@ -140,7 +148,8 @@ class TemplateWriter:
             forms = [f for f in (role.noun, role.clause) if f and (btype or "{btype}" not in f)]
             rng.shuffle(forms)
             refs += [(_article(f.format(a=a_label, btype=btype)), role.kind) for f in forms]
-        elif btype:
+        elif btype and not any(self._type_of(c) == btype for c in link.siblings):
+            # Only when B is the one thing of its kind that A mentions: the phrase then singles it out.
             refs.append((_article(rng.choice(_GENERIC).format(a=a_label, btype=btype)), "generic"))
         out: list[Draft] = []
         facts = list(b.facts)
