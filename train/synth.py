@@ -41,7 +41,8 @@ from tqdm.auto import tqdm
 from sieve.errors import EmptyCorpus, InvalidInput
 from sieve.train.rewards.metrics import contains_answer, normalize_answer
 from sieve.train.synth_facts import clean_title, quoted_content_words
-from sieve.train.synth_generators import COMPARABLE, Draft, Link, LLMWriter, QuestionWriter, TemplateWriter
+from sieve.train.synth_generators import Draft, Link, LLMWriter, QuestionWriter, TemplateWriter
+from sieve.train.synth_pairs import ComparisonPairs, compared_chunks, gold_chunks, verify_comparison
 
 if TYPE_CHECKING:
     from sieve.retriever import CorpusIndex
@@ -179,7 +180,8 @@ def find_links(bridge: Chunk, view: CorpusView, index: CorpusIndex | None, cfg: 
 
 
 def task_id(link: Link, generator: str, prefix: str = "synth") -> str:
-    via = "|compare" if link.via == "compare" else ""  # a pair may also be a bridge link: distinct ids
+    # A pair may also be a bridge link: comparisons get distinct ids (and the old ids stay as they were).
+    via = "" if link.via in ("title", "bm25") else "|" + "|".join([link.via, *(c.chunk_id for c in gold_chunks(link))])
     digest = hashlib.sha1(f"{link.bridge.chunk_id}|{link.target.chunk_id}|{generator}{via}".encode()).hexdigest()
     return f"{prefix}-{digest[:12]}"
 
@@ -189,42 +191,16 @@ def _mentions(text: str, phrase: str) -> bool:
     return bool(p) and f" {p} " in f" {normalize_answer(text)} "
 
 
-def _names(link: Link) -> list[str]:
-    titles = [link.bridge.title or "", link.target.title or ""]
-    return [t for t in dict.fromkeys([*titles, *(clean_title(t) for t in titles)]) if len(t) >= 3]
-
-
-def _verify_comparison(draft: Draft, link: Link, index: CorpusIndex, cfg: SynthConfig) -> tuple[str | None, dict[str, Any]]:
-    """Both chunks state their own side's value and not the other's; the question names both, quotes neither."""
-    if len(draft.evidence) != 2:
-        return "bad_evidence", {}
-    ex, ey = draft.evidence
-    if not contains_answer(link.bridge.text, [ex]) or not contains_answer(link.target.text, [ey]):
-        return "unsupported", {}
-    if ex != ey and (contains_answer(link.target.text, [ex]) or contains_answer(link.bridge.text, [ey])):
-        return "value_in_both", {}  # one chunk would settle the comparison alone
-    if contains_answer(draft.question, draft.evidence):
-        return "answer_in_question", {}
-    hits = index.search(draft.question, k=cfg.verify_k, mode="hybrid")
-    ranks = {h.chunk_id: h.rank for h in hits}
-    names = _names(link)
-    distractors = [h.chunk_id for h in hits if h.chunk_id not in (link.bridge.chunk_id, link.target.chunk_id)
-                   and not contains_answer(h.chunk.text, names)]
-    return None, {"single_shot_rank": {"bridge": ranks.get(link.bridge.chunk_id),
-                                       "target": ranks.get(link.target.chunk_id)},
-                  "distractor_ids": list(dict.fromkeys(distractors))[: cfg.n_distractors]}
-
-
 def verify(draft: Draft, link: Link, index: CorpusIndex, cfg: SynthConfig,
            reader: LLMWriter | None = None) -> tuple[str | None, dict[str, Any]]:
     """Check a draft; returns (rejection reason or None, facts for ``meta``)."""
     answers = tuple(a for a in draft.answers if a.strip())
     if not answers or len(answers[0].split()) > cfg.max_answer_words:
         return "bad_answer", {}
-    if quoted_content_words(draft.question, [link.bridge.text, link.target.text]) > cfg.max_quoted_words:
+    if quoted_content_words(draft.question, [c.text for c in gold_chunks(link)]) > cfg.max_quoted_words:
         return "quotes_passage", {}
-    if link.via == "compare":
-        return _verify_comparison(draft, link, index, cfg)
+    if link.via in ("compare", "bridge_compare"):
+        return verify_comparison(draft, link, index, cfg)
     if not contains_answer(link.target.text, answers):
         return "unsupported", {}
     if contains_answer(link.bridge.text, answers):
@@ -254,13 +230,13 @@ def make_task(draft: Draft, link: Link, facts: dict[str, Any], cfg: SynthConfig,
         "id": task_id(link, writer_name, cfg.id_prefix),
         "question": draft.question,
         "answers": list(draft.answers),
-        "gold_ids": [link.bridge.doc_id, link.target.doc_id],
+        "gold_ids": [c.doc_id for c in gold_chunks(link)],
         "meta": {
-            "gold_chunk_ids": [link.bridge.chunk_id, link.target.chunk_id],
-            "answer_chunk_ids": ([link.bridge.chunk_id, link.target.chunk_id] if link.via == "compare"
+            "gold_chunk_ids": [c.chunk_id for c in gold_chunks(link)],
+            "answer_chunk_ids": ([c.chunk_id for c in compared_chunks(link)] if draft.evidence
                                  else [link.target.chunk_id]),
             "distractor_ids": facts.get("distractor_ids", []),
-            "hops": 2,
+            "hops": len(gold_chunks(link)),
             "generator": writer_name,
             "kind": draft.kind,
             "link": link.via,
@@ -319,54 +295,11 @@ def make_writer(generator: GeneratorName, *, model_path: str | None = None, base
     raise InvalidInput(f"Expected generator in ('heuristic', 'local', 'openai'), got {generator!r}")
 
 
-def _comparison_bucket(writer: TemplateWriter, lead: Chunk) -> str | None:
-    """Which lead chunks can be compared with this one: people with people, films with films..."""
-    s = writer.subject(lead)
-    if s is None:
-        return None
-    if s.person:
-        return "person" if any(s.fact(k) for k in COMPARABLE) else None
-    for kind in ("year", "founded"):
-        f = s.fact(kind)
-        if f and s.type_noun:
-            return f"{kind}:{s.type_noun}:{f.verb}"
-    return None
-
-
-class ComparisonPairs:
-    """Partners for comparison questions: lead chunks of the same bucket, BM25 neighbours first."""
-
-    def __init__(self, view: CorpusView, writer: TemplateWriter, index: CorpusIndex | None, seed: int = 0,
-                 per_chunk: int = 3) -> None:
-        self.view, self.index, self.seed, self.per_chunk = view, index, seed, per_chunk
-        self.bucket: dict[str, str] = {}
-        self.members: dict[str, list[str]] = {}
-        for doc_id, lead in sorted(view.lead.items()):
-            key = _comparison_bucket(writer, lead)
-            if key:
-                self.bucket[doc_id] = key
-                self.members.setdefault(key, []).append(doc_id)
-
-    def partners(self, a: Chunk) -> list[Chunk]:
-        key = self.bucket.get(a.doc_id) if a.position == 0 else None
-        if key is None or len(self.members[key]) < 2:
-            return []
-        near: list[str] = []
-        if self.index is not None:  # related pairs ("two films by one director") read like real questions
-            query = f"{a.title}\n{a.text}"[:600]
-            for cid, _ in self.index.bm25.scored_ids(query, 30, exclude={a.chunk_id}):
-                c = self.view.by_id.get(cid)
-                if c is not None and c.position == 0 and self.bucket.get(c.doc_id) == key and c.doc_id != a.doc_id:
-                    near.append(c.doc_id)
-        rng = random.Random(f"{self.seed}|{a.chunk_id}|partner")
-        others = [d for d in self.members[key] if d != a.doc_id]
-        picked = near[:2] + rng.sample(others, min(self.per_chunk, len(others)))
-        return [self.view.lead[d] for d in list(dict.fromkeys(picked))[: self.per_chunk]]
-
-
 def _drafts(writer: QuestionWriter, link: Link, cfg: SynthConfig) -> list[Draft]:
     if link.via == "compare" and isinstance(writer, TemplateWriter):
         return writer.compare(link.bridge, link.target)[: cfg.drafts_per_link]
+    if link.via == "bridge_compare" and isinstance(writer, TemplateWriter):
+        return writer.compare_bridges(link)[: cfg.drafts_per_link]
     return writer.drafts(link)[: cfg.drafts_per_link]
 
 
@@ -414,15 +347,23 @@ class _Run:
                 return verified[0], link, verified[1]
         return None
 
+    def comparison_links(self, chunk: Chunk) -> list[Link]:
+        if self.pairs is None or not isinstance(self.writer, TemplateWriter):
+            return []
+        # A bridge comparison first where the chunk has a cue link ("which film has the older director"):
+        # few chunks do, and plain comparisons are possible for almost any chunk.
+        bridged = self.pairs.bridge_partners(chunk, self.writer)
+        return bridged + [Link(chunk, b, "", 0, 0, "compare") for b in self.pairs.partners(chunk)]
+
     def from_chunk(self, chunk: Chunk, fill: bool) -> dict[str, Any] | None:
-        """A verified task from one chunk: a bridge link first; a comparison while their share allows
-        (``fill``: comparisons only, once bridges ran out)."""
-        got = None
-        if not fill:
+        """A verified task from one chunk: for a ``comparison_share`` of chunks a comparison first (while
+        comparisons stay within that share), then a bridge (``fill``: comparisons only)."""
+        compare_ok = fill or (self.compared < self.cfg.comparison_share * (self.total + 1)
+                              and random.Random(f"{self.cfg.seed}|{chunk.chunk_id}|kind").random()
+                              < self.cfg.comparison_share)
+        got = self.try_links(self.comparison_links(chunk)) if compare_ok else None
+        if got is None and not fill:
             got = self.try_links(find_links(chunk, self.view, self.index, self.cfg, allow_bm25=self.reader is not None))
-        compare_ok = fill or self.compared < self.cfg.comparison_share * (self.total + 1)
-        if got is None and self.pairs is not None and compare_ok:
-            got = self.try_links([Link(chunk, b, "", 0, 0, "compare") for b in self.pairs.partners(chunk)])
         if got is None:
             return None
         draft, link, facts = got
@@ -430,7 +371,7 @@ class _Run:
         task["meta"]["pass"] = 2 if fill else 1
         self.existing.add(task["id"])
         self.per_target[link.target.doc_id] += 1
-        self.compared += link.via == "compare"
+        self.compared += link.via in ("compare", "bridge_compare")
         self.total += 1
         return task
 
@@ -483,7 +424,8 @@ def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None =
         if isinstance(writer, TemplateWriter) and cfg.comparison_share > 0 else None
     run = _Run(index, view, cfg, writer, writer if isinstance(writer, LLMWriter) else None, pairs,
                set(existing_tasks), Counter(t["gold_ids"][-1] for t in existing_tasks.values() if t.get("gold_ids")),
-               report, compared=sum((t.get("meta") or {}).get("link") == "compare" for t in existing_tasks.values()),
+               report, compared=sum((t.get("meta") or {}).get("link") in ("compare", "bridge_compare")
+                                   for t in existing_tasks.values()),
                total=len(existing_tasks))
     start_pass, start = _resume_point(order, list(existing_tasks.values()))
     used = {t["meta"]["gold_chunk_ids"][0] for t in existing_tasks.values() if (t.get("meta") or {}).get("gold_chunk_ids")}
@@ -516,5 +458,5 @@ def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None =
     return report
 
 
-__all__ = ["ComparisonPairs", "CorpusView", "GeneratorName", "SynthConfig", "SynthReport", "find_links", "make_task",
+__all__ = ["CorpusView", "GeneratorName", "SynthConfig", "SynthReport", "find_links", "make_task",
            "make_writer", "read_task_ids", "read_written_tasks", "synthesize", "task_id", "verify"]

@@ -36,6 +36,7 @@ class Link:
             ``"compare"`` (a comparison pair: no mention).
         siblings: lead chunks of the other documents the bridge mentions (a phrase such as "the
             actor associated with X" must not fit one of them too).
+        partner: a bridge comparison's second link (same cue from another bridge).
     """
 
     bridge: Chunk
@@ -45,6 +46,7 @@ class Link:
     end: int
     via: str = "title"
     siblings: tuple[Chunk, ...] = ()
+    partner: Link | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,17 @@ _COMPARE_TEMPLATES: dict[str, tuple[str, ...]] = {
                     "Were {x} and {y} from the same country?"),
 }
 COMPARABLE = ("born", "died", "year", "founded", "nationality")
+# Cues whose subject is a person, so two of them compare on born / died / nationality.
+BRIDGE_COMPARE_ROLES = ("directed", "written", "composed", "produced", "founded", "created", "designed", "painted",
+                        "author", "playwright", "artist", "composer", "father", "mother", "spouse")
+_BRIDGE_COMPARE_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "born": ("Which {type} has the {role} who was born first, {x} or {y}?",
+             "Which {type} has the older {role}, {x} or {y}?"),
+    "died": ("Which {type} has the {role} who died first, {x} or {y}?",
+             "Which {type}'s {role} died earlier, {x} or {y}?"),
+    "nationality": ("Are the {role}s of {x} and {y} from the same country?",
+                    "Do the {role}s of {x} and {y} have the same nationality?"),
+}
 
 
 def _article(phrase: str) -> str:
@@ -203,6 +216,44 @@ class TemplateWriter:
             out.append(Draft(q, (answer,), f"comparison:{kind}", evidence=(fx.answers[-1], fy.answers[-1])))
         return out
 
+    def compare_bridges(self, link: Link) -> list[Draft]:
+        """Bridge-comparison drafts: ``link`` (A1 -> B1) and ``link.partner`` (A2 -> B2) share a cue;
+        the question names A1 and A2 and compares B1 with B2 (``evidence``: B1's value, B2's)."""
+        other = link.partner
+        if other is None:
+            return []
+        a1, a2 = self.subject(link.bridge), self.subject(other.bridge)
+        b1, b2 = self.subject(link.target), self.subject(other.target)
+        if a1 is None or a2 is None or b1 is None or b2 is None:
+            return []
+        if not (b1.person and b2.person) or a1.type_noun != a2.type_noun or a1.name == a2.name:
+            return []
+        role = find_role(link.bridge.text, link.start, link.end, a1)
+        m = re.fullmatch(r"the ([\w-]+) of \{a\}", role.noun) if role else None
+        if m is None:
+            return []
+        rng = self._rng(link.bridge.chunk_id, other.bridge.chunk_id, "bridge-compare")
+        out: list[Draft] = []
+        kinds = [k for k in _BRIDGE_COMPARE_TEMPLATES if b1.fact(k) and b2.fact(k)]
+        rng.shuffle(kinds)
+        for kind in kinds:
+            f1, f2 = b1.fact(kind), b2.fact(kind)
+            if f1 is None or f2 is None:
+                continue
+            if kind == "nationality":
+                answer = "yes" if f1.answers[0] == f2.answers[0] else "no"
+            elif f1.year is None or f2.year is None or f1.year == f2.year:
+                continue
+            else:
+                answer = a1.name if f1.year < f2.year else a2.name
+            names = [a1.name, a2.name]
+            if rng.random() < 0.5:
+                names.reverse()
+            q = rng.choice(_BRIDGE_COMPARE_TEMPLATES[kind]).format(type=a1.type_noun, role=m.group(1),
+                                                                  x=names[0], y=names[1])
+            out.append(Draft(q, (answer,), f"bridge_comparison:{kind}", evidence=(f1.answers[-1], f2.answers[-1])))
+        return out
+
     def write(self, link: Link) -> Draft | None:
         """The first bridge draft (the :class:`QuestionWriter` protocol's single-draft form)."""
         drafts = self.drafts(link)
@@ -275,4 +326,4 @@ class LLMWriter:
         return contains_answer(result.text or "", answers)
 
 
-__all__ = ["COMPARABLE", "Draft", "LLMWriter", "Link", "QuestionWriter", "TemplateWriter"]
+__all__ = ["BRIDGE_COMPARE_ROLES", "COMPARABLE", "Draft", "LLMWriter", "Link", "QuestionWriter", "TemplateWriter"]

@@ -169,3 +169,33 @@ def test_template_writer_shapes() -> None:
     assert "Steve Carver" in first.question and "Greta Gerwig" in first.question
     assert next(d for d in comps if d.kind == "comparison:nationality").answers == ("yes",)
     assert TemplateWriter().compare(a, b) == []  # a film and a person are not compared
+
+
+def test_bridge_comparison_drafts_and_verification(sample_index) -> None:
+    from sieve.train.synth import make_task, verify
+
+    a1 = Chunk("f#0", "f", 0, "Lone Wolf McQuade is a 1983 American action film directed by Steve Carver.",
+               title="Lone Wolf McQuade")
+    b1 = Chunk("s#0", "s", 0, "Steve Carver (born April 5, 1945) is an American film director.", title="Steve Carver")
+    a2 = Chunk("l#0", "l", 0, "Lady Bird is a 2017 American comedy-drama film directed by Greta Gerwig.",
+               title="Lady Bird (film)")
+    b2 = Chunk("g#0", "g", 0, "Greta Gerwig (born August 4, 1983) is an American actress and filmmaker.",
+               title="Greta Gerwig")
+    s1, s2 = a1.text.index("Steve"), a2.text.index("Greta")
+    other = Link(a2, b2, "Greta Gerwig", s2, s2 + 12)
+    link = Link(a1, b1, "Steve Carver", s1, s1 + 12, "bridge_compare", partner=other)
+    drafts = TemplateWriter().compare_bridges(link)
+    assert {d.kind for d in drafts} == {"bridge_comparison:born", "bridge_comparison:nationality"}
+    born = next(d for d in drafts if d.kind == "bridge_comparison:born")
+    assert born.answers == ("Lone Wolf McQuade",) and born.evidence == ("1945", "1983")
+    assert "director" in born.question and "Lady Bird" in born.question and "Gerwig" not in born.question
+    cfg = SynthConfig(n=1)
+    reason, facts = verify(born, link, sample_index, cfg)
+    assert reason is None, reason
+    task = make_task(born, link, facts, cfg, "heuristic")
+    assert task["gold_ids"] == ["f", "s", "l", "g"] and task["meta"]["answer_chunk_ids"] == ["s#0", "g#0"]
+    assert task["meta"]["hops"] == 4
+    named = Draft(f"Is Steve Carver older than the director of Lady Bird?", ("yes",), "x", evidence=("1945", "1983"))
+    assert verify(named, link, sample_index, cfg)[0] == "target_named"
+    swapped = Draft(born.question, born.answers, born.kind, evidence=("1983", "1945"))
+    assert verify(swapped, link, sample_index, cfg)[0] == "unsupported"
