@@ -114,6 +114,32 @@ def _article(phrase: str) -> str:
     return re.sub(r"\ba (?=[aeiouAEIOU])", "an ", phrase)
 
 
+def _verdicts(sx: Subject, sy: Subject, kinds: tuple[str, ...], rng: random.Random,
+              names: tuple[str, str] | None = None) -> list[tuple[str, Fact, Fact, str, list[str]]]:
+    """For each kind both subjects state, comparably: (kind, x's fact, y's fact, the answer, the two names in
+    question order). The answer is "yes" / "no" (same nationality) or the name of the earlier one;
+    ``names`` default to the subjects' own (a bridge comparison names the bridges instead)."""
+    nx, ny = names or (sx.name, sy.name)
+    kinds_here = [k for k in kinds if sx.fact(k) and sy.fact(k)]
+    rng.shuffle(kinds_here)
+    out = []
+    for kind in kinds_here:
+        fx, fy = sx.fact(kind), sy.fact(kind)
+        if fx is None or fy is None:
+            continue
+        if kind == "nationality":
+            verdict = "yes" if fx.answers[0] == fy.answers[0] else "no"
+        elif fx.year is None or fy.year is None or fx.year == fy.year:
+            continue
+        else:
+            verdict = nx if fx.year < fy.year else ny
+        order = [nx, ny]
+        if rng.random() < 0.5:  # the answer is not always the first name
+            order.reverse()
+        out.append((kind, fx, fy, verdict, order))
+    return out
+
+
 class TemplateWriter:
     """2Wiki / HotpotQA-shaped questions from patterns, no model (deterministic, runs anywhere).
 
@@ -194,26 +220,12 @@ class TemplateWriter:
             return []
         rng = self._rng(x.chunk_id, y.chunk_id, "compare")
         out: list[Draft] = []
-        kinds = [k for k in COMPARABLE if sx.fact(k) and sy.fact(k)]
-        rng.shuffle(kinds)
-        for kind in kinds:
-            fx, fy = sx.fact(kind), sy.fact(kind)
-            if fx is None or fy is None:
-                continue
-            names = [sx.name, sy.name]
-            if rng.random() < 0.5:  # the answer is not always the first name
-                names.reverse()
-            if kind == "nationality":
-                answer = "yes" if fx.answers[0] == fy.answers[0] else "no"
-            else:
-                if fx.year is None or fy.year is None or fx.year == fy.year:
-                    continue
-                if kind in ("year", "founded") and (sx.type_noun != sy.type_noun or fx.verb != fy.verb):
-                    continue  # "which was released first" only between two films, two albums, ...
-                answer = sx.name if fx.year < fy.year else sy.name
+        for kind, fx, fy, verdict, names in _verdicts(sx, sy, COMPARABLE, rng):
+            if kind in ("year", "founded") and (sx.type_noun != sy.type_noun or fx.verb != fy.verb):
+                continue  # "which was released first" only between two films, two albums, ...
             template = rng.choice(_COMPARE_TEMPLATES[kind])
             q = template.format(x=names[0], y=names[1], verb=fx.verb, type=sx.type_noun or "one")
-            out.append(Draft(q, (answer,), f"comparison:{kind}", evidence=(fx.answers[-1], fy.answers[-1])))
+            out.append(Draft(q, (verdict,), f"comparison:{kind}", evidence=(fx.answers[-1], fy.answers[-1])))
         return out
 
     def compare_bridges(self, link: Link) -> list[Draft]:
@@ -234,24 +246,10 @@ class TemplateWriter:
             return []
         rng = self._rng(link.bridge.chunk_id, other.bridge.chunk_id, "bridge-compare")
         out: list[Draft] = []
-        kinds = [k for k in _BRIDGE_COMPARE_TEMPLATES if b1.fact(k) and b2.fact(k)]
-        rng.shuffle(kinds)
-        for kind in kinds:
-            f1, f2 = b1.fact(kind), b2.fact(kind)
-            if f1 is None or f2 is None:
-                continue
-            if kind == "nationality":
-                answer = "yes" if f1.answers[0] == f2.answers[0] else "no"
-            elif f1.year is None or f2.year is None or f1.year == f2.year:
-                continue
-            else:
-                answer = a1.name if f1.year < f2.year else a2.name
-            names = [a1.name, a2.name]
-            if rng.random() < 0.5:
-                names.reverse()
+        for kind, f1, f2, verdict, names in _verdicts(b1, b2, tuple(_BRIDGE_COMPARE_TEMPLATES), rng, (a1.name, a2.name)):
             q = rng.choice(_BRIDGE_COMPARE_TEMPLATES[kind]).format(type=a1.type_noun, role=m.group(1),
                                                                   x=names[0], y=names[1])
-            out.append(Draft(q, (answer,), f"bridge_comparison:{kind}", evidence=(f1.answers[-1], f2.answers[-1])))
+            out.append(Draft(q, (verdict,), f"bridge_comparison:{kind}", evidence=(f1.answers[-1], f2.answers[-1])))
         return out
 
     def write(self, link: Link) -> Draft | None:
