@@ -90,7 +90,7 @@ class SynthConfig:
                              f"{self.verify_k}, {self.shortcut_rank}, {self.n_distractors}")
         if not 0.0 <= self.comparison_share <= 1.0 or self.max_quoted_words < 0 or self.drafts_per_link < 1:
             raise InvalidInput(f"Expected 0 <= comparison_share <= 1, max_quoted_words >= 0, drafts_per_link >= 1, "
-                             f"got {self.comparison_share}, {self.max_quoted_words}, {self.drafts_per_link}")
+                               f"got {self.comparison_share}, {self.max_quoted_words}, {self.drafts_per_link}")
 
 
 @dataclass
