@@ -200,7 +200,7 @@ def verify(draft: Draft, link: Link, index: CorpusIndex, cfg: SynthConfig,
     if quoted_content_words(draft.question, [c.text for c in gold_chunks(link)]) > cfg.max_quoted_words:
         return "quotes_passage", {}
     if link.via in ("compare", "bridge_compare"):
-        return verify_comparison(draft, link, index, cfg)
+        return verify_comparison(draft, link, index, cfg.verify_k, cfg.n_distractors)
     if not contains_answer(link.target.text, answers):
         return "unsupported", {}
     if contains_answer(link.bridge.text, answers):

@@ -12,7 +12,7 @@ Two shapes, both as in 2WikiMultihopQA / HotpotQA:
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sieve.train.rewards.metrics import contains_answer
 from sieve.train.synth_facts import clean_title, find_role
@@ -21,7 +21,15 @@ from sieve.train.synth_generators import COMPARABLE, BRIDGE_COMPARE_ROLES, Draft
 if TYPE_CHECKING:
     from sieve.retriever import CorpusIndex
     from sieve.retriever.types import Chunk
-    from sieve.train.synth import CorpusView, SynthConfig
+
+
+class CorpusLike(Protocol):
+    """What pairing reads of :class:`sieve.train.synth.CorpusView` (a protocol: synth imports this module)."""
+
+    lead: dict[str, Chunk]
+    by_id: dict[str, Chunk]
+
+    def title_mentions(self, chunk: Chunk) -> list[tuple[str, int, int, str]]: ...
 
 
 def gold_chunks(link: Link) -> list[Chunk]:
@@ -47,7 +55,8 @@ def _named(question: str, chunk: Chunk) -> bool:
     return any(contains_answer(question, [t]) for t in {chunk.title, clean_title(chunk.title or "")} if t)
 
 
-def verify_comparison(draft: Draft, link: Link, index: CorpusIndex, cfg: SynthConfig) -> tuple[str | None, dict[str, Any]]:
+def verify_comparison(draft: Draft, link: Link, index: CorpusIndex, verify_k: int = 10,
+                      n_distractors: int = 10) -> tuple[str | None, dict[str, Any]]:
     """Each compared chunk states its own value and not the other's; the question names what it compares
     (a bridge comparison: the bridges, never the linked subjects) and states neither value."""
     if len(draft.evidence) != 2 or (link.via == "bridge_compare" and link.partner is None):
@@ -62,13 +71,13 @@ def verify_comparison(draft: Draft, link: Link, index: CorpusIndex, cfg: SynthCo
     gold = gold_chunks(link)
     if link.via == "bridge_compare" and (_named(draft.question, cx) or _named(draft.question, cy)):
         return "target_named", {}
-    hits = index.search(draft.question, k=cfg.verify_k, mode="hybrid")
+    hits = index.search(draft.question, k=verify_k, mode="hybrid")
     ranks = {h.chunk_id: h.rank for h in hits}
     names = _names([link.bridge, link.target] if link.via == "compare" else [link.bridge, link.partner.bridge])
     gold_ids = {c.chunk_id for c in gold}
     distractors = [h.chunk_id for h in hits if h.chunk_id not in gold_ids and not contains_answer(h.chunk.text, names)]
     return None, {"single_shot_rank": {c.chunk_id: ranks.get(c.chunk_id) for c in gold},
-                  "distractor_ids": list(dict.fromkeys(distractors))[: cfg.n_distractors]}
+                  "distractor_ids": list(dict.fromkeys(distractors))[:n_distractors]}
 
 
 def _comparison_bucket(writer: TemplateWriter, lead: Chunk) -> str | None:
@@ -89,7 +98,7 @@ class ComparisonPairs:
     """Partners for comparisons: lead chunks of the same bucket (BM25 neighbours first), and bridge links
     of the same cue from lead chunks of the same kind (for bridge comparisons)."""
 
-    def __init__(self, view: CorpusView, writer: TemplateWriter, index: CorpusIndex | None, seed: int = 0,
+    def __init__(self, view: CorpusLike, writer: TemplateWriter, index: CorpusIndex | None, seed: int = 0,
                  per_chunk: int = 3) -> None:
         self.view, self.index, self.seed, self.per_chunk = view, index, seed, per_chunk
         self.bucket: dict[str, str] = {}
@@ -149,4 +158,4 @@ class ComparisonPairs:
         return out
 
 
-__all__ = ["ComparisonPairs", "compared_chunks", "gold_chunks", "verify_comparison"]
+__all__ = ["ComparisonPairs", "CorpusLike", "compared_chunks", "gold_chunks", "verify_comparison"]
