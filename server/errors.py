@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 from sieve.errors import (
-    BackendError, EmptyCorpus, InvalidInput, ModelUnavailable, NotFound, SieveError, StoreUnavailable,
+    BackendError, EmptyCorpus, InvalidInput, ModelUnavailable, NotFound, SieveError, StoreLocked, StoreUnavailable,
     UnknownCollection,
 )
 
@@ -46,6 +46,7 @@ HTTP_STATUS: dict[type[SieveError], int] = {
     EmptyCorpus: 409,
     BackendError: 502,
     StoreUnavailable: 503,
+    StoreLocked: 503,
     ModelUnavailable: 503,
     Unauthorized: 401,
     PayloadTooLarge: 413,

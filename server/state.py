@@ -7,6 +7,7 @@ methods here block (model loading, Chroma) and are called from the thread pool.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -35,7 +36,11 @@ class AppState:
 
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         self.settings = settings
-        self.retriever_config: RetrieverConfig = settings.retriever_config()
+        # An HTTP write waits for another writer (e.g. `sieve index`) at most half its time limit,
+        # so the caller gets 503 store_locked naming the holder, never a 504 that writes later.
+        self.retriever_config: RetrieverConfig = dataclasses.replace(
+            settings.retriever_config(),
+            write_lock_timeout_s=min(settings.write_lock_timeout_s, settings.request_timeout_s / 2))
         self.metrics = Metrics()
         self._embedder = embedder
         self._client: Any | None = None

@@ -78,6 +78,11 @@ class Settings(BaseSettings):
     allow_local: bool = Field(default=False, description="Serve the `local` policy with the bundled SmolLM2 "
                                                          "(loads a model into the server process).")
 
+    # Writers: one per store (an inter-process lock; see retriever/writelock.py)
+    write_lock_timeout_s: float = Field(default=60.0, ge=0, description="How long a write waits for another writer "
+                                        "of the store before failing with `store_locked` (HTTP writes: at most half "
+                                        "of `SIEVE_REQUEST_TIMEOUT_S`).")
+
     # Training
     train_api_key: str | None = Field(default=None, description="Key for `sieve train synth --generator openai`.")
 
@@ -91,6 +96,7 @@ class Settings(BaseSettings):
         return RetrieverConfig(
             data_dir=self.data_dir, chroma_url=self.chroma_url, embedder_path=self.embedder,
             embed_dtype=self.embed_dtype, chunk_tokens=self.chunk_tokens, chunk_overlap=self.chunk_overlap,
+            write_lock_timeout_s=self.write_lock_timeout_s,
         )
 
     def agent_config(self, **overrides: Any) -> AgentConfig:
