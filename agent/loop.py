@@ -2,7 +2,9 @@
 
 One loop serves the CLI, the HTTP server, evaluation and RL rollouts. Every episode returns a
 :class:`~sieve.agent.trace.Trace`; hard caps (turns, tool calls, tokens, wall time) always end it
-cleanly, and no model misbehaviour or tool failure escapes as an exception.
+cleanly, and no model misbehaviour or tool failure escapes as an exception. A
+:class:`~sieve.agent.cancel.CancelToken` stops an episode from outside (``stop_reason="cancelled"``)
+at its next turn boundary, or sooner where the backend can abort its call.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sieve.agent.cancel import Cancelled
 from sieve.agent.config import AgentConfig
 from sieve.agent.prompts import SYSTEM_PROMPT, question_message
 from sieve.agent.scoring import VectorCache
@@ -28,6 +31,7 @@ from sieve.retriever.hybrid import rrf_fuse
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from sieve.agent.cancel import CancelToken
     from sieve.agent.policies.base import Policy
     from sieve.agent.tools import FinishRequest
     from sieve.pruning.context import ChunkEntry
@@ -54,6 +58,7 @@ class Episode:
     turn: int = 0
     last_outcomes: list[ToolOutcome] = field(default_factory=list)
     started: float = field(default_factory=time.perf_counter)
+    cancel: CancelToken | None = None  # backends that can abort a call in flight watch it
 
 
 class SearchAgent:
@@ -72,8 +77,12 @@ class SearchAgent:
 
     # -- one episode ----------------------------------------------------------------------------
     def run(self, question: str, *, on_event: Callable[[dict[str, Any]], None] | None = None,
-            seed: int | None = None, rollout: int = 0, where: dict[str, Any] | None = None) -> Trace:
-        """Run one episode and return its trace (``trace.returned`` is the ranked evidence)."""
+            seed: int | None = None, rollout: int = 0, where: dict[str, Any] | None = None,
+            cancel: CancelToken | None = None) -> Trace:
+        """Run one episode and return its trace (``trace.returned`` is the ranked evidence).
+
+        ``cancel`` stops the episode at its next turn boundary (``stop_reason="cancelled"``).
+        """
         from sieve.agent.tool_specs import tool_specs
 
         validate_query(question)
@@ -85,7 +94,7 @@ class SearchAgent:
         seed = cfg.seed + rollout if seed is None else seed
         episode = Episode(question=question, index=self.index, config=cfg, context=context, budget=budget,
                           toolbox=toolbox, vectors=self.vectors, tools=tool_specs(), seed=seed, rollout=rollout,
-                          started=t0)
+                          started=t0, cancel=cancel)
         trace = Trace(question=question, collection=self.index.name, policy=self.policy.name,
                       budget_tokens=cfg.budget_tokens, meta={"seed": seed, "rollout": rollout})
         context.add("system", SYSTEM_PROMPT)
@@ -102,6 +111,9 @@ class SearchAgent:
         pruner = make_pruner(cfg.pruning)
         n_calls = 0
         for turn_i in range(cfg.max_turns if session is not None else 0):
+            if cancel is not None and cancel.cancelled:
+                stop = "cancelled"
+                break
             if (time.perf_counter() - t0) > cfg.max_wall_s:
                 stop = "timeout"
                 break
@@ -116,6 +128,9 @@ class SearchAgent:
             prompt = context.view() if cfg.record_prompts else None
             try:
                 step = session.step(episode)
+            except Cancelled:  # the backend aborted its call: nobody wants this turn
+                stop = "cancelled"
+                break
             except BackendError as exc:
                 stop = "backend_error"
                 trace.meta["error"] = exc.message
@@ -165,6 +180,8 @@ class SearchAgent:
                 stop = "finished" if step.meta.get("stop_reason") is None else step.meta["stop_reason"]
                 break
         trace.stop_reason = stop  # type: ignore[assignment]
+        if stop == "cancelled" and cancel is not None:
+            trace.meta["cancel_reason"] = cancel.reason
         trace.seen_chunk_ids = context.seen_ids
         trace.seen_doc_ids = list(dict.fromkeys(e.doc_id for e in context.chunks.values()))
         trace.pruned_chunk_ids = context.pruned_ids
@@ -201,18 +218,18 @@ class SearchAgent:
     # -- fused rollouts -------------------------------------------------------------------------
     def run_fused(self, question: str, rollouts: int | None = None, *,
                   on_event: Callable[[dict[str, Any]], None] | None = None,
-                  where: dict[str, Any] | None = None) -> Trace:
+                  where: dict[str, Any] | None = None, cancel: CancelToken | None = None) -> Trace:
         """``rollouts`` independent episodes in parallel, their ranked sets fused by reciprocal rank."""
         n = rollouts if rollouts is not None else self.config.rollouts
         if n < 1:
             raise ValueError(f"Expected rollouts >= 1, got {n}")
         if n == 1:
-            return self.run(question, on_event=on_event, where=where)
+            return self.run(question, on_event=on_event, where=where, cancel=cancel)
         t0 = time.perf_counter()
 
         def one(i: int) -> Trace:
             cb = (lambda ev: on_event({**ev, "rollout": i})) if on_event else None
-            return self.run(question, on_event=cb, rollout=i, where=where)
+            return self.run(question, on_event=cb, rollout=i, where=where, cancel=cancel)
 
         with ThreadPoolExecutor(max_workers=n) as pool:
             traces = list(pool.map(one, range(n)))

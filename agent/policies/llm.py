@@ -47,8 +47,10 @@ class _LLMSession:
         temperature = cfg.temperature
         if episode.rollout > 0 and temperature == 0.0:
             temperature = ROLLOUT_TEMPERATURE
+        # Only a cancellable episode passes the token, so backends without the keyword still work.
+        extra = {"cancel": episode.cancel} if episode.cancel is not None else {}
         result = self.p.backend.chat(episode.context.view(), episode.tools, tool_choice=self.p.tool_choice,
-                                     max_tokens=cfg.max_new_tokens, temperature=temperature)
+                                     max_tokens=cfg.max_new_tokens, temperature=temperature, **extra)
         calls = list(result.tool_calls)
         text = result.text
         if not calls:

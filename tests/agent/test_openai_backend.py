@@ -119,6 +119,22 @@ def test_client_errors_are_not_retried(fake):
     assert len(fake.requests) == 1
 
 
+def test_cancel_aborts_the_call_in_flight_without_retrying(fake):
+    from sieve.agent import CancelToken, Cancelled
+
+    fake.script = [(200, completion("too late"), 5.0)]  # the model would take 5 s
+    token = CancelToken()
+    threading.Timer(0.3, token.cancel, args=("disconnect",)).start()
+    t0 = time.monotonic()
+    with pytest.raises(Cancelled, match="disconnect"):
+        _backend(fake, timeout=10.0, retries=2).chat([{"role": "user", "content": "q"}], None, cancel=token)
+    assert time.monotonic() - t0 < 2.0  # the socket was shut down: no waiting for the reply
+    assert len(fake.requests) == 1  # and no retry of a call nobody wants
+    with pytest.raises(Cancelled):  # a cancelled token stops the next call before it is sent
+        _backend(fake).chat([{"role": "user", "content": "q"}], None, cancel=token)
+    assert len(fake.requests) == 1
+
+
 def test_unreachable_server_is_a_backend_error():
     backend = OpenAIBackend("http://127.0.0.1:9/v1", "m", timeout=0.5, retries=1, backoff_s=0.01)
     with pytest.raises(BackendError, match="connection error"):
