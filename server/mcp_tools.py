@@ -13,8 +13,9 @@ import logging
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from sieve.agent.cancel import CancelToken
 from sieve.errors import SieveError
-from sieve.server.agent_runner import EpisodeRequest, run_episode
+from sieve.server.agent_runner import EpisodeRequest, cancel_episode, run_episode
 from sieve.server.convert import document_out, evidence_out, hit_out
 from sieve.server.deps import check_key, run_blocking
 from sieve.server.errors import http_status
@@ -43,13 +44,13 @@ def doc_url(state: AppState, doc_id: str, source: str, collection: str) -> str:
     return f"{base}/v1/documents/{quote(doc_id, safe='')}?collection={quote(collection, safe='')}"
 
 
-def _search(state: AppState, query: str) -> McpSearchResults:
+def _search(state: AppState, query: str, cancel: CancelToken) -> McpSearchResults:
     collection = state.collection_name(None)
     if state.settings.mcp_search == "hybrid":
         index = state.index(collection)
         items: list[EvidenceOut] = [hit_out(h) for h in index.search(query, state.settings.k)]
     else:
-        items = [evidence_out(e) for e in run_episode(state, EpisodeRequest(query=query)).returned]
+        items = [evidence_out(e) for e in run_episode(state, EpisodeRequest(query=query), cancel=cancel).returned]
     return McpSearchResults(results=[McpSearchResult(id=e.id, title=e.title or e.doc_id, text=e.text,
                                                      url=doc_url(state, e.doc_id, e.source, collection))
                                      for e in items])
@@ -81,8 +82,11 @@ def build_mcp(state: AppState) -> Any:
     # model as a tool error; anything else stays a crash the SDK logs and hides.
     @server.tool(description="Search the collection for evidence relevant to a natural-language query.")
     async def search(query: str) -> McpSearchResults:
+        cancel = CancelToken()
+        gate = state.retrievals if state.settings.mcp_search == "hybrid" else state.episodes
         try:
-            return await run_blocking(_search, state, query, timeout=timeout)
+            return await run_blocking(_search, state, query, cancel, timeout=timeout, slot=await gate.enter(),
+                                      on_timeout=lambda: cancel_episode(state, cancel, "timeout"))
         except SieveError as exc:
             raise ToolError(f"[{exc.code}] {exc.message}") from exc
 
