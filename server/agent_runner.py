@@ -141,9 +141,21 @@ async def run_episode_async(state: AppState, req: EpisodeRequest, *, receive: Re
     """One episode off the event loop; with ``receive``, a client that disconnects cancels it."""
     cancel = CancelToken()
     work = asyncio.ensure_future(_episode_work(state, req, cancel, slot))
-    if receive is None:
-        return await work
-    return await _unless_disconnected(work, receive, lambda: cancel_episode(state, cancel, "disconnect"))
+    try:
+        if receive is None:
+            return await work
+        return await _unless_disconnected(work, receive, lambda: cancel_episode(state, cancel, "disconnect"))
+    finally:
+        _give_up(work, slot)
+
+
+def _give_up(work: asyncio.Future[Trace], slot: Slot | None) -> None:
+    """Stop waiting for ``work``; a place its worker never took goes back (a task cancelled before
+    its first step never runs its own clean-up)."""
+    if not work.done():
+        work.cancel()
+        if slot is not None:
+            slot.release_unless_running()
 
 
 async def _unless_disconnected(work: asyncio.Future[Trace], receive: Receive,
@@ -162,8 +174,6 @@ async def _unless_disconnected(work: asyncio.Future[Trace], receive: Receive,
         raise ClientClosedRequest("Expected the client to wait for its answer, got a disconnect; episode cancelled")
     finally:
         watcher.cancel()
-        if not work.done():
-            work.cancel()
 
 
 async def stream_episode(state: AppState, req: EpisodeRequest, slot: Slot | None = None
@@ -202,7 +212,7 @@ async def stream_episode(state: AppState, req: EpisodeRequest, slot: Slot | None
     finally:
         if not task.done():  # the client went away: stop the episode at its next turn
             cancel_episode(state, cancel, "disconnect")
-            task.cancel()
+            _give_up(task, slot)
 
 
 def progress_event(event: dict[str, Any]) -> dict[str, Any]:

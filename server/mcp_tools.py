@@ -125,13 +125,25 @@ class _RequireKey:
         await self.app(scope, receive, send)
 
 
+def _mcp_security(state: AppState) -> Any:
+    """The SDK's own DNS-rebinding check (loopback names on a loopback bind) unless SIEVE_ALLOWED_HOSTS
+    names the hosts: then the app's TrustedHosts decides for /mcp as for every route (the SDK knows
+    no ``*.example.com`` patterns, and would refuse a proxied name on a loopback bind)."""
+    if state.settings.allowed_hosts is None:
+        return None
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+
 def mcp_route(server: Any, state: AppState) -> Route:
     """The ``/mcp`` route. Stateless streamable HTTP: any replica can answer any request."""
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
     from starlette.routing import Route
 
     server.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True,
-                               host=state.settings.host)  # builds server.session_manager
+                               host=state.settings.host, transport_security=_mcp_security(state))
+    # (builds server.session_manager)
     return Route("/mcp", endpoint=_RequireKey(StreamableHTTPASGIApp(server.session_manager), state),
                  methods=["GET", "POST", "DELETE"])
 

@@ -43,7 +43,8 @@ class HeaderTimeoutProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
         before = self.cycle
         idle = before is None or before.response_complete  # these bytes begin (or continue) a request's headers
         super().data_received(data)
-        if self.cycle is not before:  # headers complete: uvicorn started a new request cycle
+        upgraded = self.transport.get_protocol() is not self  # handed over to a websocket protocol
+        if self.cycle is not before or upgraded:  # headers complete: uvicorn started a new request cycle
             self._disarm_header_timer()
         elif idle and self._header_timer is None and not self.transport.is_closing():
             self._arm_header_timer()

@@ -146,7 +146,7 @@ def test_admission_runs_one_queues_one_and_refuses_the_rest_fast(admitting) -> N
 # -- slow clients -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def strict(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[LiveServer]:
-    srv = start_server(embedder, tmp_path_factory.mktemp("strict-data"), collection=TINY, header_timeout_s=0.5,
+    srv = start_server(embedder, tmp_path_factory.mktemp("strict-data"), collection=TINY, header_timeout_s=2.0,
                        body_timeout_s=0.5, max_connections=8)
     yield srv
     srv.stop()
@@ -171,7 +171,7 @@ def test_a_client_that_sends_headers_slowly_is_cut_off(strict) -> None:
     t0 = time.monotonic()
     sock.sendall(b"POST /v1/retrieve HTTP/1.1\r\nHost: 127.0.0.1\r\nConte")  # ... and nothing more
     reply = _read_all(sock)
-    assert reply.startswith(b"HTTP/1.1 408 ") and 0.4 < time.monotonic() - t0 < 5
+    assert reply.startswith(b"HTTP/1.1 408 ") and 1.9 < time.monotonic() - t0 < 15
     idle = _connect(strict)  # a connection that never sends a byte is closed too
     assert _read_all(idle).startswith(b"HTTP/1.1 408 ")
 
@@ -199,11 +199,10 @@ def test_connections_beyond_the_limit_get_503_until_slow_ones_are_cut(strict) ->
     stalled = [_connect(strict) for _ in range(10)]
     for s in stalled:
         s.sendall(b"GET /healthz HTTP/1.1\r\nHo")
-    time.sleep(0.1)
     assert httpx.get(f"{strict.url}/healthz", timeout=10).status_code == 503  # over max_connections
     for s in stalled:
         assert _read_all(s).startswith(b"HTTP/1.1 408 ")
-    wait_for(lambda: httpx.get(f"{strict.url}/healthz", timeout=10).status_code == 200, timeout_s=5)
+    wait_for(lambda: httpx.get(f"{strict.url}/healthz", timeout=10).status_code == 200, timeout_s=10)
 
 
 # -- trusted hosts and CORS ---------------------------------------------------------------------
@@ -237,6 +236,11 @@ def test_configured_hosts_and_cors_origins(named) -> None:
         return httpx.get(f"{named.url}/healthz", headers=headers, timeout=30)
 
     assert get("sieve.example").status_code == 200 and get("eu.sieve.example:443").status_code == 200
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+    mcp = httpx.post(f"{named.url}/mcp", json=init, timeout=30,
+                     headers={"Host": "sieve.example", "Accept": "application/json, text/event-stream"})
+    assert mcp.status_code == 200 and "serverInfo" in mcp.text  # /mcp follows the same hosts
     assert_problem(get("127.0.0.1"), 400, "invalid_host")  # only the configured names
     assert get("sieve.example", "https://app.example").headers["access-control-allow-origin"] == "https://app.example"
     assert "access-control-allow-origin" not in get("sieve.example", "https://evil.example").headers
