@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from sieve.agent.cancel import CancelToken
 from sieve.errors import InvalidInput
 from sieve.retriever.base import validate_k
-from sieve.server.errors import ClientClosedRequest
 from sieve.server.deps import run_blocking
+from sieve.server.errors import ClientClosedRequest
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
