@@ -6,6 +6,9 @@ for at most ``wait_s``); anything beyond is refused at once with ``503 overloade
 ``Retry-After`` estimated from how long recent jobs held their place. Accepted requests thus see a
 bounded latency, refused ones an immediate answer.
 
+:class:`ShedWhenFull` refuses requests for a full gate before FastAPI parses and validates them,
+so that under overload a refusal costs the server as little as possible.
+
 A place is a :class:`Slot`, held until the *work* ends, not the request: a request that timed out
 (504) or whose client left still holds its place until its worker thread has stopped (at the
 agent's next turn boundary), so abandoned threads can never pile up beyond the limit.
@@ -14,14 +17,18 @@ agent's next turn boundary), so abandoned threads can never pile up beyond the l
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import threading
 import time
 from typing import TYPE_CHECKING
 
 from sieve.server.errors import Overloaded
+from sieve.server.problems import PROBLEM_MEDIA_TYPE, sieve_error_body
 
 if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
     from sieve.server.metrics import Metrics
 
 
@@ -89,6 +96,15 @@ class Gate:
     def waiting(self) -> int:
         return len(self._waiters)
 
+    @property
+    def full(self) -> bool:
+        """No free place and no room in the queue: :meth:`enter` would refuse at once."""
+        return self._free == 0 and len(self._waiters) >= self.queue
+
+    def refusal(self) -> Overloaded:
+        """The error :meth:`enter` raises when the gate is full (counted as a rejection)."""
+        return self._refuse(f"{self.running} running and {self.waiting} queued (the most this server admits)")
+
     def retry_after_s(self) -> int:
         """Seconds until a place is likely free: the queue ahead, at the recent pace (1-60)."""
         return max(1, min(60, math.ceil(self._hold_s * (self.waiting + 1) / self.limit)))
@@ -101,7 +117,7 @@ class Gate:
             self._observe()
             return Slot(self, loop)
         if len(self._waiters) >= self.queue:
-            raise self._refuse(f"{self.running} running and {self.waiting} queued (the most this server admits)")
+            raise self.refusal()
         waiter: asyncio.Future[None] = loop.create_future()
         self._waiters.append(waiter)
         self._observe()
@@ -159,6 +175,39 @@ class Gate:
             self.metrics.admission_queued.labels(gate=self.name).set(self.waiting)
 
 
+class ShedWhenFull:
+    """ASGI: answer ``503 overloaded`` for a full gate's routes before any parsing or validation.
+
+    Under overload most requests are refused; each refusal should cost the server next to
+    nothing, so it is decided here from the path alone (the body is drained unread, keeping the
+    connection usable). A request that passes may still be refused by the route's own
+    :meth:`Gate.enter` when the gate fills meanwhile.
+
+    Args:
+        app: the wrapped ASGI app.
+        routes: ``POST`` path -> the gate that admits it.
+    """
+
+    def __init__(self, app: ASGIApp, routes: dict[str, Gate]) -> None:
+        self.app = app
+        self.routes = routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        gate = self.routes.get(scope.get("path", "")) if scope["type"] == "http" else None
+        if gate is None or scope.get("method") != "POST" or not gate.full:
+            await self.app(scope, receive, send)
+            return
+        exc = gate.refusal()
+        message = await receive()
+        while message["type"] == "http.request" and message.get("more_body", False):
+            message = await receive()
+        body = json.dumps(sieve_error_body(exc)).encode()
+        await send({"type": "http.response.start", "status": 503, "headers": [
+            (b"content-type", PROBLEM_MEDIA_TYPE.encode()), (b"content-length", str(len(body)).encode()),
+            (b"retry-after", str(exc.retry_after_s).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
 def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
     try:
         return asyncio.get_running_loop() is loop
@@ -166,4 +215,4 @@ def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
         return False
 
 
-__all__ = ["Gate", "Slot"]
+__all__ = ["Gate", "ShedWhenFull", "Slot"]

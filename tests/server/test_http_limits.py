@@ -134,11 +134,13 @@ def test_admission_runs_one_queues_one_and_refuses_the_rest_fast(admitting) -> N
             body_ = assert_problem(f.result(), 503, "overloaded")
             assert int(f.result().headers["Retry-After"]) >= 1 and "SIEVE_MAX_EPISODES" in body_["detail"]
         assert not any(f.done() for f in admitted)  # refused at once, not after waiting for a place
+        # Shed before parsing: even a malformed request to a full gate gets the cheap 503, not a 422.
+        assert_problem(httpx.post(f"{srv.url}/v1/search", content=b"{not json", timeout=30), 503, "overloaded")
         # Plain retrieval has its own bound: it is served while every episode place is taken.
         assert httpx.post(f"{srv.url}/v1/retrieve", json={"query": "capital", "collection": TINY},
                           timeout=30).status_code == 200
         assert [f.result().status_code for f in admitted] == [200, 200]
-    assert metric(srv, "sieve_admission_rejected_total", gate="episodes") == 2
+    assert metric(srv, "sieve_admission_rejected_total", gate="episodes") == 3
     assert metric(srv, "sieve_admission_running", gate="episodes") == 0
     assert metric(srv, "sieve_admission_queued", gate="episodes") == 0
 
