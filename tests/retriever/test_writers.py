@@ -50,9 +50,21 @@ def _wait_line(proc: subprocess.Popen, prefix: str, timeout_s: float = 120) -> s
     raise AssertionError(f"child printed no {prefix!r} line; exit {proc.wait()}: {proc.stderr.read()[-2000:]}")  # type: ignore[union-attr]
 
 
+def _small_hnsw_batches(data: Path) -> None:
+    """Create the collection so that Chroma persists its vector index every few writes (default: every
+    1,000), as a large corpus does. Two unordered writers then race on the index files themselves: with
+    the lock disabled, this test fails with Chroma's "Error finding id" on reading embeddings back."""
+    from sieve.retriever.store import GENERATION_KEY, make_client
+
+    client = make_client(RetrieverConfig(data_dir=data))
+    client.create_collection("writers", embedding_function=None, metadata={GENERATION_KEY: "empty"},
+                             configuration={"hnsw": {"space": "cosine", "sync_threshold": 8, "batch_size": 8}})
+
+
 @pytest.mark.slow
 def test_two_writer_processes_leave_the_store_a_clean_index_would(tmp_path, embedder):
     data = tmp_path / "data"
+    _small_hnsw_batches(data)
     first = _spawn("write", str(data), "0", "40", "120")
     second = _spawn("write", str(data), "40", "80", "120")
     _wait_line(first, "ready")
