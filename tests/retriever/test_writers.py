@@ -23,6 +23,7 @@ from _store_checks import assert_same_as_clean
 
 from sieve.retriever import CorpusIndex, RetrieverConfig
 from sieve.errors import StoreLocked
+from sieve.server.errors import http_status
 
 CHILD = Path(__file__).with_name("_writer_child.py")
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
@@ -103,7 +104,7 @@ def test_a_held_store_fails_writes_naming_the_holder_and_still_serves_reads(tmp_
         assert 0.3 <= waited < 5, waited
         msg = info.value.message
         assert f"pid {holder.pid}" in msg and "_writer_child.py hold" in msg and "writing since" in msg, msg
-        assert info.value.status == 503 and info.value.code == "store_locked"
+        assert info.value.code == "store_locked" and http_status(info.value) == 503
         assert any("waiting up to 0.3 s" in r.getMessage() for r in caplog.records)  # the visible message
         with pytest.raises(StoreLocked):
             index.delete_documents(["lighthouse"])
