@@ -3,7 +3,8 @@
 from sieve.agent.cancel import CancelToken, Cancelled
 from sieve.agent.config import AgentConfig, HeuristicConfig
 from sieve.agent.factory import POLICIES, make_policy
-from sieve.agent.loop import Episode, SearchAgent, fuse_traces
+from sieve.agent.episode import Episode
+from sieve.agent.loop import SearchAgent, fuse_traces
 from sieve.agent.tool_specs import TOOL_NAMES, tool_specs
 from sieve.agent.trace import Evidence, ToolCall, Trace, Turn
 

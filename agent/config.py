@@ -9,12 +9,9 @@ from typing import Literal
 from sieve.errors import InvalidInput
 from sieve.pruning.config import PruningConfig
 
-PolicyName = Literal["heuristic", "openai", "local"]
-
-
 @dataclass
 class HeuristicConfig:
-    """Knobs of the no-LLM policy (tuned on 2WikiMultihopQA with ``python -m sieve.agent.bench_policy``)."""
+    """Knobs of the no-LLM policy (tuned on 2WikiMultihopQA with ``python -m sieve.eval.bench_policy``)."""
 
     first_k: int = field(default=10, metadata={"help": "Chunks shown by the first search (the question itself)."})
     hop_k: int = field(default=3, metadata={"help": "Chunks shown by each reformulated (bridging) search."})
@@ -120,4 +117,4 @@ class AgentConfig:
             raise InvalidInput(f"Expected max_wall_s > 0 and timeout_s > 0, got {self.max_wall_s}, {self.timeout_s}")
 
 
-__all__ = ["AgentConfig", "HeuristicConfig", "PolicyName"]
+__all__ = ["AgentConfig", "HeuristicConfig"]

@@ -2,9 +2,7 @@
 
 One loop serves the CLI, the HTTP server, evaluation and RL rollouts. Every episode returns a
 :class:`~sieve.agent.trace.Trace`; hard caps (turns, tool calls, tokens, wall time) always end it
-cleanly, and no model misbehaviour or tool failure escapes as an exception. A
-:class:`~sieve.agent.cancel.CancelToken` stops an episode from outside (``stop_reason="cancelled"``)
-at its next turn boundary, or sooner where the backend can abort its call.
+cleanly, and no model misbehaviour or tool failure escapes as an exception.
 """
 
 from __future__ import annotations
@@ -12,15 +10,16 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sieve.agent.cancel import Cancelled
 from sieve.agent.config import AgentConfig
+from sieve.agent.episode import Episode
 from sieve.agent.prompts import SYSTEM_PROMPT, question_message
-from sieve.agent.scoring import VectorCache
+from sieve.agent.tool_specs import tool_specs
 from sieve.agent.tools import ToolOutcome, Toolbox
 from sieve.agent.trace import Evidence, ToolCall, Trace, Turn
+from sieve.agent.vector_cache import VectorCache
 from sieve.errors import BackendError
 from sieve.pruning.budget import TokenBudget
 from sieve.pruning.context import ContextState
@@ -31,34 +30,15 @@ from sieve.retriever.hybrid import rrf_fuse
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from sieve.agent.backends.base import ParsedToolCall
     from sieve.agent.cancel import CancelToken
-    from sieve.agent.policies.base import Policy
+    from sieve.agent.policies.base import Policy, PolicySession, PolicyStep
     from sieve.agent.tools import FinishRequest
+    from sieve.agent.trace import StopReason
     from sieve.pruning.context import ChunkEntry
     from sieve.retriever.index import CorpusIndex
 
 logger = logging.getLogger(__name__)
-
-
-
-@dataclass
-class Episode:
-    """Everything a policy may look at while deciding a turn."""
-
-    question: str
-    index: CorpusIndex
-    config: AgentConfig
-    context: ContextState
-    budget: TokenBudget
-    toolbox: Toolbox
-    vectors: VectorCache
-    tools: list[dict[str, Any]]
-    seed: int = 0
-    rollout: int = 0
-    turn: int = 0
-    last_outcomes: list[ToolOutcome] = field(default_factory=list)
-    started: float = field(default_factory=time.perf_counter)
-    cancel: CancelToken | None = None  # backends that can abort a call in flight watch it
 
 
 class SearchAgent:
@@ -83,137 +63,10 @@ class SearchAgent:
 
         ``cancel`` stops the episode at its next turn boundary (``stop_reason="cancelled"``).
         """
-        from sieve.agent.tool_specs import tool_specs
-
         validate_query(question)
-        cfg = self.config
-        t0 = time.perf_counter()
-        context = ContextState(self.policy.token_counter())
-        budget = TokenBudget.from_config(cfg.budget_tokens, cfg.pruning)
-        toolbox = Toolbox(self.index, context, budget, cfg, self.vectors, question, where=where)
-        seed = cfg.seed + rollout if seed is None else seed
-        episode = Episode(question=question, index=self.index, config=cfg, context=context, budget=budget,
-                          toolbox=toolbox, vectors=self.vectors, tools=tool_specs(), seed=seed, rollout=rollout,
-                          started=t0, cancel=cancel)
-        trace = Trace(question=question, collection=self.index.name, policy=self.policy.name,
-                      budget_tokens=cfg.budget_tokens, meta={"seed": seed, "rollout": rollout})
-        context.add("system", SYSTEM_PROMPT)
-        context.add("user", question_message(question))
-        context.add("user", budget.notice(context.tokens()), kind="notice")
-        emit = _Emitter(on_event)
-        finish: FinishRequest | None = None
-        stop = "max_turns"
-        try:
-            session = self.policy.start(episode)
-        except BackendError as exc:
-            session, stop = None, "backend_error"
-            trace.meta["error"] = exc.message
-        pruner = make_pruner(cfg.pruning)
-        n_calls = 0
-        for turn_i in range(cfg.max_turns if session is not None else 0):
-            if cancel is not None and cancel.cancelled:
-                stop = "cancelled"
-                break
-            if (time.perf_counter() - t0) > cfg.max_wall_s:
-                stop = "timeout"
-                break
-            if trace.tokens_total >= cfg.max_total_tokens:
-                stop = "max_tokens"
-                break
-            if n_calls >= cfg.max_tool_calls:
-                stop = "max_tool_calls"
-                break
-            episode.turn = turn_i
-            t_turn = time.perf_counter()
-            prompt = context.view() if cfg.record_prompts else None
-            try:
-                step = session.step(episode)
-            except Cancelled:  # the backend aborted its call: nobody wants this turn
-                stop = "cancelled"
-                break
-            except BackendError as exc:
-                stop = "backend_error"
-                trace.meta["error"] = exc.message
-                break
-            except Exception as exc:  # a policy bug ends this episode, never the caller
-                logger.exception("Policy %s failed", self.policy.name)
-                stop = "backend_error"
-                trace.meta["error"] = f"{type(exc).__name__}: {exc}"
-                break
-            turn = Turn(index=turn_i, completion=step.completion or step.text,
-                        completion_tokens=step.completion_tokens, prompt_messages=prompt)
-            trace.turns.append(turn)
-            trace.tokens_total += (step.prompt_tokens or context.tokens()) + step.completion_tokens
-            calls = list(step.tool_calls)
-            if not calls:
-                context.add("assistant", step.text)
-                trace.answer = step.text.strip() or None
-                stop = "no_tool_call"
-                turn.context_tokens = context.tokens()
-                turn.ms = (time.perf_counter() - t_turn) * 1000
-                break
-            for j, c in enumerate(calls):
-                c.call_id = c.call_id or f"call_{turn_i}_{j}"
-            allowed = max(0, min(cfg.max_calls_per_turn, cfg.max_tool_calls - n_calls))
-            context.add("assistant", step.text, tool_calls=[c.to_openai() for c in calls])
-            emit({"type": "action", "turn": turn_i, "tools": [c.name for c in calls],
-                  "params": [c.arguments if c.arguments is not None else c.raw for c in calls]})
-            outcomes = toolbox.run(calls[:allowed], turn_i)
-            for c in calls[allowed:]:
-                outcomes.append(self._over_cap(context, c, allowed))
-            n_calls += len(calls)
-            episode.last_outcomes = outcomes
-            auto = pruner.select(context, budget)
-            if auto:
-                done, _, _ = context.prune(auto)
-                trace.meta.setdefault("auto_pruned", []).extend(e.chunk_id for e in done)
-            context.add("user", budget.notice(context.tokens()), kind="notice")
-            turn.tool_calls = [self._record(context, o) for o in outcomes]
-            turn.context_tokens = context.tokens()
-            turn.ms = (time.perf_counter() - t_turn) * 1000
-            trace.peak_context_tokens = max(trace.peak_context_tokens, turn.context_tokens)
-            emit({"type": "observation", "turn": turn_i, "results": [_observation(context, o) for o in outcomes]})
-            emit({"type": "usage", "turn": turn_i, "context_tokens": turn.context_tokens, "budget": budget.total,
-                  "state": budget.state(turn.context_tokens), "tokens_total": trace.tokens_total})
-            finish = next((o.finish for o in outcomes if o.finish is not None), None)
-            if finish is not None:
-                stop = "finished" if step.meta.get("stop_reason") is None else step.meta["stop_reason"]
-                break
-        trace.stop_reason = stop  # type: ignore[assignment]
-        if stop == "cancelled" and cancel is not None:
-            trace.meta["cancel_reason"] = cancel.reason
-        trace.seen_chunk_ids = context.seen_ids
-        trace.seen_doc_ids = list(dict.fromkeys(e.doc_id for e in context.chunks.values()))
-        trace.pruned_chunk_ids = context.pruned_ids
-        if finish is not None:
-            trace.answer = finish.answer or trace.answer
-            trace.returned = _evidence(finish.entries[: cfg.k])
-        else:
-            trace.returned = _evidence(self._fallback(context))
-        trace.peak_context_tokens = max(trace.peak_context_tokens, context.tokens())
-        if cfg.record_prompts:
-            trace.meta["trajectory"] = context.full()  # every message unpruned: what scoring may read
-        trace.wall_ms = (time.perf_counter() - t0) * 1000
-        emit({"type": "done", "stop_reason": trace.stop_reason, "returned": trace.returned_chunk_ids,
-              "wall_ms": round(trace.wall_ms, 1)})
-        return trace
-
-    def _fallback(self, context: ContextState) -> list[ChunkEntry]:
-        """Without a finish call: the chunks still in view, most relevant to the question first."""
-        return sorted(context.active(), key=lambda e: -e.relevance)[: self.config.k]
-
-    @staticmethod
-    def _over_cap(context: ContextState, call: Any, allowed: int) -> ToolOutcome:
-        msg = f"Expected at most {allowed} tool calls this turn (per-turn or episode cap), got more; call skipped."
-        context.add("tool", f"Error: {msg}", kind="tool", tool_call_id=call.call_id, name=call.name)
-        return ToolOutcome(call=call, name=call.name, arguments=dict(call.arguments or {}), content=msg, error=msg)
-
-    @staticmethod
-    def _record(context: ContextState, o: ToolOutcome) -> ToolCall:
-        return ToolCall(name=o.name or o.call.name, arguments=o.arguments if o.arguments else (o.call.arguments or {}),
-                        call_id=o.call.call_id, error=o.error, malformed=o.malformed,
-                        result_chunk_ids=[context.chunks[h].chunk_id for h in o.handles], result_tokens=o.tokens,
-                        ms=round(o.ms, 2))
+        seed = self.config.seed + rollout if seed is None else seed
+        return _EpisodeRun(self, question, seed=seed, rollout=rollout, where=where, emit=_Emitter(on_event),
+                           cancel=cancel).play()
 
     # -- fused rollouts -------------------------------------------------------------------------
     def run_fused(self, question: str, rollouts: int | None = None, *,
@@ -234,6 +87,190 @@ class SearchAgent:
         with ThreadPoolExecutor(max_workers=n) as pool:
             traces = list(pool.map(one, range(n)))
         return fuse_traces(traces, k=self.config.k, rrf_k=self.config.rrf_k, wall_ms=(time.perf_counter() - t0) * 1000)
+
+
+class _EpisodeRun:
+    """One episode in motion. :meth:`play` is the loop; each part of a turn is a method of its own.
+
+    Per turn: check the hard caps, ask the policy for a step (a failing policy ends the episode,
+    never the caller), run its tool calls within the per-turn and episode caps, let the automatic
+    pruner free room, post the budget notice, record the turn and stream its events. The episode
+    ends on a ``finish`` call, a plain-text answer, a cap or a policy error; without ``finish``
+    the evidence is the chunks still in view, most relevant first.
+    """
+
+    def __init__(self, agent: SearchAgent, question: str, *, seed: int, rollout: int,
+                 where: dict[str, Any] | None, emit: _Emitter, cancel: CancelToken | None = None) -> None:
+        cfg = self.config = agent.config
+        self.started = time.perf_counter()
+        self.policy = agent.policy
+        self.context = ContextState(agent.policy.token_counter())
+        self.budget = TokenBudget.from_config(cfg.budget_tokens, cfg.pruning)
+        self.toolbox = Toolbox(agent.index, self.context, self.budget, cfg, agent.vectors, question, where=where)
+        self.pruner = make_pruner(cfg.pruning)
+        self.episode = Episode(question=question, config=cfg, context=self.context, tools=tool_specs(),
+                               vectors=agent.vectors, seed=seed, rollout=rollout, cancel=cancel)
+        self.trace = Trace(question=question, collection=agent.index.name, policy=agent.policy.name,
+                           budget_tokens=cfg.budget_tokens, meta={"seed": seed, "rollout": rollout})
+        self.emit = emit
+        self.n_calls = 0
+        self.finish: FinishRequest | None = None
+        self.stop: StopReason = "max_turns"
+
+    def play(self) -> Trace:
+        self.context.add("system", SYSTEM_PROMPT)
+        self.context.add("user", question_message(self.episode.question))
+        self.context.add("user", self.budget.notice(self.context.tokens()), kind="notice")
+        session = self._start()
+        for turn_i in range(self.config.max_turns if session is not None else 0):
+            cap = self._cap_reached()
+            if cap is not None:
+                self.stop = cap
+                break
+            if self._turn(session, turn_i):
+                break
+        return self._close()
+
+    # -- the policy -----------------------------------------------------------------------------
+    def _start(self) -> PolicySession | None:
+        try:
+            return self.policy.start(self.episode)
+        except BackendError as exc:
+            self._fail(exc.message)
+            return None
+
+    def _step(self, session: PolicySession) -> PolicyStep | None:
+        """The policy's next step, or None when it failed (the episode then ends as ``backend_error``)."""
+        try:
+            return session.step(self.episode)
+        except Cancelled:  # the backend aborted its call: nobody wants this turn
+            self.stop = "cancelled"
+        except BackendError as exc:
+            self._fail(exc.message)
+        except Exception as exc:  # a policy bug ends this episode, never the caller
+            logger.exception("Policy %s failed", self.policy.name)
+            self._fail(f"{type(exc).__name__}: {exc}")
+        return None
+
+    def _fail(self, message: str) -> None:
+        self.stop = "backend_error"
+        self.trace.meta["error"] = message
+
+    def _cap_reached(self) -> StopReason | None:
+        cfg = self.config
+        if self.episode.cancel is not None and self.episode.cancel.cancelled:
+            return "cancelled"
+        if (time.perf_counter() - self.started) > cfg.max_wall_s:
+            return "timeout"
+        if self.trace.tokens_total >= cfg.max_total_tokens:
+            return "max_tokens"
+        if self.n_calls >= cfg.max_tool_calls:
+            return "max_tool_calls"
+        return None
+
+    # -- one turn -------------------------------------------------------------------------------
+    def _turn(self, session: PolicySession, turn_i: int) -> bool:
+        """Play turn ``turn_i``; True when the episode ends with it."""
+        self.episode.turn = turn_i
+        t_turn = time.perf_counter()
+        prompt = self.context.view() if self.config.record_prompts else None
+        step = self._step(session)
+        if step is None:
+            return True
+        turn = Turn(index=turn_i, completion=step.completion or step.text,
+                    completion_tokens=step.completion_tokens, prompt_messages=prompt)
+        self.trace.turns.append(turn)
+        self.trace.tokens_total += (step.prompt_tokens or self.context.tokens()) + step.completion_tokens
+        if not step.tool_calls:
+            self._answer(step, turn, t_turn)
+            return True
+        outcomes = self._run_tools(step, turn_i)
+        self._auto_prune()
+        self.context.add("user", self.budget.notice(self.context.tokens()), kind="notice")
+        self._record(turn, outcomes, t_turn)
+        self.finish = next((o.finish for o in outcomes if o.finish is not None), None)
+        if self.finish is None:
+            return False
+        self.stop = "finished" if step.meta.get("stop_reason") is None else step.meta["stop_reason"]
+        return True
+
+    def _answer(self, step: PolicyStep, turn: Turn, t_turn: float) -> None:
+        """A step without tool calls: its text is the answer and the episode ends."""
+        self.context.add("assistant", step.text)
+        self.trace.answer = step.text.strip() or None
+        self.stop = "no_tool_call"
+        turn.context_tokens = self.context.tokens()
+        turn.ms = (time.perf_counter() - t_turn) * 1000
+
+    def _run_tools(self, step: PolicyStep, turn_i: int) -> list[ToolOutcome]:
+        """Run the step's calls up to the per-turn and episode caps; calls past them get an error each."""
+        cfg = self.config
+        calls = list(step.tool_calls)
+        for j, c in enumerate(calls):
+            c.call_id = c.call_id or f"call_{turn_i}_{j}"
+        allowed = max(0, min(cfg.max_calls_per_turn, cfg.max_tool_calls - self.n_calls))
+        self.context.add("assistant", step.text, tool_calls=[c.to_openai() for c in calls])
+        self.emit({"type": "action", "turn": turn_i, "tools": [c.name for c in calls],
+                   "params": [c.arguments if c.arguments is not None else c.raw for c in calls]})
+        outcomes = self.toolbox.run(calls[:allowed], turn_i)
+        outcomes.extend(_over_cap(self.context, c, allowed) for c in calls[allowed:])
+        self.n_calls += len(calls)
+        self.episode.last_outcomes = outcomes
+        return outcomes
+
+    def _auto_prune(self) -> None:
+        auto = self.pruner.select(self.context, self.budget)
+        if auto:
+            done, _, _ = self.context.prune(auto)
+            self.trace.meta.setdefault("auto_pruned", []).extend(e.chunk_id for e in done)
+
+    def _record(self, turn: Turn, outcomes: list[ToolOutcome], t_turn: float) -> None:
+        """Write the turn's calls into the trace and stream its observation and usage events."""
+        turn.tool_calls = [_tool_call(self.context, o) for o in outcomes]
+        turn.context_tokens = self.context.tokens()
+        turn.ms = (time.perf_counter() - t_turn) * 1000
+        self.trace.peak_context_tokens = max(self.trace.peak_context_tokens, turn.context_tokens)
+        self.emit({"type": "observation", "turn": turn.index,
+                   "results": [_observation(self.context, o) for o in outcomes]})
+        self.emit({"type": "usage", "turn": turn.index, "context_tokens": turn.context_tokens,
+                   "budget": self.budget.total, "state": self.budget.state(turn.context_tokens),
+                   "tokens_total": self.trace.tokens_total})
+
+    # -- the end --------------------------------------------------------------------------------
+    def _close(self) -> Trace:
+        trace, context = self.trace, self.context
+        trace.stop_reason = self.stop
+        if self.stop == "cancelled" and self.episode.cancel is not None:
+            trace.meta["cancel_reason"] = self.episode.cancel.reason
+        trace.seen_chunk_ids = context.seen_ids
+        trace.seen_doc_ids = list(dict.fromkeys(e.doc_id for e in context.chunks.values()))
+        trace.pruned_chunk_ids = context.pruned_ids
+        if self.finish is not None:
+            trace.answer = self.finish.answer or trace.answer
+            trace.returned = _evidence(self.finish.entries[: self.config.k])
+        else:  # no finish call: the chunks still in view, most relevant to the question first
+            trace.returned = _evidence(sorted(context.active(), key=lambda e: -e.relevance)[: self.config.k])
+        trace.peak_context_tokens = max(trace.peak_context_tokens, context.tokens())
+        if self.config.record_prompts:
+            trace.meta["trajectory"] = context.full()  # every message unpruned: what scoring may read
+        trace.wall_ms = (time.perf_counter() - self.started) * 1000
+        self.emit({"type": "done", "stop_reason": trace.stop_reason, "returned": trace.returned_chunk_ids,
+                   "wall_ms": round(trace.wall_ms, 1)})
+        return trace
+
+
+def _over_cap(context: ContextState, call: ParsedToolCall, allowed: int) -> ToolOutcome:
+    msg = f"Expected at most {allowed} tool calls this turn (per-turn or episode cap), got more; call skipped."
+    context.add("tool", f"Error: {msg}", kind="tool", tool_call_id=call.call_id, name=call.name)
+    return ToolOutcome(call=call, name=call.name, arguments=dict(call.arguments or {}), content=msg, error=msg)
+
+
+def _tool_call(context: ContextState, o: ToolOutcome) -> ToolCall:
+    """The trace's record of one outcome."""
+    return ToolCall(name=o.name or o.call.name, arguments=o.arguments if o.arguments else (o.call.arguments or {}),
+                    call_id=o.call.call_id, error=o.error, malformed=o.malformed,
+                    result_chunk_ids=[context.chunks[h].chunk_id for h in o.handles], result_tokens=o.tokens,
+                    ms=round(o.ms, 2))
 
 
 def fuse_traces(traces: list[Trace], *, k: int, rrf_k: int = 60, wall_ms: float = 0.0) -> Trace:
@@ -299,4 +336,4 @@ class _Emitter:
             logger.exception("on_event callback failed")
 
 
-__all__ = ["Episode", "SearchAgent", "fuse_traces"]
+__all__ = ["SearchAgent", "fuse_traces"]

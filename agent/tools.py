@@ -22,7 +22,7 @@ from sieve.errors import InvalidInput, NotFound, SieveError
 if TYPE_CHECKING:
     from sieve.agent.backends.base import ParsedToolCall
     from sieve.agent.config import AgentConfig
-    from sieve.agent.scoring import VectorCache
+    from sieve.agent.vector_cache import VectorView
     from sieve.pruning.budget import TokenBudget
     from sieve.pruning.context import ChunkEntry, ContextState
     from sieve.retriever.index import CorpusIndex
@@ -88,7 +88,7 @@ class Toolbox:
     """Runs tool calls for one episode."""
 
     def __init__(self, index: CorpusIndex, context: ContextState, budget: TokenBudget, config: AgentConfig,
-                 vectors: VectorCache, question: str, *, where: dict[str, Any] | None = None) -> None:
+                 vectors: VectorView, question: str, *, where: dict[str, Any] | None = None) -> None:
         self.index = index
         self.context = context
         self.budget = budget

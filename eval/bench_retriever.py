@@ -221,12 +221,14 @@ def index_fresh(data_dir: Path, name: str, embedder: Embedder, docs: Sequence[Do
 
 
 def bench_throughput(cfg: BenchConfig, data_dir: Path, embedders: dict[str, Embedder]) -> list[dict[str, Any]]:
+    from sieve.retriever.types import passage_text
+
     docs = read_corpus(Path(cfg.hotpotqa), cfg.passages)
     rows = []
     for dtype, emb in embedders.items():
         index = index_fresh(data_dir, f"tput-{dtype}", emb, docs)
         report = index.index_documents(docs, progress=False)
-        texts = [f"{c.title}\n{c.text}" if c.title else c.text for c in index.chunker.chunk_all(docs)]
+        texts = [passage_text(c.title, c.text) for c in index.chunker.chunk_all(docs)]
         t0 = time.perf_counter()
         emb.embed_passages(texts)
         embed_s = time.perf_counter() - t0

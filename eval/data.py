@@ -73,26 +73,46 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def load_tasks(path: Path, source: str, id_map: dict[str, str] | None = None) -> list[EvalTask]:
-    """Tasks of one ``tasks.jsonl``; ``id_map`` renames gold ids (pooled mode, on collision).
+def read_tasks(path: str | Path, limit: int | None = None) -> list[dict[str, Any]]:
+    """The records of a ``tasks.jsonl`` (the ``shared/eval/*/tasks.jsonl`` schema), checked; the first ``limit``.
+
+    Training reads tasks as these records, evaluation as :class:`EvalTask` (:func:`load_tasks`):
+    one reader, one schema.
 
     Raises:
-        InvalidInput: a line lacks ``id``, ``question`` or a list ``gold_ids``, or an id repeats.
+        InvalidInput: a missing file, an unreadable line, a record without ``id``, a non-empty
+            ``question`` or a non-empty list ``gold_ids``, a repeated id, or no task at all.
     """
-    id_map = id_map or {}
-    tasks: list[EvalTask] = []
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidInput(f"Expected a tasks JSONL file, got {str(path)!r} (not found)")
+    tasks: list[dict[str, Any]] = []
     seen: set[str] = set()
     for i, rec in enumerate(_read_jsonl(path), start=1):
         if not isinstance(rec, dict) or "id" not in rec or not isinstance(rec.get("question"), str) \
-                or not isinstance(rec.get("gold_ids"), list):
-            raise InvalidInput(f"Expected {{'id', 'question', 'gold_ids': [...]}} on {path}:{i}, got {str(rec)[:120]}")
+                or not rec["question"].strip() or not isinstance(rec.get("gold_ids"), list) or not rec["gold_ids"]:
+            raise InvalidInput(f"Expected {{'id', 'question', 'gold_ids': [...]}} with a question and at least one "
+                               f"gold id on {path}:{i}, got {str(rec)[:120]}")
         tid = str(rec["id"])
         if tid in seen:
             raise InvalidInput(f"Expected unique task ids in {path}, got {tid!r} twice")
         seen.add(tid)
+        tasks.append(rec)
+        if limit is not None and len(tasks) >= limit:
+            break
+    if not tasks:
+        raise InvalidInput(f"Expected at least one task in {path}, got none")
+    return tasks
+
+
+def load_tasks(path: Path, source: str, id_map: dict[str, str] | None = None) -> list[EvalTask]:
+    """Tasks of one ``tasks.jsonl`` (see :func:`read_tasks`); ``id_map`` renames gold ids (pooled mode, on collision)."""
+    id_map = id_map or {}
+    tasks: list[EvalTask] = []
+    for rec in read_tasks(path):
         answers = rec.get("answers") or []
         tasks.append(EvalTask(
-            task_id=tid, question=rec["question"],
+            task_id=str(rec["id"]), question=rec["question"],
             gold_ids=tuple(dict.fromkeys(id_map.get(str(g), str(g)) for g in rec["gold_ids"])),
             answers=tuple(str(a) for a in (answers if isinstance(answers, list) else [answers])),
             source=source, meta=rec.get("meta") or {},
@@ -197,4 +217,4 @@ def open_eval_index(
 
 
 __all__ = ["EvalSet", "EvalTask", "collection_name", "collision_maps", "load_sets", "load_tasks",
-           "open_eval_index", "read_corpus"]
+           "open_eval_index", "read_corpus", "read_tasks"]

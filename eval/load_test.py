@@ -19,7 +19,6 @@ import asyncio
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,10 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from sieve._net import free_port, wait_until_healthy
 from sieve.data import SAMPLE_DIR
+from sieve.eval.data import read_tasks
+from sieve.eval.metrics import percentile
 
 logger = logging.getLogger(__name__)
 
@@ -62,18 +64,9 @@ class Cell:
         return max((m for _, m in self.rss_mb), default=float("nan"))
 
 
-def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile.
-
-    Example:
-        >>> percentile([1.0, 2.0, 3.0, 4.0], 0.5)
-        2.0
-    """
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    rank = max(1, int(round(q * len(ordered) + 0.4999)))
-    return ordered[min(rank, len(ordered)) - 1]
+def _pct(values: list[float], q: float) -> float:
+    """``percentile`` (0-100) of ``values``; NaN when a cell had none (e.g. no refused requests)."""
+    return percentile(values, q) if values else float("nan")
 
 
 def rss_mib(pid: int | None) -> float | None:
@@ -131,14 +124,9 @@ async def run_cell(url: str, endpoint: str, clients: int, n: int, queries: list[
     m = rss_mib(server_pid)
     if m is not None:
         rss.append((round(seconds, 2), round(m, 1)))
-    return Cell(endpoint, clients, n, seconds, dict(sorted(codes.items())), percentile(accepted, 0.5),
-                percentile(accepted, 0.95), percentile(refused, 0.95), rss)
+    return Cell(endpoint, clients, n, seconds, dict(sorted(codes.items())), _pct(accepted, 50),
+                _pct(accepted, 95), _pct(refused, 95), rss)
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_server(data_dir: Path, collection: str, bf16: bool, extra: list[str]) -> tuple[subprocess.Popen, str]:
@@ -155,20 +143,12 @@ def start_server(data_dir: Path, collection: str, bf16: bool, extra: list[str]) 
     proc = subprocess.Popen([*cli, "serve", "--port", str(port), "-c", collection, "--preload", collection,
                              "--log-level", "warning", *(["--bf16"] if bf16 else []), *extra], env=env)
     url = f"http://127.0.0.1:{port}"
-    import httpx
-
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"sieve serve exited with {proc.returncode}")
-        try:
-            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    proc.terminate()
-    raise RuntimeError("sieve serve did not become healthy within 300 s")
+    try:
+        wait_until_healthy(url + "/healthz", proc=proc, name="sieve serve", timeout_s=300, request_timeout_s=2)
+    except RuntimeError:
+        proc.terminate()
+        raise
+    return proc, url
 
 
 def _codes(codes: dict[str, int]) -> str:
@@ -222,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request would drown the table
     levels = [int(x) for x in args.clients.split(",")]
-    queries = [json.loads(line)["question"] for line in (SAMPLE_DIR / "tasks.jsonl").open() if line.strip()]
+    queries = [t["question"] for t in read_tasks(SAMPLE_DIR / "tasks.jsonl")]
 
     proc = None
     tmp = None

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from sieve.agent.factory import POLICIES as AGENT_POLICIES
 from sieve.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 BASELINES: tuple[str, ...] = ("dense", "bm25", "hybrid")
-AGENT_POLICIES: tuple[str, ...] = ("heuristic", "openai", "local")
 
 
 @dataclass

@@ -1,15 +1,17 @@
-"""The protocol every retrieval mode satisfies, and the shared validators."""
+"""The protocol every retrieval mode satisfies, the template its classes share, and the shared validators."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from sieve.errors import InvalidInput
+from sieve.retriever.types import Hit
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
 
-    from sieve.retriever.types import Hit, Where
+    from sieve.retriever.store import ChromaStore
+    from sieve.retriever.types import HitMode, Where
 
 
 @runtime_checkable
@@ -23,6 +25,37 @@ class Retriever(Protocol):
     def batch_search(
         self, queries: Sequence[str], k: int = 10, *, where: Where | None = None
     ) -> list[list[Hit]]: ...
+
+
+class ScoredIdsRetriever:
+    """Template method: a mode says how it ranks chunk ids (:meth:`scored_ids`); :meth:`search`
+    validates the request, ranks, and fetches the texts of the winners alone.
+
+    Subclasses set ``store``, ``max_k`` and ``mode``.
+    """
+
+    store: ChromaStore
+    max_k: int
+    mode: HitMode
+
+    def scored_ids(
+        self, query: str, k: int, *, where: Where | None = None, exclude: Collection[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """The ``k`` best (chunk id, score) pairs, best first, ids in ``exclude`` left out."""
+        raise NotImplementedError
+
+    def search(
+        self, query: str, k: int = 10, *, where: Where | None = None, exclude: Collection[str] | None = None
+    ) -> list[Hit]:
+        validate_query(query)
+        validate_k(k, self.max_k)
+        pairs = self.scored_ids(query, k, where=where, exclude=exclude)
+        by_id = {c.chunk_id: c for c in self.store.get([cid for cid, _ in pairs])}
+        kept = [(by_id[cid], s) for cid, s in pairs if cid in by_id]  # a chunk deleted meanwhile drops out
+        return [Hit(chunk=c, score=s, rank=i + 1, mode=self.mode) for i, (c, s) in enumerate(kept)]
+
+    def batch_search(self, queries: Sequence[str], k: int = 10, *, where: Where | None = None) -> list[list[Hit]]:
+        return [self.search(q, k, where=where) for q in queries]
 
 
 def validate_k(k: int, max_k: int = 200) -> int:
@@ -45,4 +78,4 @@ def validate_query(query: str, max_chars: int = 4000) -> str:
     return query
 
 
-__all__ = ["Retriever", "validate_k", "validate_query"]
+__all__ = ["Retriever", "ScoredIdsRetriever", "validate_k", "validate_query"]

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from sieve.retriever.base import validate_k, validate_query
-from sieve.retriever.types import Hit
+from sieve.retriever.base import ScoredIdsRetriever
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Sequence
@@ -157,14 +156,14 @@ class SparseBM25:
         return index, meta["fingerprint"]
 
 
-
-
-class BM25Retriever:
+class BM25Retriever(ScoredIdsRetriever):
     """Keyword retrieval over the collection's chunks; scores are BM25 scores.
 
     ``index_provider`` returns the current :class:`SparseBM25` (the owner rebuilds it when the
     store changed), so this class never holds a stale index.
     """
+
+    mode = "bm25"
 
     def __init__(self, store: ChromaStore, index_provider: Callable[[], SparseBM25], *, max_k: int = 200) -> None:
         self.store = store
@@ -182,19 +181,6 @@ class BM25Retriever:
             ex = index.mask(set(exclude), exclude=True)
             allowed = ex if allowed is None else allowed & ex
         return index.top_k(tokenize(query), k, allowed=allowed)
-
-    def search(
-        self, query: str, k: int = 10, *, where: Where | None = None, exclude: Collection[str] | None = None
-    ) -> list[Hit]:
-        validate_query(query)
-        validate_k(k, self.max_k)
-        pairs = self.scored_ids(query, k, where=where, exclude=exclude)
-        by_id = {c.chunk_id: c for c in self.store.get([cid for cid, _ in pairs])}
-        hits = [(by_id[cid], s) for cid, s in pairs if cid in by_id]
-        return [Hit(chunk=c, score=s, rank=i + 1, mode="bm25") for i, (c, s) in enumerate(hits)]
-
-    def batch_search(self, queries: Sequence[str], k: int = 10, *, where: Where | None = None) -> list[list[Hit]]:
-        return [self.search(q, k, where=where) for q in queries]
 
 
 __all__ = ["BM25Retriever", "STOPWORDS", "SparseBM25", "tokenize"]

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sieve.retriever.base import validate_k, validate_query
-from sieve.retriever.types import Hit
+from sieve.retriever.base import ScoredIdsRetriever
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
 
     from sieve.retriever.bm25 import BM25Retriever
     from sieve.retriever.dense import DenseRetriever
-    from sieve.retriever.types import Where
+    from sieve.retriever.types import Hit, Where
 
 
 def rrf_fuse(
@@ -39,8 +38,10 @@ def rrf_fuse(
     return sorted(scores.items(), key=lambda kv: -kv[1])
 
 
-class HybridRetriever:
+class HybridRetriever(ScoredIdsRetriever):
     """Dense top-``candidates`` + BM25 top-``candidates``, fused by RRF, cut at ``k``."""
+
+    mode = "hybrid"
 
     def __init__(
         self, dense: DenseRetriever, bm25: BM25Retriever, *, rrf_k: int = 60, candidates: int = 50,
@@ -52,27 +53,24 @@ class HybridRetriever:
         self.candidates = candidates
         self.weights = (dense_weight, bm25_weight)
         self.max_k = max_k
+        self.store = dense.store
 
-    def search(
-        self, query: str, k: int = 10, *, where: Where | None = None, exclude: Collection[str] | None = None
-    ) -> list[Hit]:
-        validate_query(query)
-        validate_k(k, self.max_k)
+    def scored_ids(
+        self, query: str, k: int, *, where: Where | None = None, exclude: Collection[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """The ``k`` best fused (chunk id, RRF score) pairs of both candidate lists."""
         depth = max(k, self.candidates)
         exclude = set(exclude or ())
-        # Candidates are ids only; texts are fetched for the k fused winners alone.
+        # Candidates are ids only; the base class fetches texts for the k fused winners alone.
         dense_pairs = self.dense.scored_ids(query, depth, where=where, exclude=exclude)
         bm25_pairs = self.bm25.scored_ids(query, depth, where=where, exclude=exclude)
-        fused = rrf_fuse(
+        return rrf_fuse(
             [[cid for cid, _ in dense_pairs], [cid for cid, _ in bm25_pairs]], k=self.rrf_k, weights=self.weights
         )[:k]
-        chunks = {c.chunk_id: c for c in self.dense.store.get([cid for cid, _ in fused])}
-        hits = [(chunks[cid], s) for cid, s in fused if cid in chunks]
-        return [Hit(chunk=c, score=s, rank=i + 1, mode="hybrid") for i, (c, s) in enumerate(hits)]
 
     def batch_search(self, queries: Sequence[str], k: int = 10, *, where: Where | None = None) -> list[list[Hit]]:
         self.dense.embedder.embed_queries(list(queries))
-        return [self.search(q, k, where=where) for q in queries]
+        return super().batch_search(queries, k, where=where)
 
 
 __all__ = ["HybridRetriever", "rrf_fuse"]

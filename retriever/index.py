@@ -28,7 +28,7 @@ from sieve.retriever.dense import DenseRetriever
 from sieve.retriever.hybrid import HybridRetriever
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents
 from sieve.retriever.store import ChromaStore, list_collection_names, make_client, validate_collection_name
-from sieve.retriever.types import Chunk, Hit
+from sieve.retriever.types import Chunk, Hit, passage_text
 from sieve.retriever.writelock import WriteLock
 
 if TYPE_CHECKING:
@@ -58,15 +58,6 @@ class IndexReport:
     @property
     def chunks_per_second(self) -> float:
         return self.chunks_written / self.seconds if self.seconds else 0.0
-
-
-def _bm25_text(chunk: Chunk) -> str:
-    return f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text
-
-
-def _embed_text(chunk: Chunk) -> str:
-    # The title disambiguates short passages ("He was born in ...") for the bi-encoder.
-    return f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text
 
 
 class CorpusIndex:
@@ -140,7 +131,7 @@ class CorpusIndex:
         toks: list[list[str]] = []
         for cid, text, meta in self.store.scan(include_text=True):
             ids.append(cid)
-            toks.append(tokenize(f"{meta.get('title', '')}\n{text or ''}" if meta.get("title") else (text or "")))
+            toks.append(tokenize(passage_text(str(meta.get("title") or ""), text or "")))
         index = SparseBM25.from_tokens(ids, toks, k1=self.config.bm25_k1, b=self.config.bm25_b,
                                        epsilon=self.config.bm25_epsilon)
         # A reader must not wait for a writer, nor write the file while one runs: it keeps its
@@ -213,7 +204,7 @@ class CorpusIndex:
 
     def _write(self, batch: list[tuple[Document, str, list[Chunk]]], states: dict) -> int:
         chunks = [c for _, _, cs in batch for c in cs]
-        vectors = self.embedder.embed_passages([_embed_text(c) for c in chunks])
+        vectors = self.embedder.embed_passages([passage_text(c.title, c.text) for c in chunks])
         self.store.bump_generation()
         stale = [d.doc_id for d, _, _ in batch if d.doc_id in states]
         if stale:

@@ -55,6 +55,20 @@ class Chunk:
     metadata: Metadata = field(default_factory=dict)
 
 
+def passage_text(title: str, text: str) -> str:
+    """A chunk as embedded and BM25-indexed: its title on a line of its own (when it has one), then its text.
+
+    The title disambiguates short passages ("He was born in ...") for both scorers.
+
+    Example:
+        >>> passage_text("Paris", "The capital of France.")
+        'Paris\\nThe capital of France.'
+        >>> passage_text("", "Untitled text.")
+        'Untitled text.'
+    """
+    return f"{title}\n{text}" if title else text
+
+
 @dataclass(frozen=True)
 class Hit:
     """One search result: a chunk with the score the producing retriever gave it.
@@ -77,4 +91,4 @@ class Hit:
         return self.chunk.doc_id
 
 
-__all__ = ["ChunkId", "Chunk", "DocId", "Document", "Hit", "HitMode", "Metadata", "SearchMode", "Where"]
+__all__ = ["ChunkId", "Chunk", "DocId", "Document", "Hit", "HitMode", "Metadata", "SearchMode", "Where", "passage_text"]

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sieve.agent.cancel import CancelToken
+from sieve.agent.factory import POLICIES
 from sieve.errors import InvalidInput
 from sieve.retriever.base import validate_k
 from sieve.server.deps import run_blocking
@@ -34,8 +35,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-POLICIES = ("heuristic", "openai", "local")
-
 
 @dataclass
 class EpisodeRequest:
@@ -49,7 +48,6 @@ class EpisodeRequest:
     policy: str | None = None
     filters: dict[str, Any] | None = None
     rollouts: int = 1
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def agent_config(state: AppState, req: EpisodeRequest | None = None) -> AgentConfig:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sieve.server.schemas import ChunkOut, DocumentOut, EvidenceOut, SearchR1Doc, UsageOut
 
@@ -41,7 +41,7 @@ def search_r1_contents(chunk: Chunk) -> str:
     """Search-R1's passage format: the title in quotes on the first line (veRL reads it back from there).
 
     Example:
-        >>> from retriever.types import Chunk
+        >>> from sieve.retriever.types import Chunk
         >>> search_r1_contents(Chunk("d#0", "d", 0, "Body.", title="Title"))
         '"Title"\\nBody.'
     """
@@ -56,7 +56,7 @@ def stitch_chunks(chunks: Sequence[Chunk]) -> str:
     """Rebuild a document's text from its overlapping chunks (by character offsets).
 
     Example:
-        >>> from retriever.types import Chunk
+        >>> from sieve.retriever.types import Chunk
         >>> a = Chunk("d#0", "d", 0, "one two three", char_start=0, char_end=13)
         >>> b = Chunk("d#1", "d", 1, "three four", char_start=8, char_end=18)
         >>> stitch_chunks([a, b])
@@ -97,7 +97,7 @@ def document_blocks(evidence: Sequence[Evidence]) -> str:
     """Context-1's final answer format: ranked ``<Document id=...><Justification>...`` blocks.
 
     Example:
-        >>> from agent.trace import Evidence
+        >>> from sieve.agent.trace import Evidence
         >>> document_blocks([Evidence("d#0", "d", 0.5, 1, justification="Says so.")])
         '<Document id="d#0"><Justification>Says so.</Justification></Document>'
     """
@@ -109,9 +109,5 @@ def document_blocks(evidence: Sequence[Evidence]) -> str:
     return "\n".join(blocks)
 
 
-def mcp_result(e: EvidenceOut, url: str) -> dict[str, Any]:
-    return {"id": e.id, "title": e.title or e.doc_id, "text": e.text, "url": url}
-
-
 __all__ = ["completion_tokens", "document_blocks", "document_out", "evidence_out", "hit_out", "justification_for",
-           "mcp_result", "search_r1_contents", "search_r1_doc", "stitch_chunks", "trace_usage"]
+           "search_r1_contents", "search_r1_doc", "stitch_chunks", "trace_usage"]

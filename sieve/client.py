@@ -125,11 +125,7 @@ def iter_sse(lines: Iterable[str]) -> Iterator[StreamEvent]:
     for line in lines:
         if not line:
             if data:
-                text = "\n".join(data)
-                try:
-                    yield StreamEvent(event, json.loads(text))
-                except ValueError:
-                    yield StreamEvent(event, text)
+                yield _sse_event(event, data)
             event, data = "message", []
             continue
         if line.startswith(":"):
@@ -141,11 +137,15 @@ def iter_sse(lines: Iterable[str]) -> Iterator[StreamEvent]:
         elif name == "data":
             data.append(value)
     if data:
-        text = "\n".join(data)
-        try:
-            yield StreamEvent(event, json.loads(text))
-        except ValueError:
-            yield StreamEvent(event, text)
+        yield _sse_event(event, data)
+
+
+def _sse_event(event: str, data: list[str]) -> StreamEvent:
+    text = "\n".join(data)
+    try:
+        return StreamEvent(event, json.loads(text))
+    except ValueError:
+        return StreamEvent(event, text)
 
 
 class SieveClient:

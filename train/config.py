@@ -7,9 +7,7 @@ dataclass, so SFT targets, RL segments and evaluation see identical prompts.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sieve.errors import InvalidInput
@@ -51,34 +49,6 @@ class EpisodeConfig:
         return asdict(self)
 
 
-def load_tasks(path: str | Path, limit: int | None = None) -> list[dict[str, Any]]:
-    """Tasks from a JSONL file in the ``shared/eval/*/tasks.jsonl`` schema.
-
-    Raises:
-        InvalidInput: missing file, unreadable line, or a task without question / gold_ids.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise InvalidInput(f"Expected a tasks JSONL file, got {str(path)!r} (not found)")
-    tasks: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as f:
-        for i, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                task = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInput(f"Expected JSON on line {i} of {path}, got {exc}") from None
-            if not task.get("question") or not task.get("gold_ids"):
-                raise InvalidInput(f"Expected 'question' and 'gold_ids' on line {i} of {path}, got {sorted(task)}")
-            tasks.append(task)
-            if limit is not None and len(tasks) >= limit:
-                break
-    if not tasks:
-        raise InvalidInput(f"Expected at least one task in {path}, got none")
-    return tasks
-
-
 def split_tasks(tasks: list[dict[str, Any]], holdout: float, seed: int = 0) -> tuple[list[dict], list[dict]]:
     """(train, held-out) split by a seeded shuffle of task ids; deterministic and disjoint.
 
@@ -102,4 +72,4 @@ def split_tasks(tasks: list[dict[str, Any]], holdout: float, seed: int = 0) -> t
     return train, test
 
 
-__all__ = ["EpisodeConfig", "load_tasks", "split_tasks"]
+__all__ = ["EpisodeConfig", "split_tasks"]

@@ -112,9 +112,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for noisy in ("httpx", "chromadb", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
+    from sieve.eval.data import read_tasks
     from sieve.retriever import CorpusIndex
     from sieve.settings import load_settings
-    from sieve.train.config import EpisodeConfig, load_tasks, split_tasks
+    from sieve.train.config import EpisodeConfig, split_tasks
     from sieve.train.heldout import heldout_table as eval_table
     from sieve.train.heldout import run_heldout
     from sieve.train.rl import RLConfig, run_rl, time_limit_callback
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     index = CorpusIndex.open(rcfg, args.collection, create=True)
     if index.count() == 0:
         index.index_path(args.data / "corpus.jsonl")
-    tasks = load_tasks(args.data / "tasks.jsonl")
+    tasks = read_tasks(args.data / "tasks.jsonl")
     pool, held = split_tasks(tasks, args.holdout, args.seed)
     held = held[: args.eval_tasks]
     sft_tasks, rl_tasks = pool[: args.sft_tasks], pool[args.sft_tasks:]

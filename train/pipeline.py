@@ -54,7 +54,7 @@ def _write(path: Path, tasks: list[dict[str, Any]]) -> Path:
 def run_pipeline(cfg: PipelineConfig, retriever_config: RetrieverConfig, *, progress: bool = True) -> dict[str, Any]:
     from sieve.agent.backends.local import LocalBackend
     from sieve.retriever import CorpusIndex
-    from sieve.train.config import load_tasks
+    from sieve.eval.data import read_tasks
     from sieve.train.heldout import heldout_table, run_heldout
     from sieve.train.rl import RLConfig, run_rl
     from sieve.train.sft import WarmStartConfig, run_sft
@@ -67,7 +67,7 @@ def run_pipeline(cfg: PipelineConfig, retriever_config: RetrieverConfig, *, prog
     logger.info("Indexed %s: %d chunks written, %d unchanged documents", cfg.corpus, indexed.chunks_written,
                 indexed.unchanged)
     synth = synthesize(index, cfg.out / "tasks.jsonl", SynthConfig(n=cfg.n_tasks, seed=cfg.seed), progress=progress)
-    tasks = load_tasks(cfg.out / "tasks.jsonl")
+    tasks = read_tasks(cfg.out / "tasks.jsonl")
     train_tasks, held = split_tasks(tasks, cfg.holdout, cfg.seed)
     _write(cfg.out / "train_tasks.jsonl", train_tasks)
     _write(cfg.out / "heldout_tasks.jsonl", held)

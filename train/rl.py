@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sieve.errors import InvalidInput
-from sieve.train.config import EpisodeConfig, load_tasks, split_tasks
+from sieve.eval.data import read_tasks
+from sieve.train.config import EpisodeConfig, split_tasks
 from sieve.train.rewards import RewardConfig, check_reward_weights, get_episode_reward
 
 if TYPE_CHECKING:
@@ -213,7 +214,7 @@ def run_rl(index: CorpusIndex, cfg: RLConfig, *, progress: bool = True, model: A
     from sieve.train.sft import save_merged
 
     t0 = time.perf_counter()
-    tasks = load_tasks(cfg.tasks, cfg.limit)
+    tasks = read_tasks(cfg.tasks, cfg.limit)
     train_tasks, held = split_tasks(tasks, cfg.holdout, cfg.seed) if cfg.holdout > 0 else (tasks, [])
     trainer = build_trainer(index, cfg, train_tasks, model=model, tokenizer=tokenizer,
                             extra_reward_funcs=extra_reward_funcs, reward_weights=reward_weights,

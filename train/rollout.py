@@ -177,11 +177,6 @@ class HFGenerate:
         return completion, None
 
 
-def hf_batch_fn(model: Any, tokenizer: Any, eos_ids: Sequence[int]) -> Any:
-    """A batch function sampling from a transformers causal LM (see :class:`HFGenerate`)."""
-    return HFGenerate(model, tokenizer, eos_ids)
-
-
 class RecordingBackend:
     """A :class:`~sieve.agent.backends.base.ChatBackend` over a generator, recording each turn's tokens."""
 
@@ -241,4 +236,4 @@ def run_rollouts(index: CorpusIndex, questions: Sequence[str], agent_config: Age
     return [r for r in results if r is not None]
 
 
-__all__ = ["BatchedGenerator", "GenParams", "HFGenerate", "RecordingBackend", "Rollout", "Segment", "hf_batch_fn", "run_rollouts"]
+__all__ = ["BatchedGenerator", "GenParams", "HFGenerate", "RecordingBackend", "Rollout", "Segment", "run_rollouts"]

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from tqdm.auto import tqdm
 
 from sieve.errors import InvalidInput
+from sieve.eval.data import read_tasks
 from sieve.train.chat_format import assistant_target
-from sieve.train.config import EpisodeConfig, load_tasks, split_tasks
+from sieve.train.config import EpisodeConfig, split_tasks
 from sieve.train.rewards import Gold
 from sieve.train.rewards.context1 import trajectory_recall
 
@@ -79,10 +80,9 @@ class WarmStartConfig:
 
 def assistant_message(turn: Turn) -> dict[str, Any]:
     """The teacher's assistant message of one turn (its calls, as the harness recorded them)."""
-    from sieve.agent.backends.parsing import parse_tool_calls
-    from sieve.agent.tool_specs import TOOL_ALIASES, TOOL_NAMES
+    from sieve.agent.backends.parsing import KNOWN_TOOLS, parse_tool_calls
 
-    calls = parse_tool_calls(turn.completion or "", set(TOOL_NAMES) | set(TOOL_ALIASES))
+    calls = parse_tool_calls(turn.completion or "", KNOWN_TOOLS)
     if calls and all(c.arguments is not None for c in calls):
         return {"role": "assistant", "content": "",
                 "tool_calls": [c.to_openai() | {"id": c.call_id or f"call_{turn.index}_{i}"}
@@ -182,7 +182,7 @@ def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) 
     from sieve.train.heldout import run_heldout
 
     t0 = time.perf_counter()
-    tasks = load_tasks(cfg.tasks, cfg.limit)
+    tasks = read_tasks(cfg.tasks, cfg.limit)
     train_tasks, held = split_tasks(tasks, cfg.holdout, cfg.seed)
     held = held[: cfg.max_heldout]
     episodes = collect_teacher(index, train_tasks, cfg, progress)

@@ -222,8 +222,12 @@ def make_task(draft: Draft, link: Link, facts: dict[str, Any], cfg: SynthConfig,
     }
 
 
-def read_tasks(path: Path) -> dict[str, dict[str, Any]]:
-    """Tasks already in a file, by id (missing file: none); a torn last line is ignored."""
+def read_written_tasks(path: Path) -> dict[str, dict[str, Any]]:
+    """Tasks this writer already wrote to ``path``, by id (missing file: none); a torn last line is ignored.
+
+    Lenient on purpose, unlike :func:`sieve.eval.data.read_tasks`: it reads back a file that an
+    interrupted run may have left half-written, to resume it.
+    """
     tasks: dict[str, dict[str, Any]] = {}
     if not path.exists():
         return tasks
@@ -239,7 +243,7 @@ def read_tasks(path: Path) -> dict[str, dict[str, Any]]:
 
 def read_task_ids(path: Path) -> set[str]:
     """Ids already in a tasks file."""
-    return set(read_tasks(path))
+    return set(read_written_tasks(path))
 
 
 def make_writer(generator: GeneratorName, *, model_path: str | None = None, base_url: str | None = None,
@@ -284,7 +288,7 @@ def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None =
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    existing_tasks = read_tasks(out)
+    existing_tasks = read_written_tasks(out)
     existing = set(existing_tasks)
     report = SynthReport(existing=len(existing), out=str(out))
     need = cfg.n - len(existing)
@@ -334,4 +338,4 @@ def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None =
 
 
 __all__ = ["CorpusView", "GeneratorName", "SynthConfig", "SynthReport", "find_links", "make_task", "make_writer",
-           "read_task_ids", "read_tasks", "synthesize", "task_id", "verify"]
+           "read_task_ids", "read_written_tasks", "synthesize", "task_id", "verify"]

@@ -15,9 +15,8 @@ from threading import Lock
 from typing import TYPE_CHECKING, Any
 
 from sieve.agent.backends.base import ChatResult
+from sieve.agent.backends.parsing import calls_in_text, parse_arguments
 from sieve.agent.cancel import Cancelled
-from sieve.agent.backends.parsing import parse_arguments, parse_tool_calls
-from sieve.agent.tool_specs import TOOL_ALIASES, TOOL_NAMES
 from sieve.errors import BackendError, ModelUnavailable
 from sieve.runtime import prepare_runtime
 
@@ -25,7 +24,6 @@ if TYPE_CHECKING:
     from sieve.agent.cancel import CancelToken
 
 logger = logging.getLogger(__name__)
-_KNOWN = set(TOOL_NAMES) | set(TOOL_ALIASES)
 
 TOOL_FORMAT = ("To call a tool, write one line per call:\n"
                '<tool_call>{"name": "<tool>", "arguments": {...}}</tool_call>\n'
@@ -138,8 +136,8 @@ class LocalBackend:
             raise Cancelled(f"Cancelled ({cancel.reason}) while generating")
         new = out[0, ids.shape[1]:]
         text = self.tokenizer.decode(new, skip_special_tokens=True)
-        calls = parse_tool_calls(text, _KNOWN)
-        return ChatResult(text="" if calls else text, tool_calls=calls, prompt_tokens=int(ids.shape[1]),
+        calls, shown = calls_in_text(text)
+        return ChatResult(text=shown, tool_calls=calls, prompt_tokens=int(ids.shape[1]),
                           completion_tokens=int(new.shape[0]), raw=text,
                           finish_reason="length" if new.shape[0] >= max_tokens else "stop")
 

@@ -22,9 +22,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sieve.agent.backends.base import ChatResult, ParsedToolCall
+from sieve.agent.backends.parsing import calls_in_text, parse_arguments
 from sieve.agent.cancel import Cancelled
-from sieve.agent.backends.parsing import parse_arguments, parse_tool_calls
-from sieve.agent.tool_specs import TOOL_ALIASES, TOOL_NAMES
 from sieve.errors import BackendError, InvalidInput
 
 if TYPE_CHECKING:
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
-_KNOWN = set(TOOL_NAMES) | set(TOOL_ALIASES)
 
 
 def _render_raw(text: str, calls: list[ParsedToolCall]) -> str:
@@ -155,14 +153,9 @@ class OpenAIBackend:
             err = None if args is not None else f"Expected the arguments of {name} as a JSON object, got {str(raw_args)[:200]!r}"
             calls.append(ParsedToolCall(name=name, arguments=args, call_id=str(tc.get("id") or ""), raw=str(raw_args),
                                         error=err))
+        text_out = text
         if not calls and text:
-            calls = parse_tool_calls(text, _KNOWN)
-            if calls:
-                text_out = ""  # the text was the calls
-            else:
-                text_out = text
-        else:
-            text_out = text
+            calls, text_out = calls_in_text(text)
         usage = data.get("usage") or {}
         return ChatResult(text=text_out, tool_calls=calls, prompt_tokens=int(usage.get("prompt_tokens") or 0),
                           completion_tokens=int(usage.get("completion_tokens") or 0),

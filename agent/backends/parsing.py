@@ -12,9 +12,16 @@ from __future__ import annotations
 import ast
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sieve.agent.backends.base import ParsedToolCall
+from sieve.agent.tool_specs import TOOL_ALIASES, TOOL_NAMES
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+# Every name a model may call a tool by: what ``name(...)``-style text calls are matched against.
+KNOWN_TOOLS = frozenset(TOOL_NAMES) | frozenset(TOOL_ALIASES)
 
 _TAG_RE = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 _FENCE_RE = re.compile(r"```(?:json|tool_call|python)?\s*(.*?)```", re.DOTALL)
@@ -95,7 +102,7 @@ def parse_arguments(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _python_calls(text: str, known: set[str] | None) -> list[ParsedToolCall]:
+def _python_calls(text: str, known: Collection[str] | None) -> list[ParsedToolCall]:
     """``search(query="x", k=3)`` style calls, only for known tool names (else prose matches)."""
     out = []
     for m in _FUNC_RE.finditer(text):
@@ -116,7 +123,7 @@ def _python_calls(text: str, known: set[str] | None) -> list[ParsedToolCall]:
     return out
 
 
-def parse_tool_calls(text: str, known_tools: set[str] | None = None) -> list[ParsedToolCall]:
+def parse_tool_calls(text: str, known_tools: Collection[str] | None = None) -> list[ParsedToolCall]:
     """All tool calls written in ``text``, in order; never raises.
 
     A ``<tool_call>`` block whose JSON is broken yields a call with ``error`` set (the model
@@ -152,4 +159,21 @@ def parse_tool_calls(text: str, known_tools: set[str] | None = None) -> list[Par
     return calls
 
 
-__all__ = ["parse_arguments", "parse_tool_calls"]
+def calls_in_text(text: str) -> tuple[list[ParsedToolCall], str]:
+    """The tool calls a model wrote as text (for servers without a tool parser, and small models), and the text left.
+
+    The text left is ``""`` when calls were found: they travel as structured tool calls and must
+    not be shown a second time as the assistant's words.
+
+    Example:
+        >>> calls, rest = calls_in_text('<tool_call>{"name": "search", "arguments": {"query": "x"}}</tool_call>')
+        >>> [c.name for c in calls], rest
+        (['search'], '')
+        >>> calls_in_text("Paris.")
+        ([], 'Paris.')
+    """
+    calls = parse_tool_calls(text, KNOWN_TOOLS)
+    return calls, ("" if calls else text)
+
+
+__all__ = ["KNOWN_TOOLS", "calls_in_text", "parse_arguments", "parse_tool_calls"]

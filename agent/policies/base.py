@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from sieve.agent.backends.base import ParsedToolCall
-    from sieve.agent.loop import Episode
+    from sieve.agent.episode import Episode
     from sieve.pruning.tokens import TokenCounter
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from sieve.agent.backends.base import ParsedToolCall
 from sieve.agent.policies.base import PolicyStep
@@ -26,8 +26,7 @@ from sieve.pruning.tokens import ApproxTokenCounter
 
 if TYPE_CHECKING:
     from sieve.agent.config import AgentConfig, HeuristicConfig
-    from sieve.agent.loop import Episode
-    from sieve.pruning.context import ChunkEntry
+    from sieve.agent.episode import Episode
     from sieve.pruning.tokens import TokenCounter
 
 
@@ -39,14 +38,30 @@ class _Query:
     prior: float = 1.0  # how likely the name is the bridge (mention order, relation word before it)
 
 
+class BridgeHit(NamedTuple):
+    """The chunk was found by searching a name that another chunk (its parent) mentions."""
+
+    parent: str  # chunk id of the chunk that mentioned the name
+    match: float  # how well the chunk's title names what was searched (0..1)
+    rank: int  # its rank in that search
+    prior: float  # how likely the name was the bridge (see _Query.prior)
+
+
+class NameHit(NamedTuple):
+    """The chunk was found by searching a name the question itself mentions."""
+
+    match: float  # how well the chunk's title names what was searched (0..1)
+    rank: int  # its rank in that search
+
+
 @dataclass
 class Features:
     """What the policy knows about a chunk; its evidence score is a function of these alone."""
 
     cos: float  # cosine with the question
     q_rank: int | None = None  # rank in the search for the question itself
-    bridges: list[tuple[str, float, int, float]] = field(default_factory=list)  # (parent, match, rank, prior)
-    named: list[tuple[float, int]] = field(default_factory=list)  # (match, rank) for names in the question
+    bridges: list[BridgeHit] = field(default_factory=list)
+    named: list[NameHit] = field(default_factory=list)
 
 
 @dataclass
@@ -58,7 +73,6 @@ class _State:
     queried: set[str] = field(default_factory=set)  # normalised query texts
     seeded: set[str] = field(default_factory=set)  # chunk ids already used as seeds
     pending: dict[str, _Query] = field(default_factory=dict)  # call id -> query of the last turn
-    finished: bool = False
 
 
 class HeuristicPolicy:
@@ -68,7 +82,7 @@ class HeuristicPolicy:
 
     def __init__(self, config: AgentConfig) -> None:
         self.config = config
-        self.h = config.heuristic
+        self.knobs = config.heuristic
 
     def token_counter(self) -> TokenCounter:
         return ApproxTokenCounter()
@@ -79,118 +93,118 @@ class HeuristicPolicy:
 
 class _Session:
     def __init__(self, policy: HeuristicPolicy, state: _State) -> None:
-        self.p = policy
-        self.s = state
+        self.policy = policy
+        self.state = state
+        self.knobs = policy.knobs
 
     # -- the turn -------------------------------------------------------------------------------
     def step(self, episode: Episode) -> PolicyStep:
-        s, h = self.s, self.p.h
+        state, knobs = self.state, self.knobs
         if episode.turn == 0:
             return self._emit(self._first_queries(episode))
         added = self._absorb(episode)
         prune = self._prune_candidates(episode)
-        if s.hop >= h.max_hops or (s.hop > 0 and not added):
-            return self._finish(episode, prune, converged=s.hop < h.max_hops)
+        if state.hop >= knobs.max_hops or (state.hop > 0 and not added):
+            return self._finish(episode, prune, converged=state.hop < knobs.max_hops)
         queries = self._bridge_queries(episode)
-        s.hop += 1
+        state.hop += 1
         if not queries:
             return self._finish(episode, prune, converged=True)
         return self._emit(queries, prune)
 
     def _first_queries(self, episode: Episode) -> list[_Query]:
-        h = self.p.h
         q = episode.question
         out = [_Query(q, None, "")]
         names = [m.text for m in mentions(q)]
         for name in dict.fromkeys(names):
             if normalise(name) != normalise(q):
                 out.append(_Query(name, None, name))
-        return out[: 1 + h.max_queries_per_turn]
+        return out[: 1 + self.knobs.max_queries_per_turn]
 
     def _bridge_queries(self, episode: Episode) -> list[_Query]:
         """Names mentioned by the best unseeded chunks, not in the question, not yet searched."""
-        s, h = self.s, self.p.h
+        state, knobs = self.state, self.knobs
         ctx = episode.context
         qnorm = normalise(episode.question)
         q_words = {w[:5] for w in qnorm.split() if len(w) > 3}
-        ranked = sorted((e for e in ctx.active() if e.chunk_id not in s.seeded),
-                        key=lambda e: -s.scores.get(e.chunk_id, 0.0))[: h.seed_chunks]
+        ranked = sorted((e for e in ctx.active() if e.chunk_id not in state.seeded),
+                        key=lambda e: -state.scores.get(e.chunk_id, 0.0))[: knobs.seed_chunks]
         cands: dict[str, tuple[float, _Query]] = {}
         for e in ranked:
-            s.seeded.add(e.chunk_id)
-            parent_score = s.scores.get(e.chunk_id, 0.0)
+            state.seeded.add(e.chunk_id)
+            parent_score = state.scores.get(e.chunk_id, 0.0)
             title = normalise(e.chunk.title)
             for order, m in enumerate(mentions(e.chunk.text)):
                 key = normalise(m.text)
-                if not key or key in s.queried or key == title or key in qnorm or title.startswith(key):
+                if not key or key in state.queried or key == title or key in qnorm or title.startswith(key):
                     continue
-                prior = 1.0 / (1.0 + h.order_decay * order)
+                prior = 1.0 / (1.0 + knobs.order_decay * order)
                 # A name right after a word of the question ("directed by X" for "director") is the bridge.
                 if any(w.lower()[:5] in q_words for w in m.context.split()[-3:]):
-                    prior = min(1.0, prior * h.relation_boost)
+                    prior = min(1.0, prior * knobs.relation_boost)
                 rank_key = parent_score * prior
                 if episode.seed:
-                    rank_key *= 1.0 + h.jitter * (2 * s.rng.random() - 1)
+                    rank_key *= 1.0 + knobs.jitter * (2 * state.rng.random() - 1)
                 if key not in cands or cands[key][0] < rank_key:
                     cands[key] = (rank_key, _Query(m.text, e.chunk_id, m.text, prior))
-        best = sorted(cands.values(), key=lambda t: -t[0])[: h.max_queries_per_turn]
+        best = sorted(cands.values(), key=lambda t: -t[0])[: knobs.max_queries_per_turn]
         return [q for _, q in best]
 
     def _emit(self, queries: list[_Query], prune: list[str] | None = None) -> PolicyStep:
-        s, h = self.s, self.p.h
+        state, knobs = self.state, self.knobs
         calls: list[ParsedToolCall] = []
         if prune:
             calls.append(ParsedToolCall(name="prune", arguments={"ids": prune, "reason": "low relevance"}))
-        s.pending = {}
+        state.pending = {}
         for i, q in enumerate(queries):
-            s.queried.add(normalise(q.text))
-            k = min(h.first_k if q.parent is None and not q.name else h.hop_k, self.p.config.search_k)
-            call = ParsedToolCall(name="search", arguments={"query": q.text, "k": k}, call_id=f"h{s.hop}_{i}")
-            s.pending[call.call_id] = q
+            state.queried.add(normalise(q.text))
+            k = min(knobs.first_k if q.parent is None and not q.name else knobs.hop_k, self.policy.config.search_k)
+            call = ParsedToolCall(name="search", arguments={"query": q.text, "k": k}, call_id=f"h{state.hop}_{i}")
+            state.pending[call.call_id] = q
             calls.append(call)
         return PolicyStep(tool_calls=calls, completion=_render(calls))
 
     # -- bookkeeping ----------------------------------------------------------------------------
     def _absorb(self, episode: Episode) -> int:
         """Record what the last turn showed and re-score; returns how many chunks entered the top k."""
-        s = self.s
+        state = self.state
         k = episode.config.k
         before = self._top(k)
         for o in episode.last_outcomes:
-            q = s.pending.get(o.call.call_id)
+            q = state.pending.get(o.call.call_id)
             if q is None or not o.handles:
                 continue
             for rank, handle in enumerate(o.handles):
                 e = episode.context.chunks[handle]
-                f = s.features.setdefault(e.chunk_id, Features(cos=e.relevance))
+                f = state.features.setdefault(e.chunk_id, Features(cos=e.relevance))
                 if not q.name:
                     f.q_rank = rank if f.q_rank is None else min(f.q_rank, rank)
                 elif q.parent is None:
-                    f.named.append((name_match(q.name, e.chunk.title), rank))
+                    f.named.append(NameHit(name_match(q.name, e.chunk.title), rank))
                 else:
-                    f.bridges.append((q.parent, name_match(q.name, e.chunk.title), rank, q.prior))
+                    f.bridges.append(BridgeHit(q.parent, name_match(q.name, e.chunk.title), rank, q.prior))
         # Parents are always registered before their children, so one pass in insertion order suffices.
-        for cid, f in s.features.items():
-            s.scores[cid] = score_features(f, s.scores, self.p.h)
+        for cid, f in state.features.items():
+            state.scores[cid] = score_features(f, state.scores, self.knobs)
         after = self._top(k)
         return len(set(after) - set(before))
 
     def _top(self, k: int) -> list[str]:
-        return [cid for cid, _ in sorted(self.s.scores.items(), key=lambda kv: -kv[1])[:k]]
+        return [cid for cid, _ in sorted(self.state.scores.items(), key=lambda kv: -kv[1])[:k]]
 
     def _prune_candidates(self, episode: Episode) -> list[str]:
         """Active chunks well outside the top of the pool: they can no longer make the returned set."""
-        s, h = self.s, self.p.h
+        scores = self.state.scores
         keep = set(self._top(episode.config.k + max(4, episode.config.k // 2)))
-        top = max(s.scores.values(), default=0.0)
+        top = max(scores.values(), default=0.0)
         return [e.handle for e in episode.context.active()
-                if e.chunk_id not in keep and s.scores.get(e.chunk_id, 0.0) < top - h.prune_below]
+                if e.chunk_id not in keep and scores.get(e.chunk_id, 0.0) < top - self.knobs.prune_below]
 
     def _finish(self, episode: Episode, prune: list[str], *, converged: bool) -> PolicyStep:
-        s = self.s
+        scores = self.state.scores
         pruned = set(prune)
         live = [e for e in episode.context.active() if e.handle not in pruned]
-        ranked = sorted(live, key=lambda e: -s.scores.get(e.chunk_id, 0.0))
+        ranked = sorted(live, key=lambda e: -scores.get(e.chunk_id, 0.0))
         # One chunk per document first: evidence is judged by document, so spread the k slots.
         first, extra, docs = [], [], set()
         for e in ranked:
@@ -201,27 +215,27 @@ class _Session:
         if prune:
             calls.append(ParsedToolCall(name="prune", arguments={"ids": prune, "reason": "low relevance"}))
         calls.append(ParsedToolCall(name="finish", arguments={"ids": ids}))
-        s.finished = True
         return PolicyStep(tool_calls=calls, completion=_render(calls),
                           meta={"stop_reason": "converged" if converged else None})
 
 
-def score_features(f: Features, scores: dict[str, float], h: HeuristicConfig) -> float:
+def score_features(f: Features, scores: dict[str, float], knobs: HeuristicConfig) -> float:
     """Evidence score: fused rank in the question search + cosine, plus the best bridge or name match.
 
     A bridge adds a share of its parent's score, scaled by how well the chunk's title matches the
     name searched and how likely that name was the bridge; so the page of "the director" of a
     top-ranked film lands right after the film.
     """
-    first = h.w_rank / (1.0 + f.q_rank / h.rank_tau) if f.q_rank is not None else 0.0
-    base = first + h.w_cos * f.cos
+    first = knobs.w_rank / (1.0 + f.q_rank / knobs.rank_tau) if f.q_rank is not None else 0.0
+    base = first + knobs.w_cos * f.cos
     link = 0.0
-    for parent, match, rank, prior in f.bridges:
-        if match >= h.min_match:
-            link = max(link, h.bridge_weight * scores.get(parent, 0.0) * match * prior / (1.0 + h.rank_decay * rank))
-    for match, rank in f.named:
-        if match >= h.min_match:
-            link = max(link, h.named_weight * match / (1.0 + h.rank_decay * rank))
+    for b in f.bridges:
+        if b.match >= knobs.min_match:
+            link = max(link, knobs.bridge_weight * scores.get(b.parent, 0.0) * b.match * b.prior
+                       / (1.0 + knobs.rank_decay * b.rank))
+    for n in f.named:
+        if n.match >= knobs.min_match:
+            link = max(link, knobs.named_weight * n.match / (1.0 + knobs.rank_decay * n.rank))
     return base + link
 
 
@@ -231,4 +245,4 @@ def _render(calls: list[ParsedToolCall]) -> str:
                      "</tool_call>" for c in calls)
 
 
-__all__ = ["Features", "HeuristicPolicy", "score_features"]
+__all__ = ["BridgeHit", "Features", "HeuristicPolicy", "NameHit", "score_features"]

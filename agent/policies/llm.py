@@ -4,20 +4,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sieve.agent.backends.parsing import parse_tool_calls
+from sieve.agent.backends.parsing import calls_in_text
 from sieve.agent.policies.base import PolicyStep
-from sieve.agent.tool_specs import TOOL_ALIASES, TOOL_NAMES
 from sieve.pruning.tokens import ApproxTokenCounter
 
 if TYPE_CHECKING:
     from sieve.agent.backends.base import ChatBackend
     from sieve.agent.config import AgentConfig
-    from sieve.agent.loop import Episode
+    from sieve.agent.episode import Episode
     from sieve.pruning.tokens import TokenCounter
 
 # Fused rollouts need diverse episodes; greedy decoding would make them identical.
 ROLLOUT_TEMPERATURE = 0.7
-_KNOWN = set(TOOL_NAMES) | set(TOOL_ALIASES)
 
 
 class LLMPolicy:
@@ -40,23 +38,20 @@ class LLMPolicy:
 
 class _LLMSession:
     def __init__(self, policy: LLMPolicy) -> None:
-        self.p = policy
+        self.policy = policy
 
     def step(self, episode: Episode) -> PolicyStep:
-        cfg = self.p.config
+        cfg = self.policy.config
         temperature = cfg.temperature
         if episode.rollout > 0 and temperature == 0.0:
             temperature = ROLLOUT_TEMPERATURE
         # Only a cancellable episode passes the token, so backends without the keyword still work.
         extra = {"cancel": episode.cancel} if episode.cancel is not None else {}
-        result = self.p.backend.chat(episode.context.view(), episode.tools, tool_choice=self.p.tool_choice,
-                                     max_tokens=cfg.max_new_tokens, temperature=temperature, **extra)
-        calls = list(result.tool_calls)
-        text = result.text
-        if not calls:
-            calls = parse_tool_calls(text, _KNOWN)
-            if calls:
-                text = ""  # the calls are rendered as structured tool_calls; do not show them twice
+        result = self.policy.backend.chat(episode.context.view(), episode.tools, tool_choice=self.policy.tool_choice,
+                                          max_tokens=cfg.max_new_tokens, temperature=temperature, **extra)
+        calls, text = list(result.tool_calls), result.text
+        if not calls:  # a backend that returns raw text (RL's recording backend): read the calls from it
+            calls, text = calls_in_text(text)
         return PolicyStep(tool_calls=calls, text=text, completion=result.raw or result.text,
                           prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
                           meta={"finish_reason": result.finish_reason})

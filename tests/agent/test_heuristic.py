@@ -5,6 +5,12 @@ from __future__ import annotations
 from sieve.agent import AgentConfig, SearchAgent, make_policy
 
 
+def _searches(turns):
+    """The search queries of each turn, in order."""
+    return tuple(tuple(sorted(c.arguments.get("query") or "" for c in t.tool_calls if c.name == "search"))
+                 for t in turns)
+
+
 def _recall(docs, gold):
     return len(set(docs) & set(gold)) / len(gold)
 
@@ -35,5 +41,11 @@ def test_heuristic_is_deterministic_and_fused_rollouts_differ(sample_index, samp
     assert a.returned_chunk_ids == b.returned_chunk_ids
     fused = agent.run_fused(q, rollouts=3)
     assert len(fused.returned) == 5 and len(fused.meta["rollouts"]) == 3
-    queries = [{c.arguments.get("query") for c in fused.turns[i].tool_calls} for i in range(len(fused.turns))]
-    assert len({frozenset(x) for x in queries}) > 1
+    # Fused turns are the rollouts' turns one after another: cut them back into per-rollout searches.
+    per_rollout, start = [], 0
+    for rollout in fused.meta["rollouts"]:
+        per_rollout.append(_searches(fused.turns[start:start + rollout["turns"]]))
+        start += rollout["turns"]
+    assert start == len(fused.turns)
+    assert per_rollout[0] == _searches(a.turns)  # rollout 0 runs with seed 0, as a single episode does
+    assert len(set(per_rollout)) > 1  # other seeds choose other bridging names

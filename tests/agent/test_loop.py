@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from _agent_fakes import AlwaysSearch, ScriptedBackend, TimeoutBackend, call, text_turn, turn
 
@@ -16,12 +17,18 @@ def _notices(request):
 
 def test_usage_line_every_turn_and_only_latest_in_view(run_script):
     trace, backend, _ = run_script([turn(call("search", query="Lindbergh", k=1))] * 3)
+    stated = []
     for req in backend.requests:
         notices = _notices(req)
         assert len(notices) == 1  # older notices leave the view
-    last = _notices(backend.requests[-1])[0]
-    assert last.startswith(f"[Token usage: {trace.turns[2].context_tokens - 0:,}".split(",")[0][:14])
-    assert "/8,192]" in last
+        used = re.fullmatch(r"\[Token usage: ([\d,]+)/8,192\]", notices[0])
+        assert used, notices[0]
+        stated.append(int(used.group(1).replace(",", "")))
+    # The notice a turn ends with states the context it ends with: it replaces the previous notice,
+    # of the same length here, so the count equals the turn's recorded context_tokens.
+    assert len(stated) == len(trace.turns) == 4  # the script's 3 searches, then the fake's closing finish
+    assert stated[1:] == [t.context_tokens for t in trace.turns[:-1]]
+    assert 0 < stated[0] < stated[1] < stated[2] < stated[3]  # each search showed a new chunk
 
 
 def test_soft_and_hard_limits(run_script):

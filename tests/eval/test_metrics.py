@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import pytest
+import pytrec_eval  # a test extra (trec_eval's reference maths): a missing one fails the run
 
 from sieve.agent.trace import Evidence, ToolCall, Trace, Turn
 from sieve.eval.evaluator import aggregate, row_metrics
@@ -99,7 +101,6 @@ def test_trajectory_recall_and_prune_accuracy():
 
 
 def test_percentile_matches_numpy_linear():
-    np = pytest.importorskip("numpy")
     rng = random.Random(7)
     for n in (1, 2, 5, 37):
         xs = [rng.uniform(0, 1000) for _ in range(n)]
@@ -175,7 +176,6 @@ def test_aggregate_means_skip_abstentions_and_report_wall_percentiles():
 
 def test_metrics_and_trec_export_agree_with_trec_eval():
     """Reference check: our maths on exported TREC files against trec_eval's (pytrec_eval bindings)."""
-    pytrec_eval = pytest.importorskip("pytrec_eval")
     from sieve.eval.exports import qrels_lines, trec_run_lines
 
     rng = random.Random(3)

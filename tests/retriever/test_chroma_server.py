@@ -6,11 +6,12 @@ import json
 import shutil
 from typing import TYPE_CHECKING
 
-import httpx
 import pytest
 
 from _retriever_helpers import MULTI_DOCS, assert_consistent
-from _server_process import free_port, server_process
+from _server_process import server_process
+
+from sieve._net import free_port
 
 from sieve.errors import InvalidPattern, NotFound, UnknownCollection
 from sieve.retriever import CorpusIndex, Document, RetrieverConfig

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -10,6 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
+
+from sieve._net import free_port
 
 if TYPE_CHECKING:
     from sieve.server.state import AppState
@@ -24,12 +25,6 @@ TINY_DOCS = [
     {"id": "rome", "title": "Rome", "text": "Rome is the capital city of Italy, founded, legend says, in 753 BC.",
      "metadata": {"country": "Italy"}},
 ]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -81,4 +76,4 @@ def assert_problem(r: httpx.Response, status: int, code: str) -> dict:
     return body
 
 
-__all__ = ["API_KEY", "assert_problem", "TINY", "TINY_DOCS", "LiveServer", "free_port", "start_server"]
+__all__ = ["API_KEY", "assert_problem", "TINY", "TINY_DOCS", "LiveServer", "start_server"]

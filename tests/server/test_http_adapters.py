@@ -11,7 +11,6 @@ QUESTION = "What was the 2020 population of the city that Charles Lindbergh's tr
 
 
 def test_langchain_retriever_over_http(live) -> None:
-    pytest.importorskip("langchain_core")
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
 
@@ -38,7 +37,6 @@ def test_langchain_retriever_over_http(live) -> None:
 
 
 def test_llamaindex_retriever_over_http(live) -> None:
-    pytest.importorskip("llama_index.core")
     from llama_index.core.schema import NodeWithScore
 
     from sieve.adapters.llamaindex import SieveRetriever
@@ -52,8 +50,6 @@ def test_llamaindex_retriever_over_http(live) -> None:
 
 
 def test_adapters_in_process(tmp_path, embedder) -> None:
-    pytest.importorskip("langchain_core")
-    pytest.importorskip("llama_index.core")
     from llama_index.core.schema import QueryBundle
 
     from sieve.retriever import RetrieverConfig
@@ -76,14 +72,12 @@ def test_adapters_in_process(tmp_path, embedder) -> None:
 
 
 def test_adapter_arguments_are_checked(live) -> None:
-    pytest.importorskip("langchain_core")
     from sieve.adapters.langchain import SieveRetriever
 
     with pytest.raises(InvalidInput):
         SieveRetriever()  # neither base_url, client nor sieve
     with pytest.raises(ValueError, match="mode"):  # LangChain retrievers are pydantic models: checked on creation
         SieveRetriever(base_url=live.url, mode="magic")
-    pytest.importorskip("llama_index.core")
     from sieve.adapters.llamaindex import SieveRetriever as LIRetriever
 
     with pytest.raises(InvalidInput):

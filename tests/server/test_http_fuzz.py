@@ -7,9 +7,8 @@ many more and prints the count.
 from __future__ import annotations
 
 import pytest
+import schemathesis  # noqa: F401  (a test extra: a missing one fails the run)
 from live_server import TINY, TINY_DOCS, start_server
-
-pytest.importorskip("schemathesis", reason="fuzzing needs schemathesis (test extra)")
 
 EXAMPLES = 6
 

@@ -6,10 +6,8 @@ import asyncio
 from typing import Any
 
 import httpx
-import pytest
+import mcp  # noqa: F401  (a test extra: a missing one fails the run instead of skipping the endpoint's tests)
 from live_server import API_KEY, TINY, assert_problem
-
-pytest.importorskip("mcp", reason="the MCP endpoint is the optional extra sieve[mcp]")
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}

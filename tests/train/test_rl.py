@@ -22,7 +22,8 @@ def test_grpo_smoke_run_through_the_harness(sample_index, tiny_model_dir, tmp_pa
     from sieve.agent import AgentConfig, SearchAgent, make_policy
     from sieve.agent.tool_specs import tool_specs
     from sieve.train.chat_format import prompt_ids
-    from sieve.train.config import EpisodeConfig, load_tasks
+    from sieve.eval.data import read_tasks
+    from sieve.train.config import EpisodeConfig
     from sieve.train.rl import RLConfig, build_trainer
     from sieve.train.sft import load_student, save_merged
 
@@ -33,7 +34,7 @@ def test_grpo_smoke_run_through_the_harness(sample_index, tiny_model_dir, tmp_pa
                                          max_new_tokens=16))
     model, tok, _ = load_student(cfg.model_path)
     before = model.model.layers[0].self_attn.q_proj.weight.detach().clone()
-    trainer = build_trainer(sample_index, cfg, load_tasks(cfg.tasks, cfg.limit), model=model, tokenizer=tok,
+    trainer = build_trainer(sample_index, cfg, read_tasks(cfg.tasks, cfg.limit), model=model, tokenizer=tok,
                             extra_reward_funcs=[distinct_token_reward], reward_weights=[1.0, 1.0])
     trainer.train()
 

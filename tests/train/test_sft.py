@@ -62,9 +62,9 @@ def test_tiny_sft_run_saves_a_loadable_checkpoint(sample_index, tiny_model_dir, 
     result = run_sft(sample_index, cfg, progress=False)
     assert result["n_kept_episodes"] >= 1 and result["n_train_examples"] >= result["n_kept_episodes"]
     assert result["heldout"]["n_tasks"] == 1 and 0.0 <= result["heldout"]["valid_tool_call_rate"] <= 1.0
-    from sieve.train.config import load_tasks
+    from sieve.eval.data import read_tasks
 
-    _, held = split_tasks(load_tasks(cfg.tasks, 4), 0.25, cfg.seed)
+    _, held = split_tasks(read_tasks(cfg.tasks, 4), 0.25, cfg.seed)
     assert result["heldout_ids"] == [t["id"] for t in held] and result["n_train_tasks"] == 3
     report = json.loads((tmp_path / "sft" / "sft_report.json").read_text())
     assert report["model_dir"] == result["model_dir"] and (Path(result["model_dir"]) / "config.json").is_file()

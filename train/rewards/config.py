@@ -14,7 +14,7 @@ Two families of terms:
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from sieve.errors import InvalidInput
@@ -154,9 +154,6 @@ class RewardConfig:
     def max_reward(self) -> float:
         """The best possible episode reward: perfect F-beta and recall, answer returned, no penalty."""
         return self.w_f_beta + self.w_traj_recall + self.w_answer
-
-    def with_overrides(self, **changes: Any) -> RewardConfig:
-        return replace(self, **changes)
 
 
 def _clip01(x: float) -> float:

@@ -1,4 +1,4 @@
-"""Cheap relevance scores: cosine between a query and chunks, from the vectors Chroma already holds.
+"""The agent's vector cache: passage vectors by chunk id, and cheap cosine relevance scores from them.
 
 Re-embedding 50 candidates per search would cost about a second on CPU; the stored passage
 vectors (title + text, unit-normalised) are fetched instead, and embedded only when the store
@@ -10,9 +10,11 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from threading import Lock
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+
+from sieve.retriever.types import passage_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -21,6 +23,14 @@ if TYPE_CHECKING:
     from sieve.retriever.types import Chunk
 
 logger = logging.getLogger(__name__)
+
+
+class VectorView(Protocol):
+    """Read access to passage vectors and query-chunk cosines: what a policy may look at (see ``episode.py``)."""
+
+    def vectors(self, chunks: Sequence[Chunk]) -> np.ndarray: ...
+
+    def cosine(self, query: str, chunks: Sequence[Chunk]) -> np.ndarray: ...
 
 
 class VectorCache:
@@ -41,7 +51,7 @@ class VectorCache:
             logger.debug("Stored vectors unavailable (%s); embedding %d chunks", exc, len(ids))
         missing = [c for c in chunks if c.chunk_id not in out]
         if missing:
-            texts = [f"{c.title}\n{c.text}" if c.title else c.text for c in missing]
+            texts = [passage_text(c.title, c.text) for c in missing]
             for c, v in zip(missing, self.index.embedder.embed_passages(texts)):
                 out[c.chunk_id] = v
         return out
@@ -76,18 +86,4 @@ class VectorCache:
         return self.vectors(chunks) @ q
 
 
-def minmax(values: Sequence[float] | np.ndarray) -> np.ndarray:
-    """Scale to [0, 1]; a constant list maps to ones.
-
-    Example:
-        >>> minmax([1.0, 3.0, 2.0]).tolist()
-        [0.0, 1.0, 0.5]
-    """
-    arr = np.asarray(values, dtype=np.float64)
-    if arr.size == 0:
-        return arr
-    lo, hi = float(arr.min()), float(arr.max())
-    return np.ones_like(arr) if hi - lo < 1e-12 else (arr - lo) / (hi - lo)
-
-
-__all__ = ["VectorCache", "minmax"]
+__all__ = ["VectorCache", "VectorView"]

@@ -1,6 +1,6 @@
 """Benchmark: the heuristic policy against single-shot hybrid retrieval at the same returned-set size.
 
-    python -m sieve.agent.bench_policy --data /work/shared/eval/2wikimultihopqa --limit 60
+    python -m sieve.eval.bench_policy --data ../shared/eval/2wikimultihopqa --limit 60
 
 Indexes ``corpus.jsonl`` of the data folder into a cached collection (idempotent: a second run
 reuses it), then for each task compares doc-level recall@5/@10 and the all-gold rate of
@@ -53,7 +53,7 @@ def open_index(data: Path, data_dir: Path, collection: str | None = None):
     return index
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, required=True, help="Folder with corpus.jsonl and tasks.jsonl.")
     ap.add_argument("--limit", type=int, default=None, help="First N tasks only.")
@@ -68,57 +68,68 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--agent-set", action="append", default=[], metavar="KEY=VALUE",
                     help="Override an AgentConfig field (repeatable), e.g. --agent-set search_k=15.")
     ap.add_argument("--json", action="store_true", help="Print the result row as JSON too.")
-    args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
-    from sieve.runtime import prepare_runtime
+    return ap
 
-    prepare_runtime()
 
+def _score(sums: dict[str, float], docs: list[str], seen: list[str], gold: set[str], k: int, searches: int,
+           ms: float) -> None:
+    """Add one task's figures to a system's running sums."""
+    sums["r5"] += _recall(docs, gold, 5)
+    sums["r10"] += _recall(docs, gold, k)
+    sums["all"] += float(gold <= set(docs))
+    sums["seen"] += _recall(seen, gold, len(seen) or 1)
+    sums["searches"] += searches
+    sums["ms"] += ms
+
+
+def run(args: argparse.Namespace, tasks: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per system, the sums over ``tasks`` of recall@5, recall@k, all-gold, seen-recall, searches and ms."""
     from sieve.agent import AgentConfig, HeuristicConfig, SearchAgent, make_policy
 
     index = open_index(args.data, args.data_dir, args.collection)
-    with (args.data / "tasks.jsonl").open(encoding="utf-8") as f:
-        tasks = [json.loads(line) for line in f if line.strip()]
-    tasks = tasks[args.offset:]
-    if args.limit:
-        tasks = tasks[: args.limit]
     heur = dataclasses.replace(HeuristicConfig(), **_parse_sets(args.set))
     config = AgentConfig(k=args.k, budget_tokens=args.budget, heuristic=heur, **_parse_sets(args.agent_set))
     agent = SearchAgent(index, make_policy("heuristic", config), config)
-
-    rows: dict[str, dict[str, float]] = {"hybrid": {}, "heuristic": {}}
-    sums = {name: {"r5": 0.0, "r10": 0.0, "all": 0.0, "seen": 0.0, "searches": 0.0, "ms": 0.0} for name in rows}
+    sums = {name: dict.fromkeys(("r5", "r10", "all", "seen", "searches", "ms"), 0.0) for name in ("hybrid", "heuristic")}
     for task in tqdm(tasks, desc="tasks", unit="task"):
         gold = set(task["gold_ids"])
         t0 = time.perf_counter()
         hits = index.search(task["question"], 50, mode="hybrid")
         hyb = list(dict.fromkeys(h.doc_id for h in hits))[: args.k]
-        ms_h = (time.perf_counter() - t0) * 1000
+        _score(sums["hybrid"], hyb, hyb, gold, args.k, 1, (time.perf_counter() - t0) * 1000)
         t0 = time.perf_counter()
         trace = agent.run_fused(task["question"], args.rollouts) if args.rollouts > 1 else agent.run(task["question"])
-        ms_a = (time.perf_counter() - t0) * 1000
-        ret = trace.returned_doc_ids[: args.k]
-        for name, docs, seen, n, ms in (("hybrid", hyb, hyb, 1, ms_h),
-                                        ("heuristic", ret, trace.seen_doc_ids, trace.n_searches, ms_a)):
-            s = sums[name]
-            s["r5"] += _recall(docs, gold, 5)
-            s["r10"] += _recall(docs, gold, args.k)
-            s["all"] += float(gold <= set(docs))
-            s["seen"] += _recall(list(seen), gold, len(seen) or 1)
-            s["searches"] += n
-            s["ms"] += ms
-    n = max(1, len(tasks))
+        _score(sums["heuristic"], trace.returned_doc_ids[: args.k], list(trace.seen_doc_ids), gold, args.k,
+               trace.n_searches, (time.perf_counter() - t0) * 1000)
+    return sums
+
+
+def _print(args: argparse.Namespace, n_tasks: int, sums: dict[str, dict[str, float]]) -> None:
+    n = max(1, n_tasks)
+    rows = {name: {key: round(v / n, 4) for key, v in s.items()} for name, s in sums.items()}
     out = sys.stdout
-    out.write(f"\n{args.data.name}: {len(tasks)} tasks, k={args.k}, budget={args.budget}, rollouts={args.rollouts}\n")
+    out.write(f"\n{args.data.name}: {n_tasks} tasks, k={args.k}, budget={args.budget}, rollouts={args.rollouts}\n")
     out.write(f"{'system':<12}{'recall@5':>10}{f'recall@{args.k}':>11}{'all-gold':>10}{'seen-recall':>13}"
               f"{'searches':>10}{'ms/task':>10}\n")
-    for name, s in sums.items():
-        rows[name] = {key: round(v / n, 4) for key, v in s.items()}
-        r = rows[name]
+    for name, r in rows.items():
         out.write(f"{name:<12}{r['r5']:>10.3f}{r['r10']:>11.3f}{r['all']:>10.3f}{r['seen']:>13.3f}"
                   f"{r['searches']:>10.1f}{r['ms']:>10.0f}\n")
     if args.json:
-        out.write(json.dumps({"data": args.data.name, "tasks": len(tasks), **rows}) + "\n")
+        out.write(json.dumps({"data": args.data.name, "tasks": n_tasks, **rows}) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    from sieve.eval.data import read_tasks
+    from sieve.runtime import prepare_runtime
+
+    prepare_runtime()
+
+    tasks = read_tasks(args.data / "tasks.jsonl")[args.offset:]
+    if args.limit:
+        tasks = tasks[: args.limit]
+    _print(args, len(tasks), run(args, tasks))
     return 0
 
 

@@ -1,0 +1,35 @@
+"""Shape of the code a reader most often follows: no function in ``agent/`` or ``retriever/`` of 60 lines or more.
+
+Measured with :mod:`ast` as ``end_lineno - lineno + 1`` of every ``def`` (methods and nested
+functions included; decorators and the docstring count as lines of the function).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LIMIT = 60
+
+
+def function_lengths(*folders: str) -> dict[str, int]:
+    """``"path:line name"`` -> length in lines, for every function under ``folders``."""
+    out: dict[str, int] = {}
+    for folder in folders:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    assert node.end_lineno is not None
+                    out[f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"] = node.end_lineno - node.lineno + 1
+    return out
+
+
+def test_the_measure_sees_functions() -> None:
+    lengths = function_lengths("agent", "retriever")
+    assert len(lengths) > 100 and any(name.endswith(" run") for name in lengths)  # so the check below can fail
+
+
+def test_no_long_function_in_agent_or_retriever() -> None:
+    long = {name: n for name, n in function_lengths("agent", "retriever").items() if n >= LIMIT}
+    assert not long, f"Expected every function in agent/ and retriever/ under {LIMIT} lines, got {long}"

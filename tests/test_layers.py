@@ -1,0 +1,156 @@
+"""Layering, read from the source: no import cycle, retriever/ below agent/, the web stack in server/ only.
+
+The module graph is built with :mod:`ast` from the files the ``package-dir`` mapping of
+``pyproject.toml`` installs (so it needs no import of the package and sees every module, even
+ones whose dependencies are optional). An edge ``a -> b`` is an ``import`` or ``from ... import``
+in ``a`` naming module ``b`` (``from p import name`` points at ``p.name`` when that is a module,
+else at the package ``p``, i.e. its ``__init__``). Which imports count:
+
+* *module level*: statements run when ``a`` is imported, including those inside top-level
+  ``try``/``if`` blocks, but not those under ``if TYPE_CHECKING:`` (never run) nor those inside
+  functions (run on first call, when every module is already loaded). Only these can make an
+  import fail half-way, so :func:`test_no_import_cycle` checks this graph.
+* *every import*: all of the above plus the ``TYPE_CHECKING`` and function-local ones. A cycle
+  here cannot break an import, but it is still a circle a reader must hold in mind (the agent
+  loop and the policy protocol once named each other this way), so
+  :func:`test_no_cycle_through_type_only_or_lazy_imports` forbids it too; and the layer rules
+  (what ``retriever/`` may reach, who may import FastAPI) hold for this wider graph, since a
+  lazy import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WEB = ("fastapi", "starlette", "sse_starlette")
+
+
+def _modules() -> dict[str, Path]:
+    """Module name -> source file, for every module the package-dir mapping installs."""
+    mapping = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    out: dict[str, Path] = {}
+    for package, folder in mapping.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = path.relative_to(ROOT / folder).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join((package, *parts))] = path
+    return out
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(tree: ast.Module, *, module_level: bool) -> list[ast.Import | ast.ImportFrom]:
+    """Import statements of a module: all of them, or only those that run at import time."""
+    if not module_level:
+        return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    found: list[ast.Import | ast.ImportFrom] = []
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        elif isinstance(node, ast.If):
+            pending.extend(node.orelse if _is_type_checking(node.test) else [*node.body, *node.orelse])
+        elif isinstance(node, (ast.Try, ast.With)):
+            pending.extend(node.body)
+            for extra in ("handlers", "orelse", "finalbody"):
+                for item in getattr(node, extra, []):
+                    pending.extend(item.body if isinstance(item, ast.ExceptHandler) else [item])
+    return found
+
+
+def _targets(node: ast.Import | ast.ImportFrom, name: str, path: Path) -> list[str]:
+    """The full names a statement imports (possibly not ours: filtered by the caller)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    base = node.module or ""
+    if node.level:
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for _ in range(node.level - 1):
+            package = package.rpartition(".")[0]
+        base = f"{package}.{base}".rstrip(".")
+    return [base, *(f"{base}.{a.name}" for a in node.names)]
+
+
+def graph(*, module_level: bool) -> dict[str, set[str]]:
+    """Module -> the modules of the sieve package it imports (and the external top-level names, prefixed ``ext:``)."""
+    modules = _modules()
+    edges: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        out: set[str] = set()
+        for node in _imports(ast.parse(path.read_text(encoding="utf-8")), module_level=module_level):
+            targets = _targets(node, name, path)
+            if isinstance(node, ast.ImportFrom):
+                # `from p import x`: the submodule p.x when it exists, else p itself.
+                subs = [t for t in targets[1:] if t in modules]
+                targets = subs if len(subs) == len(targets) - 1 else [targets[0], *subs]
+            for t in targets:
+                if t in modules:
+                    out.add(t)
+                elif not t.startswith("sieve.") and t != "sieve":
+                    out.add(f"ext:{t.split('.')[0]}")
+        edges[name] = out - {name}
+    return edges
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph as a path ``[a, b, ..., a]``, or None (iterative depth-first search)."""
+    colour: dict[str, int] = {}  # 1: on the current path, 2: done
+    for start in sorted(edges):
+        if colour.get(start):
+            continue
+        path, stack = [start], [iter(sorted(n for n in edges[start] if n in edges))]
+        colour[start] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                colour[path.pop()] = 2
+                stack.pop()
+            elif colour.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            elif not colour.get(nxt):
+                colour[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(sorted(n for n in edges[nxt] if n in edges)))
+    return None
+
+
+def test_the_graph_sees_the_package() -> None:
+    edges = graph(module_level=True)
+    # Sanity: the graph is not empty and knows edges we can name, so the checks below can fail.
+    assert len(edges) > 60
+    assert "sieve.retriever.types" in edges["sieve.retriever.index"]
+    assert "sieve.agent.policies.base" in graph(module_level=False)["sieve.agent.loop"]
+    assert "ext:fastapi" in edges["sieve.server.main"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle() -> None:
+    cycle = find_cycle(graph(module_level=True))
+    assert cycle is None, f"Expected no import cycle among module-level imports, got {' -> '.join(cycle or [])}"
+
+
+def test_no_cycle_through_type_only_or_lazy_imports() -> None:
+    cycle = find_cycle(graph(module_level=False))
+    assert cycle is None, f"Expected no import cycle, even via TYPE_CHECKING or lazy imports, got {' -> '.join(cycle or [])}"
+
+
+def test_retriever_never_imports_the_layers_above_it() -> None:
+    above = ("sieve.pruning", "sieve.agent", "sieve.train", "sieve.eval", "sieve.server", "sieve.facade", "sieve.client")
+    bad = {m: sorted(t for t in ts if t.startswith(above))
+           for m, ts in graph(module_level=False).items() if m.startswith("sieve.retriever")}
+    assert not {m: ts for m, ts in bad.items() if ts}
+
+
+def test_only_the_server_imports_the_web_stack() -> None:
+    web = {f"ext:{w}" for w in WEB}
+    bad = {m: sorted(ts & web) for m, ts in graph(module_level=False).items() if not m.startswith("sieve.server")}
+    assert not {m: ts for m, ts in bad.items() if ts}
