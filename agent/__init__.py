@@ -1,5 +1,6 @@
 """The search agent: tools, a token-budgeted loop with pruning, policies, and the trace it yields."""
 
+from sieve.agent.cancel import CancelToken, Cancelled
 from sieve.agent.config import AgentConfig, HeuristicConfig
 from sieve.agent.factory import POLICIES, make_policy
 from sieve.agent.episode import Episode
@@ -11,6 +12,8 @@ __all__ = [
     "POLICIES",
     "TOOL_NAMES",
     "AgentConfig",
+    "CancelToken",
+    "Cancelled",
     "Episode",
     "Evidence",
     "HeuristicConfig",

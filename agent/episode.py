@@ -10,6 +10,8 @@ the caps); a policy gets only what it decides from:
   producing tool's ``score`` and whether it was pruned. Policies read it; only the loop and the
   tools write it;
 * ``last_outcomes``: what the previous turn's tool calls did (handles shown, errors, pruned ids);
+* ``cancel``: the episode's :class:`~sieve.agent.cancel.CancelToken` when it can be stopped from
+  outside (a backend able to abort a call in flight watches it), else None;
 * ``vectors``: read access to the passage vectors and query-chunk cosines of the agent's shared
   :class:`~sieve.agent.vector_cache.VectorCache`, as a :class:`~sieve.agent.vector_cache.VectorView`
   (no index, no writes).
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from sieve.agent.cancel import CancelToken
     from sieve.agent.config import AgentConfig
     from sieve.agent.tools import ToolOutcome
     from sieve.agent.vector_cache import VectorView
@@ -47,6 +50,7 @@ class Episode:
     rollout: int = 0
     turn: int = 0
     last_outcomes: list[ToolOutcome] = field(default_factory=list)
+    cancel: CancelToken | None = None  # a backend that can abort a call in flight watches it
 
 
 __all__ = ["Episode"]

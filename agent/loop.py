@@ -12,6 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from sieve.agent.cancel import Cancelled
 from sieve.agent.config import AgentConfig
 from sieve.agent.episode import Episode
 from sieve.agent.prompts import SYSTEM_PROMPT, question_message
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from sieve.agent.backends.base import ParsedToolCall
+    from sieve.agent.cancel import CancelToken
     from sieve.agent.policies.base import Policy, PolicySession, PolicyStep
     from sieve.agent.tools import FinishRequest
     from sieve.agent.trace import StopReason
@@ -55,27 +57,32 @@ class SearchAgent:
 
     # -- one episode ----------------------------------------------------------------------------
     def run(self, question: str, *, on_event: Callable[[dict[str, Any]], None] | None = None,
-            seed: int | None = None, rollout: int = 0, where: dict[str, Any] | None = None) -> Trace:
-        """Run one episode and return its trace (``trace.returned`` is the ranked evidence)."""
+            seed: int | None = None, rollout: int = 0, where: dict[str, Any] | None = None,
+            cancel: CancelToken | None = None) -> Trace:
+        """Run one episode and return its trace (``trace.returned`` is the ranked evidence).
+
+        ``cancel`` stops the episode at its next turn boundary (``stop_reason="cancelled"``).
+        """
         validate_query(question)
         seed = self.config.seed + rollout if seed is None else seed
-        return _EpisodeRun(self, question, seed=seed, rollout=rollout, where=where, emit=_Emitter(on_event)).play()
+        return _EpisodeRun(self, question, seed=seed, rollout=rollout, where=where, emit=_Emitter(on_event),
+                           cancel=cancel).play()
 
     # -- fused rollouts -------------------------------------------------------------------------
     def run_fused(self, question: str, rollouts: int | None = None, *,
                   on_event: Callable[[dict[str, Any]], None] | None = None,
-                  where: dict[str, Any] | None = None) -> Trace:
+                  where: dict[str, Any] | None = None, cancel: CancelToken | None = None) -> Trace:
         """``rollouts`` independent episodes in parallel, their ranked sets fused by reciprocal rank."""
         n = rollouts if rollouts is not None else self.config.rollouts
         if n < 1:
             raise ValueError(f"Expected rollouts >= 1, got {n}")
         if n == 1:
-            return self.run(question, on_event=on_event, where=where)
+            return self.run(question, on_event=on_event, where=where, cancel=cancel)
         t0 = time.perf_counter()
 
         def one(i: int) -> Trace:
             cb = (lambda ev: on_event({**ev, "rollout": i})) if on_event else None
-            return self.run(question, on_event=cb, rollout=i, where=where)
+            return self.run(question, on_event=cb, rollout=i, where=where, cancel=cancel)
 
         with ThreadPoolExecutor(max_workers=n) as pool:
             traces = list(pool.map(one, range(n)))
@@ -93,7 +100,7 @@ class _EpisodeRun:
     """
 
     def __init__(self, agent: SearchAgent, question: str, *, seed: int, rollout: int,
-                 where: dict[str, Any] | None, emit: _Emitter) -> None:
+                 where: dict[str, Any] | None, emit: _Emitter, cancel: CancelToken | None = None) -> None:
         cfg = self.config = agent.config
         self.started = time.perf_counter()
         self.policy = agent.policy
@@ -102,7 +109,7 @@ class _EpisodeRun:
         self.toolbox = Toolbox(agent.index, self.context, self.budget, cfg, agent.vectors, question, where=where)
         self.pruner = make_pruner(cfg.pruning)
         self.episode = Episode(question=question, config=cfg, context=self.context, tools=tool_specs(),
-                               vectors=agent.vectors, seed=seed, rollout=rollout)
+                               vectors=agent.vectors, seed=seed, rollout=rollout, cancel=cancel)
         self.trace = Trace(question=question, collection=agent.index.name, policy=agent.policy.name,
                            budget_tokens=cfg.budget_tokens, meta={"seed": seed, "rollout": rollout})
         self.emit = emit
@@ -136,6 +143,8 @@ class _EpisodeRun:
         """The policy's next step, or None when it failed (the episode then ends as ``backend_error``)."""
         try:
             return session.step(self.episode)
+        except Cancelled:  # the backend aborted its call: nobody wants this turn
+            self.stop = "cancelled"
         except BackendError as exc:
             self._fail(exc.message)
         except Exception as exc:  # a policy bug ends this episode, never the caller
@@ -149,6 +158,8 @@ class _EpisodeRun:
 
     def _cap_reached(self) -> StopReason | None:
         cfg = self.config
+        if self.episode.cancel is not None and self.episode.cancel.cancelled:
+            return "cancelled"
         if (time.perf_counter() - self.started) > cfg.max_wall_s:
             return "timeout"
         if self.trace.tokens_total >= cfg.max_total_tokens:
@@ -229,6 +240,8 @@ class _EpisodeRun:
     def _close(self) -> Trace:
         trace, context = self.trace, self.context
         trace.stop_reason = self.stop
+        if self.stop == "cancelled" and self.episode.cancel is not None:
+            trace.meta["cancel_reason"] = self.episode.cancel.reason
         trace.seen_chunk_ids = context.seen_ids
         trace.seen_doc_ids = list(dict.fromkeys(e.doc_id for e in context.chunks.values()))
         trace.pruned_chunk_ids = context.pruned_ids

@@ -21,6 +21,7 @@ StopReason = Literal[
     "timeout",
     "backend_error",
     "converged",  # no-LLM policy: new searches stopped adding relevant chunks
+    "cancelled",  # stopped from outside (CancelToken): a client that left, a deadline
 ]
 
 

@@ -1,12 +1,15 @@
-"""Load test of the HTTP server: throughput and p50/p95 latency of ``/v1/retrieve`` and ``/v1/search``.
+"""Load test of the HTTP server: latency, status codes and server memory under concurrent clients.
 
     python -m sieve.eval.load_test                       # starts `sieve serve` on a free loopback port
-    python -m sieve.eval.load_test --url http://127.0.0.1:8000 --collection sample
+    python -m sieve.eval.load_test --url http://127.0.0.1:8000 --collection sample --server-pid 1234
 
-Bounded and loopback only: a fixed number of requests per (endpoint, concurrency) cell, at 1, 8
-and 32 concurrent clients (httpx async), queries drawn in turn from the sample tasks. Without
-``--url`` it indexes the shipped sample corpus into a throw-away data folder and starts the
-server as a subprocess, so the load generator and the server do not share one interpreter.
+Bounded and loopback only: a fixed number of requests per (endpoint, concurrency) cell, at 1, 8,
+32 and 64 concurrent clients (httpx async), queries drawn in turn from the sample tasks. Each cell
+reports p50/p95 latency of the *accepted* requests (HTTP 200) and, separately, of the refused
+ones (429/503: admission control), every status code (or transport error) seen, and the server's
+resident memory sampled through the cell. Without ``--url`` it indexes the shipped sample corpus
+into a throw-away data folder and starts the server as a subprocess, so the load generator and the
+server do not share one interpreter (and the server's RSS is its own).
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from sieve._net import free_port, wait_until_healthy
@@ -36,44 +40,96 @@ class Cell:
     endpoint: str
     clients: int
     requests: int
-    errors: int
     seconds: float
-    p50_ms: float
+    codes: dict[str, int]  # HTTP status (or transport error name) -> count
+    p50_ms: float  # accepted (200) requests
     p95_ms: float
+    refused_p95_ms: float  # 429/503 answers: how fast admission control says no
+    rss_mb: list[tuple[float, float]] = field(default_factory=list)  # (seconds into the cell, server RSS MiB)
+
+    @property
+    def ok(self) -> int:
+        return self.codes.get("200", 0)
+
+    @property
+    def errors(self) -> int:
+        return self.requests - self.ok
 
     @property
     def rps(self) -> float:
-        return (self.requests - self.errors) / self.seconds if self.seconds else 0.0
+        return self.ok / self.seconds if self.seconds else 0.0
+
+    @property
+    def rss_max_mb(self) -> float:
+        return max((m for _, m in self.rss_mb), default=float("nan"))
 
 
-async def run_cell(url: str, endpoint: str, clients: int, n: int, queries: list[str], body: dict) -> Cell:
+def _pct(values: list[float], q: float) -> float:
+    """``percentile`` (0-100) of ``values``; NaN when a cell had none (e.g. no refused requests)."""
+    return percentile(values, q) if values else float("nan")
+
+
+def rss_mib(pid: int | None) -> float | None:
+    """Resident set size of process ``pid`` in MiB (None when unknown or gone)."""
+    if pid is None:
+        return None
+    import psutil
+
+    try:
+        return psutil.Process(pid).memory_info().rss / 2**20
+    except psutil.Error:
+        return None
+
+
+async def _sample_rss(pid: int | None, t0: float, out: list[tuple[float, float]], every_s: float = 0.5) -> None:
+    while True:
+        m = rss_mib(pid)
+        if m is not None:
+            out.append((round(time.perf_counter() - t0, 2), round(m, 1)))
+        await asyncio.sleep(every_s)
+
+
+async def run_cell(url: str, endpoint: str, clients: int, n: int, queries: list[str], body: dict,
+                   server_pid: int | None = None) -> Cell:
     import httpx
 
-    latencies: list[float] = []
-    errors = 0
+    accepted: list[float] = []
+    refused: list[float] = []
+    codes: Counter[str] = Counter()
     counter = iter(range(n))
 
     async def worker(client: httpx.AsyncClient) -> None:
-        nonlocal errors
         for i in counter:  # shared iterator: the n requests are split among the clients
             t0 = time.perf_counter()
             try:
                 r = await client.post(endpoint, json={**body, "query": queries[i % len(queries)]})
-                ok = r.status_code == 200
-            except httpx.HTTPError:
-                ok = False
-            latencies.append((time.perf_counter() - t0) * 1000)
-            errors += 0 if ok else 1
+                code = str(r.status_code)
+            except httpx.HTTPError as exc:
+                code = type(exc).__name__
+            ms = (time.perf_counter() - t0) * 1000
+            codes[code] += 1
+            if code == "200":
+                accepted.append(ms)
+            elif code in ("429", "503"):
+                refused.append(ms)
 
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    rss: list[tuple[float, float]] = []
     async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as client:
         t0 = time.perf_counter()
+        sampler = asyncio.ensure_future(_sample_rss(server_pid, t0, rss))
         await asyncio.gather(*(worker(client) for _ in range(clients)))
         seconds = time.perf_counter() - t0
-    return Cell(endpoint, clients, n, errors, seconds, percentile(latencies, 50), percentile(latencies, 95))
+        sampler.cancel()
+    m = rss_mib(server_pid)
+    if m is not None:
+        rss.append((round(seconds, 2), round(m, 1)))
+    return Cell(endpoint, clients, n, seconds, dict(sorted(codes.items())), _pct(accepted, 50),
+                _pct(accepted, 95), _pct(refused, 95), rss)
 
 
-def start_server(data_dir: Path, collection: str, bf16: bool) -> tuple[subprocess.Popen, str]:
+
+def start_server(data_dir: Path, collection: str, bf16: bool, extra: list[str]) -> tuple[subprocess.Popen, str]:
     """Index the sample corpus (once per data folder) and start ``sieve serve`` on a free port."""
     from sieve.runtime import RUNTIME_ENV
 
@@ -85,7 +141,7 @@ def start_server(data_dir: Path, collection: str, bf16: bool) -> tuple[subproces
                     *(["--bf16"] if bf16 else [])], env=env, check=True, stdout=subprocess.DEVNULL)
     port = free_port()
     proc = subprocess.Popen([*cli, "serve", "--port", str(port), "-c", collection, "--preload", collection,
-                             "--log-level", "warning", *(["--bf16"] if bf16 else [])], env=env)
+                             "--log-level", "warning", *(["--bf16"] if bf16 else []), *extra], env=env)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_healthy(url + "/healthz", proc=proc, name="sieve serve", timeout_s=300, request_timeout_s=2)
@@ -95,30 +151,53 @@ def start_server(data_dir: Path, collection: str, bf16: bool) -> tuple[subproces
     return proc, url
 
 
+def _codes(codes: dict[str, int]) -> str:
+    return " ".join(f"{k}:{v}" for k, v in codes.items())
+
+
+def markdown_table(cells: list[Cell]) -> str:
+    """The cells as a Markdown table (for reports)."""
+    rows = ["| endpoint | clients | requests | codes | ok req/s | p50 ms (200) | p95 ms (200) | p95 ms (429/503) "
+            "| RSS MiB start→max→end |", "|---|---:|---:|---|---:|---:|---:|---:|---:|"]
+    for c in cells:
+        rss = f"{c.rss_mb[0][1]:.0f}→{c.rss_max_mb:.0f}→{c.rss_mb[-1][1]:.0f}" if c.rss_mb else "-"
+        rows.append(f"| {c.endpoint} | {c.clients} | {c.requests} | {_codes(c.codes)} | {c.rps:.1f} | {c.p50_ms:.0f} "
+                    f"| {c.p95_ms:.0f} | {c.refused_p95_ms:.0f} | {rss} |")
+    return "\n".join(rows)
+
+
 def print_table(cells: list[Cell], title: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title)
-    for col in ("endpoint", "clients", "requests", "errors", "req/s", "p50 ms", "p95 ms"):
-        table.add_column(col, justify="left" if col == "endpoint" else "right")
+    cols = ("endpoint", "clients", "requests", "codes", "ok req/s", "p50 ms (200)", "p95 ms (200)",
+            "p95 ms (429/503)", "RSS MiB start→max→end")
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("endpoint", "codes") else "right")
     for c in cells:
-        table.add_row(c.endpoint, str(c.clients), str(c.requests), str(c.errors), f"{c.rps:.1f}", f"{c.p50_ms:.0f}",
-                      f"{c.p95_ms:.0f}")
-    Console().print(table)
+        rss = f"{c.rss_mb[0][1]:.0f}→{c.rss_max_mb:.0f}→{c.rss_mb[-1][1]:.0f}" if c.rss_mb else "-"
+        table.add_row(c.endpoint, str(c.clients), str(c.requests), _codes(c.codes), f"{c.rps:.1f}",
+                      f"{c.p50_ms:.0f}", f"{c.p95_ms:.0f}", f"{c.refused_p95_ms:.0f}", rss)
+    Console(width=160).print(table)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Throughput and latency of /v1/retrieve and /v1/search.")
+    parser = argparse.ArgumentParser(description="Latency, status codes and server RSS of /v1/retrieve and /v1/search.")
     parser.add_argument("--url", help="A running server (default: start one on a free loopback port).")
+    parser.add_argument("--server-pid", type=int, help="With --url: the server's pid, to sample its RSS.")
     parser.add_argument("--collection", default="sample")
     parser.add_argument("--data-dir", type=Path, help="Data folder for the started server (default: a temp dir).")
-    parser.add_argument("--clients", default="1,8,32", help="Comma-separated concurrency levels.")
-    parser.add_argument("--retrieve-requests", type=int, default=96, help="Requests per /v1/retrieve cell.")
-    parser.add_argument("--search-requests", type=int, default=64, help="Requests per /v1/search cell.")
+    parser.add_argument("--clients", default="1,8,32,64", help="Comma-separated concurrency levels.")
+    parser.add_argument("--retrieve-requests", type=int, default=96, help="Requests per /v1/retrieve cell (at least "
+                                                                          "2 per client).")
+    parser.add_argument("--search-requests", type=int, default=64, help="Requests per /v1/search cell (at least "
+                                                                        "2 per client).")
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--bf16", action="store_true", help="bf16 embeddings in the started server.")
-    parser.add_argument("--json", type=Path, help="Also write the cells as JSON here.")
+    parser.add_argument("--serve-arg", action="append", default=[],
+                        help="Extra `sieve serve` argument for the started server (repeatable).")
+    parser.add_argument("--json", type=Path, help="Also write the cells (with the RSS series) as JSON here.")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request would drown the table
@@ -127,10 +206,11 @@ def main(argv: list[str] | None = None) -> int:
 
     proc = None
     tmp = None
-    url = args.url
+    url, pid = args.url, args.server_pid
     if url is None:
         tmp = tempfile.TemporaryDirectory()
-        proc, url = start_server(args.data_dir or Path(tmp.name), args.collection, args.bf16)
+        proc, url = start_server(args.data_dir or Path(tmp.name), args.collection, args.bf16, args.serve_arg)
+        pid = proc.pid
     try:
         plans = [("/v1/retrieve", args.retrieve_requests, {"collection": args.collection, "k": args.k}),
                  ("/v1/search", args.search_requests, {"collection": args.collection, "k": args.k})]
@@ -139,9 +219,10 @@ def main(argv: list[str] | None = None) -> int:
         cells = []
         for endpoint, n, body in plans:
             for c in levels:
-                cell = asyncio.run(run_cell(url, endpoint, c, max(n, c), queries, body))
-                logger.info("%s x%d: %.1f req/s, p50 %.0f ms, p95 %.0f ms, %d errors", endpoint, c, cell.rps,
-                            cell.p50_ms, cell.p95_ms, cell.errors)
+                cell = asyncio.run(run_cell(url, endpoint, c, max(n, 2 * c), queries, body, pid))
+                logger.info("%s x%d: %s; p50 %.0f ms, p95 %.0f ms (200); refused p95 %.0f ms; RSS max %.0f MiB",
+                            endpoint, c, _codes(cell.codes), cell.p50_ms, cell.p95_ms, cell.refused_p95_ms,
+                            cell.rss_max_mb)
                 cells.append(cell)
     finally:
         if proc is not None:
@@ -149,10 +230,13 @@ def main(argv: list[str] | None = None) -> int:
             proc.wait(timeout=30)
         if tmp is not None:
             tmp.cleanup()
-    print_table(cells, f"Sieve HTTP load ({os.cpu_count()} CPUs, {url}, heuristic policy, k={args.k})")
+    print_table(cells, f"Sieve HTTP load ({os.cpu_count()} CPUs, {url}, heuristic policy, k={args.k}, "
+                       f"load {os.getloadavg()[0]:.2f})")
+    print(markdown_table(cells))
     if args.json:
-        args.json.write_text(json.dumps([{**c.__dict__, "rps": c.rps} for c in cells], indent=2))
-    return 1 if any(c.errors for c in cells) else 0
+        args.json.write_text(json.dumps([{**asdict(c), "rps": c.rps} for c in cells], indent=2))
+    # Refusals (429/503) are the server working as designed; anything else is a failure.
+    return 1 if any(set(c.codes) - {"200", "429", "503"} for c in cells) else 0
 
 
 if __name__ == "__main__":

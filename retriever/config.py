@@ -61,6 +61,10 @@ class RetrieverConfig:
     bm25_epsilon: float = field(default=0.25, metadata={"help": "Floor for negative IDF, as rank-bm25's BM25Okapi."})
     max_k: int = field(default=200, metadata={"help": "Largest k a search may ask for."})
     index_batch_size: int = field(default=256, metadata={"help": "Chunks written to the store per batch."})
+    write_lock_timeout_s: float = field(
+        default=60.0, metadata={"help": "How long a write waits for another writer of the same store before it "
+                                        "fails with store_locked (one writer per store)."},
+    )
 
     @property
     def models_dir(self) -> Path:
@@ -78,6 +82,8 @@ class RetrieverConfig:
             )
         if self.embed_dtype not in ("float32", "bfloat16"):
             raise InvalidInput(f"Expected embed_dtype in ('float32', 'bfloat16'), got {self.embed_dtype!r}")
+        if self.write_lock_timeout_s < 0:
+            raise InvalidInput(f"Expected write_lock_timeout_s >= 0, got {self.write_lock_timeout_s}")
         if self.rrf_k < 1 or self.candidates < 1:
             raise InvalidInput(f"Expected rrf_k >= 1 and candidates >= 1, got {self.rrf_k}, {self.candidates}")
 

@@ -1,6 +1,7 @@
 """A searchable corpus: one Chroma collection plus its BM25 index, kept consistent.
 
-Chroma is the source of truth. The BM25 index is a cache saved beside the Chroma data and
+Chroma is the source of truth, and a store has one writer at a time: every write holds the
+store's inter-process :class:`~sieve.retriever.writelock.WriteLock` (readers never wait on it). The BM25 index is a cache saved beside the Chroma data and
 tagged with the collection's *generation*, a token every write changes *before* it touches
 Chroma; a BM25 file whose tag differs is stale and is rebuilt from Chroma. So a run killed at
 any point (even ``kill -9``) leaves a store that opens consistent, and indexing again resumes:
@@ -28,6 +29,7 @@ from sieve.retriever.hybrid import HybridRetriever
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents
 from sieve.retriever.store import ChromaStore, list_collection_names, make_client, validate_collection_name
 from sieve.retriever.types import Chunk, Hit, passage_text
+from sieve.retriever.writelock import WriteLock
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Sequence
@@ -71,6 +73,7 @@ class CorpusIndex:
         self.store = store
         self.embedder = embedder
         self.bm25_dir = bm25_dir
+        self.write_lock = store_write_lock(config)
         self.chunker = Chunker(embedder.tokenizer, config.chunk_tokens, config.chunk_overlap)  # type: ignore[arg-type]
         self._lock = RLock()
         self._bm25: SparseBM25 | None = None
@@ -131,8 +134,13 @@ class CorpusIndex:
             toks.append(tokenize(passage_text(str(meta.get("title") or ""), text or "")))
         index = SparseBM25.from_tokens(ids, toks, k1=self.config.bm25_k1, b=self.config.bm25_b,
                                        epsilon=self.config.bm25_epsilon)
-        index.save(self.bm25_dir, fingerprint=gen)
-        logger.info("Rebuilt BM25 for %s: %d chunks, %d terms", self.name, len(ids), len(index.vocab))
+        # A reader must not wait for a writer, nor write the file while one runs: it keeps its
+        # rebuilt index in memory and the writer saves the file when it finishes.
+        with self.write_lock.try_hold() as held:
+            if held:
+                index.save(self.bm25_dir, fingerprint=gen)
+        logger.info("Rebuilt BM25 for %s: %d chunks, %d terms%s", self.name, len(ids), len(index.vocab),
+                    "" if held else " (not saved: a writer holds the store)")
         return index
 
     # -- indexing -------------------------------------------------------------------------------
@@ -152,7 +160,9 @@ class CorpusIndex:
         """
         t0 = time.perf_counter()
         report = IndexReport()
-        with self._lock:
+        # The store lock (not self._lock) orders writers, threads included: searches of this
+        # index keep running while a write embeds and upserts.
+        with self.write_lock.hold():
             states = self.store.doc_states()
             pending: list[tuple[Document, str, list[Chunk]]] = []
             seen: set[str] = set()
@@ -186,8 +196,9 @@ class CorpusIndex:
                 bar.update(sum(len(c) for _, _, c in pending))
             bar.close()
             if report.chunks_written:
-                self._checked_at = 0.0
-                self.bm25_index()  # rebuild once per run, not per batch
+                with self._lock:
+                    self._checked_at = 0.0
+                    self.bm25_index()  # rebuild once per run, not per batch
         report.seconds = time.perf_counter() - t0
         return report
 
@@ -205,14 +216,15 @@ class CorpusIndex:
 
     def delete_documents(self, doc_ids: Sequence[str]) -> int:
         """Remove documents (all their chunks) from Chroma and BM25; returns how many existed."""
-        with self._lock:
+        with self.write_lock.hold():
             states = self.store.doc_states()
             present = [d for d in doc_ids if d in states]
             if present:
                 self.store.bump_generation()
                 self.store.delete_docs(present)
-                self._checked_at = 0.0
-                self.bm25_index()
+                with self._lock:
+                    self._checked_at = 0.0
+                    self.bm25_index()
             return len(present)
 
     # -- reading --------------------------------------------------------------------------------
@@ -281,10 +293,23 @@ class CorpusIndex:
         return sorted(self.store.get_where(where), key=lambda c: c.position)
 
 
+def _store_location(config: RetrieverConfig) -> str:
+    return config.chroma_url or str(config.data_dir / "chroma")
+
+
+def _store_tag(config: RetrieverConfig) -> str:
+    return hashlib.sha256(_store_location(config).encode()).hexdigest()[:10]
+
+
+def store_write_lock(config: RetrieverConfig) -> WriteLock:
+    """The write lock of the configured store (one per embedded folder or Chroma server URL)."""
+    return WriteLock(config.data_dir / "locks" / f"store-{_store_tag(config)}.lock", _store_location(config),
+                     timeout_s=config.write_lock_timeout_s)
+
+
 def _bm25_dir(config: RetrieverConfig, collection: str) -> Path:
     # Keyed by store location too, so two Chroma servers' collections of one name never share a cache.
-    where = config.chroma_url or str(config.data_dir / "chroma")
-    tag = hashlib.sha256(where.encode()).hexdigest()[:10]
+    tag = _store_tag(config)
     if len(collection) > 100:
         # File names cap at 255 bytes, collection names at 512: keep a readable prefix plus a hash.
         collection = f"{collection[:100]}~{hashlib.sha256(collection.encode()).hexdigest()[:10]}"
@@ -302,9 +327,11 @@ def delete_collection(config: RetrieverConfig, name: str, client: Any | None = N
     import shutil
 
     client = client if client is not None else make_client(config)
-    ChromaStore.open(client, name, create=False)  # raises UnknownCollection with the valid names
-    client.delete_collection(name)
-    shutil.rmtree(_bm25_dir(config, name), ignore_errors=True)
+    with store_write_lock(config).hold():
+        ChromaStore.open(client, name, create=False)  # raises UnknownCollection with the valid names
+        client.delete_collection(name)
+        shutil.rmtree(_bm25_dir(config, name), ignore_errors=True)
 
 
-__all__ = ["CorpusIndex", "IndexReport", "delete_collection", "list_collections", "split_chunk_id"]
+__all__ = ["CorpusIndex", "IndexReport", "delete_collection", "list_collections", "split_chunk_id",
+           "store_write_lock"]

@@ -3,6 +3,11 @@
 An episode runs in the thread pool (it embeds, queries Chroma and maybe calls a model); its
 ``on_event`` callback fires in that thread (or in ``run_fused``'s rollout threads), so events
 are handed to the event loop with ``call_soon_threadsafe`` and streamed from an ``asyncio.Queue``.
+
+Every episode carries a :class:`~sieve.agent.cancel.CancelToken`. A client that disconnects (a
+dropped SSE stream, or a JSON caller that hangs up) or a request past its time limit cancels it:
+the episode stops at its next turn boundary, an LLM call in flight is aborted, and the cancel is
+counted in ``sieve_agent_cancelled_total``. Nobody's CPU is spent on answers nobody will read.
 """
 
 from __future__ import annotations
@@ -12,15 +17,20 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sieve.agent.cancel import CancelToken
 from sieve.agent.factory import POLICIES
 from sieve.errors import InvalidInput
 from sieve.retriever.base import validate_k
 from sieve.server.deps import run_blocking
+from sieve.server.errors import ClientClosedRequest
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Awaitable, Callable
+
+    from starlette.types import Receive
 
     from sieve.agent import AgentConfig, Trace
+    from sieve.server.admission import Slot
     from sieve.server.state import AppState
 
 logger = logging.getLogger(__name__)
@@ -89,7 +99,8 @@ def check_filters(index: Any, where: dict[str, Any] | None) -> None:
         raise InvalidInput(f"Expected a valid Chroma metadata filter, got {where!r}: {exc}") from exc
 
 
-def run_episode(state: AppState, req: EpisodeRequest, on_event: Any | None = None) -> Trace:
+def run_episode(state: AppState, req: EpisodeRequest, on_event: Any | None = None,
+                cancel: CancelToken | None = None) -> Trace:
     """Blocking: one episode (or ``rollouts`` fused ones) for ``req``; records metrics."""
     from sieve.agent import SearchAgent
 
@@ -104,24 +115,75 @@ def run_episode(state: AppState, req: EpisodeRequest, on_event: Any | None = Non
     # turns, wall cap) reaches the policy through the episode's config, not the policy's.
     agent = SearchAgent(index, state.policy(name, lambda: agent_config(state)), cfg)
     if req.rollouts > 1:
-        trace = agent.run_fused(req.query, req.rollouts, on_event=on_event, where=req.filters)
+        trace = agent.run_fused(req.query, req.rollouts, on_event=on_event, where=req.filters, cancel=cancel)
     else:
-        trace = agent.run(req.query, on_event=on_event, where=req.filters)
+        trace = agent.run(req.query, on_event=on_event, where=req.filters, cancel=cancel)
     state.metrics.observe_trace(trace)
     return trace
 
 
-async def run_episode_async(state: AppState, req: EpisodeRequest) -> Trace:
-    return await run_blocking(run_episode, state, req, timeout=state.settings.request_timeout_s)
+def cancel_episode(state: AppState, cancel: CancelToken, reason: str) -> None:
+    """Cancel a running episode (once) and count why."""
+    if cancel.cancel(reason):
+        state.metrics.agent_cancelled.labels(reason=reason).inc()
 
 
-async def stream_episode(state: AppState, req: EpisodeRequest) -> AsyncIterator[tuple[str, Any]]:
+def _episode_work(state: AppState, req: EpisodeRequest, cancel: CancelToken, slot: Slot | None,
+                  on_event: Any | None = None) -> Awaitable[Trace]:
+    return run_blocking(run_episode, state, req, on_event, cancel, timeout=state.settings.request_timeout_s,
+                        slot=slot, on_timeout=lambda: cancel_episode(state, cancel, "timeout"))
+
+
+async def run_episode_async(state: AppState, req: EpisodeRequest, *, receive: Receive | None = None,
+                            slot: Slot | None = None) -> Trace:
+    """One episode off the event loop; with ``receive``, a client that disconnects cancels it."""
+    cancel = CancelToken()
+    work = asyncio.ensure_future(_episode_work(state, req, cancel, slot))
+    try:
+        if receive is None:
+            return await work
+        return await _unless_disconnected(work, receive, lambda: cancel_episode(state, cancel, "disconnect"))
+    finally:
+        _give_up(work, slot)
+
+
+def _give_up(work: asyncio.Future[Trace], slot: Slot | None) -> None:
+    """Stop waiting for ``work``; a place its worker never took goes back (a task cancelled before
+    its first step never runs its own clean-up)."""
+    if not work.done():
+        work.cancel()
+        if slot is not None:
+            slot.release_unless_running()
+
+
+async def _unless_disconnected(work: asyncio.Future[Trace], receive: Receive,
+                               on_disconnect: Callable[[], None]) -> Trace:
+    # The request body has been read, so the next ASGI message can only be the disconnect.
+    async def disconnected() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    watcher = asyncio.ensure_future(disconnected())
+    try:
+        done, _ = await asyncio.wait({work, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        if work in done:
+            return work.result()
+        on_disconnect()
+        raise ClientClosedRequest("Expected the client to wait for its answer, got a disconnect; episode cancelled")
+    finally:
+        watcher.cancel()
+
+
+async def stream_episode(state: AppState, req: EpisodeRequest, slot: Slot | None = None
+                         ) -> AsyncIterator[tuple[str, Any]]:
     """Yield ``("event", dict)`` for each agent event as it happens, then ``("trace", Trace)``.
 
     Errors raised by the episode (``SieveError``, timeouts) propagate from this iterator after
     the events already produced, so the caller can still end the stream with an error event.
+    Closing the iterator early (the client disconnected) cancels the episode.
     """
     loop = asyncio.get_running_loop()
+    cancel = CancelToken()
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
 
     def on_event(event: dict[str, Any]) -> None:
@@ -130,8 +192,7 @@ async def stream_episode(state: AppState, req: EpisodeRequest) -> AsyncIterator[
         except RuntimeError:  # the loop closed (server shutting down): nobody is listening
             pass
 
-    task = asyncio.ensure_future(
-        run_blocking(run_episode, state, req, on_event, timeout=state.settings.request_timeout_s))
+    task = asyncio.ensure_future(_episode_work(state, req, cancel, slot, on_event))
     try:
         while True:
             getter = asyncio.ensure_future(queue.get())
@@ -147,8 +208,9 @@ async def stream_episode(state: AppState, req: EpisodeRequest) -> AsyncIterator[
             yield "event", queue.get_nowait()
         yield "trace", task.result()
     finally:
-        if not task.done():
-            task.cancel()  # client went away: abandon the worker (the agent's wall cap ends it)
+        if not task.done():  # the client went away: stop the episode at its next turn
+            cancel_episode(state, cancel, "disconnect")
+            _give_up(task, slot)
 
 
 def progress_event(event: dict[str, Any]) -> dict[str, Any]:
@@ -177,5 +239,5 @@ def context1_events(event: dict[str, Any]) -> list[dict[str, Any]]:
     return []  # per-turn usage and the agent's own done are folded into the final usage/done events
 
 
-__all__ = ["EpisodeRequest", "agent_config", "available_policies", "check_filters", "context1_events", "policy_name", "progress_event", "run_episode",
-           "run_episode_async", "stream_episode"]
+__all__ = ["EpisodeRequest", "agent_config", "available_policies", "cancel_episode", "check_filters",
+           "context1_events", "policy_name", "progress_event", "run_episode", "run_episode_async", "stream_episode"]

@@ -16,6 +16,8 @@ from sieve.server.state import AppState
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from sieve.server.admission import Slot
+
 T = TypeVar("T")
 
 # auto_error=False: a missing key is *our* 401 problem, and only where a key is required.
@@ -54,17 +56,36 @@ ReadAuth = Depends(require_read)
 WriteAuth = Depends(require_write)
 
 
-async def run_blocking(fn: Callable[..., T], *args: Any, timeout: float, **kwargs: Any) -> T:
+async def run_blocking(fn: Callable[..., T], *args: Any, timeout: float, slot: Slot | None = None,
+                       on_timeout: Callable[[], None] | None = None, **kwargs: Any) -> T:
     """Run ``fn`` in the thread pool, giving up after ``timeout`` seconds with ``504 timeout``.
 
     The event loop never waits on embedding, Chroma or an agent episode. On timeout the worker
-    thread is abandoned (Python threads cannot be killed); agent runs additionally stop at their
-    next step through the cancel flag the agent routes pass in.
+    thread is abandoned (Python threads cannot be killed) and ``on_timeout`` runs: the agent routes
+    cancel their episode there, so it stops at its next turn. ``slot`` (an admission place) is
+    released by the worker when ``fn`` returns, so an abandoned worker keeps its place until it
+    has really stopped; a request that ends before its worker started releases the place itself.
     """
     call = functools.partial(fn, *args, **kwargs)
-    with anyio.move_on_after(timeout):
-        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+
+    def job() -> T | None:
+        if slot is not None and not slot.begin():
+            return None  # the request gave up before this thread got to it: do no work for nobody
+        try:
+            return call()
+        finally:
+            if slot is not None:
+                slot.release()
+
+    try:
+        with anyio.move_on_after(timeout):
+            return await anyio.to_thread.run_sync(job, abandon_on_cancel=True)  # type: ignore[return-value]
+    finally:
+        if slot is not None:
+            slot.release_unless_running()
     # Only our own deadline leaves the block without a result (an outer cancel propagates).
+    if on_timeout is not None:
+        on_timeout()
     raise RequestTimeout(f"Expected the request to finish within {timeout:g} s, got longer; "
                          f"ask for less (smaller k or budget) or raise SIEVE_REQUEST_TIMEOUT_S")
 

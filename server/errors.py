@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 from sieve.errors import (
-    BackendError, EmptyCorpus, InvalidInput, ModelUnavailable, NotFound, SieveError, StoreUnavailable,
+    BackendError, EmptyCorpus, InvalidInput, ModelUnavailable, NotFound, SieveError, StoreLocked, StoreUnavailable,
     UnknownCollection,
 )
 
@@ -38,6 +38,25 @@ class RequestTimeout(SieveError):
     code = "timeout"
 
 
+class Overloaded(SieveError):
+    """The server runs as many jobs of a kind as it admits and its queue is full (or too slow): 503.
+
+    ``retry_after_s`` becomes the ``Retry-After`` header (the server's estimate of a free place).
+    """
+
+    code = "overloaded"
+
+    def __init__(self, message: str, *, retry_after_s: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class ClientClosedRequest(SieveError):
+    """The client disconnected before its answer was ready (nginx's 499); nobody reads this response."""
+
+    code = "client_closed_request"
+
+
 HTTP_STATUS: dict[type[SieveError], int] = {
     SieveError: 500,
     InvalidInput: 422,
@@ -46,10 +65,13 @@ HTTP_STATUS: dict[type[SieveError], int] = {
     EmptyCorpus: 409,
     BackendError: 502,
     StoreUnavailable: 503,
+    StoreLocked: 503,
     ModelUnavailable: 503,
     Unauthorized: 401,
     PayloadTooLarge: 413,
     RequestTimeout: 504,
+    Overloaded: 503,
+    ClientClosedRequest: 499,
 }
 
 
@@ -62,4 +84,5 @@ def http_status(exc: SieveError) -> int:
     return 500
 
 
-__all__ = ["HTTP_STATUS", "PayloadTooLarge", "RequestTimeout", "Unauthorized", "http_status"]
+__all__ = ["HTTP_STATUS", "ClientClosedRequest", "Overloaded", "PayloadTooLarge", "RequestTimeout", "Unauthorized",
+           "http_status"]

@@ -13,8 +13,9 @@ import logging
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from sieve.agent.cancel import CancelToken
 from sieve.errors import SieveError
-from sieve.server.agent_runner import EpisodeRequest, run_episode
+from sieve.server.agent_runner import EpisodeRequest, cancel_episode, run_episode
 from sieve.server.convert import document_out, evidence_out, hit_out
 from sieve.server.deps import check_key, run_blocking
 from sieve.server.errors import http_status
@@ -43,13 +44,13 @@ def doc_url(state: AppState, doc_id: str, source: str, collection: str) -> str:
     return f"{base}/v1/documents/{quote(doc_id, safe='')}?collection={quote(collection, safe='')}"
 
 
-def _search(state: AppState, query: str) -> McpSearchResults:
+def _search(state: AppState, query: str, cancel: CancelToken) -> McpSearchResults:
     collection = state.collection_name(None)
     if state.settings.mcp_search == "hybrid":
         index = state.index(collection)
         items: list[EvidenceOut] = [hit_out(h) for h in index.search(query, state.settings.k)]
     else:
-        items = [evidence_out(e) for e in run_episode(state, EpisodeRequest(query=query)).returned]
+        items = [evidence_out(e) for e in run_episode(state, EpisodeRequest(query=query), cancel=cancel).returned]
     return McpSearchResults(results=[McpSearchResult(id=e.id, title=e.title or e.doc_id, text=e.text,
                                                      url=doc_url(state, e.doc_id, e.source, collection))
                                      for e in items])
@@ -81,8 +82,11 @@ def build_mcp(state: AppState) -> Any:
     # model as a tool error; anything else stays a crash the SDK logs and hides.
     @server.tool(description="Search the collection for evidence relevant to a natural-language query.")
     async def search(query: str) -> McpSearchResults:
+        cancel = CancelToken()
+        gate = state.retrievals if state.settings.mcp_search == "hybrid" else state.episodes
         try:
-            return await run_blocking(_search, state, query, timeout=timeout)
+            return await run_blocking(_search, state, query, cancel, timeout=timeout, slot=await gate.enter(),
+                                      on_timeout=lambda: cancel_episode(state, cancel, "timeout"))
         except SieveError as exc:
             raise ToolError(f"[{exc.code}] {exc.message}") from exc
 
@@ -121,13 +125,25 @@ class _RequireKey:
         await self.app(scope, receive, send)
 
 
+def _mcp_security(state: AppState) -> Any:
+    """The SDK's own DNS-rebinding check (loopback names on a loopback bind) unless SIEVE_ALLOWED_HOSTS
+    names the hosts: then the app's TrustedHosts decides for /mcp as for every route (the SDK knows
+    no ``*.example.com`` patterns, and would refuse a proxied name on a loopback bind)."""
+    if state.settings.allowed_hosts is None:
+        return None
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+
 def mcp_route(server: Any, state: AppState) -> Route:
     """The ``/mcp`` route. Stateless streamable HTTP: any replica can answer any request."""
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
     from starlette.routing import Route
 
     server.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True,
-                               host=state.settings.host)  # builds server.session_manager
+                               host=state.settings.host, transport_security=_mcp_security(state))
+    # (builds server.session_manager)
     return Route("/mcp", endpoint=_RequireKey(StreamableHTTPASGIApp(server.session_manager), state),
                  methods=["GET", "POST", "DELETE"])
 

@@ -45,6 +45,14 @@ class Metrics:
         self.agent_tool_calls = Counter("sieve_agent_tool_calls", "Agent tool calls.", ["tool"], registry=r)
         self.agent_seconds = Histogram("sieve_agent_episode_seconds", "Wall time per agent episode.",
                                        buckets=LATENCY_BUCKETS, registry=r)
+        self.agent_cancelled = Counter("sieve_agent_cancelled", "Episodes the server cancelled while they ran "
+                                       "(disconnect: the client left; timeout: past the request limit).",
+                                       ["reason"], registry=r)
+        self.rejected = Counter("sieve_admission_rejected", "Requests refused with 503 overloaded.", ["gate"],
+                                registry=r)
+        self.admission_running = Gauge("sieve_admission_running", "Jobs holding a place.", ["gate"], registry=r)
+        self.admission_queued = Gauge("sieve_admission_queued", "Requests waiting for a place.", ["gate"],
+                                      registry=r)
 
     def observe_trace(self, trace: Trace) -> None:
         self.agent_runs.labels(policy=trace.policy or "unknown", stop_reason=trace.stop_reason).inc()

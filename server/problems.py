@@ -76,9 +76,15 @@ def _summary(errors: list[dict[str, Any]]) -> str:
     return "Invalid request: " + "; ".join(parts) + more
 
 
+# Seconds a client should wait before retrying a 503 that carries no estimate of its own.
+DEFAULT_RETRY_AFTER_S = 5
+
+
 async def _sieve_error(request: Request, exc: SieveError) -> JSONResponse:
     status = http_status(exc)
     headers = {"WWW-Authenticate": 'Bearer realm="sieve"'} if status == 401 else None
+    if status == 503:
+        headers = {"Retry-After": str(getattr(exc, "retry_after_s", None) or DEFAULT_RETRY_AFTER_S)}
     if status >= 500:
         logger.warning("%s %s -> %d %s: %s", request.method, request.url.path, status, exc.code, exc.message)
     return problem(status, exc.message, exc.code, headers=headers)

@@ -7,11 +7,13 @@ methods here block (model loading, Chroma) and are called from the thread pool.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from sieve.server.admission import Gate
 from sieve.server.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -35,8 +37,18 @@ class AppState:
 
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         self.settings = settings
-        self.retriever_config: RetrieverConfig = settings.retriever_config()
+        # An HTTP write waits for another writer (e.g. `sieve index`) at most half its time limit,
+        # so the caller gets 503 store_locked naming the holder, never a 504 that writes later.
+        self.retriever_config: RetrieverConfig = dataclasses.replace(
+            settings.retriever_config(),
+            write_lock_timeout_s=min(settings.write_lock_timeout_s, settings.request_timeout_s / 2))
         self.metrics = Metrics()
+        # Admission: agent episodes are costly (seconds of CPU or a GPU model); plain retrieval
+        # is cheap and gets a larger bound of its own, so a queue of episodes never starves it.
+        self.episodes = Gate("episodes", limit=settings.max_episodes, queue=settings.episode_queue,
+                             wait_s=settings.queue_wait_s, metrics=self.metrics)
+        self.retrievals = Gate("retrievals", limit=settings.max_retrievals, queue=settings.retrieval_queue,
+                               wait_s=settings.queue_wait_s, metrics=self.metrics)
         self._embedder = embedder
         self._client: Any | None = None
         self._indexes: dict[str, CorpusIndex] = {}

@@ -61,6 +61,12 @@ class StoreUnavailable(SieveError):
     code = "store_unavailable"
 
 
+class StoreLocked(SieveError):
+    """Another writer held the store's write lock for longer than the caller would wait."""
+
+    code = "store_locked"
+
+
 class ModelUnavailable(SieveError):
     """A model (embedder, local LLM) is not installed or cannot be loaded."""
 
@@ -81,6 +87,7 @@ __all__ = [
     "ModelUnavailable",
     "NotFound",
     "SieveError",
+    "StoreLocked",
     "StoreUnavailable",
     "UnknownCollection",
 ]

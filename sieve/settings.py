@@ -17,11 +17,13 @@ Example:
 
 from __future__ import annotations
 
+import ipaddress
+import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from sieve.errors import InvalidInput
 from sieve.retriever.config import RetrieverConfig, default_data_dir, default_embedder_path
@@ -78,8 +80,47 @@ class Settings(BaseSettings):
     allow_local: bool = Field(default=False, description="Serve the `local` policy with the bundled SmolLM2 "
                                                          "(loads a model into the server process).")
 
+    # Writers: one per store (an inter-process lock; see retriever/writelock.py)
+    write_lock_timeout_s: float = Field(default=60.0, ge=0, description="How long a write waits for another writer "
+                                        "of the store before failing with `store_locked` (HTTP writes: at most half "
+                                        "of `SIEVE_REQUEST_TIMEOUT_S`).")
+
+    # Admission control: bounded work per process, fast 503 + Retry-After beyond it
+    max_episodes: int = Field(default_factory=lambda: max(1, min(4, os.cpu_count() or 1)), ge=1,
+                              description="Agent episodes run at once (`/v1/search`, `/search`, MCP search); "
+                                          "default: the CPU count, at most 4.")
+    episode_queue: int = Field(default=4, ge=0, description="Agent requests that may wait for a free episode place; "
+                                                            "beyond them, `503 overloaded` at once.")
+    max_retrievals: int = Field(default=32, ge=1, description="Plain retrievals run at once (`/v1/retrieve`, "
+                                                              "`/retrieve`).")
+    retrieval_queue: int = Field(default=64, ge=0, description="Retrievals that may wait for a free place.")
+    queue_wait_s: float = Field(default=5.0, gt=0, description="Longest wait in an admission queue (then 503).")
+
+    # Connections: slow or idle clients cannot hold the server
+    max_connections: int = Field(default=256, ge=1, description="Open connections (and requests in progress) "
+                                                                "beyond which uvicorn answers 503.")
+    header_timeout_s: float = Field(default=10.0, gt=0, description="Time a client has to send a request's headers "
+                                                                    "(then 408, connection closed).")
+    body_timeout_s: float = Field(default=30.0, gt=0, description="Time a client has to send a request's body "
+                                                                  "(then 408).")
+    keep_alive_s: int = Field(default=5, ge=1, description="Idle keep-alive connections are closed after this.")
+
+    # Which pages may talk to this server
+    allowed_hosts: Annotated[list[str] | None, NoDecode] = Field(
+        default=None, description="Host header values served (comma-separated; `*.example.com` allowed; `*` = any). "
+                                  "Default: loopback names when bound to a loopback address, any otherwise.")
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Browser origins allowed by CORS (comma-separated); none by default.")
+
     # Training
     train_api_key: str | None = Field(default=None, description="Key for `sieve train synth --generator openai`.")
+
+    @field_validator("allowed_hosts", "cors_origins", mode="before")
+    @classmethod
+    def _comma_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        return value
 
     @model_validator(mode="after")
     def _check_auth(self) -> Settings:
@@ -91,7 +132,22 @@ class Settings(BaseSettings):
         return RetrieverConfig(
             data_dir=self.data_dir, chroma_url=self.chroma_url, embedder_path=self.embedder,
             embed_dtype=self.embed_dtype, chunk_tokens=self.chunk_tokens, chunk_overlap=self.chunk_overlap,
+            write_lock_timeout_s=self.write_lock_timeout_s,
         )
+
+    def trusted_hosts(self) -> list[str]:
+        """Host header values the server answers: the setting, else loopback names when bound to loopback.
+
+        A server on 127.0.0.1 answering any ``Host`` can be read by any web page through DNS
+        rebinding (reads need no key by default), so loopback binds accept loopback names only.
+
+        Example:
+            >>> Settings(host="127.0.0.1", allowed_hosts=None).trusted_hosts()
+            ['localhost', '127.0.0.1', '::1', '[::1]']
+        """
+        if self.allowed_hosts is not None:
+            return list(self.allowed_hosts)
+        return list(LOOPBACK_NAMES) if is_loopback(self.host) else ["*"]
 
     def agent_config(self, **overrides: Any) -> AgentConfig:
         """The ``AgentConfig`` these settings imply; ``overrides`` replace any of its fields."""
@@ -104,6 +160,24 @@ class Settings(BaseSettings):
         values.update({name: v for name, v in optional.items() if v is not None})
         values.update(overrides)
         return AgentConfig(**values)
+
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a bind address only accepts local connections.
+
+    Example:
+        >>> is_loopback("127.0.0.1"), is_loopback("0.0.0.0"), is_loopback("localhost")
+        (True, False, True)
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def load_settings(**overrides: Any) -> Settings:
@@ -138,4 +212,4 @@ def _lower_first(text: str) -> str:
     return text[:1].lower() + text[1:]
 
 
-__all__ = ["ENV_PREFIX", "Settings", "load_settings"]
+__all__ = ["ENV_PREFIX", "LOOPBACK_NAMES", "Settings", "is_loopback", "load_settings"]

@@ -18,7 +18,8 @@ from sieve.server.errors import http_status
 # The statuses clients have always received for each code.
 STATUS = {"sieve_error": 500, "invalid_input": 422, "invalid_pattern": 422, "unknown_collection": 404,
           "not_found": 404, "empty_corpus": 409, "store_unavailable": 503, "model_unavailable": 503,
-          "backend_error": 502, "unauthorized": 401, "payload_too_large": 413, "timeout": 504}
+          "backend_error": 502, "unauthorized": 401, "payload_too_large": 413, "timeout": 504,
+          "store_locked": 503, "overloaded": 503, "client_closed_request": 499}
 
 
 def _classes(module) -> list[type[SieveError]]:
@@ -34,8 +35,9 @@ def test_every_error_has_one_code_and_its_status() -> None:
 
 
 def test_http_only_errors_stay_out_of_the_library() -> None:
-    assert {c.__name__ for c in _classes(http)} == {"Unauthorized", "PayloadTooLarge", "RequestTimeout"}
-    assert not {"Unauthorized", "PayloadTooLarge", "RequestTimeout"} & set(library.__all__)
+    only_http = {"Unauthorized", "PayloadTooLarge", "RequestTimeout", "Overloaded", "ClientClosedRequest"}
+    assert {c.__name__ for c in _classes(http)} == only_http
+    assert not only_http & set(library.__all__)
 
 
 def test_the_public_name_and_the_value_error_contract() -> None:

@@ -42,7 +42,12 @@ class ChatResult:
 
 @runtime_checkable
 class ChatBackend(Protocol):
-    """A chat model that can call tools (OpenAI format)."""
+    """A chat model that can call tools (OpenAI format).
+
+    A backend that can abort a call in flight also accepts ``cancel=`` (a
+    :class:`~sieve.agent.cancel.CancelToken`) and raises :class:`~sieve.agent.cancel.Cancelled`
+    when it fires; the policy passes it only for cancellable episodes.
+    """
 
     def chat(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *, tool_choice: str = "auto",

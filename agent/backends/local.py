@@ -12,12 +12,16 @@ import json
 import logging
 from pathlib import Path
 from threading import Lock
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sieve.agent.backends.base import ChatResult
 from sieve.agent.backends.parsing import calls_in_text, parse_arguments
+from sieve.agent.cancel import Cancelled
 from sieve.errors import BackendError, ModelUnavailable
 from sieve.runtime import prepare_runtime
+
+if TYPE_CHECKING:
+    from sieve.agent.cancel import CancelToken
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +109,8 @@ class LocalBackend:
                                                   tokenize=False)
 
     def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *, tool_choice: str = "auto",
-             max_tokens: int = 512, temperature: float = 0.0) -> ChatResult:
+             max_tokens: int = 512, temperature: float = 0.0, cancel: CancelToken | None = None) -> ChatResult:
+        """One completion; with ``cancel``, generation stops at the next token once it fires (:class:`Cancelled`)."""
         import torch
 
         try:
@@ -121,14 +126,32 @@ class LocalBackend:
                                   "pad_token_id": self.tokenizer.pad_token_id or self.tokenizer.eos_token_id}
         if temperature > 0:
             kwargs.update(temperature=temperature, top_p=0.95)
+        if cancel is not None:
+            kwargs["stopping_criteria"] = _stop_on(cancel)
         with self._lock, torch.inference_mode():
+            if cancel is not None and cancel.cancelled:  # waited for the lock while the client left
+                raise Cancelled(f"Cancelled ({cancel.reason}) before generating")
             out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **kwargs)
+        if cancel is not None and cancel.cancelled:
+            raise Cancelled(f"Cancelled ({cancel.reason}) while generating")
         new = out[0, ids.shape[1]:]
         text = self.tokenizer.decode(new, skip_special_tokens=True)
         calls, shown = calls_in_text(text)
         return ChatResult(text=shown, tool_calls=calls, prompt_tokens=int(ids.shape[1]),
                           completion_tokens=int(new.shape[0]), raw=text,
                           finish_reason="length" if new.shape[0] >= max_tokens else "stop")
+
+
+def _stop_on(cancel: CancelToken) -> Any:
+    """A transformers stopping criterion that ends generation once ``cancel`` fires."""
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class _Cancelled(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            return torch.full((input_ids.shape[0],), cancel.cancelled, dtype=torch.bool, device=input_ids.device)
+
+    return StoppingCriteriaList([_Cancelled()])
 
 
 def _args_dict_msg(m: dict[str, Any]) -> dict[str, Any]:

@@ -4,18 +4,30 @@ Transient failures (timeouts, connection errors, 429 and 5xx) are retried with e
 back-off; anything else, or the last failure, raises :class:`~sieve.errors.BackendError`,
 which the loop turns into ``stop_reason="backend_error"``. Servers that return tool calls as
 text in ``content`` (small models, or vLLM without a tool parser) go through the lenient parser.
+
+A call made with a cancel token is aborted when the token fires: its socket is shut down, which
+unblocks the waiting read at once and tells the model server (vLLM aborts a request whose client
+left) to stop generating. For that each call opens its own connection (no keep-alive): a
+connection costs well under a millisecond next to a generation, and only a connection made for
+this call can be told apart from those of concurrent episodes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import socket
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sieve.agent.backends.base import ChatResult, ParsedToolCall
 from sieve.agent.backends.parsing import calls_in_text, parse_arguments
+from sieve.agent.cancel import Cancelled
 from sieve.errors import BackendError, InvalidInput
+
+if TYPE_CHECKING:
+    from sieve.agent.cancel import CancelToken
 
 logger = logging.getLogger(__name__)
 
@@ -52,13 +64,15 @@ class OpenAIBackend:
         self.backoff_s = backoff_s
         self.extra_body = dict(extra_body or {})
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = client or httpx.Client(timeout=timeout, headers=headers)
+        self._client = client or httpx.Client(timeout=timeout, headers=headers,
+                                              limits=httpx.Limits(max_keepalive_connections=0))
 
     def close(self) -> None:
         self._client.close()
 
     def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *, tool_choice: str = "auto",
-             max_tokens: int = 512, temperature: float = 0.0) -> ChatResult:
+             max_tokens: int = 512, temperature: float = 0.0, cancel: CancelToken | None = None) -> ChatResult:
+        """One completion; raises :class:`Cancelled` when ``cancel`` fires before or during the call."""
         import httpx
 
         body: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": max_tokens,
@@ -71,15 +85,19 @@ class OpenAIBackend:
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(self.backoff_s * 2 ** (attempt - 1))
+            if cancel is not None and cancel.cancelled:
+                raise Cancelled(f"Cancelled ({cancel.reason}) before calling {url}")
             try:
-                resp = self._client.post(url, json=body, timeout=self.timeout)
-            except httpx.TimeoutException:
-                last = f"a timeout after {self.timeout}s"
-                logger.warning("Backend %s timed out (attempt %d/%d)", url, attempt + 1, self.retries + 1)
-                continue
+                resp = self._post(url, body, cancel)
             except httpx.TransportError as exc:
-                last = f"a connection error ({type(exc).__name__}: {exc})"
-                logger.warning("Backend %s unreachable (attempt %d): %s", url, attempt + 1, exc)
+                if cancel is not None and cancel.cancelled:
+                    raise Cancelled(f"Cancelled ({cancel.reason}) during the call to {url}") from exc
+                if isinstance(exc, httpx.TimeoutException):
+                    last = f"a timeout after {self.timeout}s"
+                    logger.warning("Backend %s timed out (attempt %d/%d)", url, attempt + 1, self.retries + 1)
+                else:
+                    last = f"a connection error ({type(exc).__name__}: {exc})"
+                    logger.warning("Backend %s unreachable (attempt %d): %s", url, attempt + 1, exc)
                 continue
             if resp.status_code in _RETRY_STATUS:
                 last = f"HTTP {resp.status_code}: {resp.text[:300]}"
@@ -92,6 +110,31 @@ class OpenAIBackend:
                 last = f"a malformed response ({type(exc).__name__}: {exc}): {resp.text[:300]}"
                 continue
         raise BackendError(f"Expected a chat completion from {url}, got {last} after {self.retries + 1} attempts")
+
+    def _post(self, url: str, body: dict[str, Any], cancel: CancelToken | None) -> Any:
+        if cancel is None:
+            return self._client.post(url, json=body, timeout=self.timeout)
+        streams: list[Any] = []
+
+        def abort() -> None:
+            for stream in streams:
+                sock = stream.get_extra_info("socket")
+                if sock is not None:
+                    with contextlib.suppress(OSError):
+                        sock.shutdown(socket.SHUT_RDWR)
+
+        def trace(event: str, info: dict[str, Any]) -> None:
+            # httpcore reports the connection it opened for this request; keep it to shut it down.
+            if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+                streams.append(info["return_value"])
+                if cancel.cancelled:  # cancelled while connecting
+                    abort()
+
+        undo = cancel.on_cancel(abort)
+        try:
+            return self._client.post(url, json=body, timeout=self.timeout, extensions={"trace": trace})
+        finally:
+            undo()
 
     @staticmethod
     def _result(data: dict[str, Any]) -> ChatResult:

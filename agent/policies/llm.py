@@ -45,8 +45,10 @@ class _LLMSession:
         temperature = cfg.temperature
         if episode.rollout > 0 and temperature == 0.0:
             temperature = ROLLOUT_TEMPERATURE
+        # Only a cancellable episode passes the token, so backends without the keyword still work.
+        extra = {"cancel": episode.cancel} if episode.cancel is not None else {}
         result = self.policy.backend.chat(episode.context.view(), episode.tools, tool_choice=self.policy.tool_choice,
-                                          max_tokens=cfg.max_new_tokens, temperature=temperature)
+                                          max_tokens=cfg.max_new_tokens, temperature=temperature, **extra)
         calls, text = list(result.tool_calls), result.text
         if not calls:  # a backend that returns raw text (RL's recording backend): read the calls from it
             calls, text = calls_in_text(text)

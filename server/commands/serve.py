@@ -40,6 +40,7 @@ def register(app: typer.Typer) -> None:
         import uvicorn
 
         from sieve.server.main import create_app
+        from sieve.server.serving import uvicorn_config
 
         s = settings_from(
             data_dir, chroma_url, embedder, host=host, port=port, collection=collection, preload=preload or None,
@@ -51,8 +52,8 @@ def register(app: typer.Typer) -> None:
                    f"policy {s.policy}; auth {'on writes' if s.api_key and not s.require_auth else 'on all' if s.require_auth else 'off'})",
                    err=True)
         # One process: the indexes, the embedder and the BM25 caches live in it. Concurrency comes
-        # from the thread pool the routes hand blocking work to.
-        uvicorn.run(create_app(s), host=s.host, port=s.port, log_level=s.log_level, timeout_graceful_shutdown=10)
+        # from the thread pool the routes hand blocking work to, bounded by admission control.
+        uvicorn.Server(uvicorn_config(create_app(s), s)).run()
 
 
 __all__ = ["register"]

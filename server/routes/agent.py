@@ -1,4 +1,9 @@
-"""Agentic search: ``POST /v1/search`` (JSON or SSE progress) and ``POST /search`` (Context-1's stream shape)."""
+"""Agentic search: ``POST /v1/search`` (JSON or SSE progress) and ``POST /search`` (Context-1's stream shape).
+
+Each request first takes a place in the app's episode gate (``503 overloaded`` with
+``Retry-After`` when the server runs all it admits and its queue is full), then runs its episode,
+which a client that disconnects cancels.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from sse_starlette.sse import EventSourceResponse
 
 from sieve.errors import SieveError
@@ -22,7 +27,10 @@ from sieve.server.schemas import Context1Request, Problem, SearchRequest, Search
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
+    from starlette.types import Receive, Scope, Send
+
     from sieve.agent import Trace
+    from sieve.server.admission import Slot
     from sieve.server.state import AppState
 
 logger = logging.getLogger(__name__)
@@ -30,7 +38,7 @@ logger = logging.getLogger(__name__)
 SSE = {"text/event-stream": {"schema": {"type": "string"}}}
 ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": Problem}, 404: {"model": Problem}, 409: {"model": Problem}, 422: {"model": Problem},
-    502: {"model": Problem}, 504: {"model": Problem},
+    502: {"model": Problem}, 503: {"model": Problem}, 504: {"model": Problem},
 }
 
 router = APIRouter(tags=["agent"], dependencies=[ReadAuth], responses=ERRORS)
@@ -48,17 +56,38 @@ def _response(trace: Trace, body: SearchRequest, collection: str) -> SearchRespo
                           trace=trace.to_dict() if body.include_trace else None)
 
 
-async def _precheck(state: AppState, req: EpisodeRequest) -> str:
-    """Fail before a stream starts (as a proper HTTP problem): bad limits, unknown collection or policy."""
+async def _admit(state: AppState, req: EpisodeRequest) -> tuple[str, Slot]:
+    """Fail before a stream starts (as a proper HTTP problem): bad limits or policy (422), no place
+    for another episode (503), unknown collection (404). Returns the collection and the held place."""
     agent_config(state, req)
     policy_name(state, req.policy)
+    slot = await state.episodes.enter()
 
     def work() -> str:
         index = state.index(req.collection)
         check_filters(index, req.filters)
         return index.name
 
-    return await run_blocking(work, timeout=state.settings.request_timeout_s)
+    try:
+        return await run_blocking(work, timeout=state.settings.request_timeout_s), slot
+    except BaseException:
+        slot.release()
+        raise
+
+
+class _SlotStream(EventSourceResponse):
+    """An SSE response that gives its episode place back if the stream ends before the episode began
+    (a client gone before the first byte); once begun, the episode's worker releases it."""
+
+    def __init__(self, content: Any, slot: Slot) -> None:
+        super().__init__(content)
+        self._slot = slot
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._slot.release_unless_running()
 
 
 def _error_data(exc: BaseException, state: AppState) -> dict[str, Any]:
@@ -76,17 +105,17 @@ def _error_data(exc: BaseException, state: AppState) -> dict[str, Any]:
              responses={200: {"content": SSE, "description": "JSON result; with `stream: true` SSE events "
                                                                "`action`, `observation`, `usage`, then `result` "
                                                                "(or `error`)."}})
-async def search(body: SearchRequest, state: StateDep) -> Any:
+async def search(body: SearchRequest, state: StateDep, request: Request) -> Any:
     """The search agent explores the collection within a token budget and returns ranked evidence."""
     req = _episode(body)
-    collection = await _precheck(state, req)
+    collection, slot = await _admit(state, req)
     if not body.stream:
-        trace = await run_episode_async(state, req)
+        trace = await run_episode_async(state, req, receive=request.receive, slot=slot)
         return _response(trace, body, collection)
 
     async def events() -> AsyncIterator[dict[str, str]]:
         try:
-            async for kind, item in stream_episode(state, req):
+            async for kind, item in stream_episode(state, req, slot):
                 if kind == "event":
                     if item.get("type") in ("action", "observation", "usage"):
                         yield {"event": item["type"], "data": json.dumps(progress_event(item), default=str)}
@@ -95,7 +124,7 @@ async def search(body: SearchRequest, state: StateDep) -> Any:
         except Exception as exc:  # the 200 is sent: an error can only be reported as an event
             yield {"event": "error", "data": json.dumps(_error_data(exc, state))}
 
-    return EventSourceResponse(events())
+    return _SlotStream(events(), slot)
 
 
 @router.post("/search", summary="Context-1-compatible agentic search stream",
@@ -108,14 +137,14 @@ async def search_context1(body: Context1Request, state: StateDep) -> EventSource
     ``usage`` and ``done``. ``model`` selects a policy when it names one, else the server's default."""
     req = EpisodeRequest(query=body.query, collection=body.collection_name,
                          policy=body.model if body.model in POLICIES else None)
-    await _precheck(state, req)
+    _, slot = await _admit(state, req)
 
     def frame(kind: str, data: Any) -> dict[str, str]:
         return {"data": json.dumps({"type": kind, "data": data}, default=str)}
 
     async def events() -> AsyncIterator[dict[str, str]]:
         try:
-            async for kind, item in stream_episode(state, req):
+            async for kind, item in stream_episode(state, req, slot):
                 if kind == "event":
                     for ev in context1_events(item):
                         yield frame(ev["type"], ev["data"])
@@ -132,7 +161,7 @@ async def search_context1(body: Context1Request, state: StateDep) -> EventSource
             data = _error_data(exc, state)
             yield frame("error", {"message": data["detail"], "code": data["code"]})
 
-    return EventSourceResponse(events())
+    return _SlotStream(events(), slot)
 
 
 __all__ = ["router"]

@@ -15,7 +15,7 @@ from sieve.server.schemas import (
 )
 
 ERRORS = {401: {"model": Problem}, 404: {"model": Problem}, 409: {"model": Problem}, 422: {"model": Problem},
-          504: {"model": Problem}}
+          503: {"model": Problem}, 504: {"model": Problem}}
 
 router = APIRouter(tags=["retrieval"], dependencies=[ReadAuth], responses=ERRORS)
 
@@ -35,7 +35,7 @@ async def retrieve(body: RetrieveRequest, state: StateDep) -> RetrieveResponse:
                                 results=[hit_out(h) for h in hits],
                                 usage=UsageOut(ms=round((time.perf_counter() - t0) * 1000, 2)))
 
-    return await run_blocking(work, timeout=s.request_timeout_s)
+    return await run_blocking(work, timeout=s.request_timeout_s, slot=await state.retrievals.enter())
 
 
 @router.post("/retrieve", response_model=SearchR1Response, summary="Search-R1-compatible batch retrieval")
@@ -60,7 +60,7 @@ async def retrieve_search_r1(body: SearchR1Request, state: StateDep) -> SearchR1
                                              for h in hits] for hits in batches])
         return SearchR1Response(result=[[search_r1_doc(h.chunk) for h in hits] for hits in batches])
 
-    return await run_blocking(work, timeout=s.request_timeout_s)
+    return await run_blocking(work, timeout=s.request_timeout_s, slot=await state.retrievals.enter())
 
 
 __all__ = ["router"]

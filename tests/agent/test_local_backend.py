@@ -42,6 +42,31 @@ def test_real_smollm2_episode_ends_cleanly(smollm2_dir, sample_index):
     assert policy.token_counter().count("Hello world") == len(policy.backend.tokenizer("Hello world")["input_ids"])
 
 
+@pytest.mark.slow
+def test_real_smollm2_generation_stops_when_cancelled(smollm2_dir):
+    from sieve.agent import CancelToken, Cancelled
+    from sieve.agent.backends.local import LocalBackend
+
+    backend = LocalBackend.load(smollm2_dir)
+    token = CancelToken()
+    forward = backend.model.forward
+    steps = []
+
+    def counting_forward(*args, **kwargs):  # the client leaves while the third token is generated
+        steps.append(1)
+        if len(steps) == 3:
+            token.cancel("disconnect")
+        return forward(*args, **kwargs)
+
+    backend.model.forward = counting_forward
+    with pytest.raises(Cancelled, match="while generating"):
+        backend.chat([{"role": "user", "content": "Count from one to one hundred in words."}], None, max_tokens=200,
+                     cancel=token)
+    assert len(steps) == 3  # stopped after the token in flight, not after 200
+    with pytest.raises(Cancelled, match="before generating"):
+        backend.chat([{"role": "user", "content": "Hi"}], None, max_tokens=5, cancel=token)
+
+
 def _fake_parts(tmp_path, monkeypatch, payloads):
     """Six tiny stand-ins for the Qwen part wheels (the real ones are 491 MB)."""
     import importlib.metadata

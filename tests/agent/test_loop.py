@@ -129,3 +129,26 @@ def test_fused_rollouts_vary_temperature_and_fuse_by_rrf(sample_index):
     assert scores == sorted(scores, reverse=True) and len(fused.returned) >= 2
     assert set(fused.returned_chunk_ids) <= set(fused.seen_chunk_ids)
     assert len(fused.turns) == 6
+
+
+def test_cancel_token_stops_the_episode_at_the_next_turn_boundary(sample_index):
+    from sieve.agent import CancelToken
+
+    config = AgentConfig(max_turns=10)
+    agent = SearchAgent(sample_index, make_policy("openai", config, backend=AlwaysSearch()), config)
+    token = CancelToken()
+    events: list[dict] = []
+
+    def on_event(event: dict) -> None:  # the "client" leaves after the second turn's results
+        events.append(event)
+        if event["type"] == "observation" and event["turn"] == 1:
+            token.cancel("disconnect")
+
+    trace = agent.run("Charles Lindbergh aircraft city population", on_event=on_event, cancel=token)
+    assert trace.stop_reason == "cancelled" and trace.meta["cancel_reason"] == "disconnect"
+    assert len(trace.turns) == 2  # turn 2 finished; no turn 3 began
+    assert trace.returned and events[-1] == {**events[-1], "type": "done", "stop_reason": "cancelled"}
+    already = CancelToken()
+    already.cancel()
+    fused = agent.run_fused("Charles Lindbergh aircraft", rollouts=2, cancel=already)
+    assert [r["stop_reason"] for r in fused.meta["rollouts"]] == ["cancelled", "cancelled"] and not fused.turns

@@ -119,6 +119,28 @@ def test_client_errors_are_not_retried(fake):
     assert len(fake.requests) == 1
 
 
+def test_cancel_aborts_the_call_in_flight_without_retrying(fake):
+    from sieve.agent import CancelToken, Cancelled
+
+    fake.script = [(200, completion("too late"), 30.0)]  # the model would take 30 s
+    token = CancelToken()
+
+    def leave_once_the_model_has_the_request() -> None:
+        while not fake.requests:
+            time.sleep(0.01)
+        token.cancel("disconnect")
+
+    threading.Thread(target=leave_once_the_model_has_the_request, daemon=True).start()
+    t0 = time.monotonic()
+    with pytest.raises(Cancelled, match="disconnect"):
+        _backend(fake, timeout=60.0, retries=2).chat([{"role": "user", "content": "q"}], None, cancel=token)
+    assert time.monotonic() - t0 < 20.0  # the socket was shut down: no waiting for the 30 s reply
+    assert len(fake.requests) == 1  # and no retry of a call nobody wants
+    with pytest.raises(Cancelled):  # a cancelled token stops the next call before it is sent
+        _backend(fake).chat([{"role": "user", "content": "q"}], None, cancel=token)
+    assert len(fake.requests) == 1
+
+
 def test_unreachable_server_is_a_backend_error():
     backend = OpenAIBackend("http://127.0.0.1:9/v1", "m", timeout=0.5, retries=1, backoff_s=0.01)
     with pytest.raises(BackendError, match="connection error"):

@@ -44,12 +44,14 @@ def start_server(embedder: Any, data_dir: Path, **settings: Any) -> LiveServer:
     import uvicorn
 
     from sieve.server.main import create_app
+    from sieve.server.serving import uvicorn_config
     from sieve.settings import Settings
 
     port = free_port()
     s = Settings(data_dir=data_dir, host="127.0.0.1", port=port, **settings)
     app = create_app(s, embedder=embedder)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    # The served configuration (limits, header timeout), as `sieve serve` builds it.
+    server = uvicorn.Server(uvicorn_config(app, s, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
     thread.start()
     deadline = time.monotonic() + 120
