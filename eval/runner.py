@@ -135,7 +135,7 @@ def run_eval(
     meta = {
         "command": config.command, "data": [str(p) for p in config.data], "systems": list(flat),
         "ks": config.ks, "limit": config.limit, "collection": index.name, "n_chunks": index.count(),
-        "embed_dtype": index.config.embed_dtype, "pooled": len(sets) > 1,
+        "embed_dtype": index.config.embed_dtype, "embed_backend": index.config.embed_backend, "pooled": len(sets) > 1,
         "n_tasks": {s.name: len(s.tasks) for s in sets}, "id_renames": {k: len(v) for k, v in maps.items()},
         "index_seconds": index_seconds, "run_seconds": time.perf_counter() - t_start, "calls": calls,
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items() if k != "data"},

@@ -32,6 +32,7 @@ _NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
 _RESERVED = ("chunk_id", "doc_id", "title", "source", "position", "char_start", "char_end", "n_tokens",
              "doc_hash", "n_chunks")
 GENERATION_KEY = "sieve_generation"
+EMBEDDER_KEY = "sieve_embedder"  # JSON of the EmbedderIdentity that wrote the collection's vectors
 PAGE = 2000  # rows per Chroma get() page when scanning a whole collection
 
 
@@ -111,6 +112,15 @@ def chunk_from_record(chunk_id: str, text: str | None, meta: dict[str, Any] | No
 
 
 @dataclass(frozen=True)
+class CollectionState:
+    """What one ``get_collection`` round-trip tells: which collection, its write generation, its embedder."""
+
+    collection_id: str
+    generation: str
+    embedder: str | None  # EmbedderIdentity JSON, None for a collection no Sieve write has stamped yet
+
+
+@dataclass(frozen=True)
 class DocState:
     """What the store holds of one document: its content hash and how many of its chunks are present."""
 
@@ -130,6 +140,7 @@ class ChromaStore:
         self.client = client
         self.collection = collection
         self.name = name
+        self.embedder: str | None = (collection.metadata or {}).get(EMBEDDER_KEY)
 
     @classmethod
     def open(cls, client: Any, name: str, *, create: bool = True) -> ChromaStore:
@@ -153,16 +164,35 @@ class ChromaStore:
         return cls(client, col, name)
 
     # -- generation: marks every write so the BM25 cache can tell whether it is stale --------
+    def state(self) -> CollectionState:
+        """The collection's current id, generation and recorded embedder, in one round-trip."""
+        # Chroma's NotFoundError (deleted under us) propagates as is: the server maps it to a 404 and
+        # drops its cached index, as for every other Chroma call on a vanished collection.
+        col = self.client.get_collection(self.name, embedding_function=None)
+        meta = col.metadata or {}
+        embedder = meta.get(EMBEDDER_KEY)
+        if embedder:
+            self.embedder = str(embedder)
+        return CollectionState(str(col.id), str(meta.get(GENERATION_KEY, "")), self.embedder)
+
     @property
     def generation(self) -> str:
-        col = self.client.get_collection(self.name, embedding_function=None)
-        return str((col.metadata or {}).get(GENERATION_KEY, ""))
+        return self.state().generation
 
     def bump_generation(self) -> str:
-        """Call *before* writing: a run killed mid-write then leaves a generation no cache has."""
+        """Call *before* writing and again *after*: a run killed mid-write leaves a generation no
+        cache has, and a reader that rebuilt BM25 mid-write holds a generation the finished write replaced.
+        """
         gen = uuid.uuid4().hex
-        self.collection.modify(metadata={GENERATION_KEY: gen})
+        # modify() replaces the whole metadata: carry the embedder stamp over.
+        meta = {GENERATION_KEY: gen, **({EMBEDDER_KEY: self.embedder} if self.embedder else {})}
+        self.collection.modify(metadata=meta)
         return gen
+
+    def record_embedder(self, identity_json: str) -> None:
+        """Stamp the collection with the embedder about to write its first vectors."""
+        self.embedder = identity_json
+        self.bump_generation()
 
     # -- writes ---------------------------------------------------------------------------------
     def upsert(self, chunks: Sequence[Chunk], embeddings: np.ndarray, doc_hashes: dict[str, str],
@@ -283,5 +313,5 @@ def list_collection_names(client: Any) -> list[str]:
     return sorted(c.name if hasattr(c, "name") else str(c) for c in client.list_collections())
 
 
-__all__ = ["ChromaStore", "DocState", "chroma_input_errors", "chunk_from_record", "list_collection_names",
-           "make_client", "validate_collection_name"]
+__all__ = ["ChromaStore", "CollectionState", "DocState", "EMBEDDER_KEY", "GENERATION_KEY", "chroma_input_errors",
+           "chunk_from_record", "list_collection_names", "make_client", "validate_collection_name"]

@@ -10,7 +10,10 @@ from typing import Optional
 import typer
 
 from sieve.errors import InvalidInput
-from sieve.server.commands._common import ChromaUrlOpt, DataDirOpt, EmbedderOpt, JsonOpt, cli_errors, print_json, settings_from
+from sieve.server.commands._common import (
+    Bf16Opt, ChromaUrlOpt, DataDirOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, cli_errors, embed_overrides,
+    print_json, settings_from,
+)
 
 
 def _parse_ks(raw: str) -> list[int]:
@@ -33,7 +36,7 @@ def register(app: typer.Typer) -> None:
         k: str = typer.Option("5,10,20", "--k", help="Cut-offs, comma-separated."),
         limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N tasks of each data dir."),
         out: Path = typer.Option(Path("report"), "--out", help="Report folder; a rerun resumes from its results.jsonl."),
-        bf16: bool = typer.Option(False, "--bf16", help="Embed the cached index in bfloat16 (~2x faster on CPU)."),
+        embed_backend: Optional[str] = EmbedBackendOpt, embed_dtype: Optional[str] = EmbedDtypeOpt, bf16: bool = Bf16Opt,
         no_exports: bool = typer.Option(False, "--no-exports", help="Skip the BrowseComp-Plus and TREC run files."),
         no_plots: bool = typer.Option(False, "--no-plots", help="Skip the PNG plots."),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
@@ -44,7 +47,7 @@ def register(app: typer.Typer) -> None:
         from sieve.eval.runner import EvalConfig, run_eval
 
         ks = _parse_ks(k)
-        s = settings_from(data_dir, chroma_url, embedder, embed_dtype="bfloat16" if bf16 else None)
+        s = settings_from(data_dir, chroma_url, embedder, **embed_overrides(embed_backend, embed_dtype, bf16))
         config = EvalConfig(data=list(data), systems=[systems], ks=ks, limit=limit, out=out,
                             exports=not no_exports, plots=not no_plots, progress=not as_json,
                             command="sieve " + shlex.join(sys.argv[1:]))
