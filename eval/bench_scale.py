@@ -13,7 +13,8 @@ Each size runs in two child processes, so each peak RSS belongs to one stage:
 2. **serve**: open the collection as the server does (default embedder, BM25 loaded from its
    file), then time hybrid queries (fresh strings, embedded by the real model each time).
 
-Peak RSS counts from after the synthetic-text set-up (``/proc/self/clear_refs``). A watchdog kills a child whose RSS passes ``--max-rss-gib`` or when the machine's available
+Peak RSS counts from after the synthetic-text set-up (``/proc/self/clear_refs``). A watchdog kills
+a child whose RSS passes ``--max-rss-gib`` or when the machine's available
 memory falls under ``--min-free-gib``, and a size is skipped when too little memory is free to
 start it, so a run cannot take a shared machine down.
 """

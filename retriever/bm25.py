@@ -2,7 +2,8 @@
 
 rank-bm25's ``BM25Okapi`` is the reference (it scores every document in Python for each query
 term, ~O(N·|q|) per query, too slow at 100k chunks). :class:`SparseBM25` keeps an inverted
-index (a CSC term-frequency matrix), so a query costs one column slice per query term. ``tests/retriever/test_bm25.py`` checks the scores are identical to rank-bm25.
+index (a CSC term-frequency matrix), so a query costs one column slice per query term.
+``tests/retriever/test_bm25.py`` checks the scores are identical to rank-bm25.
 """
 
 from __future__ import annotations
