@@ -11,7 +11,28 @@ from pathlib import Path
 from typing import Literal
 
 from sieve.errors import InvalidInput
-from sieve.retriever.embeddings import validate_backend
+
+EmbedBackend = Literal["torch", "onnx"]
+EmbedDtype = Literal["float32", "bfloat16", "int8"]
+BACKEND_DTYPES: dict[str, tuple[str, ...]] = {"torch": ("float32", "bfloat16"), "onnx": ("float32", "int8")}
+"""The (backend, dtype) pairs there are: bf16 is a torch cast, int8 an ONNX quantisation."""
+
+
+def validate_backend(backend: str, dtype: str) -> tuple[str, str]:
+    """Return ``(backend, dtype)`` if it is a known pair, else raise :class:`InvalidInput`.
+
+    Example:
+        >>> validate_backend("onnx", "int8")
+        ('onnx', 'int8')
+    """
+    valid = "; ".join(f"{b}: {'|'.join(d)}" for b, d in BACKEND_DTYPES.items())
+    if backend not in BACKEND_DTYPES:
+        raise InvalidInput(f"Expected embed_backend in {tuple(BACKEND_DTYPES)}, got {backend!r}; valid: {valid}")
+    if dtype not in BACKEND_DTYPES[backend]:
+        raise InvalidInput(f"Expected embed_dtype in {BACKEND_DTYPES[backend]} for embed_backend {backend!r}, "
+                           f"got {dtype!r}; valid: {valid}")
+    return backend, dtype
+
 
 # Chosen by the backend table of eval/bench_retriever.py: the fastest pair whose hybrid recall@10
 # stays within 0.01 of torch float32 on 2WikiMultihopQA and HotpotQA. ONNX float32 (1.24x / 1.54x
@@ -109,4 +130,5 @@ class RetrieverConfig:
             raise InvalidInput(f"Expected rrf_k >= 1 and candidates >= 1, got {self.rrf_k}, {self.candidates}")
 
 
-__all__ = ["DEFAULT_EMBED_BACKEND", "DEFAULT_EMBED_DTYPE", "RetrieverConfig", "default_data_dir", "default_embedder_path"]
+__all__ = ["BACKEND_DTYPES", "DEFAULT_EMBED_BACKEND", "DEFAULT_EMBED_DTYPE", "EmbedBackend", "EmbedDtype", "RetrieverConfig",
+           "default_data_dir", "default_embedder_path", "validate_backend"]

@@ -21,12 +21,13 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from threading import Lock
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from sieve.errors import EmbedderMismatch, InvalidInput, ModelUnavailable
+from sieve.retriever.config import validate_backend
 from sieve.runtime import prepare_runtime
 
 if TYPE_CHECKING:
@@ -35,28 +36,6 @@ if TYPE_CHECKING:
     from sieve.retriever.config import RetrieverConfig
 
 logger = logging.getLogger(__name__)
-
-EmbedBackend = Literal["torch", "onnx"]
-EmbedDtype = Literal["float32", "bfloat16", "int8"]
-BACKEND_DTYPES: dict[str, tuple[str, ...]] = {"torch": ("float32", "bfloat16"), "onnx": ("float32", "int8")}
-"""The (backend, dtype) pairs there are: bf16 is a torch cast, int8 an ONNX quantisation."""
-
-
-def validate_backend(backend: str, dtype: str) -> tuple[str, str]:
-    """Return ``(backend, dtype)`` if it is a known pair, else raise :class:`InvalidInput`.
-
-    Example:
-        >>> validate_backend("onnx", "int8")
-        ('onnx', 'int8')
-    """
-    valid = "; ".join(f"{b}: {'|'.join(d)}" for b, d in BACKEND_DTYPES.items())
-    if backend not in BACKEND_DTYPES:
-        raise InvalidInput(f"Expected embed_backend in {tuple(BACKEND_DTYPES)}, got {backend!r}; valid: {valid}")
-    if dtype not in BACKEND_DTYPES[backend]:
-        raise InvalidInput(f"Expected embed_dtype in {BACKEND_DTYPES[backend]} for embed_backend {backend!r}, "
-                           f"got {dtype!r}; valid: {valid}")
-    return backend, dtype
-
 
 @dataclass(frozen=True)
 class EmbedderIdentity:
@@ -297,5 +276,4 @@ class Embedder:
         return np.stack([self.embed_query(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
 
 
-__all__ = ["BACKEND_DTYPES", "EmbedBackend", "EmbedDtype", "Embedder", "EmbedderIdentity", "Encoder",
-           "TorchEncoder", "cpu_threads", "model_fingerprint", "validate_backend"]
+__all__ = ["Embedder", "EmbedderIdentity", "Encoder", "TorchEncoder", "cpu_threads", "model_fingerprint"]
