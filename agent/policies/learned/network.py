@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from sieve.agent.policies.learned.features import CANDIDATE_FEATURES, CHUNK_FEATURES, STATE_FEATURES
-from sieve.retriever.errors import InvalidInput, NotFound
+from sieve.errors import InvalidInput, NotFound
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -54,7 +54,7 @@ class LearnedConfig:
         bad = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) < (0 if f.name ==
                "prune_margin" else 1)}
         if bad:
-            raise ValueError(f"Expected positive LearnedConfig values, got {bad}")
+            raise InvalidInput(f"Expected positive LearnedConfig values, got {bad}")
 
 
 def _mlp(n_in: int, hidden: int) -> nn.Sequential:
