@@ -76,7 +76,10 @@ class Settings(BaseSettings):
     log_level: str = Field(default="info", description="uvicorn log level.")
 
     # Agent defaults (requests may lower budgets and k; never above the max_* caps)
-    policy: Literal["heuristic", "openai", "local"] = Field(default="heuristic", description="Default agent policy.")
+    policy: Literal["heuristic", "learned", "openai", "local"] = Field(default="heuristic",
+                                                                       description="Default agent policy.")
+    policy_path: str | None = Field(default=None, description="Checkpoint folder of the `learned` policy "
+                                                               "(default: the one shipped with Sieve).")
     budget_tokens: int = Field(default=8192, ge=256, description="Default agent token budget.")
     max_turns: int = Field(default=16, ge=1, description="Agent turn cap.")
     k: int = Field(default=10, ge=1, description="Default number of results.")
@@ -177,7 +180,8 @@ class Settings(BaseSettings):
         values: dict[str, Any] = {"budget_tokens": self.budget_tokens, "max_turns": self.max_turns, "k": self.k,
                                   "models_dir": self.retriever_config().models_dir}
         optional = {"base_url": self.openai_base_url, "model": self.openai_model, "api_key": self.openai_api_key,
-                    "local_model": Path(self.local_model) if self.local_model else None}
+                    "local_model": Path(self.local_model) if self.local_model else None,
+                    "policy_path": Path(self.policy_path) if self.policy_path else None}
         values.update({name: v for name, v in optional.items() if v is not None})
         values.update(overrides)
         return AgentConfig(**values)

@@ -86,7 +86,10 @@ def register(app: typer.Typer) -> None:
         question: str = typer.Argument(..., help="The question."),
         collection: Optional[str] = CollectionOpt,
         policy: Optional[str] = typer.Option(None, "--policy", "-p",
-                                             help="heuristic | openai | local (default $SIEVE_POLICY or heuristic)"),
+                                             help="heuristic | learned | openai | local "
+                                                  "(default $SIEVE_POLICY or heuristic)"),
+        policy_path: Optional[Path] = typer.Option(None, "--policy-path", help="learned: checkpoint folder (default "
+                                                   "$SIEVE_POLICY_PATH, else the one shipped with Sieve)."),
         budget: Optional[int] = typer.Option(None, "--budget", help="Context budget in tokens "
                                                                     "(default $SIEVE_BUDGET_TOKENS or 8192)."),
         k: Optional[int] = typer.Option(None, "-k", help="Evidence chunks to return (default $SIEVE_K or 10)."),
@@ -111,6 +114,7 @@ def register(app: typer.Typer) -> None:
 
         s = settings_from(data_dir, chroma_url, embedder, collection=collection, openai_base_url=base_url,
                           openai_model=model, local_model=str(local_model) if local_model else None,
+                          policy_path=str(policy_path) if policy_path else None,
                           **embed_overrides(embed_backend, embed_dtype))
         # Episode flags go straight onto the AgentConfig: it validates them with its own messages.
         flags = {"budget_tokens": budget, "k": k, "max_turns": max_turns}

@@ -25,7 +25,9 @@ def register(app: typer.Typer) -> None:
                                                  help="Default collection (default $SIEVE_COLLECTION or 'default')."),
         preload: Optional[list[str]] = typer.Option(None, "--preload", help="Open this collection at start-up "
                                                                             "(repeatable)."),
-        policy: Optional[str] = typer.Option(None, "--policy", help="Default agent policy: heuristic | openai | local."),
+        policy: Optional[str] = typer.Option(None, "--policy", help="Default agent policy: heuristic | learned | openai | local."),
+        policy_path: Optional[str] = typer.Option(None, "--policy-path", help="Checkpoint folder of the learned "
+                                                  "policy (default: the one shipped with Sieve)."),
         openai_base_url: Optional[str] = typer.Option(None, "--openai-base-url",
                                                       help="OpenAI-compatible endpoint, e.g. vLLM's /v1."),
         openai_model: Optional[str] = typer.Option(None, "--openai-model", help="Model name at that endpoint."),
@@ -50,8 +52,8 @@ def register(app: typer.Typer) -> None:
 
         s = settings_from(
             data_dir, chroma_url, embedder, host=host, port=port, workers=workers, collection=collection,
-            preload=preload or None, policy=policy, openai_base_url=openai_base_url, openai_model=openai_model,
-            budget_tokens=budget_tokens, max_k=max_k, request_timeout_s=timeout,
+            preload=preload or None, policy=policy, policy_path=policy_path, openai_base_url=openai_base_url,
+            openai_model=openai_model, budget_tokens=budget_tokens, max_k=max_k, request_timeout_s=timeout,
             **embed_overrides(embed_backend, embed_dtype, bf16),
             mcp=False if no_mcp else None, log_level=log_level,
         )
