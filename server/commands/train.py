@@ -61,8 +61,6 @@ def _learned_rl(s: Settings, tasks: Path, out: Path, minutes: float | None, seed
     import shlex
     import sys
 
-    # The index (and its embedder) first: the embedder sets torch's thread-wait policy, which only
-    # takes effect if nothing imported torch before it.
     index = _open_index(s)
     from sieve.train.learned import LearnedRLConfig, run_learned_rl
 

@@ -27,14 +27,14 @@ def bench(collection: str, tasks_path: Path, policy_path: Path | None, n_tasks: 
 
     from sieve.agent import AgentConfig, SearchAgent, make_policy
     from sieve.agent.policies.learned import LearnedPolicy
-    from sieve.retriever import CorpusIndex, RetrieverConfig
+    from sieve.retriever import CorpusIndex
+    from sieve.settings import load_settings
     from sieve.train.config import load_tasks
     from sieve.train.learned import CachedIndex
     from sieve.train.learned.grpo import run_group, update
     from sieve.train.rewards import RewardConfig
 
-    cfg = RetrieverConfig(data_dir=data_dir) if data_dir else RetrieverConfig()
-    index = CorpusIndex.open(cfg, collection)
+    index = CorpusIndex.open(load_settings(data_dir=data_dir).retriever_config(), collection)
     tasks = load_tasks(tasks_path, n_tasks)
     rows: list[tuple[str, str, str]] = []
     config = AgentConfig(k=10)
@@ -48,8 +48,9 @@ def bench(collection: str, tasks_path: Path, policy_path: Path | None, n_tasks: 
         searches = sum(t.n_searches for t in traces) / len(traces)
         rows.append((f"served, {name} (greedy, no cache)", f"{_rate(len(tasks), dt)} episodes/s",
                      f"{dt / len(tasks) * 1000:.0f} ms/episode, {searches:.1f} searches/episode"))
-    policy = LearnedPolicy.load(policy_path, sample=True, record=True)
     cached = CachedIndex(index)
+    policy = LearnedPolicy.load(policy_path, sample=True, record=True, temperature=1.5)
+    policy.prefetch = cached.embedder.embed_queries
     agent = SearchAgent(cached, policy, AgentConfig(k=10, tool_workers=1))
     index.embedder.clear_cache()
     rollouts: list[Any] = []
@@ -85,7 +86,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--epochs", type=int, default=4)
     ap.add_argument("--data-dir", type=Path, default=None)
     args = ap.parse_args(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from sieve.runtime import prepare_runtime
+
+    prepare_runtime()
     load = os.getloadavg()
     rows = bench(args.collection, args.tasks, args.policy_path, args.tasks_per_update, args.group, args.epochs,
                  args.data_dir)

@@ -61,6 +61,8 @@ class StepStats:
     groups_used: int = 0
     rollout_s: float = 0.0
     update_s: float = 0.0
+    cpu_s: float = 0.0  # CPU seconds of this process for the update (wall time counts other processes' load too)
+    load: float = 0.0  # 1-minute load average when the update ended
     progress: float = 0.0
     cache_hit_rate: float = 0.0
     extra: dict[str, float] = field(default_factory=dict)
@@ -134,7 +136,7 @@ def ppo_loss(net: PolicyNetwork, decisions: list[Decision], adv: torch.Tensor, c
             kl += float((((ratio - 1) - torch.log(ratio.clamp_min(1e-12))) * mask).sum())
     n = max(n, 1)
     loss = -(total + entropy_coef * ent) / n
-    return loss, {"entropy": float(ent) / n, "clip_frac": clipped / n, "approx_kl": kl / n}
+    return loss, {"entropy": float(ent.detach()) / n, "clip_frac": clipped / n, "approx_kl": kl / n}
 
 
 def update(net: PolicyNetwork, optimizer: torch.optim.Optimizer, rollouts: list[Rollout], *, epochs: int, clip: float,

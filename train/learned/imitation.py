@@ -49,7 +49,7 @@ def heuristic_label(d: Decision, config: LearnedConfig) -> Decision:
     """``d`` with the heuristic's choice as its picks."""
     if d.kind == "prune":
         acts = (d.items[:, _K["hscore_gap"]] < -_PRUNE_BELOW).astype(int).tolist()
-        return replace(d, picks=acts, step_logps=[0.0] * len(acts))
+        return replace(d, picks=acts, step_logps=[0.0] * len(acts), temperature=1.0)
     if d.kind == "rank":
         order = np.argsort(-d.items[:, _K["hscore"]], kind="stable")
         groups = d.groups or list(range(len(d.items)))
@@ -59,7 +59,7 @@ def heuristic_label(d: Decision, config: LearnedConfig) -> Decision:
                 picks.append(i)
                 seen.add(groups[i])
         picks = picks[: len(d.picks)]
-        return replace(d, picks=picks, step_logps=[0.0] * len(picks))
+        return replace(d, picks=picks, step_logps=[0.0] * len(picks), temperature=1.0)
     x, s = d.items, d.state
     kind = {k: x[:, _C[f"kind_{k}"]] > 0.5 for k in KINDS}
     turn = int(round(float(s[_S["turn"]]) * config.max_search_turns))
@@ -75,7 +75,7 @@ def heuristic_label(d: Decision, config: LearnedConfig) -> Decision:
         picks.append(0)  # END: stop issuing (first: finish)
     if not picks:
         picks = [1]  # END may not come first here (the first turn); the best candidate stands in
-    return replace(d, picks=picks, step_logps=[0.0] * len(picks))
+    return replace(d, picks=picks, step_logps=[0.0] * len(picks), temperature=1.0)
 
 
 def imitation_loss(net: PolicyNetwork, labelled: list[Decision]) -> torch.Tensor:

@@ -30,6 +30,8 @@ def window_means(rows: list[dict[str, Any]], every: int) -> list[dict[str, float
         d = {key: sum(_value(r, key) for r in win) / len(win) for key, _ in _TABLE}
         d["update"] = win[-1]["update"]
         d["seconds"] = sum(r.get("rollout_s", 0.0) + r.get("update_s", 0.0) for r in win)
+        d["cpu_seconds"] = sum(r.get("cpu_s", 0.0) for r in win)
+        d["load"] = sum(r.get("load", 0.0) for r in win) / len(win)
         held = [r["extra"] for r in win if r.get("extra")]
         if held:
             d["heldout_recall"] = held[-1].get("heldout_recall", float("nan"))
@@ -39,11 +41,11 @@ def window_means(rows: list[dict[str, Any]], every: int) -> list[dict[str, float
 
 def curve_table(rows: list[dict[str, Any]], every: int) -> str:
     """Markdown: one row per ``every`` updates."""
-    cols = ["updates", *(label for _, label in _TABLE), "s/window"]
+    cols = ["updates", *(label for _, label in _TABLE), "wall s", "CPU s", "load"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---:|" * len(cols)]
     for w in window_means(rows, every):
         lines.append("| " + " | ".join([str(int(w["update"])), *(f"{w[k]:.3f}" for k, _ in _TABLE),
-                                        f"{w['seconds']:.0f}"]) + " |")
+                                        f"{w['seconds']:.0f}", f"{w['cpu_seconds']:.0f}", f"{w['load']:.1f}"]) + " |")
     return "\n".join(lines)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import time
 from dataclasses import asdict, dataclass, field
@@ -49,6 +50,11 @@ class LearnedRLConfig:
     clip: float = field(default=0.2, metadata={"help": "PPO clip range of the importance ratio."})
     lr: float = field(default=1e-3, metadata={"help": "Adam learning rate."})
     entropy: float = field(default=0.003, metadata={"help": "Entropy bonus coefficient."})
+    temperature: float = field(default=1.5, metadata={
+        "help": "Rollout sampling temperature (logits / T; the ratios use the same T). Serving is greedy."})
+    skip_solved: float = field(default=0.75, metadata={
+        "help": "Chance of skipping a task whose last group all found every gold document (no signal); "
+                "before RL, one greedy episode per task marks the ones the start policy already solves."})
     max_grad_norm: float = field(default=1.0, metadata={"help": "Gradient-norm clip."})
     k: int = field(default=10, metadata={"help": "Returned evidence per episode (what F-beta scores)."})
     budget_tokens: int = field(default=8192, metadata={"help": "Episode context budget (as served)."})
@@ -75,15 +81,26 @@ class LearnedRLConfig:
                              f"{self.updates}, {self.tasks_per_update}, {self.epochs}")
         if self.minutes is not None and self.minutes <= 0:
             raise InvalidInput(f"Expected minutes > 0, got {self.minutes}")
+        if self.temperature <= 0 or not 0 <= self.skip_solved <= 1:
+            raise InvalidInput(f"Expected temperature > 0 and 0 <= skip_solved <= 1, got {self.temperature}, "
+                               f"{self.skip_solved}")
         if not 0 < self.clip < 1 or self.lr <= 0:
             raise InvalidInput(f"Expected 0 < clip < 1 and lr > 0, got {self.clip}, {self.lr}")
 
 
 class _TaskStream:
-    """Tasks in seeded shuffled epochs (state is two ints: resumable)."""
+    """Tasks in seeded shuffled epochs; tasks every rollout of the last group solved are mostly skipped.
 
-    def __init__(self, tasks: list[dict[str, Any]], seed: int, epoch: int = 0, pos: int = 0) -> None:
+    A group whose rollouts all find every gold document has no reward spread, hence no gradient:
+    revisiting it costs rollouts and teaches nothing (DAPO's dynamic sampling, across epochs).
+    The state (epoch, position, solved ids) is saved with the run, so a resumed run draws the same.
+    """
+
+    def __init__(self, tasks: list[dict[str, Any]], seed: int, epoch: int = 0, pos: int = 0,
+                 solved: set[str] | None = None, skip_solved: float = 0.0) -> None:
         self.tasks, self.seed, self.epoch, self.pos = tasks, seed, epoch, pos
+        self.solved = set(solved or ())
+        self.skip_solved = skip_solved
         self._order = self._shuffle()
 
     def _shuffle(self) -> list[int]:
@@ -92,14 +109,27 @@ class _TaskStream:
         return order
 
     def take(self, n: int) -> list[dict[str, Any]]:
-        out = []
+        out: list[dict[str, Any]] = []
+        skipped = 0
         while len(out) < n:
             if self.pos >= len(self._order):
                 self.epoch, self.pos = self.epoch + 1, 0
                 self._order = self._shuffle()
-            out.append(self.tasks[self._order[self.pos]])
+            task = self.tasks[self._order[self.pos]]
+            coin = random.Random(f"{self.seed}/{self.epoch}/{self.pos}").random()
             self.pos += 1
+            if _task_id(task) in self.solved and coin < self.skip_solved and skipped < 10 * len(self.tasks):
+                skipped += 1
+                continue
+            out.append(task)
         return out
+
+    def mark(self, task: dict[str, Any], solved: bool) -> None:
+        (self.solved.add if solved else self.solved.discard)(_task_id(task))
+
+
+def _task_id(task: dict[str, Any]) -> str:
+    return str(task.get("id") or task["question"])
 
 
 def _agent(index: Any, policy: Any, cfg: LearnedRLConfig) -> Any:
@@ -137,6 +167,19 @@ def greedy_check(index: Any, net: PolicyNetwork, config: LearnedConfig, tasks: l
     return policy_check(index, LearnedPolicy(net, config), tasks, rl, progress)
 
 
+def _screen(index: Any, policy: Any, tasks: list[dict[str, Any]], cfg: LearnedRLConfig, progress: bool) -> set[str]:
+    """Ids of the tasks the start policy already solves greedily (every gold document in its top k)."""
+    from sieve.eval.metrics import all_found_at_k
+
+    agent = _agent(index, policy, cfg)
+    solved = set()
+    for t in tqdm(tasks, desc="Screening tasks (greedy)", disable=not progress):
+        trace = agent.run(t["question"])
+        if all_found_at_k(trace.returned_doc_ids, set(t["gold_ids"]), cfg.k) == 1.0:
+            solved.add(_task_id(t))
+    return solved
+
+
 def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool = True) -> dict[str, Any]:
     """Train (or resume) the learned policy on ``cfg.tasks`` over ``index``; returns the run summary."""
     from sieve.agent.policies.learned import LearnedPolicy
@@ -166,18 +209,19 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
         net, pcfg = PolicyNetwork(cfg.policy.hidden), cfg.policy
     # Retrieval cache shared by every run over this collection (seeds, ablations): each query embedded once.
     cached = CachedIndex(index, folder=Path(index.config.data_dir) / "rl-cache")
-    policy = LearnedPolicy(net, pcfg, sample=True, record=True)
+    policy = LearnedPolicy(net, pcfg, sample=True, record=True, temperature=cfg.temperature,
+                           prefetch=cached.embedder.embed_queries)
     agent = _agent(cached, policy, cfg)
     optimizer = torch.optim.Adam(net.parameters(), lr=cfg.lr)
-    stream = _TaskStream(train_tasks, cfg.seed)
+    stream = _TaskStream(train_tasks, cfg.seed, skip_solved=cfg.skip_solved)
     summary: dict[str, Any] = {"resumed": resumed, "n_train_tasks": len(train_tasks), "n_heldout": len(held)}
     start_update, elapsed_before = 0, 0.0
     if resumed:
         st = torch.load(state_path, weights_only=False)
         optimizer.load_state_dict(st["optimizer"])
-        stream = _TaskStream(train_tasks, cfg.seed, st["epoch"], st["pos"])
+        stream = _TaskStream(train_tasks, cfg.seed, st["epoch"], st["pos"], set(st.get("solved", ())), cfg.skip_solved)
         start_update, elapsed_before = st["update"], st["elapsed"]
-        summary.update(st.get("summary", {}))
+        summary.update({k: v for k, v in st.get("summary", {}).items() if k != "resumed"})
         logger.info("Resuming %s at update %d", out, start_update)
     else:
         (out / "curve.jsonl").write_text("", encoding="utf-8")
@@ -186,6 +230,12 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
             summary["imitation"] = warm_start(agent, policy, train_tasks, cfg.imitation, cfg.seed, progress)
             summary["imitation"]["seconds"] = round(time.perf_counter() - t0, 1)
             cached.save()
+        if cfg.skip_solved > 0:
+            t0 = time.perf_counter()
+            stream.solved = _screen(cached, LearnedPolicy(net, pcfg), train_tasks, cfg, progress)
+            summary["screen"] = {"tasks": len(train_tasks), "solved": len(stream.solved),
+                                 "seconds": round(time.perf_counter() - t0, 1)}
+            cached.save()
         if held:
             from sieve.agent.config import AgentConfig
             from sieve.agent.policies.heuristic import HeuristicPolicy
@@ -193,6 +243,10 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
             summary["heldout_heuristic"] = policy_check(cached, HeuristicPolicy(AgentConfig(k=cfg.k)), held, cfg)
             summary["heldout_start"] = greedy_check(cached, net, pcfg, held, cfg)
         save_checkpoint(out / "warm_start", net, pcfg, {"stage": "start", "init": cfg.init})
+        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+        for name in ("heldout_heuristic", "heldout_start"):
+            if name in summary:
+                logger.info("%s: %s", name, {k: round(v, 3) for k, v in summary[name].items()})
     budget_s = cfg.minutes * 60 if cfg.minutes else None
     t_rl = time.perf_counter() - elapsed_before
     bar = tqdm(total=cfg.updates, initial=start_update, desc="GRPO updates", disable=not progress)
@@ -203,11 +257,13 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
         if budget_s is not None and elapsed >= budget_s:
             break
         prog = min(1.0, elapsed / budget_s) if budget_s else u / cfg.updates
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         rollouts = []
         for gi, task in enumerate(stream.take(cfg.tasks_per_update)):
             seeds = [ep_seed + gi * cfg.group + j for j in range(cfg.group)]
-            rollouts.extend(run_group(agent, policy, task, gi, seeds, cfg.reward, prog))
+            group = run_group(agent, policy, task, gi, seeds, cfg.reward, prog)
+            stream.mark(task, all(r.all_gold == 1.0 for r in group))
+            rollouts.extend(group)
         ep_seed += 10_000
         t1 = time.perf_counter()
         info = update(net, optimizer, rollouts, epochs=cfg.epochs, clip=cfg.clip, entropy_coef=cfg.entropy,
@@ -216,6 +272,7 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
         stats.loss, stats.entropy = info["loss"], info["entropy"]
         stats.clip_frac, stats.approx_kl, stats.groups_used = info["clip_frac"], info["approx_kl"], int(info["groups_used"])
         stats.rollout_s, stats.update_s, stats.progress = t1 - t0, time.perf_counter() - t1, prog
+        stats.cpu_s, stats.load = time.process_time() - c0, os.getloadavg()[0]
         total_q = cached.hits + cached.misses
         stats.cache_hit_rate = cached.hits / total_q if total_q else 0.0
         u += 1
@@ -251,7 +308,8 @@ def _save(out: Path, net: PolicyNetwork, pcfg: LearnedConfig, optimizer: torch.o
                "command": cfg.command, "previous": meta or None}
     save_checkpoint(out / "model", net, pcfg, trained)
     tmp = out / "trainer_state.pt.tmp"
-    torch.save({"optimizer": optimizer.state_dict(), "epoch": stream.epoch, "pos": stream.pos, "update": update_i,
+    torch.save({"optimizer": optimizer.state_dict(), "epoch": stream.epoch, "pos": stream.pos,
+                "solved": sorted(stream.solved), "update": update_i,
                 "elapsed": elapsed, "summary": summary,
                 "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()}}, tmp)
     tmp.replace(out / "trainer_state.pt")

@@ -55,7 +55,8 @@ _Q_STOP = frozenset("""a an the of in on at to for from by with and or but is ar
 whose what when where why how that this these those did do does has have had it its as than both same also either
 neither not other another more most less least many much any some there their they them he she his her him""".split())
 _NUMERIC = re.compile(r"^[\d\s.,/-]+$")
-_READ_FULL = 0.9  # a chunk this close to the chunk-size limit probably continues in a next chunk
+# A chunk that stops mid-sentence was cut by the chunker: its document continues in a next chunk.
+_SENTENCE_END = (".", "!", "?", '"', "”", ")", "'")
 
 
 def content_words(text: str) -> list[str]:
@@ -137,7 +138,7 @@ class EpisodeFeatures:
     """
 
     def __init__(self, question: str, texts: TextCache, *, k: int, max_turns: int, seed_chunks: int,
-                 mentions_per_chunk: int, max_candidates: int, chunk_tokens: int = 200) -> None:
+                 mentions_per_chunk: int, max_candidates: int) -> None:
         self.question = question
         self.q_norm = f" {normalise(question)} "
         self.q_words = set(content_words(question))
@@ -149,7 +150,6 @@ class EpisodeFeatures:
         self.seed_chunks = seed_chunks
         self.mentions_per_chunk = mentions_per_chunk
         self.max_candidates = max_candidates
-        self.chunk_tokens = chunk_tokens
         self.h = HeuristicConfig()
         self.records: dict[str, ChunkRecord] = {}
         self.hscores: dict[str, float] = {}
@@ -286,7 +286,7 @@ class EpisodeFeatures:
                                                relation, m.start < 150))
             if len(title) >= 4 and f" {title} " not in self.q_norm:
                 add(parent_score * 0.5, Candidate("title", e.chunk.title, e.chunk.title, e.chunk_id))
-            if e.chunk.position > 0 or e.chunk.n_tokens >= _READ_FULL * self.chunk_tokens:
+            if e.chunk.position > 0 or not e.chunk.text.rstrip().endswith(_SENTENCE_END):
                 add(parent_score * 0.5, Candidate("read", e.handle, "", e.chunk_id))
         ranked = sorted(out.values(), key=lambda t: -t[0])[: self.max_candidates]
         return [c for _, c in ranked]
@@ -325,14 +325,13 @@ class EpisodeFeatures:
         return np.asarray(rows, dtype=np.float32)
 
     # -- state ----------------------------------------------------------------------------------
-    def state_vector(self, episode: Episode, active: list[ChunkEntry], n_candidates: int) -> np.ndarray:
-        """The :data:`STATE_FEATURES` of the episode before a decision."""
+    def state_vector(self, episode: Episode, active: list[ChunkEntry], n_candidates: int, used: int) -> np.ndarray:
+        """The :data:`STATE_FEATURES` of the episode before a decision (``used``: context tokens in view)."""
         cos = sorted((e.relevance for e in active), reverse=True)
-        budget = episode.budget
-        used = episode.context.tokens() / max(1, budget.total)
+        used_share = used / max(1, episode.config.budget_tokens)
         top = self.top_ids(1)
         return np.asarray([
-            episode.turn / max(1, self.max_turns), self.n_searches / 10.0, used, len(active) / 50.0,
+            episode.turn / max(1, self.max_turns), self.n_searches / 10.0, used_share, len(active) / 50.0,
             self.added_top / max(1, self.k), self.new_last / 20.0, cos[0] if cos else 0.0, n_candidates / 40.0,
             float(episode.turn == 0), float(episode.turn >= self.max_turns - 1), len(self.q_entities) / 4.0,
             float(np.mean(cos[: self.k])) if cos else 0.0, self.empty_last,

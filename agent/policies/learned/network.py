@@ -108,6 +108,7 @@ class Decision:
     step_logps: list[float]
     groups: list[int] | None = None
     end_first: bool = True
+    temperature: float = 1.0  # logits were divided by this when sampling (exploration in training)
     episode: int = 0  # index of the episode in a training batch (set by the trainer)
 
     @property
@@ -180,6 +181,7 @@ class KindBatch:
     avail: torch.Tensor | None  # [D, J, N] items available at each step (select, rank)
     old_logp: torch.Tensor  # [D, J]
     episode: torch.Tensor  # [D] long
+    temperature: torch.Tensor  # [D]
 
 
 def _pad(arrs: list[np.ndarray], n: int, width: int) -> np.ndarray:
@@ -223,7 +225,8 @@ def _collate_kind(decisions: list[Decision], kind: DecisionKind) -> KindBatch | 
     return KindBatch(items=torch.from_numpy(items), state=torch.from_numpy(np.stack([d.state for d in ds])),
                      valid=torch.from_numpy(valid), picks=torch.from_numpy(picks),
                      step_mask=torch.from_numpy(step_mask), avail=None if avail is None else torch.from_numpy(avail),
-                     old_logp=torch.from_numpy(old), episode=torch.tensor([d.episode for d in ds], dtype=torch.long))
+                     old_logp=torch.from_numpy(old), episode=torch.tensor([d.episode for d in ds], dtype=torch.long),
+                     temperature=torch.tensor([d.temperature for d in ds], dtype=torch.float32))
 
 
 def collate(decisions: list[Decision]) -> dict[str, KindBatch]:
@@ -249,15 +252,16 @@ class Scored:
 
 def score_batch(net: PolicyNetwork, kind: str, b: KindBatch) -> Scored:
     """Log-probability and entropy of every recorded step of ``b`` under ``net``'s current weights."""
+    temp = b.temperature.unsqueeze(1)
     if kind == "prune":
-        logits = net.prune_logits(b.items, b.state)  # [D, N]
+        logits = net.prune_logits(b.items, b.state) / temp  # [D, N]
         acts = b.picks[:, : logits.shape[1]].float()
         logp = acts * nn.functional.logsigmoid(logits) + (1 - acts) * nn.functional.logsigmoid(-logits)
         p = torch.sigmoid(logits)
         ent = -(p * nn.functional.logsigmoid(logits) + (1 - p) * nn.functional.logsigmoid(-logits))
         mask = b.valid[:, : logits.shape[1]] & b.step_mask[:, : logits.shape[1]]
         return Scored(logp=logp, entropy=ent, mask=mask, old_logp=b.old_logp[:, : logits.shape[1]], episode=b.episode)
-    scores = net.select_scores(b.items, b.state) if kind == "select" else net.rank_scores(b.items)  # [D, N]
+    scores = (net.select_scores(b.items, b.state) if kind == "select" else net.rank_scores(b.items)) / temp  # [D, N]
     assert b.avail is not None
     masked = scores.unsqueeze(1).masked_fill(~b.avail, float("-inf"))  # [D, J, N]
     lse = torch.logsumexp(masked, dim=-1)

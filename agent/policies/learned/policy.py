@@ -29,10 +29,13 @@ from sieve.agent.policies.learned.features import EpisodeFeatures, TextCache
 from sieve.agent.policies.learned.network import (
     Decision, LearnedConfig, PolicyNetwork, draw_bernoulli, draw_sequence, load_checkpoint,
 )
+from sieve.errors import InvalidInput
+from sieve.pruning.budget import TokenBudget
 from sieve.pruning.tokens import ApproxTokenCounter
 
 if TYPE_CHECKING:
-    from sieve.agent.config import AgentConfig
+    from collections.abc import Callable
+
     from sieve.agent.loop import Episode
     from sieve.agent.policies.learned.features import Candidate
     from sieve.pruning.context import ChunkEntry
@@ -59,10 +62,18 @@ class LearnedPolicy:
     name = "learned"
 
     def __init__(self, net: PolicyNetwork, config: LearnedConfig | None = None, *, sample: bool = False,
-                 record: bool = False, path: Path | None = None, meta: dict[str, Any] | None = None) -> None:
+                 record: bool = False, temperature: float = 1.0, path: Path | None = None,
+                 meta: dict[str, Any] | None = None, prefetch: Callable[[list[str]], Any] | None = None) -> None:
+        if temperature <= 0:
+            raise InvalidInput(f"Expected a sampling temperature > 0, got {temperature}")
         self.net = net
         self.config = config or LearnedConfig()
         self.sample = sample
+        # Sampling divides every logit by this (training explores more); greedy choices ignore it.
+        self.temperature = temperature
+        # Training passes the retrieval cache's batch embedder: the turn's candidate queries are
+        # embedded in one forward pass, since a group's rollouts search most of them.
+        self.prefetch = prefetch
         self.record = record
         self.path = path
         self.meta = meta or {}
@@ -71,11 +82,12 @@ class LearnedPolicy:
         self._lock = Lock()
 
     @classmethod
-    def load(cls, path: str | Path | None = None, *, sample: bool = False, record: bool = False) -> LearnedPolicy:
+    def load(cls, path: str | Path | None = None, *, sample: bool = False, record: bool = False,
+             temperature: float = 1.0) -> LearnedPolicy:
         """The policy saved in ``path`` (a checkpoint folder; ``None``: the shipped default)."""
         folder = Path(path) if path is not None else default_checkpoint()
         net, config, meta = load_checkpoint(folder)
-        return cls(net, config, sample=sample, record=record, path=folder, meta=meta)
+        return cls(net, config, sample=sample, record=record, temperature=temperature, path=folder, meta=meta)
 
     def token_counter(self) -> TokenCounter:
         return ApproxTokenCounter()
@@ -113,11 +125,14 @@ class _Session:
         self.cfg = cfg
         self.decisions = decisions
         self.rng = np.random.default_rng(episode.seed) if policy.sample else None
+        self.temp = policy.temperature if policy.sample else 1.0
         self.f = EpisodeFeatures(
             episode.question, policy.texts, k=episode.config.k, max_turns=cfg.max_search_turns,
             seed_chunks=cfg.seed_chunks, mentions_per_chunk=cfg.mentions_per_chunk,
-            max_candidates=cfg.max_candidates, chunk_tokens=episode.index.config.chunk_tokens,
+            max_candidates=cfg.max_candidates,
         )
+        # The budget's thresholds, as the harness computes them from the same settings.
+        self.budget = TokenBudget.from_config(episode.config.budget_tokens, episode.config.pruning)
 
     def step(self, episode: Episode) -> PolicyStep:
         if episode.turn > 0:
@@ -151,6 +166,7 @@ class _Session:
 
     # -- decisions ------------------------------------------------------------------------------
     def _record(self, decision: Decision, summary: list[dict[str, Any]], **info: Any) -> None:
+        decision.temperature = self.temp
         if self.p.record:
             self.decisions.append(decision)
         summary.append({"kind": decision.kind, "logp": round(decision.logp, 6), "steps": len(decision.picks), **info})
@@ -165,9 +181,9 @@ class _Session:
         eligible = [i for i in range(len(active)) if i not in keep]
         if not eligible:
             return []
-        state = self.f.state_vector(episode, active, 0)
+        state = self.f.state_vector(episode, active, 0, episode.context.tokens())
         items = x[eligible]
-        acts, logps = draw_bernoulli(self.p._prune(items, state), self.rng)
+        acts, logps = draw_bernoulli(self.p._prune(items, state) / self.temp, self.rng)
         out = [active[i] for i, a in zip(eligible, acts) if a]
         self._record(Decision("prune", items, state, acts, logps), summary, pruned=[e.chunk_id for e in out])
         return out
@@ -177,19 +193,18 @@ class _Session:
         """This turn's searches/reads, or [] to finish."""
         last = episode.turn >= min(self.cfg.max_search_turns, episode.config.max_turns - 1)
         room = self._room(episode, active, used)
-        if last or room == 0:
+        if last or room == 0 or self.budget.state(used) == "hard":
             return []  # the turn cap is near, or no search result would fit the budget: finish
         cands = self.f.candidates(active)
         if not cands:
             return []
-        state = self.f.state_vector(episode, active, len(cands))
-        state[2] = used / max(1, episode.budget.total)  # the budget after this turn's pruning
+        state = self.f.state_vector(episode, active, len(cands), used)  # budget after this turn's pruning
         items = self.f.candidate_matrix(cands, active)
-        if self.p.sample:
+        if self.p.prefetch is not None:
             # Training: a group's rollouts search most candidates sooner or later; one batched
             # forward pass of the embedder costs far less than one per query.
-            episode.index.embedder.embed_queries([c.text for c in cands if c.kind != "read"])
-        scores = self.p._select(items, state)
+            self.p.prefetch([c.text for c in cands if c.kind != "read"])
+        scores = self.p._select(items, state) / self.temp
         picks, logps = draw_sequence(scores, room, stop_index=0, stop_first=episode.turn > 0, rng=self.rng)
         chosen = [cands[p - 1] for p in picks if p != 0]
         self._record(Decision("select", items, state, picks, logps, end_first=episode.turn > 0), summary,
@@ -205,7 +220,7 @@ class _Session:
         per_chunk = sum(e.tokens for e in active) / len(active) if active else 150.0
         first = episode.config.search_k if episode.turn == 0 else self.cfg.hop_k
         need = first * per_chunk + 60  # results plus the call and tool-message overhead
-        return max(0, min(self.cfg.max_picks, int(episode.budget.remaining(used) // need)))
+        return max(0, min(self.cfg.max_picks, int(self.budget.remaining(used) // need)))
 
     def _rank(self, episode: Episode, active: list[ChunkEntry], summary: list[dict[str, Any]]) -> list[str]:
         """The returned evidence: ``k`` chunks drawn by score, one per document first, then the rest by score."""
@@ -213,7 +228,7 @@ class _Session:
             return []
         k = episode.config.k
         x = self.f.chunk_matrix(active)
-        scores = self.p._rank(x)
+        scores = self.p._rank(x) / self.temp
         doc_ids = list(dict.fromkeys(e.doc_id for e in active))
         groups = [doc_ids.index(e.doc_id) for e in active]
         picks, logps = draw_sequence(scores, min(k, len(doc_ids)), groups=groups, rng=self.rng)
