@@ -163,7 +163,7 @@ def update(net: PolicyNetwork, optimizer: torch.optim.Optimizer, rollouts: list[
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), max_grad_norm)
         optimizer.step()
-        info["loss"] = float(loss)
+        info["loss"] = float(loss.detach())
     net.eval()
     info["groups_used"] = len({r.group for r, a in zip(rollouts, adv_list) if a != 0.0})
     return info

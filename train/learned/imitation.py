@@ -109,8 +109,8 @@ def warm_start(agent: SearchAgent, policy: LearnedPolicy, tasks: list[dict[str, 
             loss.backward()
             torch.nn.utils.clip_grad_norm_(policy.net.parameters(), 1.0)
             opt.step()
-            first = float(loss) if epoch == 0 else first
-            last = float(loss)
+            first = float(loss.detach()) if epoch == 0 else first
+            last = float(loss.detach())
         policy.net.eval()
         history.append({"round": rnd + 1, "decisions": len(labelled), "nll_first": round(first, 4),
                         "nll_last": round(last, 4)})

@@ -1,12 +1,18 @@
-"""Learning curves of a learned-policy run: a table every N updates and a PNG.
+"""Learning curves of learned-policy runs: a table every N updates and a PNG.
 
-Each table row averages the N updates that end there (batch rewards are noisy: 32 episodes).
+Each table row averages the N updates that end there (one batch is a few dozen episodes: noisy).
 The PNG has three panels: the reward and its main components, returned recall and all-gold at
-k, and searches per episode. :func:`seed_spread` combines the curves of several seeds.
+k, and searches per episode. :func:`seed_spread` combines the curves of several seeds, and
+:func:`side_by_side` compares runs (e.g. an ablation) window by window. As a script it writes
+all of these for a set of run folders:
+
+    python -m sieve.train.learned.report --run seed0=runs/s0 --run seed1=runs/s1 --out report/ [--every 20]
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -123,4 +129,51 @@ def seed_spread(runs: dict[str, list[dict[str, Any]]], every: int, keys: tuple[s
     return "\n".join(lines)
 
 
-__all__ = ["curve_table", "plot_curves", "seed_spread", "window_means", "write_curve_outputs"]
+def side_by_side(runs: dict[str, list[dict[str, Any]]], every: int,
+                 keys: tuple[str, ...] = ("searches", "recall", "all_gold", "reward")) -> str:
+    """Markdown: per window, ``keys`` of every run next to each other."""
+    wins = {name: window_means(rows, every) for name, rows in runs.items()}
+    n = min(len(w) for w in wins.values())
+    cols = ["updates", *(f"{k} ({name})" for k in keys for name in runs)]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---:|" * len(cols)]
+    for i in range(n):
+        cells = [str(int(next(iter(wins.values()))[i]["update"]))]
+        cells += [f"{wins[name][i][k]:.3f}" for k in keys for name in runs]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def load_curve(run_dir: Path) -> list[dict[str, Any]]:
+    """The ``curve.jsonl`` rows of a run folder."""
+    path = Path(run_dir) / "curve.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="Tables and plots of learned-policy RL runs.")
+    ap.add_argument("--run", action="append", required=True, help="NAME=RUN_DIR (repeat).")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--every", type=int, default=20)
+    ap.add_argument("--title", default="")
+    args = ap.parse_args(argv)
+    runs = {}
+    for spec in args.run:
+        name, _, path = spec.partition("=")
+        runs[name] = load_curve(Path(path))
+    args.out.mkdir(parents=True, exist_ok=True)
+    parts = [f"# {args.title or 'Learned-policy RL runs'}", ""]
+    for name, rows in runs.items():
+        parts += [f"## {name}", "", curve_table(rows, args.every), ""]
+    if len(runs) > 1:
+        parts += ["## Mean ± standard deviation across runs", "", seed_spread(runs, args.every), "",
+                  "## Side by side", "", side_by_side(runs, args.every), ""]
+    (args.out / "curves.md").write_text("\n".join(parts), encoding="utf-8")
+    plot_curves(runs, args.out / "curves.png", title=args.title)
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = ["curve_table", "load_curve", "plot_curves", "seed_spread", "side_by_side", "window_means",
+           "write_curve_outputs"]
