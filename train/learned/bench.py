@@ -29,13 +29,13 @@ def bench(collection: str, tasks_path: Path, policy_path: Path | None, n_tasks: 
     from sieve.agent.policies.learned import LearnedPolicy
     from sieve.retriever import CorpusIndex
     from sieve.settings import load_settings
-    from sieve.train.config import load_tasks
+    from sieve.eval.data import read_tasks
     from sieve.train.learned import CachedIndex
     from sieve.train.learned.grpo import run_group, update
     from sieve.train.rewards import RewardConfig
 
     index = CorpusIndex.open(load_settings(data_dir=data_dir).retriever_config(), collection)
-    tasks = load_tasks(tasks_path, n_tasks)
+    tasks = read_tasks(tasks_path, n_tasks)
     rows: list[tuple[str, str, str]] = []
     config = AgentConfig(k=10)
     index.search(tasks[0]["question"], 5)  # load BM25 and the embedder outside the timings

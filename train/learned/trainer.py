@@ -23,7 +23,8 @@ from tqdm.auto import tqdm
 
 from sieve.agent.policies.learned.network import LearnedConfig, PolicyNetwork, load_checkpoint, save_checkpoint
 from sieve.errors import InvalidInput
-from sieve.train.config import load_tasks, split_tasks
+from sieve.eval.data import read_tasks
+from sieve.train.config import split_tasks
 from sieve.train.learned.imitation import ImitationConfig
 from sieve.train.rewards import RewardConfig
 
@@ -192,9 +193,9 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
     t_start = time.perf_counter()
     out = cfg.out
     out.mkdir(parents=True, exist_ok=True)
-    tasks = load_tasks(cfg.tasks, cfg.limit)
+    tasks = read_tasks(cfg.tasks, cfg.limit)
     if cfg.heldout_tasks is not None:
-        train_tasks, held = tasks, load_tasks(cfg.heldout_tasks)
+        train_tasks, held = tasks, read_tasks(cfg.heldout_tasks)
     else:
         train_tasks, held = split_tasks(tasks, cfg.holdout, cfg.seed) if len(tasks) > 4 else (tasks, [])
     torch.manual_seed(cfg.seed)
