@@ -27,7 +27,7 @@ import numpy as np
 
 from sieve.agent.config import HeuristicConfig
 from sieve.agent.policies.entities import mentions, name_match, normalise, words_match
-from sieve.agent.policies.heuristic import Features, score_features
+from sieve.agent.policies.heuristic import BridgeHit, Features, NameHit, score_features
 
 if TYPE_CHECKING:
     from sieve.agent.loop import Episode
@@ -197,9 +197,9 @@ class EpisodeFeatures:
                 if cand.kind == "question":
                     f.q_rank = rank if f.q_rank is None else min(f.q_rank, rank)
                 elif cand.kind == "entity":
-                    f.named.append((match, rank))
+                    f.named.append(NameHit(match, rank))
                 elif cand.parent is not None and cand.kind in ("mention", "bridge"):
-                    f.bridges.append((cand.parent, match, rank, order_prior(cand, self.h)))
+                    f.bridges.append(BridgeHit(cand.parent, match, rank, order_prior(cand, self.h)))
                     rec.parents.append(cand.parent)
         self.pending = {}
         # Parents are always recorded before their children, so one pass in insertion order suffices.
