@@ -11,7 +11,13 @@ from sieve.pruning.config import PruningConfig
 
 @dataclass
 class HeuristicConfig:
-    """Knobs of the no-LLM policy (tuned on 2WikiMultihopQA with ``python -m sieve.eval.bench_policy``)."""
+    """Knobs of the no-LLM policy.
+
+    Tuned with ``python -m sieve.eval.bench_policy`` on the first 80 2WikiMultihopQA and 150
+    HotpotQA tasks of ``../shared/eval``; those tasks are declared tuning data
+    (``eval/tuning_sets.json``): ``sieve eval`` warns on them and reported figures leave them out
+    (``eval/reports/tuning.md``).
+    """
 
     first_k: int = field(default=10, metadata={"help": "Chunks shown by the first search (the question itself)."})
     hop_k: int = field(default=3, metadata={"help": "Chunks shown by each reformulated (bridging) search."})
@@ -39,6 +45,40 @@ class HeuristicConfig:
     jitter: float = field(
         default=0.15, metadata={"help": "Random re-weighting of entity candidates in fused rollouts (seed > 0)."}
     )
+
+
+@dataclass
+class FloorConfig:
+    """The floor under every policy: the returned set is fused with the question's own hybrid ranking.
+
+    Whatever a policy returns (a heuristic's ranking, a learned policy's, an LLM's ``finish`` ids or
+    nothing at all), the harness runs the single hybrid search plain RAG would have run and fuses
+    the two rankings by weighted reciprocal rank, per document: ``policy_weight / (rrf_k + policy
+    rank) + hybrid_weight / (rrf_k + hybrid rank)``. Documents both rankings agree on rise; a
+    document only the policy found (a second hop) enters where its weight earns it a place, so a
+    policy that returns garbage still yields about hybrid's recall, and one that finds more keeps
+    most of its gain. With ``agreement`` the policy's weight is scaled by the share of its documents
+    that hybrid's ranking also holds, so a ranking unrelated to the question adds nothing. The
+    weights were tuned on declared tuning data only (``eval/reports/tuning.md``).
+    """
+
+    enabled: bool = field(default=True, metadata={"help": "Fuse the policy's evidence with the question's "
+                                                          "hybrid ranking (off: return the policy's ranking as is)."})
+    # Tuned: python -m sieve.eval.tune_floor on hotpotqa-train + 2wikimultihopqa-train (eval/reports/tuning.md).
+    policy_weight: float = field(default=3.0, metadata={"help": "Weight of the policy's ranking in the fusion "
+                                                                "(times the agreement, when on)."})
+    hybrid_weight: float = field(default=1.0, metadata={"help": "Weight of the question's hybrid ranking."})
+    rrf_k: int = field(default=60, metadata={"help": "Reciprocal-rank constant of the fusion (larger: flatter)."})
+    agreement: bool = field(default=True, metadata={
+        "help": "Scale the policy's weight by the share of its documents the hybrid ranking also holds: a "
+                "ranking that has drifted off the question (shares nothing with it) counts for nothing."})
+
+    def __post_init__(self) -> None:
+        if self.policy_weight < 0 or self.hybrid_weight < 0 or self.policy_weight + self.hybrid_weight <= 0:
+            raise InvalidInput(f"Expected non-negative floor weights, not both 0, got policy_weight="
+                               f"{self.policy_weight}, hybrid_weight={self.hybrid_weight}")
+        if self.rrf_k < 1:
+            raise InvalidInput(f"Expected floor rrf_k >= 1, got {self.rrf_k}")
 
 
 @dataclass
@@ -97,6 +137,7 @@ class AgentConfig:
     )
     pruning: PruningConfig = field(default_factory=PruningConfig)
     heuristic: HeuristicConfig = field(default_factory=HeuristicConfig)
+    floor: FloorConfig = field(default_factory=FloorConfig)
 
     def __post_init__(self) -> None:
         positive = {"max_turns": self.max_turns, "max_tool_calls": self.max_tool_calls, "k": self.k,
@@ -120,4 +161,4 @@ class AgentConfig:
             raise InvalidInput(f"Expected max_wall_s > 0 and timeout_s > 0, got {self.max_wall_s}, {self.timeout_s}")
 
 
-__all__ = ["AgentConfig", "HeuristicConfig"]
+__all__ = ["AgentConfig", "FloorConfig", "HeuristicConfig"]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sieve.agent.cancel import Cancelled
 from sieve.agent.config import AgentConfig
 from sieve.agent.episode import Episode
+from sieve.agent.floor import floor_hits, fuse_with_floor, hit_evidence
 from sieve.agent.prompts import SYSTEM_PROMPT, question_message
 from sieve.agent.tool_specs import tool_specs
 from sieve.agent.tools import ToolOutcome, Toolbox
@@ -65,14 +66,52 @@ class SearchAgent:
         """
         validate_query(question)
         seed = self.config.seed + rollout if seed is None else seed
-        return _EpisodeRun(self, question, seed=seed, rollout=rollout, where=where, emit=_Emitter(on_event),
-                           cancel=cancel).play()
+        emit = _Emitter(on_event)
+        trace = _EpisodeRun(self, question, seed=seed, rollout=rollout, where=where, emit=emit, cancel=cancel).play()
+        return self._done(self.floor(trace, where=where), emit)
+
+    def _episode(self, question: str, rollout: int, where: dict[str, Any] | None,
+                 on_event: Callable[[dict[str, Any]], None] | None, cancel: CancelToken | None) -> Trace:
+        """One rollout of :meth:`run_fused`: the policy's own set; the floor applies once, to the fusion."""
+        emit = _Emitter(on_event)
+        trace = _EpisodeRun(self, question, seed=self.config.seed + rollout, rollout=rollout, where=where,
+                            emit=emit, cancel=cancel).play()
+        return self._done(trace, emit)
+
+    # -- the floor ------------------------------------------------------------------------------
+    def floor(self, trace: Trace, *, where: dict[str, Any] | None = None) -> Trace:
+        """``trace`` with its returned set fused with the question's hybrid ranking (see :mod:`sieve.agent.floor`).
+
+        The policy's own ranking stays in ``trace.meta["policy_returned"]``; with the floor off
+        (``config.floor.enabled``) the trace is returned unchanged.
+        """
+        cfg = self.config.floor
+        trace.meta["floor"] = cfg.enabled
+        trace.meta["policy_returned"] = trace.returned_chunk_ids
+        if not cfg.enabled:
+            return trace
+        t0 = time.perf_counter()
+        hybrid = [hit_evidence(h) for h in floor_hits(self.index, trace.question, self.config.k, where)]
+        trace.returned = fuse_with_floor(trace.returned, hybrid, cfg, self.config.k)
+        # The floor's search is a real retrieval of this episode: what it showed counts as seen.
+        trace.seen_chunk_ids = list(dict.fromkeys([*trace.seen_chunk_ids, *(e.chunk_id for e in hybrid)]))
+        trace.seen_doc_ids = list(dict.fromkeys([*trace.seen_doc_ids, *(e.doc_id for e in hybrid)]))
+        trace.wall_ms += (time.perf_counter() - t0) * 1000
+        return trace
+
+    @staticmethod
+    def _done(trace: Trace, emit: _Emitter) -> Trace:
+        for warning in trace.warnings:
+            logger.warning("%s", warning)
+        emit({"type": "done", "stop_reason": trace.stop_reason, "returned": trace.returned_chunk_ids,
+              "wall_ms": round(trace.wall_ms, 1), "warnings": list(trace.warnings)})
+        return trace
 
     # -- fused rollouts -------------------------------------------------------------------------
     def run_fused(self, question: str, rollouts: int | None = None, *,
                   on_event: Callable[[dict[str, Any]], None] | None = None,
                   where: dict[str, Any] | None = None, cancel: CancelToken | None = None) -> Trace:
-        """``rollouts`` independent episodes in parallel, their ranked sets fused by reciprocal rank."""
+        """``rollouts`` independent episodes in parallel, their ranked sets fused by reciprocal rank, then floored."""
         n = rollouts if rollouts is not None else self.config.rollouts
         if n < 1:
             raise ValueError(f"Expected rollouts >= 1, got {n}")
@@ -80,13 +119,16 @@ class SearchAgent:
             return self.run(question, on_event=on_event, where=where, cancel=cancel)
         t0 = time.perf_counter()
 
+        validate_query(question)
+
         def one(i: int) -> Trace:
             cb = (lambda ev: on_event({**ev, "rollout": i})) if on_event else None
-            return self.run(question, on_event=cb, rollout=i, where=where, cancel=cancel)
+            return self._episode(question, i, where, cb, cancel)
 
         with ThreadPoolExecutor(max_workers=n) as pool:
             traces = list(pool.map(one, range(n)))
-        return fuse_traces(traces, k=self.config.k, rrf_k=self.config.rrf_k, wall_ms=(time.perf_counter() - t0) * 1000)
+        fused = fuse_traces(traces, k=self.config.k, rrf_k=self.config.rrf_k, wall_ms=(time.perf_counter() - t0) * 1000)
+        return self.floor(fused, where=where)
 
 
 class _EpisodeRun:
@@ -115,6 +157,7 @@ class _EpisodeRun:
         self.emit = emit
         self.n_calls = 0
         self.finish: FinishRequest | None = None
+        self.finish_scores: dict[str, float] | None = None  # the policy's evidence scores, when it gives them
         self.stop: StopReason = "max_turns"
 
     def play(self) -> Trace:
@@ -155,6 +198,7 @@ class _EpisodeRun:
     def _fail(self, message: str) -> None:
         self.stop = "backend_error"
         self.trace.meta["error"] = message
+        self.trace.warnings.append(f"Policy {self.policy.name!r} failed: {message}")
 
     def _cap_reached(self) -> StopReason | None:
         cfg = self.config
@@ -192,14 +236,25 @@ class _EpisodeRun:
         self.finish = next((o.finish for o in outcomes if o.finish is not None), None)
         if self.finish is None:
             return False
+        self.finish_scores = step.meta.get("evidence_scores")
         self.stop = "finished" if step.meta.get("stop_reason") is None else step.meta["stop_reason"]
         return True
 
     def _answer(self, step: PolicyStep, turn: Turn, t_turn: float) -> None:
-        """A step without tool calls: its text is the answer and the episode ends."""
+        """A step without tool calls: its text is the answer and the episode ends.
+
+        A policy that never called a tool has no evidence behind its text: that is no answer, and
+        the caller is warned (the returned set is then the floor's alone).
+        """
         self.context.add("assistant", step.text)
-        self.trace.answer = step.text.strip() or None
         self.stop = "no_tool_call"
+        text = step.text.strip() or None
+        if self.context.seen_ids:
+            self.trace.answer = text
+        else:
+            self.trace.warnings.append(
+                f"Policy {self.policy.name!r} wrote no tool call (turn {turn.index + 1}); no evidence was "
+                f"searched, so its text is not returned as an answer" + (f" ({text[:120]!r})" if text else ""))
         turn.context_tokens = self.context.tokens()
         turn.ms = (time.perf_counter() - t_turn) * 1000
 
@@ -246,18 +301,31 @@ class _EpisodeRun:
         trace.seen_chunk_ids = context.seen_ids
         trace.seen_doc_ids = list(dict.fromkeys(e.doc_id for e in context.chunks.values()))
         trace.pruned_chunk_ids = context.pruned_ids
+        trace.returned = self._returned()
         if self.finish is not None:
             trace.answer = self.finish.answer or trace.answer
-            trace.returned = _evidence(self.finish.entries[: self.config.k])
-        else:  # no finish call: the chunks still in view, most relevant to the question first
-            trace.returned = _evidence(sorted(context.active(), key=lambda e: -e.relevance)[: self.config.k])
         trace.peak_context_tokens = max(trace.peak_context_tokens, context.tokens())
         if self.config.record_prompts:
             trace.meta["trajectory"] = context.full()  # every message unpruned: what scoring may read
         trace.wall_ms = (time.perf_counter() - self.started) * 1000
-        self.emit({"type": "done", "stop_reason": trace.stop_reason, "returned": trace.returned_chunk_ids,
-                   "wall_ms": round(trace.wall_ms, 1)})
         return trace
+
+    def _returned(self) -> list[Evidence]:
+        """The policy's ranked evidence, each item with the most meaningful score there is for it.
+
+        The ``finish`` ids with the policy's evidence scores when it gives them, else the
+        reciprocal-rank weight of their place; without ``finish``, the chunks still in view by their
+        cosine with the question.
+        """
+        k = self.config.k
+        if self.finish is None:
+            entries = sorted(self.context.active(), key=lambda e: -e.relevance)[:k]
+            return _evidence(entries, [e.relevance for e in entries])
+        entries = self.finish.entries[:k]
+        given = self.finish_scores or {}
+        if all(e.chunk_id in given for e in entries):
+            return _evidence(entries, [float(given[e.chunk_id]) for e in entries])
+        return _evidence(entries, [1.0 / (self.config.floor.rrf_k + r) for r in range(1, len(entries) + 1)])
 
 
 def _over_cap(context: ContextState, call: ParsedToolCall, allowed: int) -> ToolOutcome:
@@ -296,7 +364,7 @@ def fuse_traces(traces: list[Trace], *, k: int, rrf_k: int = 60, wall_ms: float 
         seen_chunk_ids=list(dict.fromkeys(c for t in traces for c in t.seen_chunk_ids)),
         seen_doc_ids=list(dict.fromkeys(d for t in traces for d in t.seen_doc_ids)),
         pruned_chunk_ids=[c for c in pruned_any if c not in by_id], returned=returned,
-        answer=answers[0] if answers else None,
+        answer=answers[0] if answers else None, warnings=list(dict.fromkeys(w for t in traces for w in t.warnings)),
         stop_reason="finished" if any(t.stop_reason in ("finished", "converged") for t in traces) else first.stop_reason,
         budget_tokens=first.budget_tokens, tokens_total=sum(t.tokens_total for t in traces),
         peak_context_tokens=max(t.peak_context_tokens for t in traces), wall_ms=wall_ms or max(t.wall_ms for t in traces),
@@ -305,11 +373,13 @@ def fuse_traces(traces: list[Trace], *, k: int, rrf_k: int = 60, wall_ms: float 
     )
 
 
-def _evidence(entries: list[ChunkEntry]) -> list[Evidence]:
-    out = []
-    for rank, e in enumerate(entries, start=1):
+def _evidence(entries: list[ChunkEntry], scores: list[float]) -> list[Evidence]:
+    """Evidence items in ``entries``' order; each score is capped by the one above, so none rises with rank."""
+    out: list[Evidence] = []
+    for rank, (e, score) in enumerate(zip(entries, scores), start=1):
         c = e.chunk
-        out.append(Evidence(chunk_id=c.chunk_id, doc_id=c.doc_id, score=round(1.0 / rank, 6), rank=rank, title=c.title,
+        score = score if not out else min(score, out[-1].score)
+        out.append(Evidence(chunk_id=c.chunk_id, doc_id=c.doc_id, score=round(score, 6), rank=rank, title=c.title,
                             source=c.source, text=c.text,
                             metadata={"handle": e.handle, "relevance": round(e.relevance, 4), "tool": e.tool,
                                       "query": e.query, "pruned": e.pruned}))

@@ -59,7 +59,13 @@ class Turn:
 
 @dataclass
 class Evidence:
-    """One item of the ranked evidence set an episode returns."""
+    """One item of the ranked evidence set an episode returns.
+
+    ``score`` never rises with ``rank``. With the floor on (the default) it is the fused score
+    of :func:`~sieve.agent.floor.fuse_with_floor`; with it off, the policy's own evidence score
+    (the heuristic's), the chunk's cosine with the question (an episode that ended without
+    ``finish``), or the reciprocal-rank weight of its place (a policy that orders but does not score).
+    """
 
     chunk_id: str
     doc_id: str
@@ -88,6 +94,9 @@ class Trace:
     tokens_total: int = 0  # prompt + completion tokens processed over the episode
     peak_context_tokens: int = 0
     wall_ms: float = 0.0
+    # What the caller must know about how the episode went wrong (a policy that never called a
+    # tool, a backend that failed): the returned set is then the floor's, and says so here.
+    warnings: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
 
     # Derived counts, so that eval and rewards agree on their definitions.

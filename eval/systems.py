@@ -3,7 +3,8 @@
 Every system answers one question with a ranked, doc-de-duplicated list of at least ``depth``
 documents where the corpus allows (``depth`` = the largest k scored), so all systems are cut at
 the same returned-set size. Build them from spec strings with :func:`make_system`:
-``dense``, ``bm25``, ``hybrid``, ``agent`` (heuristic policy) or ``agent:<policy>``.
+``dense``, ``bm25``, ``hybrid``, ``agent`` (heuristic policy), ``agent:<policy>`` or
+``agent:<policy>:nofloor`` (without the floor).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 BASELINES: tuple[str, ...] = ("dense", "bm25", "hybrid")
+NO_FLOOR = "nofloor"  # agent:<policy>:nofloor scores the policy's own ranking
 
 
 @dataclass
@@ -68,11 +70,8 @@ def _first_per_doc(items: list[tuple[str, str, float, int]]) -> tuple[list[str],
 
 
 class RetrievalSystem:
-    """One ``index.search`` call per question (``mode`` = dense, bm25 or hybrid), then doc de-duplication.
-
-    It asks for ``3 * depth`` chunks so that ``depth`` distinct documents survive de-duplication,
-    and doubles the request (up to the index's ``max_k``) in the rare case they do not.
-    """
+    """One search per question (``mode`` = dense, bm25 or hybrid), de-duplicated by document
+    (:meth:`~sieve.retriever.index.CorpusIndex.search_documents`, the ranking the agent's floor uses too)."""
 
     def __init__(self, index: CorpusIndex, mode: SearchMode, depth: int) -> None:
         if mode not in BASELINES:
@@ -84,28 +83,27 @@ class RetrievalSystem:
 
     def run(self, question: str) -> SystemOutput:
         t0 = time.perf_counter()
-        limit = self.index.config.max_k
-        want = min(3 * self.depth, limit)
-        while True:
-            hits = self.index.search(question, want, mode=self.mode)
-            docs, chunks, scores, toks = _first_per_doc(
-                [(h.chunk_id, h.doc_id, h.score, h.chunk.n_tokens) for h in hits])
-            # Fewer hits than asked means the corpus (or filter) is exhausted: asking more is useless.
-            if len(docs) >= self.depth or len(hits) < want or want >= limit:
-                break
-            want = min(2 * want, limit)
+        hits = self.index.search_documents(question, self.depth, mode=self.mode)
+        docs, chunks, scores, toks = _first_per_doc([(h.chunk_id, h.doc_id, h.score, h.chunk.n_tokens) for h in hits])
         wall_ms = (time.perf_counter() - t0) * 1000
         return SystemOutput(
-            doc_ids=docs[: self.depth], chunk_ids=chunks[: self.depth], scores=scores[: self.depth],
-            chunk_tokens=toks[: self.depth], wall_ms=wall_ms, seen_doc_ids=docs[: self.depth],
-            tool_call_counts={"search": 1},
+            doc_ids=docs, chunk_ids=chunks, scores=scores, chunk_tokens=toks, wall_ms=wall_ms,
+            seen_doc_ids=list(docs), tool_call_counts={"search": 1},
         )
 
 
 class AgentSystem:
-    """The Sieve search agent (``agent.SearchAgent``) with a given policy, returning ``depth`` evidence items."""
+    """The Sieve search agent (``agent.SearchAgent``) with a given policy, returning ``depth`` evidence items.
 
-    def __init__(self, index: CorpusIndex, policy: str, depth: int, **agent_overrides: Any) -> None:
+    ``with_floor=False`` (spec ``agent:<policy>:nofloor``) scores the policy's own ranking, without the
+    fusion with the question's hybrid ranking. A policy whose backend fails raises
+    :class:`~sieve.errors.BackendError`: the run stops rather than score the floor's results as the model's.
+    """
+
+    def __init__(self, index: CorpusIndex, policy: str, depth: int, *, with_floor: bool = True,
+                 **agent_overrides: Any) -> None:
+        from dataclasses import replace
+
         from sieve.agent import AgentConfig, SearchAgent, make_policy
 
         if policy not in AGENT_POLICIES:
@@ -113,14 +111,19 @@ class AgentSystem:
         self.index = index
         self.policy_name = policy
         self.depth = depth
-        self.name = f"agent:{policy}"
-        self.config = AgentConfig(k=depth, **{"models_dir": index.config.models_dir, **agent_overrides})
+        self.name = f"agent:{policy}" + ("" if with_floor else f":{NO_FLOOR}")
+        config = AgentConfig(k=depth, **{"models_dir": index.config.models_dir, **agent_overrides})
+        self.config = replace(config, floor=replace(config.floor, enabled=config.floor.enabled and with_floor))
         self.agent = SearchAgent(index, make_policy(policy, self.config), self.config)
 
     def run(self, question: str) -> SystemOutput:
+        from sieve.errors import BackendError
+
         t0 = time.perf_counter()
         trace = self.agent.run(question)
         wall_ms = (time.perf_counter() - t0) * 1000
+        if trace.stop_reason == "backend_error":
+            raise BackendError(f"{self.name}: {trace.meta.get('error') or 'the backend failed'}")
         # Evidence carries text, not token counts: look the chunks up once for their n_tokens.
         n_tok = {c.chunk_id: c.n_tokens for c in self.index.get_chunks(trace.returned_chunk_ids)} \
             if trace.returned else {}
@@ -139,9 +142,11 @@ class AgentSystem:
 def parse_systems(spec: str) -> list[str]:
     """Split and validate ``"dense,bm25,hybrid,agent:heuristic"``; ``agent`` alone means ``agent:heuristic``.
 
+    ``agent:<policy>:nofloor`` is the policy's own ranking, without the floor (see :mod:`sieve.agent.floor`).
+
     Example:
-        >>> parse_systems("bm25, agent")
-        ['bm25', 'agent:heuristic']
+        >>> parse_systems("bm25, agent, agent:heuristic:nofloor")
+        ['bm25', 'agent:heuristic', 'agent:heuristic:nofloor']
     """
     out: list[str] = []
     for raw in spec.split(","):
@@ -150,11 +155,12 @@ def parse_systems(spec: str) -> list[str]:
             continue
         if name == "agent":
             name = "agent:heuristic"
-        base, _, policy = name.partition(":")
-        valid = name in BASELINES or (base == "agent" and policy in AGENT_POLICIES)
+        base, _, rest = name.partition(":")
+        policy, _, variant = rest.partition(":")
+        valid = name in BASELINES or (base == "agent" and policy in AGENT_POLICIES and variant in ("", NO_FLOOR))
         if not valid:
-            raise InvalidInput(
-                f"Expected systems from {', '.join(BASELINES)}, agent[:{'|'.join(AGENT_POLICIES)}], got {name!r}")
+            raise InvalidInput(f"Expected systems from {', '.join(BASELINES)}, "
+                               f"agent[:{'|'.join(AGENT_POLICIES)}[:{NO_FLOOR}]], got {name!r}")
         if name not in out:
             out.append(name)
     if not out:
@@ -167,8 +173,9 @@ def make_system(spec: str, index: CorpusIndex, depth: int, **agent_overrides: An
     (name,) = parse_systems(spec)
     if name in BASELINES:
         return RetrievalSystem(index, name, depth)  # type: ignore[arg-type]
-    return AgentSystem(index, name.partition(":")[2], depth, **agent_overrides)
+    _, policy, variant = (name.split(":") + [""])[:3]
+    return AgentSystem(index, policy, depth, with_floor=variant != NO_FLOOR, **agent_overrides)
 
 
-__all__ = ["AGENT_POLICIES", "AgentSystem", "BASELINES", "RetrievalSystem", "System", "SystemOutput",
+__all__ = ["AGENT_POLICIES", "AgentSystem", "BASELINES", "NO_FLOOR", "RetrievalSystem", "System", "SystemOutput",
            "make_system", "parse_systems"]

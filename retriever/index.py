@@ -296,6 +296,29 @@ class CorpusIndex:
         if mode != "bm25":  # keyword search reads no vectors, so any embedder may run it
             self._require_embedder_match()
 
+    def search_documents(self, query: str, n_docs: int, *, mode: SearchMode = "hybrid",
+                         where: Where | None = None) -> list[Hit]:
+        """The best chunk of each of the ``n_docs`` best documents: one search, de-duplicated by document.
+
+        Asks for ``3 * n_docs`` chunks so that ``n_docs`` documents survive de-duplication, and
+        doubles the request (up to ``max_k``) in the rare case they do not. Plain RAG's ranking
+        by document: the eval baselines and the agent's floor both use it, so they agree exactly.
+        """
+        limit = self.config.max_k
+        want = min(3 * n_docs, limit)
+        while True:
+            hits = self.search(query, want, mode=mode, where=where)
+            firsts: list[Hit] = []
+            docs: set[str] = set()
+            for h in hits:
+                if h.doc_id not in docs:
+                    docs.add(h.doc_id)
+                    firsts.append(h)
+            # Fewer hits than asked means the corpus (or filter) is exhausted: asking more is useless.
+            if len(firsts) >= n_docs or len(hits) < want or want >= limit:
+                return firsts[:n_docs]
+            want = min(2 * want, limit)
+
     def grep(
         self, pattern: str, k: int = 5, *, where: Where | None = None, exclude: Collection[str] | None = None
     ) -> list[Hit]:

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sieve.agent.cancel import CancelToken
-from sieve.agent.factory import POLICIES
 from sieve.errors import InvalidInput
 from sieve.retriever.base import validate_k
 from sieve.server.deps import run_blocking
@@ -68,23 +67,7 @@ def agent_config(state: AppState, req: EpisodeRequest | None = None) -> AgentCon
 
 def policy_name(state: AppState, requested: str | None) -> str:
     """The policy to run, if this server can: LLM policies need their model configured."""
-    s = state.settings
-    name = requested or s.policy
-    if name not in POLICIES:
-        raise InvalidInput(f"Expected policy in {POLICIES}, got {name!r}")
-    if name == "openai" and not s.openai_base_url:
-        raise InvalidInput("Expected SIEVE_OPENAI_BASE_URL (and SIEVE_OPENAI_MODEL) to be set for policy 'openai', "
-                           "got none; valid here: " + str(available_policies(state)))
-    if name == "local" and not (s.local_model or s.allow_local):
-        raise InvalidInput("Expected SIEVE_LOCAL_MODEL or SIEVE_ALLOW_LOCAL=1 for policy 'local', got neither; "
-                           "valid here: " + str(available_policies(state)))
-    return name
-
-
-def available_policies(state: AppState) -> list[str]:
-    s = state.settings
-    return ["heuristic", "learned"] + (["openai"] if s.openai_base_url else []) + \
-        (["local"] if s.local_model or s.allow_local else [])
+    return state.settings.require_policy(requested or state.settings.policy)
 
 
 def check_filters(index: Any, where: dict[str, Any] | None) -> None:
@@ -239,5 +222,5 @@ def context1_events(event: dict[str, Any]) -> list[dict[str, Any]]:
     return []  # per-turn usage and the agent's own done are folded into the final usage/done events
 
 
-__all__ = ["EpisodeRequest", "agent_config", "available_policies", "cancel_episode", "check_filters",
-           "context1_events", "policy_name", "progress_event", "run_episode", "run_episode_async", "stream_episode"]
+__all__ = ["EpisodeRequest", "agent_config", "cancel_episode", "check_filters", "context1_events", "policy_name",
+           "progress_event", "run_episode", "run_episode_async", "stream_episode"]

@@ -35,7 +35,9 @@ class EvidenceOut(BaseModel):
     id: str = Field(description="Chunk id, `doc_id#position`.")
     doc_id: str
     rank: int
-    score: float
+    score: float = Field(description="Never rises with rank. Agentic search: the floor's fused score (weighted "
+                         "reciprocal rank of the policy's and the question's hybrid ranking), or with the floor off "
+                         "the policy's evidence score; retrieval: the mode's score (cosine, BM25 or hybrid RRF).")
     title: str = ""
     text: str = ""
     source: str = ""
@@ -92,6 +94,8 @@ class SearchResponse(BaseModel):
     results: list[EvidenceOut]
     answer: str | None = None
     stop_reason: str = ""
+    warnings: list[str] = Field(default_factory=list, description="How the episode went wrong, if it did (a "
+                                "policy that wrote no tool call, a failed backend): results are then the floor's.")
     usage: UsageOut
     trace: dict[str, Any] | None = None
 

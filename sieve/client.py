@@ -57,13 +57,15 @@ class SearchResult:
     mode: str = ""
     answer: str | None = None
     stop_reason: str = ""
+    warnings: list[str] = field(default_factory=list)
     trace: dict[str, Any] | None = None
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> SearchResult:
         return cls(query=d["query"], collection=d["collection"], results=[Result.from_json(r) for r in d["results"]],
                    usage=dict(d.get("usage") or {}), policy=d.get("policy", ""), mode=d.get("mode", ""),
-                   answer=d.get("answer"), stop_reason=d.get("stop_reason", ""), trace=d.get("trace"))
+                   answer=d.get("answer"), stop_reason=d.get("stop_reason", ""),
+                   warnings=list(d.get("warnings") or []), trace=d.get("trace"))
 
 
 @dataclass(frozen=True)

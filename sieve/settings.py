@@ -89,6 +89,8 @@ class Settings(BaseSettings):
     local_model: str | None = Field(default=None, description="Local HF model folder for the `local` policy.")
     allow_local: bool = Field(default=False, description="Serve the `local` policy with the bundled SmolLM2 "
                                                          "(loads a model into the server process).")
+    floor: bool = Field(default=True, description="Fuse every policy's evidence with the question's own hybrid "
+                                                  "ranking, so the agent is not worse than plain RAG.")
 
     # Writers: one per store (an inter-process lock; see retriever/writelock.py)
     write_lock_timeout_s: float = Field(default=60.0, ge=0, description="How long a write waits for another writer "
@@ -175,7 +177,7 @@ class Settings(BaseSettings):
 
     def agent_config(self, **overrides: Any) -> AgentConfig:
         """The ``AgentConfig`` these settings imply; ``overrides`` replace any of its fields."""
-        from sieve.agent.config import AgentConfig
+        from sieve.agent.config import AgentConfig, FloorConfig
 
         values: dict[str, Any] = {"budget_tokens": self.budget_tokens, "max_turns": self.max_turns, "k": self.k,
                                   "models_dir": self.retriever_config().models_dir}
@@ -183,8 +185,50 @@ class Settings(BaseSettings):
                     "local_model": Path(self.local_model) if self.local_model else None,
                     "policy_path": Path(self.policy_path) if self.policy_path else None}
         values.update({name: v for name, v in optional.items() if v is not None})
+        values["floor"] = FloorConfig(enabled=self.floor)
         values.update(overrides)
         return AgentConfig(**values)
+
+    def available_policies(self, *, bundled_local: bool = False) -> list[str]:
+        """Policies these settings can run: LLM policies need their model configured.
+
+        ``bundled_local``: the ``local`` policy may load the bundled SmolLM2 without being asked
+        (the CLI may; a server only with ``SIEVE_ALLOW_LOCAL``, since it loads a model in-process).
+        """
+        local = bool(self.local_model or self.allow_local or bundled_local)
+        return ["heuristic", "learned"] + (["openai"] if self.openai_base_url else []) + (["local"] if local else [])
+
+    def require_policy(self, name: str, *, bundled_local: bool = False) -> str:
+        """``name`` if these settings can run it; else the error the server and the CLI both give.
+
+        Raises:
+            InvalidInput: an unknown policy, ``openai`` without ``SIEVE_OPENAI_BASE_URL``, or
+                ``local`` without a model where none may be loaded implicitly.
+        """
+        from sieve.agent.factory import POLICIES
+
+        if name not in POLICIES:
+            raise InvalidInput(f"Expected policy in {POLICIES}, got {name!r}")
+        valid = self.available_policies(bundled_local=bundled_local)
+        if name == "openai" and name not in valid:
+            raise InvalidInput("Expected SIEVE_OPENAI_BASE_URL (and SIEVE_OPENAI_MODEL) to be set for policy "
+                               f"'openai', got none; valid here: {valid}")
+        if name == "local" and name not in valid:
+            raise InvalidInput("Expected SIEVE_LOCAL_MODEL or SIEVE_ALLOW_LOCAL=1 for policy 'local', got neither; "
+                               f"valid here: {valid}")
+        return name
+
+    def agent_overrides(self) -> dict[str, Any]:
+        """The ``AgentConfig`` fields these settings set explicitly (model endpoints, local model, floor).
+
+        For code that builds its own ``AgentConfig`` around other defaults (``sieve eval`` sets ``k``
+        to the deepest cut-off) but must still honour ``SIEVE_OPENAI_*``, ``SIEVE_LOCAL_MODEL`` and
+        ``SIEVE_FLOOR``.
+        """
+        cfg = self.agent_config()
+        names = ["models_dir", "floor"] + [n for n, v in (("base_url", self.openai_base_url), (
+            "model", self.openai_model), ("api_key", self.openai_api_key), ("local_model", self.local_model)) if v]
+        return {name: getattr(cfg, name) for name in names}
 
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")

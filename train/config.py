@@ -33,13 +33,16 @@ class EpisodeConfig:
 
     def agent_config(self, **overrides: Any) -> AgentConfig:
         """The AgentConfig of a training episode (``record_prompts`` on: RL and SFT need the views)."""
-        from sieve.agent.config import AgentConfig, HeuristicConfig
+        from sieve.agent.config import AgentConfig, FloorConfig, HeuristicConfig
 
         base = AgentConfig(
             budget_tokens=self.budget_tokens, max_turns=self.max_turns, k=self.k, search_k=self.search_k,
             search_candidates=max(50, self.search_k), search_tokens=self.search_tokens,
             max_new_tokens=self.max_new_tokens, record_prompts=True,
             heuristic=HeuristicConfig(max_queries_per_turn=self.heuristic_queries),
+            # Rewards, SFT filters and held-out checks judge the policy's own ranking: with the
+            # floor on, hybrid's share of the fused set would be credited to the policy.
+            floor=FloorConfig(enabled=False),
         )
         return replace(base, **overrides)
 

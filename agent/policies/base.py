@@ -21,6 +21,8 @@ class PolicyStep:
     completion: str = ""  # the raw completion as generated (text + tool-call markup)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Harness-read keys: "stop_reason" (a finish's reason, e.g. "converged") and "evidence_scores"
+    # ({chunk id: score} of the finish ids: the policy's own scores, shown as Evidence.score).
     meta: dict[str, Any] = field(default_factory=dict)
 
 

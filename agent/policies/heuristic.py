@@ -3,8 +3,8 @@
 Turn 0 searches the question, plus each entity the question names on its own (comparison
 questions name two). Each later turn (a *hop*) takes the best chunks found so far, spots the
 names they mention that the question does not, and searches those names in parallel: that is
-how the second passage of a multi-hop question is reached ("the director of film X" -> X's page
-names the director -> the director's page). A chunk's evidence score is its cosine with the
+how the second passage of a multi-hop question is reached ("the author of book X" -> X's page
+names the author -> the author's page). A chunk's evidence score is its cosine with the
 question, or, for a chunk whose title matches a bridging name, a share of the score of the chunk
 that mentioned the name, whichever is higher. Chunks that fall far below the top of the pool are
 pruned; the episode finishes when a hop adds nothing that enters the top k, or after ``max_hops``.
@@ -209,21 +209,23 @@ class _Session:
         for e in ranked:
             (extra if e.doc_id in docs else first).append(e)
             docs.add(e.doc_id)
-        ids = [e.handle for e in (first + extra)[: episode.config.k]]
+        chosen = (first + extra)[: episode.config.k]
         calls = []
         if prune:
             calls.append(ParsedToolCall(name="prune", arguments={"ids": prune, "reason": "low relevance"}))
-        calls.append(ParsedToolCall(name="finish", arguments={"ids": ids}))
+        calls.append(ParsedToolCall(name="finish", arguments={"ids": [e.handle for e in chosen]}))
+        # The evidence scores go to the harness beside the call: they become Evidence.score.
         return PolicyStep(tool_calls=calls, completion=render_calls(calls),
-                          meta={"stop_reason": "converged" if converged else None})
+                          meta={"stop_reason": "converged" if converged else None,
+                                "evidence_scores": {e.chunk_id: round(scores.get(e.chunk_id, 0.0), 6) for e in chosen}})
 
 
 def score_features(f: Features, scores: dict[str, float], knobs: HeuristicConfig) -> float:
     """Evidence score: fused rank in the question search + cosine, plus the best bridge or name match.
 
     A bridge adds a share of its parent's score, scaled by how well the chunk's title matches the
-    name searched and how likely that name was the bridge; so the page of "the director" of a
-    top-ranked film lands right after the film.
+    name searched and how likely that name was the bridge; so the page of "the author" of a
+    top-ranked book lands right after the book.
     """
     first = knobs.w_rank / (1.0 + f.q_rank / knobs.rank_tau) if f.q_rank is not None else 0.0
     base = first + knobs.w_cos * f.cos

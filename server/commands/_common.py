@@ -75,6 +75,32 @@ def cli_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def parse_assignments(pairs: list[str], config_cls: type) -> dict[str, Any]:
+    """``["max_turns=3", "tool_choice=required"]`` as field values of the dataclass ``config_cls``.
+
+    Values are read as JSON where they parse (numbers, booleans), else kept as strings.
+
+    Raises:
+        InvalidInput: a pair without ``=`` or a name that is not a field of ``config_cls``.
+    """
+    import dataclasses
+
+    from sieve.errors import InvalidInput
+
+    fields = {f.name for f in dataclasses.fields(config_cls)}
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or key not in fields:
+            raise InvalidInput(f"Expected KEY=VALUE with KEY a field of {config_cls.__name__}, got {pair!r}; "
+                               f"valid keys: {sorted(fields)}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
@@ -85,4 +111,4 @@ def shorten(text: str, n: int = 160) -> str:
 
 
 __all__ = ["Bf16Opt", "ChromaUrlOpt", "CollectionOpt", "DataDirOpt", "EmbedBackendOpt", "EmbedDtypeOpt", "EmbedderOpt",
-           "JsonOpt", "cli_errors", "embed_overrides", "print_json", "settings_from", "shorten"]
+           "JsonOpt", "cli_errors", "embed_overrides", "parse_assignments", "print_json", "settings_from", "shorten"]

@@ -51,11 +51,13 @@ def evidence_table(trace: Any, title: str) -> None:
     from rich.table import Table
 
     table = Table(title=title)
-    for col in ("#", "chunk", "title", "text"):
+    for col in ("#", "score", "chunk", "title", "text"):
         table.add_column(col, overflow="fold" if col == "text" else "ellipsis")
     for e in trace.returned:
-        table.add_row(str(e.rank), e.chunk_id, shorten(e.title, 40), shorten(e.text, 110))
+        table.add_row(str(e.rank), f"{e.score:.4f}", e.chunk_id, shorten(e.title, 40), shorten(e.text, 110))
     Console().print(table)
+    for warning in trace.warnings:
+        Console(stderr=True).print(f"[yellow]warning:[/yellow] {warning}", markup=True, highlight=False)
     summary = (f"{trace.stop_reason}: {len(trace.turns)} turns, {len(trace.tool_calls)} tool calls "
                f"({trace.n_searches} searches, {trace.n_prune_calls} prunes, {trace.n_malformed} malformed), "
                f"{len(trace.seen_chunk_ids)} chunks seen, {len(trace.pruned_chunk_ids)} pruned, "
@@ -102,6 +104,8 @@ def register(app: typer.Typer) -> None:
                                                                   "default $SIEVE_OPENAI_MODEL)."),
         local_model: Optional[Path] = typer.Option(None, "--local-model", help="HF folder (local policy; default "
                                                    "$SIEVE_LOCAL_MODEL, else SmolLM2-135M converted once)."),
+        floor: Optional[bool] = typer.Option(None, "--floor/--no-floor", help="Fuse the evidence with the question's "
+                                             "hybrid ranking (default $SIEVE_FLOOR or on)."),
         trace_out: Optional[Path] = typer.Option(None, "--trace", help="Append the episode's trace to this JSONL."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No step log."),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
@@ -110,27 +114,31 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Agentic search: iterative search, read and prune within a token budget; prints ranked evidence."""
         from sieve.agent import SearchAgent, make_policy
+        from sieve.errors import BackendError
         from sieve.retriever import CorpusIndex
 
         s = settings_from(data_dir, chroma_url, embedder, collection=collection, openai_base_url=base_url,
-                          openai_model=model, local_model=str(local_model) if local_model else None,
+                          openai_model=model, local_model=str(local_model) if local_model else None, floor=floor,
                           policy_path=str(policy_path) if policy_path else None,
                           **embed_overrides(embed_backend, embed_dtype))
         # Episode flags go straight onto the AgentConfig: it validates them with its own messages.
         flags = {"budget_tokens": budget, "k": k, "max_turns": max_turns}
         config = s.agent_config(rollouts=rollouts, **{name: v for name, v in flags.items() if v is not None})
+        name = s.require_policy(policy or s.policy, bundled_local=True)
         index = CorpusIndex.open(s.retriever_config(), s.collection)
-        agent = SearchAgent(index, make_policy(policy or s.policy, config), config)
+        agent = SearchAgent(index, make_policy(name, config), config)
         on_event = None if quiet else _step_logger()
         trace = agent.run_fused(question, rollouts, on_event=on_event) if rollouts > 1 \
             else agent.run(question, on_event=on_event)
+        if trace.stop_reason == "backend_error":  # never the floor's results dressed as the model's
+            raise BackendError(str(trace.meta.get("error") or "the policy's backend failed"))
         if trace_out:
             trace_out.parent.mkdir(parents=True, exist_ok=True)
             with trace_out.open("a", encoding="utf-8") as f:
                 f.write(trace.to_json() + "\n")
         if as_json:
             print_json({"question": question, "collection": s.collection, "policy": trace.policy,
-                        "stop_reason": trace.stop_reason, "answer": trace.answer,
+                        "stop_reason": trace.stop_reason, "answer": trace.answer, "warnings": trace.warnings,
                         "results": [{"rank": e.rank, "id": e.chunk_id, "doc_id": e.doc_id, "score": e.score,
                                      "title": e.title, "source": e.source, "text": e.text} for e in trace.returned],
                         "seen": len(trace.seen_chunk_ids), "pruned": len(trace.pruned_chunk_ids),

@@ -52,7 +52,7 @@ def _episode(body: SearchRequest) -> EpisodeRequest:
 def _response(trace: Trace, body: SearchRequest, collection: str) -> SearchResponse:
     return SearchResponse(query=body.query, collection=collection, policy=trace.policy,
                           results=[evidence_out(e) for e in trace.returned], answer=trace.answer,
-                          stop_reason=trace.stop_reason, usage=trace_usage(trace),
+                          stop_reason=trace.stop_reason, warnings=list(trace.warnings), usage=trace_usage(trace),
                           trace=trace.to_dict() if body.include_trace else None)
 
 

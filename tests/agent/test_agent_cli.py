@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from typer.testing import CliRunner
 
@@ -29,3 +30,23 @@ def test_search_errors_are_one_line(session_data_dir, sample_index):
     assert res.exit_code == 2 and "invalid_input" in res.stderr
     res = runner.invoke(app, ["search", "q", "-c", "sample", "--data-dir", str(session_data_dir), "-k", "0"])
     assert res.exit_code == 2 and "Expected positive" in res.stderr
+
+
+def test_an_llm_policy_without_its_server_exits_non_zero(session_data_dir, sample_index, monkeypatch):
+    monkeypatch.delenv("SIEVE_OPENAI_BASE_URL", raising=False)
+    runner = CliRunner()
+    base = ["search", "Which city was the Spirit of St. Louis named after?", "-c", "sample",
+            "--data-dir", str(session_data_dir)]
+    res = runner.invoke(app, [*base, "--policy", "openai"])
+    assert res.exit_code != 0 and "Expected SIEVE_OPENAI_BASE_URL" in res.stderr
+    # Configured but unreachable (nothing listens on port 9): a backend error, never the floor's results.
+    res = runner.invoke(app, [*base, "--policy", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                              "--json"])
+    assert res.exit_code != 0 and '"results"' not in res.stdout and "127.0.0.1:9" in res.stderr
+
+
+def test_search_table_shows_scores(session_data_dir, sample_index):
+    res = CliRunner().invoke(app, ["search", "Which city was the Spirit of St. Louis named after?", "-c", "sample",
+                                   "--data-dir", str(session_data_dir), "-k", "3", "-q"])
+    assert res.exit_code == 0, res.output
+    assert "score" in res.stdout and len(re.findall(r"\b0\.\d{4}\b", res.stdout)) >= 3

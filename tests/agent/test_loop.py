@@ -73,9 +73,13 @@ def test_backend_timeout_and_plain_text_answer(run_script):
     assert trace.stop_reason == "backend_error" and "timeout" in trace.meta["error"]
     assert events[-1]["type"] == "done"
     trace, _, _ = run_script([turn(call("search", query="Lindbergh", k=2)), RuntimeError("model crashed")])
-    assert trace.stop_reason == "backend_error" and len(trace.returned) == 2
+    assert trace.stop_reason == "backend_error" and len(trace.meta["policy_returned"]) == 2
+    assert "model crashed" in trace.warnings[0]
+    # Text with no tool call after a search is an answer (evidence was seen); with none seen it is not.
+    trace, _, _ = run_script([turn(call("search", query="Lindbergh", k=2)), text_turn("I think it is Paris.")])
+    assert trace.stop_reason == "no_tool_call" and trace.answer == "I think it is Paris." and not trace.warnings
     trace, _, _ = run_script([text_turn("I think the answer is Paris.")])
-    assert trace.stop_reason == "no_tool_call" and trace.answer == "I think the answer is Paris."
+    assert trace.stop_reason == "no_tool_call" and trace.answer is None and "wrote no tool call" in trace.warnings[0]
 
 
 def test_events_and_trace_roundtrip(run_script):

@@ -32,6 +32,8 @@ def test_search_returns_ranked_evidence_and_usage(http: httpx.Client) -> None:
     assert 1 <= len(results) <= 8
     assert [x["rank"] for x in results] == list(range(1, len(results) + 1))
     assert all(x["id"].startswith(x["doc_id"] + "#") and x["text"] for x in results)
+    scores = [x["score"] for x in results]  # the floor's fused score: positive, never rising with rank
+    assert scores == sorted(scores, reverse=True) and scores[-1] > 0 and body["warnings"] == []
     # The bridge entity of the demo question: Lindbergh's aircraft was the Spirit of St. Louis.
     assert "wiki-charles-lindbergh" in [x["doc_id"] for x in results]
     u = body["usage"]
