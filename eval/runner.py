@@ -20,6 +20,7 @@ from sieve.eval.evaluator import RESULTS_FILE, RetrievalEvaluator, SequentialEva
 from sieve.eval.exports import write_bcp, write_trec
 from sieve.eval.report import write_summary_md
 from sieve.eval.systems import make_system, parse_systems
+from sieve.eval.tuning import tuning_overlap
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -49,6 +50,8 @@ class EvalConfig:
     command: str = field(default="", metadata={"help": "The command line, recorded in the summary."})
     policy_path: Path | None = field(default=None, metadata={
         "help": "Checkpoint folder of agent:learned (default: the checkpoint shipped with Sieve)."})
+    agent: dict[str, Any] = field(default_factory=dict, metadata={
+        "help": "AgentConfig overrides for every agent system (model endpoint, floor, max_turns, ...)."})
 
     def __post_init__(self) -> None:
         self.data = [Path(d) for d in self.data]
@@ -78,7 +81,7 @@ class EvalReport:
 
 def run_eval(
     config: EvalConfig, retriever_config: RetrieverConfig, *, embedder: Embedder | None = None,
-    index: CorpusIndex | None = None, system_factory: Callable[[str, CorpusIndex, int], System] = make_system,
+    index: CorpusIndex | None = None, system_factory: Callable[[str, CorpusIndex, int], System] | None = None,
 ) -> EvalReport:
     """Run every system of ``config`` on every task and write the report folder.
 
@@ -88,16 +91,21 @@ def run_eval(
         embedder: a loaded embedder to share (loaded from ``retriever_config`` if omitted).
         index: an already indexed collection holding the corpus (skips the cached-index step;
             tests pass the shared sample index).
-        system_factory: builds a system from (spec, index, depth); tests wrap it to count calls.
+        system_factory: builds a system from (spec, index, depth); tests wrap it to count calls
+            (default: :func:`make_system` with ``config.agent`` as the agents' overrides).
 
     Raises:
         NotFound / InvalidInput: a data dir lacks its files or holds malformed lines.
     """
     t_start = time.perf_counter()
+    if system_factory is None:
+        def system_factory(spec: str, index: CorpusIndex, depth: int, **extra: Any) -> System:
+            return make_system(spec, index, depth, **{**config.agent, **extra})
     sets, maps = load_sets(config.data)
     if config.limit is not None:
         for s in sets:
             s.tasks = s.tasks[: config.limit]
+    tuning = tuning_overlap(sets)
     for s in sets:
         no_gold = [t.task_id for t in s.tasks if not t.gold_ids]
         if no_gold:
@@ -143,6 +151,7 @@ def run_eval(
         "n_tasks": {s.name: len(s.tasks) for s in sets}, "id_renames": {k: len(v) for k, v in maps.items()},
         "policy_path": str(config.policy_path) if config.policy_path else None,
         "index_seconds": index_seconds, "run_seconds": time.perf_counter() - t_start, "calls": calls,
+        "tuning_overlap": tuning,
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items() if k != "data"},
     }
     summary = {"meta": meta, "primary_metric": evaluator.primary_metric, "metrics": metrics, "flat": flat}

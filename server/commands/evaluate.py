@@ -12,7 +12,7 @@ import typer
 from sieve.errors import InvalidInput
 from sieve.server.commands._common import (
     Bf16Opt, ChromaUrlOpt, DataDirOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, cli_errors, embed_overrides,
-    print_json, settings_from,
+    parse_assignments, print_json, settings_from,
 )
 
 
@@ -41,10 +41,14 @@ def register(app: typer.Typer) -> None:
         no_plots: bool = typer.Option(False, "--no-plots", help="Skip the PNG plots."),
         policy_path: Optional[Path] = typer.Option(None, "--policy-path", help="agent:learned checkpoint folder "
                                                    "(default: the one shipped with Sieve)."),
+        agent_set: list[str] = typer.Option([], "--agent-set", metavar="KEY=VALUE",
+                                            help="An AgentConfig field for every agent system (repeatable), "
+                                                 "e.g. --agent-set max_turns=3 --agent-set max_new_tokens=96."),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
     ) -> None:
         """Index each DATA dir (cached), run its tasks through every system, write results and a summary."""
+        from sieve.agent.config import AgentConfig
         from sieve.eval.report import source_tables
         from sieve.eval.runner import EvalConfig, run_eval
 
@@ -52,8 +56,16 @@ def register(app: typer.Typer) -> None:
         s = settings_from(data_dir, chroma_url, embedder, **embed_overrides(embed_backend, embed_dtype, bf16))
         config = EvalConfig(data=list(data), systems=[systems], ks=ks, limit=limit, out=out,
                             exports=not no_exports, plots=not no_plots, progress=not as_json,
-                            command="sieve " + shlex.join(sys.argv[1:]), policy_path=policy_path)
+                            command="sieve " + shlex.join(sys.argv[1:]), policy_path=policy_path,
+                            agent={**s.agent_overrides(), **parse_assignments(agent_set, AgentConfig)})
+        for spec in config.systems:  # an LLM policy without its model fails here, not after indexing
+            if spec.startswith("agent:"):
+                s.require_policy(spec.split(":")[1], bundled_local=True)
         report = run_eval(config, s.retriever_config())
+        for source, overlap in report.meta["tuning_overlap"].items():
+            typer.secho(f"warning: {overlap['tasks']} of {overlap['of']} tasks of {source} are declared tuning data "
+                        f"({', '.join(overlap['tuning_sets'])}): their figures are in-sample", fg=typer.colors.YELLOW,
+                        err=True)
         if as_json:
             print_json({"out": str(report.out_dir), "primary_metric": report.primary_metric,
                         "metrics": report.metrics, "calls": report.calls})

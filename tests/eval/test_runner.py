@@ -34,7 +34,8 @@ def test_baseline_returns_depth_distinct_docs_from_one_search(sample_index, mode
 
 def test_parse_systems():
     assert parse_systems("dense, hybrid,agent,agent:heuristic") == ["dense", "hybrid", "agent:heuristic"]
-    for bad in ("sparse", "agent:gpt", ""):
+    assert parse_systems("agent:heuristic:nofloor,agent") == ["agent:heuristic:nofloor", "agent:heuristic"]
+    for bad in ("sparse", "agent:gpt", "", "agent:heuristic:floorless"):
         with pytest.raises(InvalidInput, match="Expected"):
             parse_systems(bad)
 
@@ -263,3 +264,26 @@ def test_agent_system_on_the_sample(sample_index, sample_dir, tmp_path):
         assert [r["type"] for r in bcp["result"]] == ["tool_call"] * n_calls + ["output_text"]
     agg = report.metrics["sample"]["agent:heuristic"]
     assert {"trajectory_recall", "searches", "turns", "tokens"} <= set(agg)
+
+
+def test_eval_warns_when_reporting_on_declared_tuning_data(tiny_dirs, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    import sieve.eval.tuning as tuning
+    from sieve.server.cli import app
+
+    alpha, beta = tiny_dirs
+    manifest = tmp_path / "tuning_sets.json"
+    monkeypatch.setattr(tuning, "MANIFEST", manifest)
+    assert tuning.tuning_overlap(load_sets([alpha])[0]) == {}  # nothing declared: no warning
+    tuning.declare([alpha / "tasks.jsonl"])
+    overlap = tuning.tuning_overlap(load_sets([alpha, beta])[0])
+    n_alpha = len((alpha / "tasks.jsonl").read_text().splitlines())
+    assert overlap == {"alpha": {"tasks": n_alpha, "of": n_alpha, "tuning_sets": ["alpha"]}}  # beta is clean
+    # The CLI path of an agent system too (its settings' AgentConfig overrides reach the system).
+    res = CliRunner().invoke(app, ["eval", "--data", str(alpha), "--systems", "bm25,agent:heuristic:nofloor",
+                                   "--limit", "1", "--out", str(tmp_path / "rep"), "--data-dir", str(tmp_path / "data"),
+                                   "--json", "--no-plots"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["calls"] == {"bm25": 1, "agent:heuristic:nofloor": 1}
+    assert "1 of 1 tasks of alpha are declared tuning data (alpha)" in res.stderr
