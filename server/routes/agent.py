@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Request
 from sse_starlette.sse import EventSourceResponse
 
+from sieve.agent.factory import POLICIES
 from sieve.errors import SieveError
 from sieve.server.agent_runner import (
-    POLICIES, EpisodeRequest, agent_config, check_filters, context1_events, policy_name, progress_event, run_episode_async,
+    EpisodeRequest, agent_config, check_filters, context1_events, policy_name, progress_event, run_episode_async,
     stream_episode,
 )
 from sieve.server.convert import completion_tokens, document_blocks, evidence_out, trace_usage

@@ -12,8 +12,12 @@ def run_script(sample_index):
     from sieve.agent import AgentConfig, SearchAgent, make_policy
 
     def _run(script, question: str = "Charles Lindbergh aircraft city population", **config_kwargs):
+        from sieve.agent.config import FloorConfig
+
         backend = script if hasattr(script, "chat") else ScriptedBackend(script)
-        config = AgentConfig(**config_kwargs)
+        # The loop's mechanics are checked on the policy's own returned set; the floor that fuses
+        # it with hybrid's ranking (on by default) has its own tests in test_floor.py.
+        config = AgentConfig(**{"floor": FloorConfig(enabled=False), **config_kwargs})
         agent = SearchAgent(sample_index, make_policy("openai", config, backend=backend), config)
         events: list[dict] = []
         trace = agent.run(question, on_event=events.append)

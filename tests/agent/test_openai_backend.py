@@ -154,7 +154,7 @@ def test_agent_loop_over_http(fake, sample_index):
     ]
     config = AgentConfig(base_url=fake.url, model="test-model", timeout_s=2.0, retries=0)
     trace = SearchAgent(sample_index, make_policy("openai", config), config).run("Lindbergh aircraft")
-    assert trace.stop_reason == "finished" and len(trace.returned) == 2
+    assert trace.stop_reason == "finished" and len(trace.meta["policy_returned"]) == 2  # the model's own finish
     assert trace.tokens_total == 2 * (11 + 7)
     second = fake.requests[1]["body"]["messages"]
     assert second[-3]["tool_calls"][0]["function"]["name"] == "search"  # assistant turn echoed back
