@@ -227,7 +227,8 @@ class Settings(BaseSettings):
         """
         cfg = self.agent_config()
         names = ["models_dir", "floor"] + [n for n, v in (("base_url", self.openai_base_url), (
-            "model", self.openai_model), ("api_key", self.openai_api_key), ("local_model", self.local_model)) if v]
+            "model", self.openai_model), ("api_key", self.openai_api_key), ("local_model", self.local_model),
+            ("policy_path", self.policy_path)) if v]
         return {name: getattr(cfg, name) for name in names}
 
 
