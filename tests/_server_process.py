@@ -8,7 +8,9 @@ tests take) are ``sieve._net``'s, which the load-test script uses too.
 from __future__ import annotations
 
 import subprocess
+import sys
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -17,7 +19,12 @@ from sieve._net import wait_until_healthy
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
-    from pathlib import Path
+
+
+def sieve_command() -> list[str]:
+    """The ``sieve`` console script of this Python (as a user runs it), else ``python -m sieve.server.cli``."""
+    script = Path(sys.executable).with_name("sieve")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "sieve.server.cli"]
 
 
 @contextmanager
@@ -47,4 +54,4 @@ def server_process(cmd: Sequence[str], health_url: str, *, name: str, log_path: 
         log.close()
 
 
-__all__ = ["server_process"]
+__all__ = ["server_process", "sieve_command"]

@@ -10,7 +10,9 @@ from typing import Optional
 import typer
 
 from sieve.errors import InvalidInput
-from sieve.server.commands._common import ChromaUrlOpt, DataDirOpt, EmbedderOpt, JsonOpt, cli_errors, print_json, settings_from
+from sieve.server.commands._common import (
+    ChromaUrlOpt, DataDirOpt, EmbedderOpt, JsonOpt, cli_errors, plural, print_json, settings_from,
+)
 
 
 def _parse_ks(raw: str) -> list[int]:
@@ -57,7 +59,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"\n## {source}\n")
             typer.echo("\n".join(source_tables(metrics, config.ks)))
         typer.echo(f"\nWrote {report.out_dir / 'summary.md'} and results.jsonl "
-                   f"({sum(report.calls.values())} new system calls)")
+                   f"({plural(sum(report.calls.values()), 'new system call')})")
 
 
 __all__ = ["register"]
