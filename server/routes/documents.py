@@ -16,6 +16,7 @@ from sieve.server.schemas import (
 
 ERRORS = {401: {"model": Problem}, 404: {"model": Problem}, 422: {"model": Problem}, 504: {"model": Problem}}
 NamePath = Path(pattern=COLLECTION_PATTERN, description="Collection name.")
+CollectionQuery = Query(default=None, pattern=COLLECTION_PATTERN, description="Collection (default: the server's).")
 
 router = APIRouter(tags=["documents"], responses=ERRORS)
 
@@ -48,7 +49,7 @@ async def list_documents(
             summary="A chunk by id, with its neighbours")
 async def get_chunk(
     state: StateDep, chunk_id: str,
-    collection: str | None = Query(default=None, pattern=COLLECTION_PATTERN, description="Default: server's."),
+    collection: str | None = CollectionQuery,
     window: int = Query(default=1, ge=0, le=20, description="Neighbouring chunks shown on each side."),
 ) -> ChunkContextOut:
     def work() -> ChunkContextOut:
@@ -115,7 +116,7 @@ async def delete_collection(state: StateDep, name: str = NamePath) -> DeleteResp
             summary="A whole document (or the document of a chunk id)")
 async def get_document(
     state: StateDep, doc_id: str,
-    collection: str | None = Query(default=None, pattern=COLLECTION_PATTERN, description="Default: server's."),
+    collection: str | None = CollectionQuery,
 ) -> DocumentOut:
     def work() -> DocumentOut:
         index = state.index(collection)
