@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from _server_process import free_port, server_process, sieve_command
+from _server_process import server_process, sieve_command
+from sieve._net import free_port
 from sieve.data import DEMO_QUESTION
 
 if TYPE_CHECKING:
@@ -33,12 +34,10 @@ K = 5
 
 
 def _need(what: str, ok: bool) -> None:
-    # CI installs everything (.ci/install): a missing piece there is a failure, never a quiet skip.
+    # .ci/install installs both: a missing one is a broken install, a failure and never a quiet skip.
     if not ok:
-        message = f"{what} is not installed; run .ci/install as root (apt-get install chromium; pip install playwright)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        pytest.fail(f"{what} is not installed; run .ci/install as root (apt-get install chromium; "
+                    f"pip install -e '.[test]' for playwright)")
 
 
 @pytest.fixture(scope="module")
