@@ -48,9 +48,9 @@ def register(app: typer.Typer) -> None:
             max_k=max_k, request_timeout_s=timeout, embed_dtype="bfloat16" if bf16 else None,
             mcp=False if no_mcp else None, log_level=log_level,
         )
-        typer.echo(f"Sieve on http://{s.host}:{s.port} (docs at /docs; collection {s.collection!r}; "
-                   f"policy {s.policy}; auth {'on writes' if s.api_key and not s.require_auth else 'on all' if s.require_auth else 'off'})",
-                   err=True)
+        auth = "on all" if s.require_auth else "on writes" if s.api_key else "off"
+        typer.echo(f"Sieve on http://{s.host}:{s.port} (playground at /, API docs at /docs; collection "
+                   f"{s.collection!r}; policy {s.policy}; auth {auth})", err=True)
         # One process: the indexes, the embedder and the BM25 caches live in it. Concurrency comes
         # from the thread pool the routes hand blocking work to, bounded by admission control.
         uvicorn.Server(uvicorn_config(create_app(s), s)).run()

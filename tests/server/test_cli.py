@@ -218,6 +218,24 @@ def test_every_flag_the_readme_shows_exists() -> None:
         assert used <= known, f"README runs `sieve {' '.join(argv)}`: unknown {sorted(used - known)}"
 
 
+def _leaves(command, path=()):  # noqa: ANN001, ANN202 - click objects
+    subs = getattr(command, "commands", {})
+    if not subs:
+        yield " ".join(path), command
+    for name, sub in subs.items():
+        yield from _leaves(sub, (*path, name))
+
+
+def test_every_command_but_serve_takes_json_and_collection_commands_take_c() -> None:
+    leaves = dict(_leaves(build_command()))
+    assert {"index", "retrieve", "collections", "demo", "search", "eval", "serve", "train sft"} <= set(leaves)
+    for name, command in leaves.items():
+        opts = {o for p in command.params for o in p.opts}
+        assert ("--json" in opts) == (name != "serve"), name  # the README's promise
+        if name not in ("collections", "eval"):
+            assert {"-c", "--collection"} <= opts, name
+
+
 def test_console_script_runs(tmp_path: Path) -> None:
     proc = subprocess.run([*sieve_command(), "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "Usage: sieve" in proc.stdout
