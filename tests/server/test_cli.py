@@ -218,6 +218,27 @@ def test_every_flag_the_readme_shows_exists() -> None:
         assert used <= known, f"README runs `sieve {' '.join(argv)}`: unknown {sorted(used - known)}"
 
 
+def _collection_of(argv: list[str]) -> str | None:
+    for flag in ("-c", "--collection"):
+        if flag in argv:
+            return argv[argv.index(flag) + 1]
+    return None
+
+
+def test_readme_examples_query_a_collection_the_readme_makes() -> None:
+    # A fresh data folder has only what `sieve demo` (collection `sample`) and the README's own
+    # `sieve index ... -c NAME` lines create: querying `default` there answers unknown_collection.
+    invocations = _readme_invocations()
+    made = {"sample"} | {_collection_of(a) for a in invocations if a[:1] == ["index"] or a[:2] == ["train", "all"]}
+    made.discard(None)  # `sieve index corpus/` without -c fills `default`, which no example should rely on
+    readers = [a for a in invocations if a[0] in ("retrieve", "search", "serve") or a[:2] in (["train", "synth"],
+                                                                                             ["train", "sft"],
+                                                                                             ["train", "rl"])]
+    assert len(readers) >= 5
+    for argv in readers:
+        assert _collection_of(argv) in made, f"README runs `sieve {' '.join(argv)}` on a collection it never makes"
+
+
 def _leaves(command, path=()):  # noqa: ANN001, ANN202 - click objects
     subs = getattr(command, "commands", {})
     if not subs:
