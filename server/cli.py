@@ -3,7 +3,7 @@ exposes ``register(app)``; this module only assembles them.
 
 Start-up is kept cheap: the command modules import nothing heavy at module level (torch, Chroma,
 FastAPI load inside the command that needs them), so ``sieve --help`` costs typer and little
-else. ``tests/server/test_cli_startup.py`` checks that structurally.
+else. ``tests/server/test_cli.py`` checks that structurally (which modules a command imports).
 """
 
 from __future__ import annotations
