@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from sieve.retriever.base import Retriever, validate_k, validate_query
     from sieve.retriever.config import RetrieverConfig
-    from sieve.retriever.index import CorpusIndex, IndexReport, delete_collection, list_collections
+    from sieve.retriever.index import CorpusIndex, IndexReport, delete_collection
+    from sieve.retriever.store import list_collections
     from sieve.retriever.types import Chunk, Document, Hit
 
 __all__ = [
@@ -31,7 +32,7 @@ __all__ = [
 
 _LAZY = {
     "Retriever": "base", "validate_k": "base", "validate_query": "base", "RetrieverConfig": "config",
-    "CorpusIndex": "index", "IndexReport": "index", "delete_collection": "index", "list_collections": "index",
+    "CorpusIndex": "index", "IndexReport": "index", "delete_collection": "index", "list_collections": "store",
     "Chunk": "types", "Document": "types", "Hit": "types",
 }
 

@@ -29,7 +29,7 @@ from sieve.retriever.hybrid import HybridRetriever
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents
 from sieve.retriever.metadata import validate_metadata
 from sieve.retriever.store import (
-    ChromaStore, is_eval_cache, list_collection_names, make_client, validate_collection_name,
+    ChromaStore, make_client, validate_collection_name,
 )
 from sieve.retriever.types import Chunk, Hit, passage_text
 from sieve.retriever.writelock import WriteLock
@@ -439,13 +439,6 @@ def _bm25_dir(config: RetrieverConfig, collection: str) -> Path:
     return config.data_dir / "bm25" / f"{collection}-{tag}"
 
 
-def list_collections(config: RetrieverConfig, client: Any | None = None, *, include_eval: bool = False) -> dict[str, int]:
-    """Collection name -> chunk count; ``sieve eval``'s cached corpora only with ``include_eval``."""
-    client = client if client is not None else make_client(config)
-    return {name: int(client.get_collection(name, embedding_function=None).count())
-            for name in list_collection_names(client) if include_eval or not is_eval_cache(name)}
-
-
 def delete_collection(config: RetrieverConfig, name: str, client: Any | None = None) -> None:
     import shutil
 
@@ -456,5 +449,4 @@ def delete_collection(config: RetrieverConfig, name: str, client: Any | None = N
         shutil.rmtree(_bm25_dir(config, name), ignore_errors=True)
 
 
-__all__ = ["CorpusIndex", "IndexReport", "delete_collection", "list_collections", "split_chunk_id",
-           "store_write_lock"]
+__all__ = ["CorpusIndex", "IndexReport", "delete_collection", "split_chunk_id", "store_write_lock"]

@@ -296,6 +296,17 @@ def list_collection_names(client: Any) -> list[str]:
     return sorted(c.name if hasattr(c, "name") else str(c) for c in client.list_collections())
 
 
+def list_collections(config: RetrieverConfig, client: Any | None = None, *, include_eval: bool = False) -> dict[str, int]:
+    """Collection name -> chunk count; ``sieve eval``'s cached corpora only with ``include_eval``.
+
+    It lives here, not in ``index``, so that listing (``sieve collections``) imports Chroma alone:
+    ``index`` brings BM25's scipy, a second or more of start-up on a busy machine.
+    """
+    client = client if client is not None else make_client(config)
+    return {name: int(client.get_collection(name, embedding_function=None).count())
+            for name in list_collection_names(client) if include_eval or not is_eval_cache(name)}
+
+
 def is_eval_cache(name: str) -> bool:
     """Whether ``name`` is one of ``sieve eval``'s cached corpora (not a collection the user made).
 
@@ -307,4 +318,4 @@ def is_eval_cache(name: str) -> bool:
 
 
 __all__ = ["EVAL_CACHE_PREFIX", "ChromaStore", "DocState", "chroma_input_errors", "chunk_from_record",
-           "is_eval_cache", "list_collection_names", "make_client", "validate_collection_name"]
+           "is_eval_cache", "list_collection_names", "list_collections", "make_client", "validate_collection_name"]

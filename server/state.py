@@ -126,7 +126,7 @@ class AppState:
             return sorted(self._indexes)
 
     def collections(self, *, include_eval: bool = False) -> dict[str, int]:
-        from sieve.retriever.index import list_collections
+        from sieve.retriever.store import list_collections
 
         return list_collections(self.retriever_config, client=self.client, include_eval=include_eval)
 

@@ -117,11 +117,12 @@ def register(app: typer.Typer) -> None:
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt, as_json: bool = JsonOpt,
     ) -> None:
         """List collections, or delete one. `sieve eval`'s cached corpora are hidden unless --all."""
-        from sieve.retriever.index import delete_collection, list_collections
-        from sieve.retriever.store import is_eval_cache
+        from sieve.retriever.store import is_eval_cache, list_collections  # not index: no scipy to list
 
         cfg = settings_from(data_dir, chroma_url).retriever_config()
         if delete:
+            from sieve.retriever.index import delete_collection
+
             if not yes and not typer.confirm(f"Delete collection {delete!r}?"):
                 raise typer.Exit(1)
             delete_collection(cfg, delete)

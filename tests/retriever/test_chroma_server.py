@@ -15,7 +15,8 @@ from sieve._net import free_port
 
 from sieve.errors import InvalidPattern, NotFound, UnknownCollection
 from sieve.retriever import CorpusIndex, Document, RetrieverConfig
-from sieve.retriever.index import delete_collection, list_collections
+from sieve.retriever.index import delete_collection
+from sieve.retriever.store import list_collections
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -52,6 +52,7 @@ def test_listing_and_bm25_never_load_the_embedder(sample_data_copy: Path) -> Non
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout) == [{"name": "sample", "chunks": 374}]
     assert loaded.isdisjoint(set(MODEL_LIBS) - {"chromadb"}), loaded
+    assert "scipy" not in loaded  # listing needs Chroma, not BM25's sparse matrices
 
     loaded, proc = _modules_after(["retrieve", "Charles Lindbergh aircraft", "--mode", "bm25", "-c", "sample",
                                    "-k", "3", "--json"], sample_data_copy)
