@@ -65,7 +65,7 @@ def validate_metadata(metadata: Any) -> dict[str, Any]:
     if metadata is None:
         return {}
     if not isinstance(metadata, dict):
-        raise InvalidInput(f"Expected 'metadata' to be an object, got {type(metadata).__name__}")
+        raise InvalidInput(f"Expected metadata to be an object, got {type(metadata).__name__}")
     out: dict[str, Any] = {}
     for key, value in metadata.items():
         if not isinstance(key, str) or not key or key[0] in "$#":
