@@ -9,8 +9,9 @@ it prints one markdown table with the min / median / max wall seconds of
 * ``sieve retrieve QUERY --mode hybrid -c sample``
 
 Before/after: ``--baseline`` names another ``sieve`` executable (say, one installed from ``main`` in its
-own venv) and ``--baseline-data-dir`` its data folder (where that version's ``sieve demo`` ran); the
-two then run in turn, command by command, and the table gains its medians and the after/before ratio.
+own venv) and ``--baseline-data-dir`` its data folder, where that version's ``sieve demo`` ran (both data
+folders go to the commands as ``--data-dir``); the two then run in turn, command by command, and the
+table gains its medians and the after/before ratio.
 
 Each command runs ``--warmup`` times unmeasured (file-system caches), then ``--runs`` times. Whole
 processes are timed from outside (``subprocess``), interpreter start-up and imports included: that is
@@ -37,9 +38,10 @@ class CliBenchConfig:
     warmup: int = field(default=1, metadata={"help": "Unmeasured runs per command first."})
     collection: str = field(default="sample", metadata={"help": "Collection the retrieve commands query."})
     sieve: str = field(default="", metadata={"help": "The sieve executable (default: the one beside this Python)."})
-    data_dir: str = field(default="", metadata={"help": "SIEVE_DATA_DIR for --sieve (default: the environment's)."})
+    data_dir: str = field(default="", metadata={
+        "help": "--data-dir for --sieve (default: its SIEVE_DATA_DIR or default folder)."})
     baseline: str = field(default="", metadata={"help": "A second sieve executable to compare with (before)."})
-    baseline_data_dir: str = field(default="", metadata={"help": "SIEVE_DATA_DIR for --baseline."})
+    baseline_data_dir: str = field(default="", metadata={"help": "--data-dir for --baseline."})
     commands: str = field(default="help,collections,bm25,hybrid", metadata={"help": "Which rows to run."})
 
 
@@ -65,14 +67,15 @@ def commands(cfg: CliBenchConfig) -> dict[str, list[str]]:
     return {name: rows[name] for name in wanted}
 
 
-def _env(data_dir: str) -> dict[str, str]:
-    return {**os.environ, "SIEVE_DATA_DIR": data_dir} if data_dir else dict(os.environ)
+def with_data_dir(argv: list[str], data_dir: str) -> list[str]:
+    """``argv`` reading ``data_dir`` (``--data-dir``, so the child's environment stays as it is); help reads none."""
+    return [*argv, "--data-dir", data_dir] if data_dir and "--help" not in argv else argv
 
 
-def run_once(argv: list[str], env: dict[str, str]) -> float:
+def run_once(argv: list[str]) -> float:
     """Wall seconds of one execution; a failing command stops the benchmark with its stderr."""
     t0 = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
@@ -81,12 +84,13 @@ def run_once(argv: list[str], env: dict[str, str]) -> float:
 
 def time_pair(after: list[str], before: list[str] | None, cfg: CliBenchConfig) -> tuple[list[float], list[float]]:
     """``runs`` walls of ``after`` (and of ``before``, in turn with it, so drift in load hits both alike)."""
-    env_after, env_before = _env(cfg.data_dir), _env(cfg.baseline_data_dir)
+    after = with_data_dir(after, cfg.data_dir)
+    before = with_data_dir(before, cfg.baseline_data_dir) if before else None
     walls_after: list[float] = []
     walls_before: list[float] = []
     for i in range(cfg.warmup + cfg.runs):
-        a = run_once(after, env_after)
-        b = run_once(before, env_before) if before else None
+        a = run_once(after)
+        b = run_once(before) if before else None
         if i >= cfg.warmup:
             walls_after.append(a)
             if b is not None:

@@ -296,7 +296,9 @@ def list_collection_names(client: Any) -> list[str]:
     return sorted(c.name if hasattr(c, "name") else str(c) for c in client.list_collections())
 
 
-def list_collections(config: RetrieverConfig, client: Any | None = None, *, include_eval: bool = False) -> dict[str, int]:
+def list_collections(
+    config: RetrieverConfig, client: Any | None = None, *, include_eval: bool = False,
+) -> dict[str, int]:
     """Collection name -> chunk count; ``sieve eval``'s cached corpora only with ``include_eval``.
 
     It lives here, not in ``index``, so that listing (``sieve collections``) imports Chroma alone:
