@@ -92,6 +92,9 @@ class AgentConfig:
         default=None, metadata={"help": "Folder the default local model is converted into once (default: "
                                         "<per-user data dir>/models; Settings uses SIEVE_DATA_DIR/models)."}
     )
+    policy_path: Path | None = field(
+        default=None, metadata={"help": "Checkpoint folder of the learned policy (default: the one shipped with Sieve)."}
+    )
     pruning: PruningConfig = field(default_factory=PruningConfig)
     heuristic: HeuristicConfig = field(default_factory=HeuristicConfig)
 

@@ -11,11 +11,12 @@ if TYPE_CHECKING:
     from sieve.agent.backends.base import ChatBackend
     from sieve.agent.policies.base import Policy
 
-POLICIES = ("heuristic", "openai", "local")
+POLICIES = ("heuristic", "learned", "openai", "local")
 
 
 def make_policy(name: str, config: AgentConfig | None = None, *, backend: ChatBackend | None = None) -> Policy:
-    """``"heuristic"`` (no model), ``"openai"`` (an OpenAI-compatible server) or ``"local"`` (transformers).
+    """``"heuristic"`` (no model), ``"learned"`` (a small RL-trained network, ``config.policy_path`` or the
+    shipped checkpoint), ``"openai"`` (an OpenAI-compatible server) or ``"local"`` (transformers).
 
     ``backend`` overrides the one the name implies (tests pass a scripted fake here).
 
@@ -28,6 +29,10 @@ def make_policy(name: str, config: AgentConfig | None = None, *, backend: ChatBa
         from sieve.agent.policies.heuristic import HeuristicPolicy
 
         return HeuristicPolicy(config)
+    if name == "learned":
+        from sieve.agent.policies.learned import LearnedPolicy
+
+        return LearnedPolicy.load(config.policy_path)
     from sieve.agent.policies.llm import LLMPolicy
 
     if name == "openai":

@@ -178,7 +178,8 @@ class _EpisodeRun:
         if step is None:
             return True
         turn = Turn(index=turn_i, completion=step.completion or step.text,
-                    completion_tokens=step.completion_tokens, prompt_messages=prompt)
+                    completion_tokens=step.completion_tokens, prompt_messages=prompt,
+                    meta={k: v for k, v in step.meta.items() if k != "stop_reason"})
         self.trace.turns.append(turn)
         self.trace.tokens_total += (step.prompt_tokens or self.context.tokens()) + step.completion_tokens
         if not step.tool_calls:

@@ -52,6 +52,9 @@ class Turn:
     # (RL trains on per-turn segments), since it makes traces large.
     prompt_messages: list[dict[str, Any]] | None = None
     ms: float = 0.0
+    # What the policy reported about this turn (PolicyStep.meta), e.g. the learned policy's
+    # decisions with their log-probabilities, or an LLM's finish reason.
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -44,7 +44,7 @@ def open_index(data: Path, data_dir: Path, collection: str | None = None):
     """The cached collection of ``data/corpus.jsonl`` (indexed on first use)."""
     from sieve.retriever import CorpusIndex, RetrieverConfig
 
-    cfg = RetrieverConfig(data_dir=data_dir, embed_dtype="bfloat16")
+    cfg = RetrieverConfig(data_dir=data_dir, embed_backend="torch", embed_dtype="bfloat16")
     name = collection or f"bench-{data.name.replace('_', '-')}"
     index = CorpusIndex.open(cfg, name, create=True)
     report = index.index_path(data / "corpus.jsonl", progress=True)

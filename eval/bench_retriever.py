@@ -1,18 +1,23 @@
-"""Retriever benchmark: indexing throughput, query latency at scale, peak memory, bf16 recall cost.
+"""Retriever benchmark: embedding backends, indexing throughput, query latency at scale, peak memory.
 
-Run ``python eval/bench_retriever.py --sizes 10000,100000``; it prints one markdown table per part:
+Run ``python eval/bench_retriever.py``; it prints one markdown table per part (``--parts``):
 
-1. **Indexing throughput** (chunks/s) of real passages (the first ``--passages`` of HotpotQA's
+0. **Embedding backends** (``backends``, default): torch float32, torch bfloat16, ONNX float32
+   and ONNX int8, each indexing the whole of ``../shared/eval/2wikimultihopqa`` and ``hotpotqa``
+   (chunks/s, CPU s/chunk) and answering their tasks (doc-level dense and hybrid recall@10),
+   all in one run so the speed ratios share the machine's load. The default backend is the
+   fastest one whose hybrid recall@10 stays within 0.01 of torch float32 on both sets.
+1. **Indexing throughput** (``throughput``, chunks/s) of real passages (the first ``--passages`` of HotpotQA's
    corpus) through the whole pipeline (chunking, embedding, Chroma writes, BM25 rebuild), in
    float32 and bfloat16.
-2. **Query latency** p50/p95 of dense, BM25 and hybrid search (and grep) at each size. Embedding
+2. **Query latency** (``latency``, default, with ``--sizes``) p50/p95 of dense, BM25 and hybrid search (and grep) at each size. Embedding
    100k passages at ~40/s would take most of an hour, so the large collections are *synthetic*:
    Zipf-distributed pseudo-words as text and random unit vectors (dim 384, the MiniLM size) as
    embeddings, written straight into the store with ``index.store.upsert(...)`` followed by a
    BM25 rebuild. Random vectors are the hard case for HNSW (no cluster structure), so dense
    figures are, if anything, pessimistic. Queries are fresh strings embedded by the real model on
    every call (each mode gets its own query set, so the query-embedding cache never hits).
-3. **Recall cost of bf16**: doc-level dense recall@10 on 2WikiMultihopQA (1,294 passages,
+3. **Recall cost of bf16** (``recall``): doc-level dense recall@10 on 2WikiMultihopQA (1,294 passages,
    164 tasks), corpus and queries embedded in float32 vs bfloat16.
 
 Peak memory is the process's peak RSS (``resource.getrusage``) after each stage; the BM25 build
@@ -59,7 +64,18 @@ class BenchConfig:
     hotpotqa: str = field(default=str(SHARED_EVAL / "hotpotqa"), metadata={"help": "HotpotQA folder (corpus.jsonl)."})
     recall_data: str = field(default=str(SHARED_EVAL / "2wikimultihopqa"),
                              metadata={"help": "Folder with corpus.jsonl + tasks.jsonl for the bf16 recall rows."})
-    parts: str = field(default="latency,throughput,recall", metadata={"help": "Which parts to run."})
+    parts: str = field(default="backends,latency", metadata={"help": "Which parts to run: backends, latency, "
+                                                                           "throughput, recall."})
+    backends: str = field(default="torch/float32,torch/bfloat16,onnx/float32,onnx/int8",
+                          metadata={"help": "backend/dtype pairs of the backend table (the first is the baseline)."})
+    backend_data: str = field(default=f"{SHARED_EVAL / '2wikimultihopqa'},{SHARED_EVAL / 'hotpotqa'}",
+                              metadata={"help": "Comma-separated folders (corpus.jsonl + tasks.jsonl) of the backend "
+                                                "table; each is indexed whole by every backend."})
+    limit_passages: int = field(default=0, metadata={"help": "Backend table on the first N passages of each corpus "
+                                                             "and the tasks whose gold passages all lie in them "
+                                                             "(0 = whole corpora)."})
+    model_dir: str = field(default="", metadata={"help": "Where ONNX exports are cached (default: $SIEVE_MODEL_DIR, "
+                                                         "else the user's data dir's models folder)."})
     data_dir: str = field(default="", metadata={"help": "Scratch folder (default: a temporary one, removed after)."})
     out: str = field(default="", metadata={"help": "Also write the results as JSON to this file."})
     seed: int = field(default=0, metadata={"help": "Seed of the synthetic corpus and queries."})
@@ -164,7 +180,8 @@ def bench_latency(cfg: BenchConfig, data_dir: Path, embedder: Embedder) -> list[
 
     rows = []
     for size in [int(s) for s in cfg.sizes.split(",") if s.strip()]:
-        rcfg = RetrieverConfig(data_dir=data_dir, embed_dtype=embedder.dtype)  # type: ignore[arg-type]
+        rcfg = RetrieverConfig(data_dir=data_dir, embed_backend=embedder.backend,  # type: ignore[arg-type]
+                               embed_dtype=embedder.dtype)  # type: ignore[arg-type]
         name = f"bench-{size}"
         index = CorpusIndex.open(rcfg, name, create=True, embedder=embedder)
         text = SyntheticText(cfg.seed + size)
@@ -213,7 +230,7 @@ def read_corpus(folder: Path, limit: int | None = None) -> list[Document]:
 def index_fresh(data_dir: Path, name: str, embedder: Embedder, docs: Sequence[Document]) -> CorpusIndex:
     from sieve.retriever import CorpusIndex, RetrieverConfig
 
-    rcfg = RetrieverConfig(data_dir=data_dir, embed_dtype=embedder.dtype)  # type: ignore[arg-type]
+    rcfg = RetrieverConfig(data_dir=data_dir, embed_backend=embedder.backend, embed_dtype=embedder.dtype)  # type: ignore[arg-type]
     index = CorpusIndex.open(rcfg, name, create=True, embedder=embedder)
     if index.count():
         raise RuntimeError(f"Expected a fresh collection {name!r}, got {index.count()} chunks")
@@ -268,6 +285,61 @@ def bench_recall(cfg: BenchConfig, data_dir: Path, embedders: dict[str, Embedder
     return rows
 
 
+def load_tasks(folder: Path) -> list[dict[str, Any]]:
+    with (folder / "tasks.jsonl").open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def doc_recall(index: CorpusIndex, tasks: Sequence[dict[str, Any]], mode: str, k: int = 10) -> float:
+    """Mean doc-level recall@k of ``mode`` search (chunks count for their document, deduplicated)."""
+    from sieve.eval.metrics import recall_at_k
+
+    return float(np.mean([recall_at_k([h.doc_id for h in index.search(t["question"], 3 * k, mode=mode)],  # type: ignore[arg-type]
+                                      t["gold_ids"], k) for t in tasks]))
+
+
+def bench_backends(cfg: BenchConfig, data_dir: Path, models: Path) -> list[dict[str, Any]]:
+    """One row per (backend, data set): index the whole corpus, then dense and hybrid recall@10 of its tasks.
+
+    chunks/s is the whole indexing pipeline (chunk, embed, Chroma writes, BM25 rebuild) as a
+    user's ``sieve index`` runs it; CPU s/chunk is the process's CPU time, which other jobs on
+    a shared machine inflate much less than wall time.
+    """
+    from sieve.retriever import RetrieverConfig
+    from sieve.retriever.embeddings import Embedder
+
+    rows = []
+    for pair in [p.strip() for p in cfg.backends.split(",") if p.strip()]:
+        backend, _, dtype = pair.partition("/")
+        emb = Embedder.from_config(RetrieverConfig(data_dir=data_dir, model_dir=models, embed_backend=backend,  # type: ignore[arg-type]
+                                                   embed_dtype=dtype or "auto"))  # type: ignore[arg-type]
+        for folder in [Path(p) for p in cfg.backend_data.split(",") if p.strip()]:
+            docs, tasks = read_corpus(folder, cfg.limit_passages or None), load_tasks(folder)
+            have = {d.doc_id for d in docs}
+            tasks = [t for t in tasks if set(t["gold_ids"]) <= have]
+            index = index_fresh(data_dir, f"be-{backend}-{emb.dtype}-{folder.name}", emb, docs)
+            c0 = time.process_time()
+            report = index.index_documents(docs, progress=True)
+            cpu = time.process_time() - c0
+            emb.clear_cache()
+            t0 = time.perf_counter()
+            dense, hybrid = doc_recall(index, tasks, "dense"), doc_recall(index, tasks, "hybrid")
+            rows.append({"backend": backend, "dtype": emb.dtype, "data": folder.name, "chunks": report.chunks_written,
+                         "seconds": report.seconds, "chunks_per_s": report.chunks_per_second,
+                         "cpu_s_per_chunk": cpu / max(report.chunks_written, 1), "tasks": len(tasks),
+                         "dense_recall@10": dense, "hybrid_recall@10": hybrid,
+                         "query_ms": (time.perf_counter() - t0) * 1000 / (2 * len(tasks)),
+                         "loadavg": os.getloadavg()[0]})
+            logger.info("%s", rows[-1])
+        del emb
+    base = {r["data"]: r for r in rows if (r["backend"], r["dtype"]) == (rows[0]["backend"], rows[0]["dtype"])}
+    for r in rows:
+        b = base[r["data"]]
+        r["speedup"] = r["chunks_per_s"] / b["chunks_per_s"]
+        r["hybrid_delta"] = r["hybrid_recall@10"] - b["hybrid_recall@10"]
+    return rows
+
+
 # -- output -------------------------------------------------------------------------------------
 def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str, str]]) -> str:
     """``columns`` = (key, header, format spec)."""
@@ -294,17 +366,24 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     cfg = parse_args(argv)
     from sieve.retriever import RetrieverConfig
     from sieve.retriever.embeddings import Embedder
+    from sieve.settings import load_settings
 
     parts = {p.strip() for p in cfg.parts.split(",")}
     scratch = Path(cfg.data_dir) if cfg.data_dir else Path(tempfile.mkdtemp(prefix="sieve-bench-"))
+    # Exports are reused from $SIEVE_MODEL_DIR / the user's data dir: each would cost a minute per run.
+    models = Path(cfg.model_dir) if cfg.model_dir else load_settings().retriever_config().models_dir
     results: dict[str, Any] = {"config": asdict(cfg), "cpus": os.cpu_count(), "loadavg_start": os.getloadavg()}
     try:
-        fp32 = Embedder.from_config(RetrieverConfig(data_dir=scratch, embed_dtype="float32"))
-        embedders = {"float32": fp32}
+        if "backends" in parts:
+            results["backends"] = bench_backends(cfg, scratch, models)
+        default = Embedder.from_config(RetrieverConfig(data_dir=scratch, model_dir=models))
+        embedders = {"default": default}
         if parts & {"throughput", "recall"}:
-            embedders["bfloat16"] = Embedder.from_config(RetrieverConfig(data_dir=scratch, embed_dtype="bfloat16"))
+            embedders = {"float32": Embedder.from_config(RetrieverConfig(data_dir=scratch, embed_backend="torch")),
+                         "bfloat16": Embedder.from_config(RetrieverConfig(data_dir=scratch, embed_backend="torch",
+                                                                          embed_dtype="bfloat16"))}
         if "latency" in parts:
-            results["latency"] = bench_latency(cfg, scratch, fp32)
+            results["latency"] = bench_latency(cfg, scratch, default)
         if "throughput" in parts:
             results["throughput"] = bench_throughput(cfg, scratch, embedders)
         if "recall" in parts:
@@ -317,6 +396,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     out = [f"CPUs: {results['cpus']}; load average at start {results['loadavg_start'][0]:.1f}, "
            f"at end {results['loadavg_end'][0]:.1f}; process peak RSS {results['peak_rss_mib']:.0f} MiB"]
+    if "backends" in results:
+        out += ["", "Embedding backends (whole corpus indexed per backend: chunk + embed + Chroma + BM25; doc-level "
+                    "recall@10 of its tasks; speed-up and hybrid delta against the first row of the same data set):",
+                markdown_table(results["backends"], [
+                    ("backend", "backend", ""), ("dtype", "dtype", ""), ("data", "data", ""), ("chunks", "chunks", "d"),
+                    ("chunks_per_s", "chunks/s", ".1f"), ("speedup", "x baseline", ".2f"),
+                    ("cpu_s_per_chunk", "CPU s/chunk", ".3f"), ("dense_recall@10", "dense R@10", ".4f"),
+                    ("hybrid_recall@10", "hybrid R@10", ".4f"), ("hybrid_delta", "hybrid delta", "+.4f"),
+                    ("query_ms", "query ms", ".1f"), ("loadavg", "load", ".1f")])]
     if "throughput" in results:
         out += ["", "Indexing throughput (HotpotQA passages; chunk + embed + Chroma + BM25):",
                 markdown_table(results["throughput"], [

@@ -181,7 +181,7 @@ def collection_name(sets: Sequence[EvalSet], config: RetrieverConfig) -> str:
     """A cache name that changes whenever the corpora or anything shaping their chunks/vectors does.
 
     Example:
-        >>> # eval-hotpotqa-bf16-3f2a9c01d4  (set names, dtype tag, content fingerprint)
+        >>> # eval-hotpotqa-onnx-int8-3f2a9c01d4  (set names, backend/dtype tag, content fingerprint)
     """
     h = hashlib.sha256()
     for s in sets:
@@ -189,7 +189,11 @@ def collection_name(sets: Sequence[EvalSet], config: RetrieverConfig) -> str:
         h.update(hashlib.sha256(s.corpus_path.read_bytes()).digest())
     h.update(f"{config.chunk_tokens}/{config.chunk_overlap}/{config.embed_dtype}/{Path(config.embedder_path).name}"
              .encode())
-    tag = "bf16" if config.embed_dtype == "bfloat16" else "fp32"
+    if config.embed_backend != "torch":  # torch keeps the names its caches had before ONNX existed
+        h.update(config.embed_backend.encode())
+    tag = {"bfloat16": "bf16", "float32": "fp32"}.get(config.embed_dtype, config.embed_dtype)
+    if config.embed_backend != "torch":
+        tag = f"{config.embed_backend}-{tag}"
     stem = "_".join(s.name for s in sets)[:200]
     # The shape retriever.store.is_eval_cache recognises, so `sieve collections` leaves it out.
     return f"{EVAL_CACHE_PREFIX}{stem}-{tag}-{h.hexdigest()[:10]}"

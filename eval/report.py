@@ -120,7 +120,7 @@ def write_summary_md(
     lines = [f"# Sieve evaluation: {', '.join(per_source)}", ""]
     lines += [f"- command: `{meta.get('command', '')}`",
               f"- collection: `{meta.get('collection')}` ({meta.get('n_chunks')} chunks, "
-              f"embeddings {meta.get('embed_dtype')}{', pooled corpus' if meta.get('pooled') else ''})",
+              f"embeddings {meta.get('embed_backend', 'torch')} {meta.get('embed_dtype')}{', pooled corpus' if meta.get('pooled') else ''})",
               f"- tasks: {', '.join(f'{s} {n}' for s, n in meta.get('n_tasks', {}).items())}",
               f"- every system is asked for {max(ks)} distinct documents; chunks count for their document, "
               "lists are de-duplicated by document before the cut at k",

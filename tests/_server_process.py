@@ -7,6 +7,7 @@ tests take) are ``sieve._net``'s, which the load-test script uses too.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from sieve._net import wait_until_healthy
+from sieve._net import free_port, wait_until_healthy
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
@@ -54,4 +55,18 @@ def server_process(cmd: Sequence[str], health_url: str, *, name: str, log_path: 
         log.close()
 
 
-__all__ = ["server_process", "sieve_command"]
+@contextmanager
+def chroma_server(path: Path) -> Iterator[str]:
+    """``chroma run --path PATH`` on a free loopback port; yields its URL once the heartbeat answers."""
+    exe = shutil.which("chroma")
+    if exe is None:
+        pytest.fail("the `chroma` CLI (shipped with chromadb) is not on PATH")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with server_process([exe, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+                        f"{url}/api/v2/heartbeat", name="chroma server", log_path=path.parent / f"{path.name}.log",
+                        timeout_s=60, poll_s=0.1):
+        yield url
+
+
+__all__ = ["chroma_server", "server_process", "sieve_command"]

@@ -22,6 +22,9 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["ANONYMIZED_TELEMETRY"] = "False"
 
 ROOT = Path(__file__).resolve().parents[1]
+# Converted models (the embedder's ONNX export, ~1 min on 2 cores) are made once and shared by
+# every test, CLI run and subprocess, whatever data dir it uses.
+os.environ.setdefault("SIEVE_MODEL_DIR", str(ROOT / ".pytest_cache" / "sieve-models"))
 SAMPLE = ROOT / "data" / "sample"
 SHARED_EVAL = ROOT.parent / "shared" / "eval"
 
@@ -38,11 +41,12 @@ def sample_tasks() -> list[dict]:
 
 
 @pytest.fixture(scope="session")
-def embedder():
+def embedder(model_cache_dir: Path):
+    """The default embedder (MiniLM on ONNX Runtime, float32), its export cached with the other converted models."""
     from sieve.retriever.config import RetrieverConfig
     from sieve.retriever.embeddings import Embedder
 
-    return Embedder.from_config(RetrieverConfig(data_dir=Path("/nonexistent-unused")))
+    return Embedder.from_config(RetrieverConfig(data_dir=Path("/nonexistent-unused"), model_dir=model_cache_dir))
 
 
 @pytest.fixture(scope="session")
@@ -94,7 +98,7 @@ def model_cache_dir() -> Path:
     ``$SIEVE_TEST_MODEL_CACHE``, else a folder in the repo's (git-ignored) pytest cache; not
     ``request.config.cache``, which is absent when pytest runs with ``-p no:cacheprovider``.
     """
-    path = Path(os.environ.get("SIEVE_TEST_MODEL_CACHE", ROOT / ".pytest_cache" / "sieve-models"))
+    path = Path(os.environ.get("SIEVE_TEST_MODEL_CACHE", os.environ["SIEVE_MODEL_DIR"]))
     path.mkdir(parents=True, exist_ok=True)
     return path
 

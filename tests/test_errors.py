@@ -19,7 +19,8 @@ from sieve.server.errors import http_status
 STATUS = {"sieve_error": 500, "invalid_input": 422, "invalid_pattern": 422, "unknown_collection": 404,
           "not_found": 404, "empty_corpus": 409, "store_unavailable": 503, "model_unavailable": 503,
           "backend_error": 502, "unauthorized": 401, "payload_too_large": 413, "timeout": 504,
-          "store_locked": 503, "overloaded": 503, "client_closed_request": 499}
+          "store_locked": 503, "overloaded": 503, "client_closed_request": 499,
+          "embedder_mismatch": 409}
 
 
 def _classes(module) -> list[type[SieveError]]:

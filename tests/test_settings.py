@@ -24,7 +24,8 @@ PACKAGE_FOLDERS = ("sieve", "retriever", "agent", "pruning", "train", "eval", "s
 
 # Modules that may touch os.environ, each with its one-line reason. Nothing here *reads* SIEVE_*.
 ALLOWED = {
-    "sieve/runtime.py": "writes the offline / telemetry / OpenMP switches third-party libraries read",
+    "sieve/runtime.py": "writes the offline / telemetry / OpenMP switches third-party libraries read, and the "
+                        "settings `sieve serve --workers` hands its worker processes",
     "eval/load_test.py": "passes its own environment on to the `sieve serve` child it benchmarks",
 }
 
@@ -91,16 +92,21 @@ def test_the_readme_lists_every_variable() -> None:
 
 def test_library_configs_ignore_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("SIEVE_DATA_DIR", str(tmp_path / "from-env"))
+    monkeypatch.setenv("SIEVE_EMBED_BACKEND", "torch")
     monkeypatch.setenv("SIEVE_EMBED_DTYPE", "bfloat16")
     monkeypatch.setenv("SIEVE_CHROMA_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("SIEVE_MODEL_DIR", str(tmp_path / "models"))
     plain = RetrieverConfig()
     assert plain.data_dir != tmp_path / "from-env" and plain.embed_dtype == "float32" and plain.chroma_url is None
+    assert plain.embed_backend == "onnx" and plain.model_dir is None
     built = load_settings().retriever_config()
-    assert built.data_dir == tmp_path / "from-env" and built.embed_dtype == "bfloat16"
+    assert built.data_dir == tmp_path / "from-env" and (built.embed_backend, built.embed_dtype) == ("torch", "bfloat16")
+    assert built.models_dir == tmp_path / "models"
     assert built.chroma_url == "http://127.0.0.1:9"
 
 
 def test_flags_override_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("SIEVE_MODEL_DIR", raising=False)  # the test session shares one (tests/conftest.py)
     monkeypatch.setenv("SIEVE_DATA_DIR", str(tmp_path / "env"))
     monkeypatch.setenv("SIEVE_OPENAI_BASE_URL", "http://env:8001/v1")
     monkeypatch.setenv("SIEVE_OPENAI_MODEL", "env-model")
@@ -130,6 +136,7 @@ def test_bad_values_name_their_variable(monkeypatch: pytest.MonkeyPatch) -> None
 def test_the_python_api_reads_the_same_variables(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from sieve import Sieve
 
+    monkeypatch.delenv("SIEVE_MODEL_DIR", raising=False)  # the test session shares one (tests/conftest.py)
     monkeypatch.setenv("SIEVE_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("SIEVE_CHUNK_TOKENS", "48")
     monkeypatch.setenv("SIEVE_CHUNK_OVERLAP", "8")

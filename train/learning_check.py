@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         results["seconds"] = round(time.perf_counter() - t0, 1)
         (out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
 
-    rcfg = load_settings(embed_dtype="bfloat16", data_dir=args.data_dir).retriever_config()
+    rcfg = load_settings(embed_backend="torch", embed_dtype="bfloat16", data_dir=args.data_dir).retriever_config()
     index = CorpusIndex.open(rcfg, args.collection, create=True)
     if index.count() == 0:
         index.index_path(args.data / "corpus.jsonl")

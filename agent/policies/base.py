@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -39,4 +40,10 @@ class Policy(Protocol):
     def token_counter(self) -> TokenCounter: ...
 
 
-__all__ = ["Policy", "PolicySession", "PolicyStep"]
+def render_calls(calls: list[ParsedToolCall]) -> str:
+    """Tool calls as a model would write them, so no-LLM policies' traces read like LLM ones."""
+    return "\n".join(f"<tool_call>{json.dumps({'name': c.name, 'arguments': c.arguments}, ensure_ascii=False)}"
+                     "</tool_call>" for c in calls)
+
+
+__all__ = ["Policy", "PolicySession", "PolicyStep", "render_calls"]

@@ -117,7 +117,11 @@ def name_match(name: str, title: str) -> float:
         >>> name_match("Shawn Levy", "Free Guy")
         0.0
     """
-    a, b = set(normalise(name).split()), set(normalise(title).split())
+    return words_match(set(normalise(name).split()), set(normalise(title).split()))
+
+
+def words_match(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> float:
+    """:func:`name_match` on already normalised word sets (for callers that compare one name many times)."""
     if not a or not b:
         return 0.0
     inter = len(a & b)
@@ -125,4 +129,4 @@ def name_match(name: str, title: str) -> float:
     return inter / len(a) * min(1.0, (inter + 1) / len(b) + 0.5) if inter else 0.0
 
 
-__all__ = ["Mention", "mentions", "name_match", "normalise"]
+__all__ = ["Mention", "mentions", "name_match", "normalise", "words_match"]

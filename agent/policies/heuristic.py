@@ -14,13 +14,12 @@ It never looks at gold labels; its knobs live in :class:`~sieve.agent.config.Heu
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from sieve.agent.backends.base import ParsedToolCall
-from sieve.agent.policies.base import PolicyStep
+from sieve.agent.policies.base import PolicyStep, render_calls
 from sieve.agent.policies.entities import mentions, name_match, normalise
 from sieve.pruning.tokens import ApproxTokenCounter
 
@@ -162,7 +161,7 @@ class _Session:
             call = ParsedToolCall(name="search", arguments={"query": q.text, "k": k}, call_id=f"h{state.hop}_{i}")
             state.pending[call.call_id] = q
             calls.append(call)
-        return PolicyStep(tool_calls=calls, completion=_render(calls))
+        return PolicyStep(tool_calls=calls, completion=render_calls(calls))
 
     # -- bookkeeping ----------------------------------------------------------------------------
     def _absorb(self, episode: Episode) -> int:
@@ -215,7 +214,7 @@ class _Session:
         if prune:
             calls.append(ParsedToolCall(name="prune", arguments={"ids": prune, "reason": "low relevance"}))
         calls.append(ParsedToolCall(name="finish", arguments={"ids": ids}))
-        return PolicyStep(tool_calls=calls, completion=_render(calls),
+        return PolicyStep(tool_calls=calls, completion=render_calls(calls),
                           meta={"stop_reason": "converged" if converged else None})
 
 
@@ -237,12 +236,6 @@ def score_features(f: Features, scores: dict[str, float], knobs: HeuristicConfig
         if n.match >= knobs.min_match:
             link = max(link, knobs.named_weight * n.match / (1.0 + knobs.rank_decay * n.rank))
     return base + link
-
-
-def _render(calls: list[ParsedToolCall]) -> str:
-    """The calls as a model would write them, so heuristic traces read like LLM ones."""
-    return "\n".join(f"<tool_call>{json.dumps({'name': c.name, 'arguments': c.arguments}, ensure_ascii=False)}"
-                     "</tool_call>" for c in calls)
 
 
 __all__ = ["BridgeHit", "Features", "HeuristicPolicy", "NameHit", "score_features"]

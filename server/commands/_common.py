@@ -25,7 +25,30 @@ CollectionOpt = typer.Option(None, "--collection", "-c", help="Collection name (
 DataDirOpt = typer.Option(None, "--data-dir", help="Data folder (default $SIEVE_DATA_DIR or the per-user data dir).")
 ChromaUrlOpt = typer.Option(None, "--chroma-url", help="Chroma server URL (default $SIEVE_CHROMA_URL; embedded if unset).")
 EmbedderOpt = typer.Option(None, "--embedder", help="Local sentence-transformers folder (default $SIEVE_EMBEDDER).")
+
 JsonOpt = typer.Option(False, "--json", help="Machine-readable JSON on stdout (errors too, as problem details).")
+EmbedBackendOpt = typer.Option(None, "--embed-backend",
+                               help="Embedding runtime: onnx | torch (default $SIEVE_EMBED_BACKEND or onnx).")
+EmbedDtypeOpt = typer.Option(None, "--embed-dtype", help="float32 | int8 (onnx), float32 | bfloat16 (torch); "
+                                                         "default $SIEVE_EMBED_DTYPE or the backend's default.")
+Bf16Opt = typer.Option(False, "--bf16", help="Shorthand for --embed-backend torch --embed-dtype bfloat16.")
+
+
+def embed_overrides(backend: str | None, dtype: str | None, bf16: bool = False) -> dict[str, str | None]:
+    """The Settings overrides of the embedding flags (``--bf16`` is torch + bfloat16).
+
+    A collection remembers which embedder wrote it; querying it needs the same one.
+    """
+    if bf16:
+        if backend not in (None, "torch") or dtype not in (None, "bfloat16"):
+            from sieve.errors import InvalidInput
+
+            raise InvalidInput(f"Expected --bf16 alone or with torch/bfloat16, got --embed-backend {backend} "
+                               f"--embed-dtype {dtype}")
+        return {"embed_backend": "torch", "embed_dtype": "bfloat16"}
+    if backend is not None and dtype is None:
+        dtype = "auto"  # a backend given alone gets its own default precision, not $SIEVE_EMBED_DTYPE's
+    return {"embed_backend": backend, "embed_dtype": dtype}
 
 
 def settings_from(data_dir: Path | None = None, chroma_url: str | None = None, embedder: str | None = None,
@@ -92,5 +115,6 @@ def shorten(text: str, n: int = 160) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-__all__ = ["ChromaUrlOpt", "CollectionOpt", "DataDirOpt", "EmbedderOpt", "JsonOpt", "cli_errors", "plural",
-           "print_json", "print_problem", "settings_from", "shorten"]
+__all__ = ["Bf16Opt", "ChromaUrlOpt", "CollectionOpt", "DataDirOpt", "EmbedBackendOpt", "EmbedDtypeOpt", "EmbedderOpt",
+           "JsonOpt", "cli_errors", "embed_overrides", "plural", "print_json", "print_problem", "settings_from",
+           "shorten"]

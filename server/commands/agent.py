@@ -9,8 +9,8 @@ from typing import Any, Optional
 import typer
 
 from sieve.server.commands._common import (
-    ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedderOpt, JsonOpt, cli_errors, plural, print_json, settings_from,
-    shorten,
+    ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, cli_errors,
+    embed_overrides, plural, print_json, settings_from, shorten,
 )
 
 
@@ -113,7 +113,10 @@ def register(app: typer.Typer) -> None:
         question: str = typer.Argument(..., help="The question."),
         collection: Optional[str] = CollectionOpt,
         policy: Optional[str] = typer.Option(None, "--policy", "-p",
-                                             help="heuristic | openai | local (default $SIEVE_POLICY or heuristic)"),
+                                             help="heuristic | learned | openai | local "
+                                                  "(default $SIEVE_POLICY or heuristic)"),
+        policy_path: Optional[Path] = typer.Option(None, "--policy-path", help="learned: checkpoint folder (default "
+                                                   "$SIEVE_POLICY_PATH, else the one shipped with Sieve)."),
         budget: Optional[int] = typer.Option(None, "--budget", help="Context budget in tokens "
                                                                     "(default $SIEVE_BUDGET_TOKENS or 8192)."),
         k: Optional[int] = typer.Option(None, "-k", help="Evidence chunks to return (default $SIEVE_K or 10)."),
@@ -129,14 +132,17 @@ def register(app: typer.Typer) -> None:
         trace_out: Optional[Path] = typer.Option(None, "--trace", help="Append the episode's trace to this JSONL."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No step log."),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
-        embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
+        embedder: Optional[str] = EmbedderOpt, embed_backend: Optional[str] = EmbedBackendOpt,
+        embed_dtype: Optional[str] = EmbedDtypeOpt, as_json: bool = JsonOpt,
     ) -> None:
         """Agentic search: iterative search, read and prune within a token budget; prints ranked evidence."""
         from sieve.agent import SearchAgent, make_policy
         from sieve.retriever import CorpusIndex
 
         s = settings_from(data_dir, chroma_url, embedder, collection=collection, openai_base_url=base_url,
-                          openai_model=model, local_model=str(local_model) if local_model else None)
+                          openai_model=model, local_model=str(local_model) if local_model else None,
+                          policy_path=str(policy_path) if policy_path else None,
+                          **embed_overrides(embed_backend, embed_dtype))
         # Episode flags go straight onto the AgentConfig: it validates them with its own messages.
         flags = {"budget_tokens": budget, "k": k, "max_turns": max_turns}
         config = s.agent_config(rollouts=rollouts, **{name: v for name, v in flags.items() if v is not None})

@@ -11,7 +11,8 @@ import typer
 
 from sieve.errors import InvalidInput
 from sieve.server.commands._common import (
-    ChromaUrlOpt, DataDirOpt, EmbedderOpt, JsonOpt, cli_errors, plural, print_json, settings_from,
+    Bf16Opt, ChromaUrlOpt, DataDirOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, cli_errors, embed_overrides,
+    plural, print_json, settings_from,
 )
 
 
@@ -31,13 +32,15 @@ def register(app: typer.Typer) -> None:
     def eval_cmd(
         data: list[Path] = typer.Option(..., "--data", help="Data dir with corpus.jsonl + tasks.jsonl; repeat to pool."),
         systems: str = typer.Option("dense,bm25,hybrid,agent:heuristic", "--systems",
-                                    help="Comma-separated: dense, bm25, hybrid, agent[:heuristic|openai|local]."),
+                                    help="Comma-separated: dense, bm25, hybrid, agent[:heuristic|learned|openai|local]."),
         k: str = typer.Option("5,10,20", "--k", help="Cut-offs, comma-separated."),
         limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N tasks of each data dir."),
         out: Path = typer.Option(Path("report"), "--out", help="Report folder; a rerun resumes from its results.jsonl."),
-        bf16: bool = typer.Option(False, "--bf16", help="Embed the cached index in bfloat16 (~2x faster on CPU)."),
+        embed_backend: Optional[str] = EmbedBackendOpt, embed_dtype: Optional[str] = EmbedDtypeOpt, bf16: bool = Bf16Opt,
         no_exports: bool = typer.Option(False, "--no-exports", help="Skip the BrowseComp-Plus and TREC run files."),
         no_plots: bool = typer.Option(False, "--no-plots", help="Skip the PNG plots."),
+        policy_path: Optional[Path] = typer.Option(None, "--policy-path", help="agent:learned checkpoint folder "
+                                                   "(default: the one shipped with Sieve)."),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
     ) -> None:
@@ -46,10 +49,10 @@ def register(app: typer.Typer) -> None:
         from sieve.eval.runner import EvalConfig, run_eval
 
         ks = _parse_ks(k)
-        s = settings_from(data_dir, chroma_url, embedder, embed_dtype="bfloat16" if bf16 else None)
+        s = settings_from(data_dir, chroma_url, embedder, **embed_overrides(embed_backend, embed_dtype, bf16))
         config = EvalConfig(data=list(data), systems=[systems], ks=ks, limit=limit, out=out,
                             exports=not no_exports, plots=not no_plots, progress=not as_json,
-                            command="sieve " + shlex.join(sys.argv[1:]))
+                            command="sieve " + shlex.join(sys.argv[1:]), policy_path=policy_path)
         report = run_eval(config, s.retriever_config())
         if as_json:
             print_json({"out": str(report.out_dir), "primary_metric": report.primary_metric,

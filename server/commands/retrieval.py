@@ -9,8 +9,8 @@ import typer
 
 from sieve.data import DEMO_QUESTION, SAMPLE_DIR
 from sieve.server.commands._common import (
-    ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedderOpt, JsonOpt, cli_errors, plural, print_json, settings_from,
-    shorten,
+    Bf16Opt, ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, cli_errors,
+    embed_overrides, plural, print_json, settings_from, shorten,
 )
 
 
@@ -67,7 +67,7 @@ def register(app: typer.Typer) -> None:
         path: Path = typer.Argument(..., help="File or folder (.txt .md .jsonl .html .pdf)."),
         collection: Optional[str] = CollectionOpt, data_dir: Optional[Path] = DataDirOpt,
         chroma_url: Optional[str] = ChromaUrlOpt, embedder: Optional[str] = EmbedderOpt,
-        bf16: bool = typer.Option(False, "--bf16", help="Embed in bfloat16 (~2x faster on CPU)."),
+        embed_backend: Optional[str] = EmbedBackendOpt, embed_dtype: Optional[str] = EmbedDtypeOpt, bf16: bool = Bf16Opt,
         chunk_tokens: Optional[int] = typer.Option(None, help="Chunk size in tokens (default $SIEVE_CHUNK_TOKENS or 200)."),
         chunk_overlap: Optional[int] = typer.Option(None, help="Chunk overlap in tokens (default $SIEVE_CHUNK_OVERLAP "
                                                                "or 32)."),
@@ -81,7 +81,7 @@ def register(app: typer.Typer) -> None:
         """
         from sieve.retriever import CorpusIndex
 
-        s = settings_from(data_dir, chroma_url, embedder, embed_dtype="bfloat16" if bf16 else None,
+        s = settings_from(data_dir, chroma_url, embedder, **embed_overrides(embed_backend, embed_dtype, bf16),
                           chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap, collection=collection)
         index = CorpusIndex.open(s.retriever_config(), s.collection, create=True)
         _report_index(index.index_path(path, progress=not as_json), as_json)
@@ -94,12 +94,14 @@ def register(app: typer.Typer) -> None:
         mode: str = typer.Option("hybrid", "--mode", help="dense | bm25 | hybrid"),
         collection: Optional[str] = CollectionOpt, data_dir: Optional[Path] = DataDirOpt,
         chroma_url: Optional[str] = ChromaUrlOpt, embedder: Optional[str] = EmbedderOpt,
+        embed_backend: Optional[str] = EmbedBackendOpt, embed_dtype: Optional[str] = EmbedDtypeOpt, bf16: bool = Bf16Opt,
         as_json: bool = JsonOpt,
     ) -> None:
         """Plain (non-agentic) retrieval: one query, top-k chunks."""
         from sieve.retriever import CorpusIndex
 
-        s = settings_from(data_dir, chroma_url, embedder, collection=collection)
+        s = settings_from(data_dir, chroma_url, embedder, collection=collection,
+                          **embed_overrides(embed_backend, embed_dtype, bf16))
         index = CorpusIndex.open(s.retriever_config(), s.collection)
         hits = index.search(query, s.k if k is None else k, mode=mode)  # type: ignore[arg-type]
         if as_json:

@@ -7,7 +7,10 @@ from typing import Optional
 
 import typer
 
-from sieve.server.commands._common import ChromaUrlOpt, DataDirOpt, EmbedderOpt, cli_errors, settings_from
+from sieve.server.commands._common import (
+    Bf16Opt, ChromaUrlOpt, DataDirOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, cli_errors, embed_overrides,
+    plural, settings_from,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -16,18 +19,23 @@ def register(app: typer.Typer) -> None:
     def serve_cmd(
         host: Optional[str] = typer.Option(None, "--host", help="Bind address (default 127.0.0.1, $SIEVE_HOST)."),
         port: Optional[int] = typer.Option(None, "--port", help="Port (default 8000, $SIEVE_PORT)."),
+        workers: Optional[int] = typer.Option(None, "--workers", help="Worker processes sharing the port (default 1, "
+                                              "$SIEVE_WORKERS); more than one needs --chroma-url."),
         collection: Optional[str] = typer.Option(None, "--collection", "-c",
                                                  help="Default collection (default $SIEVE_COLLECTION or 'default')."),
         preload: Optional[list[str]] = typer.Option(None, "--preload", help="Open this collection at start-up "
                                                                             "(repeatable)."),
-        policy: Optional[str] = typer.Option(None, "--policy", help="Default agent policy: heuristic | openai | local."),
+        policy: Optional[str] = typer.Option(None, "--policy", help="Default agent policy: heuristic | learned | "
+                                                                    "openai | local."),
+        policy_path: Optional[str] = typer.Option(None, "--policy-path", help="Checkpoint folder of the learned "
+                                                  "policy (default: the one shipped with Sieve)."),
         openai_base_url: Optional[str] = typer.Option(None, "--openai-base-url",
                                                       help="OpenAI-compatible endpoint, e.g. vLLM's /v1."),
         openai_model: Optional[str] = typer.Option(None, "--openai-model", help="Model name at that endpoint."),
         budget_tokens: Optional[int] = typer.Option(None, "--budget-tokens", help="Default agent token budget."),
         max_k: Optional[int] = typer.Option(None, "--max-k", help="Largest k a request may ask for."),
         timeout: Optional[float] = typer.Option(None, "--timeout", help="Per-request time limit in seconds."),
-        bf16: bool = typer.Option(False, "--bf16", help="Embed in bfloat16 (~2x faster on CPU)."),
+        embed_backend: Optional[str] = EmbedBackendOpt, embed_dtype: Optional[str] = EmbedDtypeOpt, bf16: bool = Bf16Opt,
         no_mcp: bool = typer.Option(False, "--no-mcp", help="Do not mount the MCP endpoint at /mcp."),
         log_level: Optional[str] = typer.Option(None, "--log-level", help="uvicorn log level (default info)."),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
@@ -39,21 +47,41 @@ def register(app: typer.Typer) -> None:
         """
         import uvicorn
 
+        from sieve.runtime import export_to_children
         from sieve.server.main import create_app
         from sieve.server.serving import uvicorn_config
 
         s = settings_from(
-            data_dir, chroma_url, embedder, host=host, port=port, collection=collection, preload=preload or None,
-            policy=policy, openai_base_url=openai_base_url, openai_model=openai_model, budget_tokens=budget_tokens,
-            max_k=max_k, request_timeout_s=timeout, embed_dtype="bfloat16" if bf16 else None,
+            data_dir, chroma_url, embedder, host=host, port=port, workers=workers, collection=collection,
+            preload=preload or None, policy=policy, policy_path=policy_path, openai_base_url=openai_base_url,
+            openai_model=openai_model, budget_tokens=budget_tokens, max_k=max_k, request_timeout_s=timeout,
+            **embed_overrides(embed_backend, embed_dtype, bf16),
             mcp=False if no_mcp else None, log_level=log_level,
         )
+        if s.workers > 1 and not s.chroma_url:
+            from sieve.errors import InvalidInput
+
+            raise InvalidInput(f"Expected --chroma-url with --workers {s.workers}, got the embedded store, which only "
+                               "one process may open; start a server (`chroma run --path DIR --port 8001`) and pass "
+                               "--chroma-url http://127.0.0.1:8001")
         auth = "on all" if s.require_auth else "on writes" if s.api_key else "off"
-        typer.echo(f"Sieve on http://{s.host}:{s.port} (playground at /, API docs at /docs; collection "
-                   f"{s.collection!r}; policy {s.policy}; auth {auth})", err=True)
-        # One process: the indexes, the embedder and the BM25 caches live in it. Concurrency comes
-        # from the thread pool the routes hand blocking work to, bounded by admission control.
-        uvicorn.Server(uvicorn_config(create_app(s), s)).run()
+        typer.echo(f"Sieve on http://{s.host}:{s.port} (playground at /, API docs at /docs; "
+                   f"{plural(s.workers, 'worker')}; collection {s.collection!r}; policy {s.policy}; auth {auth})",
+                   err=True)
+        if s.workers == 1:
+            # One process: the indexes, the embedder and the BM25 caches live in it. Concurrency
+            # comes from the thread pool the routes hand blocking work to, bounded by admission control.
+            uvicorn.Server(uvicorn_config(create_app(s), s)).run()
+            return
+        # N processes accept on one socket; each loads its own embedder and BM25 caches (and has
+        # its own admission limits), all share the Chroma server, and each re-reads a collection's
+        # generation per request, so a write through one worker is seen by the next request to any
+        # other. The workers import the app by name and read these settings back from SIEVE_*.
+        from uvicorn.supervisors import Multiprocess
+
+        export_to_children(s.to_env())
+        config = uvicorn_config("sieve.server.main:app_from_env", s, factory=True, workers=s.workers)
+        Multiprocess(config, sockets=[config.bind_socket()]).run()
 
 
 __all__ = ["register"]

@@ -48,9 +48,43 @@ SearchKOpt = _episode_option("search_k")
 SearchTokensOpt = _episode_option("search_tokens")
 
 
+def _reward_config(collapse_penalty: float | None) -> Any:
+    from sieve.train.rewards import RewardConfig
+
+    return RewardConfig() if collapse_penalty is None else RewardConfig(collapse=collapse_penalty)
+
+
+def _learned_rl(s: Settings, tasks: Path, out: Path, minutes: float | None, seed: int, init: str | None, epochs: int,
+                collapse_penalty: float | None, steps: int | None, questions: int | None, generations: int | None,
+                lr: float | None, limit: int | None, heldout_tasks: Path | None, as_json: bool) -> None:
+    """``sieve train rl --policy learned``: warm start + GRPO of the small policy network (CPU)."""
+    import shlex
+    import sys
+
+    index = _open_index(s)
+    from sieve.train.learned import LearnedRLConfig, run_learned_rl
+
+    cfg = LearnedRLConfig(tasks=tasks, out=out, init=init, updates=steps or 200, minutes=minutes,
+                          tasks_per_update=questions or 4, group=generations or 8, epochs=epochs, lr=lr or 1e-3,
+                          limit=limit, seed=seed, reward=_reward_config(collapse_penalty), heldout_tasks=heldout_tasks,
+                          command="sieve " + shlex.join(sys.argv[1:]))
+    result = run_learned_rl(index, cfg, progress=not as_json)
+    if as_json:
+        print_json(result)
+        return
+    first, last = result.get("curve_first_window", {}), result.get("curve_last_window", {})
+    msg = (f"{result['updates']} GRPO updates in {result['rl_seconds'] / 60:.1f} min -> {result['model_dir']}; "
+           f"batch reward {first.get('reward', 0):.3f} -> {last.get('reward', 0):.3f}, recall@{cfg.k} "
+           f"{first.get('recall', 0):.3f} -> {last.get('recall', 0):.3f}")
+    if "heldout_end" in result:
+        msg += (f"; held-apart recall@{cfg.k} {result['heldout_start']['recall']:.3f} -> "
+                f"{result['heldout_end']['recall']:.3f}")
+    typer.echo(msg + f"; curves in {out / 'curve.md'}")
+
+
 def register(app: typer.Typer) -> None:
-    train = typer.Typer(name="train", help="Retrain on your corpus: synthesize tasks, SFT warm start, GRPO, all.",
-                        no_args_is_help=True)
+    train = typer.Typer(name="train", help="Retrain on your corpus: synthesize tasks, GRPO (the learned policy; or "
+                        "a language model after an SFT warm start), all.", no_args_is_help=True)
 
     @train.command("synth")
     @cli_errors
@@ -140,14 +174,27 @@ def register(app: typer.Typer) -> None:
     def rl_cmd(
         tasks: Path = typer.Option(..., "--tasks", help="Tasks JSONL."),
         collection: Optional[str] = CollectionOpt,
-        out: Path = typer.Option(Path("runs/rl"), "--out", help="Output folder (merged HF checkpoint in OUT/model)."),
-        model_path: Optional[str] = typer.Option(None, "--model-path", help="Start policy (e.g. runs/sft/model)."),
-        steps: int = typer.Option(100, "--steps", help="GRPO optimizer steps."),
-        questions_per_step: int = typer.Option(2, "--questions", help="Questions per step (Context-1: 128)."),
-        num_generations: int = typer.Option(4, "--num-generations", help="Rollouts per question (Context-1: 8)."),
-        loss_type: str = typer.Option("cispo", "--loss-type", help="cispo | grpo | dapo | dr_grpo | bnpo | ..."),
-        beta: float = typer.Option(0.0, "--beta", help="KL coefficient towards the start policy."),
-        lr: float = typer.Option(1e-6, "--lr", help="Learning rate."),
+        policy: str = typer.Option("learned", "--policy", help="learned (small network, CPU: minutes) | "
+                                   "llm (a language model via TRL GRPO; GPU route)."),
+        out: Path = typer.Option(Path("runs/rl"), "--out", help="Run folder (checkpoint in OUT/model; a rerun resumes)."),
+        minutes: Optional[float] = typer.Option(None, "--minutes", help="learned: wall-clock budget of RL."),
+        seed: int = typer.Option(0, "--seed", help="Seed (task order, sampling, network init)."),
+        init: Optional[str] = typer.Option(None, "--init", help="learned: start checkpoint folder, or 'default' "
+                                           "(the shipped one); none: fresh network warm-started on the heuristic."),
+        epochs: int = typer.Option(4, "--epochs", help="learned: optimiser steps per batch of rollouts."),
+        heldout_tasks: Optional[Path] = typer.Option(None, "--heldout-tasks", help="learned: tasks for the greedy "
+                                                     "held-apart checks (default: 15% of --tasks, not trained on)."),
+        collapse_penalty: Optional[float] = typer.Option(None, "--collapse-penalty",
+                                                         help="Single-search collapse penalty (default 0.5)."),
+        model_path: Optional[str] = typer.Option(None, "--model-path", help="llm: start policy (e.g. runs/sft/model)."),
+        steps: Optional[int] = typer.Option(None, "--steps", help="Updates (learned: 200; llm: 100 GRPO steps)."),
+        questions_per_step: Optional[int] = typer.Option(None, "--questions", help="Tasks per update "
+                                                         "(learned: 4; llm: 2; Context-1: 128)."),
+        num_generations: Optional[int] = typer.Option(None, "--num-generations", help="Rollouts per task, the GRPO "
+                                                      "group (learned: 8; llm: 4; Context-1: 8)."),
+        loss_type: str = typer.Option("cispo", "--loss-type", help="llm: cispo | grpo | dapo | dr_grpo | bnpo | ..."),
+        beta: float = typer.Option(0.0, "--beta", help="llm: KL coefficient towards the start policy."),
+        lr: Optional[float] = typer.Option(None, "--lr", help="Learning rate (learned: 1e-3; llm: 1e-6)."),
         budget_tokens: int = BudgetTokensOpt, max_turns: int = MaxTurnsOpt, max_new_tokens: int = MaxNewTokensOpt,
         search_k: int = SearchKOpt, search_tokens: int = SearchTokensOpt,
         lora: bool = typer.Option(False, "--lora", help="Train a LoRA adapter (peft), merged on save."),
@@ -160,17 +207,23 @@ def register(app: typer.Typer) -> None:
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
     ) -> None:
-        """GRPO over the Sieve harness: real multi-turn rollouts with live pruning, per-turn segments."""
+        """GRPO over the Sieve harness: groups of real episodes rewarded on recall (the learned policy by default)."""
+        _check_choice(policy, ("learned", "llm"), "--policy")
+        s = settings_from(data_dir, chroma_url, embedder, collection=collection)
+        if policy == "learned":
+            _learned_rl(s, tasks, out, minutes, seed, init, epochs, collapse_penalty, steps, questions_per_step,
+                        num_generations, lr, limit, heldout_tasks, as_json)
+            return
         from sieve.train.rl import RLConfig, run_rl
 
-        index = _open_index(settings_from(data_dir, chroma_url, embedder, collection=collection))
+        index = _open_index(s)
         episode = EpisodeConfig(budget_tokens=budget_tokens, max_turns=max_turns, max_new_tokens=max_new_tokens,
                                 search_k=search_k, search_tokens=search_tokens)
-        cfg = RLConfig(tasks=tasks, out=out, model_path=model_path, max_steps=steps,
-                       questions_per_step=questions_per_step, num_generations=num_generations, loss_type=loss_type,
-                       beta=beta, learning_rate=lr, episode=episode, lora=lora, bf16=bf16,
+        cfg = RLConfig(tasks=tasks, out=out, model_path=model_path, max_steps=steps or 100,
+                       questions_per_step=questions_per_step or 2, num_generations=num_generations or 4,
+                       loss_type=loss_type, beta=beta, learning_rate=lr or 1e-6, episode=episode, lora=lora, bf16=bf16,
                        micro_batches=micro_batches, use_vllm=use_vllm, vllm_mode=vllm_mode,
-                       vllm_server_base_url=vllm_url, limit=limit)
+                       vllm_server_base_url=vllm_url, limit=limit, seed=seed, reward=_reward_config(collapse_penalty))
         result = run_rl(index, cfg, progress=not as_json)
         if as_json:
             print_json(result)
@@ -185,18 +238,25 @@ def register(app: typer.Typer) -> None:
         collection: Optional[str] = CollectionOpt,
         out: Path = typer.Option(Path("runs/train"), "--out", help="Run folder (tasks, sft/, rl/, eval/)."),
         n_tasks: int = typer.Option(60, "--n-tasks", help="Tasks to synthesize."),
-        rl_steps: int = typer.Option(10, "--rl-steps", help="GRPO steps."),
-        model_path: Optional[str] = typer.Option(None, "--model-path", help="Student HF folder (default SmolLM2-135M)."),
-        seed: int = typer.Option(0, "--seed", help="Synthesis seed."),
+        rl_steps: Optional[int] = typer.Option(None, "--rl-steps", help="GRPO updates (learned: 200; --llm: 10)."),
+        rl_minutes: Optional[float] = typer.Option(None, "--rl-minutes", help="learned: wall-clock budget of RL."),
+        eval_tasks: Optional[Path] = typer.Option(None, "--eval-tasks", help="Labelled questions of this corpus to "
+                                                  "report on too (never trained on)."),
+        llm: bool = typer.Option(False, "--llm", help="The language-model route (SFT + GRPO; for GPU machines) "
+                                 "instead of the learned policy network."),
+        model_path: Optional[str] = typer.Option(None, "--model-path", help="--llm: student HF folder "
+                                                 "(default SmolLM2-135M)."),
+        seed: int = typer.Option(0, "--seed", help="Synthesis and training seed."),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
     ) -> None:
-        """Index CORPUS, synthesize tasks, SFT, GRPO, then evaluate start vs trained policy on held-out tasks."""
+        """Index CORPUS, synthesize tasks, train by RL (learned policy; --llm: SFT + GRPO), report on held-out tasks."""
         from sieve.train.pipeline import PipelineConfig, run_pipeline
 
         s = settings_from(data_dir, chroma_url, embedder, collection=collection)
         cfg = PipelineConfig(corpus=corpus, collection=s.collection, out=out, n_tasks=n_tasks, rl_steps=rl_steps,
-                             model_path=model_path, seed=seed)
+                             model_path=model_path, seed=seed, route="llm" if llm else "learned",
+                             rl_minutes=rl_minutes, eval_tasks=eval_tasks)
         result = run_pipeline(cfg, s.retriever_config(), progress=not as_json)
         if as_json:
             print_json(result)

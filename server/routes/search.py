@@ -53,7 +53,7 @@ async def retrieve_search_r1(body: SearchR1Request, state: StateDep) -> SearchR1
         index = state.index(body.collection)
         if index.count() == 0:
             raise EmptyCorpus(f"Expected an indexed collection, got {index.name!r} with no chunks; POST documents first")
-        batches = index.hybrid.batch_search(body.queries, k)
+        batches = index.batch_search(body.queries, k)
         state.metrics.queries.labels(mode="hybrid").inc(len(body.queries))
         if body.return_scores:
             return SearchR1Response(result=[[SearchR1Scored(document=search_r1_doc(h.chunk), score=float(h.score))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from sieve.retriever.bm25 import SparseBM25, tokenize
+from sieve.retriever.bm25 import BM25_FILE, SparseBM25, tokenize
 
 QUERIES = [
     "Stanley Kubrick science fiction film",
@@ -107,18 +107,44 @@ def test_save_load_roundtrip(tmp_path, corpus):
     assert fingerprint == "gen-1" and loaded.ids == index.ids and loaded.vocab == index.vocab
     q = tokenize(QUERIES[2])
     np.testing.assert_array_equal(loaded.scores(q), index.scores(q))
-    assert not list(tmp_path.glob("*.tmp.*"))  # written atomically via temp files
+    assert [p.name for p in tmp_path.iterdir()] == [BM25_FILE]  # one file, renamed into place: no temp left
 
 
 def test_load_rejects_missing_or_torn_files(tmp_path, corpus):
     index, _ = corpus
     assert SparseBM25.load(tmp_path) is None
     index.save(tmp_path, fingerprint="g")
-    (tmp_path / "bm25.json").write_text('{"ids": ["a"], "vocab": {}, "k1": 1.5, "b": 0.75, "epsilon": 0.25, '
-                                        '"fingerprint": "g"}', encoding="utf-8")
-    assert SparseBM25.load(tmp_path) is None  # row count disagrees with the ids
-    (tmp_path / "bm25.json").write_text("{trunc", encoding="utf-8")
+    whole = (tmp_path / BM25_FILE).read_bytes()
+    (tmp_path / BM25_FILE).write_bytes(whole[: len(whole) // 2])  # what a non-atomic writer could leave
     assert SparseBM25.load(tmp_path) is None
+    short = SparseBM25.from_tokens(["a"], [["x"]])
+    short.ids = index.ids[:2]  # rows disagree with the ids
+    short.save(tmp_path, fingerprint="g")
+    assert SparseBM25.load(tmp_path) is None
+
+
+def test_save_replaces_atomically_while_a_reader_loads(tmp_path, corpus):
+    """Readers racing a writer see the old index or the new one, never a mix of both."""
+    import threading
+
+    index, _ = corpus
+    small = SparseBM25.from_tokens(["a", "b"], [["x"], ["y", "x"]])
+    index.save(tmp_path, fingerprint="big")
+    stop = threading.Event()
+    seen: list[tuple[str, int] | None] = []
+
+    def read() -> None:
+        while not stop.is_set():
+            got = SparseBM25.load(tmp_path)
+            seen.append(None if got is None else (got[1], len(got[0])))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    for i in range(20):
+        (small if i % 2 else index).save(tmp_path, fingerprint="small" if i % 2 else "big")
+    stop.set()
+    reader.join()
+    assert seen and set(seen) <= {("big", len(index)), ("small", 2)}
 
 
 def test_empty_index_and_tokenizer():

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
 from typing import TYPE_CHECKING
 
 import pytest
 
 from _retriever_helpers import MULTI_DOCS, assert_consistent
-from _server_process import server_process
-
-from sieve._net import free_port
+from _server_process import chroma_server as start_chroma
 
 from sieve.errors import InvalidPattern, NotFound, UnknownCollection
 from sieve.retriever import CorpusIndex, Document, RetrieverConfig
@@ -28,15 +25,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """``chroma run --path DIR --port P``; yields (url, DIR) once its heartbeat answers."""
-    exe = shutil.which("chroma")
-    if exe is None:
-        pytest.fail("the `chroma` CLI (shipped with chromadb) is not on PATH")
     path = tmp_path_factory.mktemp("chroma-server")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    with server_process([exe, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-                        f"{url}/api/v2/heartbeat", name="chroma server", log_path=path.parent / "chroma-server.log",
-                        timeout_s=60, poll_s=0.1):
+    with start_chroma(path) as url:
         yield url, path
 
 

@@ -28,9 +28,13 @@ class FakeLLM:
     delay_s: float = 0.0
     fast: int = 0  # the first `fast` requests are answered at once
     calls: list[Call] = field(default_factory=list)
+    # Held replies also wait for this (set by default): a test clears it to keep episodes running for as long
+    # as it needs, whatever the machine's load, and sets it to let them finish.
+    release: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
         outer = self
+        self.release.set()
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: object) -> None:
@@ -41,7 +45,7 @@ class FakeLLM:
                 call = Call(started=time.monotonic())
                 outer.calls.append(call)
                 n = len(outer.calls)
-                if n > outer.fast and outer._hold(self.connection, outer.delay_s):
+                if n > outer.fast and outer._hold(self.connection, outer.delay_s, outer.release):
                     call.aborted = True
                     return
                 body = json.dumps(_search_call(n)).encode()
@@ -59,11 +63,12 @@ class FakeLLM:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     @staticmethod
-    def _hold(conn: socket.socket, seconds: float) -> bool:
-        """Wait ``seconds``; True as soon as the client closes its end (a readable socket with no data)."""
-        deadline = time.monotonic() + seconds
-        while (left := deadline - time.monotonic()) > 0:
-            readable, _, _ = select.select([conn], [], [], min(left, 0.05))
+    def _hold(conn: socket.socket, seconds: float, release: threading.Event) -> bool:
+        """Wait ``seconds`` and until ``release`` is set (at most 120 s); True as soon as the client closes its
+        end (a readable socket with no data)."""
+        deadline, give_up = time.monotonic() + seconds, time.monotonic() + 120
+        while (left := deadline - time.monotonic()) > 0 or (not release.is_set() and time.monotonic() < give_up):
+            readable, _, _ = select.select([conn], [], [], min(max(left, 0.0), 0.05) or 0.05)
             if readable:
                 try:
                     if conn.recv(1, socket.MSG_PEEK) == b"":

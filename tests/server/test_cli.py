@@ -21,8 +21,8 @@ from sieve.server.cli import app, build_command, configure_logging, main
 from sieve.server.commands._common import plural
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("torch", "sentence_transformers", "transformers", "chromadb", "fastapi", "scipy", "numpy")
-MODEL_LIBS = ("torch", "sentence_transformers", "transformers", "chromadb", "fastapi")
+HEAVY = ("torch", "sentence_transformers", "transformers", "onnxruntime", "chromadb", "fastapi", "scipy", "numpy")
+MODEL_LIBS = ("torch", "sentence_transformers", "transformers", "onnxruntime", "chromadb", "fastapi")
 
 
 def _modules_after(args: list[str], data_dir: Path | None = None) -> tuple[set[str], subprocess.CompletedProcess]:
@@ -129,13 +129,15 @@ def test_eval_caches_stay_out_of_the_users_list(tmp_path: Path) -> None:
 
 def test_eval_cache_names_are_recognised() -> None:
     from sieve.eval.data import EvalSet, collection_name
-    from sieve.retriever.config import RetrieverConfig
+    from sieve.retriever.config import BACKEND_DTYPES, RetrieverConfig
     from sieve.retriever.store import is_eval_cache
 
     corpus = ROOT / "data" / "sample" / "corpus.jsonl"
-    for dtype in ("float32", "bfloat16"):
-        cfg = RetrieverConfig(data_dir=Path("/nonexistent"), embed_dtype=dtype)
-        assert is_eval_cache(collection_name([EvalSet("sample", corpus.parent, [])], cfg))
+    for backend, dtypes in BACKEND_DTYPES.items():
+        for dtype in dtypes:
+            cfg = RetrieverConfig(data_dir=Path("/nonexistent"), embed_backend=backend,  # type: ignore[arg-type]
+                                  embed_dtype=dtype)  # type: ignore[arg-type]
+            assert is_eval_cache(collection_name([EvalSet("sample", corpus.parent, [])], cfg)), (backend, dtype)
     assert not is_eval_cache("evaluation") and not is_eval_cache("eval-notes")
 
 

@@ -38,6 +38,19 @@ def test_search_returns_ranked_evidence_and_usage(http: httpx.Client) -> None:
     assert u["turns"] >= 1 and u["tool_calls"] >= u["searches"] >= 1 and u["tokens"] > 0 and u["ms"] > 0
 
 
+def test_search_with_the_learned_policy(http: httpx.Client) -> None:
+    """The shipped learned-policy checkpoint, chosen per request, through the real server."""
+    r = http.post("/v1/search", json={"query": QUESTION, "k": 8, "policy": "learned", "include_trace": True})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["policy"] == "learned" and 1 <= len(body["results"]) <= 8
+    docs = [x["doc_id"] for x in body["results"]]
+    assert "wiki-charles-lindbergh" in docs and "wiki-st-louis" in docs
+    decisions = [d for t in body["trace"]["turns"] for d in t["meta"]["decisions"]]
+    assert decisions[-1]["kind"] == "rank" and all("logp" in d for d in decisions)
+    assert body["usage"]["searches"] >= 2
+
+
 def test_search_with_trace_and_fused_rollouts(http: httpx.Client) -> None:
     body = http.post("/v1/search", json={"query": QUESTION, "k": 5, "rollouts": 2, "include_trace": True}).json()
     trace = body["trace"]

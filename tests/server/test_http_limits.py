@@ -119,26 +119,31 @@ def admitting(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterat
 
 
 def test_admission_runs_one_queues_one_and_refuses_the_rest_fast(admitting) -> None:
-    _, srv = admitting
     body = {"query": "capital of Italy", "policy": "openai", "max_turns": 2, "collection": TINY}
 
     def search() -> httpx.Response:
         return httpx.post(f"{srv.url}/v1/search", json=body, timeout=60)
 
+    llm, srv = admitting
+    llm.release.clear()  # the running episode holds its place until the refusals are checked, however slow the box
     with ThreadPoolExecutor(4) as pool:
         admitted = [pool.submit(search) for _ in range(2)]
-        wait_for(lambda: metric(srv, "sieve_admission_queued", gate="episodes") == 1)
-        assert metric(srv, "sieve_admission_running", gate="episodes") == 1
-        refused = [pool.submit(search) for _ in range(2)]
-        for f in refused:
-            body_ = assert_problem(f.result(), 503, "overloaded")
-            assert int(f.result().headers["Retry-After"]) >= 1 and "SIEVE_MAX_EPISODES" in body_["detail"]
-        assert not any(f.done() for f in admitted)  # refused at once, not after waiting for a place
-        # Shed before parsing: even a malformed request to a full gate gets the cheap 503, not a 422.
-        assert_problem(httpx.post(f"{srv.url}/v1/search", content=b"{not json", timeout=30), 503, "overloaded")
-        # Plain retrieval has its own bound: it is served while every episode place is taken.
-        assert httpx.post(f"{srv.url}/v1/retrieve", json={"query": "capital", "collection": TINY},
-                          timeout=30).status_code == 200
+        try:
+            wait_for(lambda: metric(srv, "sieve_admission_queued", gate="episodes") == 1)
+            assert metric(srv, "sieve_admission_running", gate="episodes") == 1
+            refused = [pool.submit(search) for _ in range(2)]
+            for f in refused:
+                body_ = assert_problem(f.result(), 503, "overloaded")
+                assert int(f.result().headers["Retry-After"]) >= 1 and "SIEVE_MAX_EPISODES" in body_["detail"]
+            assert not any(f.done() for f in admitted)  # refused at once, not after waiting for a place
+            # Shed before parsing: even a malformed request to a full gate gets the cheap 503, not a 422.
+            assert_problem(httpx.post(f"{srv.url}/v1/search", content=b"{not json", timeout=30), 503, "overloaded")
+            # Plain retrieval has its own bound: it is served while every episode place is taken.
+            assert httpx.post(f"{srv.url}/v1/retrieve", json={"query": "capital", "collection": TINY},
+                              timeout=30).status_code == 200
+            assert not any(f.done() for f in admitted)
+        finally:
+            llm.release.set()
         assert [f.result().status_code for f in admitted] == [200, 200]
     assert metric(srv, "sieve_admission_rejected_total", gate="episodes") == 3
     assert metric(srv, "sieve_admission_running", gate="episodes") == 0

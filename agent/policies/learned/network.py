@@ -1,0 +1,334 @@
+"""The learned policy's network, its decisions and their log-probabilities, and checkpoints.
+
+Four small MLP heads (a few thousand parameters each) score what the policy decides:
+
+* ``select``: each candidate action (search / read) given the episode state, against an
+  ``end`` logit of the state alone. A turn's actions are drawn one by one without replacement
+  (a Plackett-Luce choice) until ``end`` is drawn; ``end`` first means *finish the episode*;
+* ``prune``: one Bernoulli per chunk that cannot make the returned set;
+* ``rank``: a score per chunk; the returned evidence is a Plackett-Luce draw of ``k`` chunks,
+  at most one per document (greedy at serving: the top ``k`` scores).
+
+Every decision is a :class:`Decision` holding its inputs (feature matrices), what was chosen
+and the per-step log-probabilities at the time; :func:`collate` + :func:`score_decisions`
+re-score any batch of them with the current weights (the PPO ratio of GRPO training).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import torch
+from torch import nn
+
+from sieve.agent.policies.learned.features import CANDIDATE_FEATURES, CHUNK_FEATURES, STATE_FEATURES
+from sieve.errors import InvalidInput, NotFound
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+FORMAT = "sieve-learned-policy"
+VERSION = 1
+DecisionKind = Literal["select", "prune", "rank"]
+
+
+@dataclass
+class LearnedConfig:
+    """Shape of the network and of the episodes the learned policy runs (saved with each checkpoint)."""
+
+    hidden: int = field(default=64, metadata={"help": "Width of each head's two hidden layers."})
+    max_search_turns: int = field(default=4, metadata={"help": "Turns that may search; the next one finishes."})
+    max_picks: int = field(default=6, metadata={"help": "Most searches/reads issued in one turn."})
+    seed_chunks: int = field(default=5, metadata={"help": "Best chunks whose mentions become candidate queries."})
+    mentions_per_chunk: int = field(default=5, metadata={"help": "Mentions of one chunk offered as candidates."})
+    max_candidates: int = field(default=32, metadata={"help": "Candidate actions scored per turn."})
+    hop_k: int = field(default=3, metadata={"help": "Chunks shown by a search other than the question's own."})
+    prune_margin: int = field(default=5, metadata={
+        "help": "Chunks ranked within k + this margin are never pruned (they may be returned)."})
+
+    def __post_init__(self) -> None:
+        bad = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) < (0 if f.name ==
+               "prune_margin" else 1)}
+        if bad:
+            raise InvalidInput(f"Expected positive LearnedConfig values, got {bad}")
+
+
+def _mlp(n_in: int, hidden: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(n_in, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+
+
+class PolicyNetwork(nn.Module):
+    """The four heads. Inputs are the feature vectors of :mod:`~sieve.agent.policies.learned.features`."""
+
+    def __init__(self, hidden: int = 64, n_chunk: int = len(CHUNK_FEATURES), n_cand: int = len(CANDIDATE_FEATURES),
+                 n_state: int = len(STATE_FEATURES)) -> None:
+        super().__init__()
+        self.select = _mlp(n_cand + n_state, hidden)
+        self.end = _mlp(n_state, hidden)
+        self.prune = _mlp(n_chunk + n_state, hidden)
+        self.rank = _mlp(n_chunk, hidden)
+        with torch.no_grad():  # start out pruning rarely: pruning gold is costly, pruning noise is cheap
+            self.prune[-1].bias.fill_(-2.0)
+
+    def select_scores(self, items: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
+        """[..., n] candidate logits with the END logit prepended at index 0: [..., n + 1]."""
+        s = state.unsqueeze(-2).expand(*items.shape[:-1], state.shape[-1])
+        cand = self.select(torch.cat([items, s], dim=-1)).squeeze(-1)
+        return torch.cat([self.end(state), cand], dim=-1)
+
+    def prune_logits(self, items: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
+        s = state.unsqueeze(-2).expand(*items.shape[:-1], state.shape[-1])
+        return self.prune(torch.cat([items, s], dim=-1)).squeeze(-1)
+
+    def rank_scores(self, items: torch.Tensor) -> torch.Tensor:
+        return self.rank(items).squeeze(-1)
+
+    def n_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+@dataclass
+class Decision:
+    """One decision of an episode, with what is needed to re-score it.
+
+    ``picks``: *select* — indices into ``[END] + items`` in draw order (0 = END); *rank* — indices
+    into ``items`` in draw order; *prune* — one 0/1 action per item. ``groups`` (rank): the
+    document of each item (drawing one removes its whole group). ``end_first``: *select* — whether
+    END could be drawn first. ``step_logps``: log-probability of each step as sampled.
+    """
+
+    kind: DecisionKind
+    items: np.ndarray
+    state: np.ndarray
+    picks: list[int]
+    step_logps: list[float]
+    groups: list[int] | None = None
+    end_first: bool = True
+    temperature: float = 1.0  # logits were divided by this when sampling (exploration in training)
+    episode: int = 0  # index of the episode in a training batch (set by the trainer)
+
+    @property
+    def logp(self) -> float:
+        return float(sum(self.step_logps))
+
+
+# -- choosing (numpy, at decision time) ------------------------------------------------------------
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    m = x.max()
+    return x - m - np.log(np.exp(x - m).sum())
+
+
+def draw_sequence(scores: np.ndarray, n_draws: int, *, groups: Sequence[int] | None = None, stop_index: int | None = None,
+                  stop_first: bool = True, rng: np.random.Generator | None = None) -> tuple[list[int], list[float]]:
+    """Draw up to ``n_draws`` items without replacement (Plackett-Luce), or take the best (``rng=None``).
+
+    Drawing ``stop_index`` ends the sequence (it may not come first unless ``stop_first``); after
+    ``n_draws`` other items the sequence ends without it. Drawing an item removes every item of its
+    group. Returns (picks, log-probability of each pick).
+
+    Example:
+        >>> draw_sequence(np.array([0.0, 2.0, 1.0]), 2, stop_index=0)[0]
+        [1, 2]
+    """
+    n = len(scores)
+    groups = list(groups) if groups is not None else list(range(n))
+    avail = np.ones(n, dtype=bool)
+    picks: list[int] = []
+    logps: list[float] = []
+    while len(picks) < n_draws and avail.any():
+        mask = avail.copy()
+        if stop_index is not None and not picks and not stop_first:
+            mask[stop_index] = False
+        if not mask.any():
+            break
+        idx = np.flatnonzero(mask)
+        lp = _log_softmax(scores[idx].astype(np.float64))
+        j = int(np.argmax(lp)) if rng is None else int(rng.choice(len(idx), p=np.exp(lp)))
+        pick = int(idx[j])
+        picks.append(pick)
+        logps.append(float(lp[j]))
+        if pick == stop_index:
+            break
+        g = groups[pick]
+        avail &= np.array([gg != g for gg in groups])
+    return picks, logps
+
+
+def draw_bernoulli(logits: np.ndarray, rng: np.random.Generator | None = None) -> tuple[list[int], list[float]]:
+    """One 0/1 action per logit (``rng=None``: 1 where the logit is positive) and its log-probability."""
+    p = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
+    acts = (p > 0.5) if rng is None else (rng.random(len(p)) < p)
+    lp = np.where(acts, np.log(np.clip(p, 1e-12, 1.0)), np.log(np.clip(1.0 - p, 1e-12, 1.0)))
+    return [int(a) for a in acts], [float(x) for x in lp]
+
+
+# -- re-scoring (torch, batched) --------------------------------------------------------------------
+
+@dataclass
+class KindBatch:
+    """Padded tensors of the decisions of one kind."""
+
+    items: torch.Tensor  # [D, N, F]
+    state: torch.Tensor  # [D, S]
+    valid: torch.Tensor  # [D, N] real items (select: N includes END at 0)
+    picks: torch.Tensor  # [D, J] long
+    step_mask: torch.Tensor  # [D, J] real steps
+    avail: torch.Tensor | None  # [D, J, N] items available at each step (select, rank)
+    old_logp: torch.Tensor  # [D, J]
+    episode: torch.Tensor  # [D] long
+    temperature: torch.Tensor  # [D]
+
+
+def _pad(arrs: list[np.ndarray], n: int, width: int) -> np.ndarray:
+    out = np.zeros((len(arrs), n, width), dtype=np.float32)
+    for i, a in enumerate(arrs):
+        if len(a):
+            out[i, : len(a)] = a
+    return out
+
+
+def _collate_kind(decisions: list[Decision], kind: DecisionKind) -> KindBatch | None:
+    ds = [d for d in decisions if d.kind == kind]
+    if not ds:
+        return None
+    width = ds[0].items.shape[1] if ds[0].items.ndim == 2 else 0
+    offset = 1 if kind == "select" else 0  # END sits at index 0 of select scores
+    n = max(len(d.items) for d in ds) + offset
+    j = max(max(len(d.picks) for d in ds), 1)
+    items = _pad([d.items for d in ds], n - offset, width)
+    valid = np.zeros((len(ds), n), dtype=bool)
+    picks = np.zeros((len(ds), j), dtype=np.int64)
+    step_mask = np.zeros((len(ds), j), dtype=bool)
+    old = np.zeros((len(ds), j), dtype=np.float32)
+    avail = np.zeros((len(ds), j, n), dtype=bool) if kind != "prune" else None
+    for i, d in enumerate(ds):
+        valid[i, : len(d.items) + offset] = True
+        picks[i, : len(d.picks)] = d.picks
+        step_mask[i, : len(d.picks)] = True
+        old[i, : len(d.step_logps)] = d.step_logps
+        if avail is None:
+            continue
+        groups = list(range(n)) if kind == "select" else list(d.groups or range(len(d.items)))
+        live = valid[i].copy()
+        for s, p in enumerate(d.picks):
+            row = live.copy()
+            if kind == "select" and s == 0 and not d.end_first:
+                row[0] = False
+            avail[i, s] = row
+            g = groups[p]
+            live &= np.array([gg != g for gg in groups] + [True] * (n - len(groups)))
+    return KindBatch(items=torch.from_numpy(items), state=torch.from_numpy(np.stack([d.state for d in ds])),
+                     valid=torch.from_numpy(valid), picks=torch.from_numpy(picks),
+                     step_mask=torch.from_numpy(step_mask), avail=None if avail is None else torch.from_numpy(avail),
+                     old_logp=torch.from_numpy(old), episode=torch.tensor([d.episode for d in ds], dtype=torch.long),
+                     temperature=torch.tensor([d.temperature for d in ds], dtype=torch.float32))
+
+
+def collate(decisions: list[Decision]) -> dict[str, KindBatch]:
+    """Padded tensors per decision kind (kinds with no decision are left out)."""
+    out = {}
+    for kind in ("select", "prune", "rank"):
+        b = _collate_kind(decisions, kind)  # type: ignore[arg-type]
+        if b is not None:
+            out[kind] = b
+    return out
+
+
+@dataclass
+class Scored:
+    """Per-step log-probabilities and entropies of one kind under the current weights."""
+
+    logp: torch.Tensor  # [D, J]
+    entropy: torch.Tensor  # [D, J]
+    mask: torch.Tensor  # [D, J]
+    old_logp: torch.Tensor  # [D, J]
+    episode: torch.Tensor  # [D]
+
+
+def score_batch(net: PolicyNetwork, kind: str, b: KindBatch) -> Scored:
+    """Log-probability and entropy of every recorded step of ``b`` under ``net``'s current weights."""
+    temp = b.temperature.unsqueeze(1)
+    if kind == "prune":
+        logits = net.prune_logits(b.items, b.state) / temp  # [D, N]
+        acts = b.picks[:, : logits.shape[1]].float()
+        logp = acts * nn.functional.logsigmoid(logits) + (1 - acts) * nn.functional.logsigmoid(-logits)
+        p = torch.sigmoid(logits)
+        ent = -(p * nn.functional.logsigmoid(logits) + (1 - p) * nn.functional.logsigmoid(-logits))
+        mask = b.valid[:, : logits.shape[1]] & b.step_mask[:, : logits.shape[1]]
+        return Scored(logp=logp, entropy=ent, mask=mask, old_logp=b.old_logp[:, : logits.shape[1]], episode=b.episode)
+    scores = (net.select_scores(b.items, b.state) if kind == "select" else net.rank_scores(b.items)) / temp  # [D, N]
+    assert b.avail is not None
+    masked = scores.unsqueeze(1).masked_fill(~b.avail, float("-inf"))  # [D, J, N]
+    lse = torch.logsumexp(masked, dim=-1)
+    chosen = torch.gather(scores, 1, b.picks)
+    logp = torch.where(b.step_mask, chosen - lse, torch.zeros_like(lse))
+    logq = torch.log_softmax(masked, dim=-1)
+    ent = -(logq.exp() * logq.masked_fill(~b.avail, 0.0)).sum(-1)
+    ent = torch.where(b.step_mask, ent, torch.zeros_like(ent))
+    return Scored(logp=logp, entropy=ent, mask=b.step_mask, old_logp=b.old_logp, episode=b.episode)
+
+
+def score_decisions(net: PolicyNetwork, decisions: list[Decision]) -> dict[str, Scored]:
+    """Re-score ``decisions`` with ``net`` (one padded forward pass per kind)."""
+    return {kind: score_batch(net, kind, b) for kind, b in collate(decisions).items()}
+
+
+# -- checkpoints ------------------------------------------------------------------------------------
+
+def save_checkpoint(folder: str | Path, net: PolicyNetwork, config: LearnedConfig, meta: dict[str, Any] | None = None) -> Path:
+    """Write ``model.safetensors`` + ``config.json`` into ``folder`` (atomically per file)."""
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / "model.safetensors.tmp"
+    save_file({k: v.detach().contiguous() for k, v in net.state_dict().items()}, str(tmp))
+    tmp.replace(folder / "model.safetensors")
+    body = {"format": FORMAT, "version": VERSION, "policy": asdict(config),
+            "features": {"chunk": list(CHUNK_FEATURES), "candidate": list(CANDIDATE_FEATURES),
+                         "state": list(STATE_FEATURES)},
+            "n_parameters": net.n_parameters(), "meta": meta or {}}
+    tmp_json = folder / "config.json.tmp"
+    tmp_json.write_text(json.dumps(body, indent=2, default=str), encoding="utf-8")
+    tmp_json.replace(folder / "config.json")
+    return folder
+
+
+def load_checkpoint(folder: str | Path) -> tuple[PolicyNetwork, LearnedConfig, dict[str, Any]]:
+    """Read a checkpoint folder written by :func:`save_checkpoint`.
+
+    Raises:
+        NotFound: the folder lacks ``config.json`` or ``model.safetensors``.
+        InvalidInput: the files are not a learned-policy checkpoint of this feature set.
+    """
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    cfg_path, weights = folder / "config.json", folder / "model.safetensors"
+    if not cfg_path.is_file() or not weights.is_file():
+        raise NotFound(f"Expected a learned-policy checkpoint folder with config.json and model.safetensors, "
+                       f"got {str(folder)!r}")
+    try:
+        body = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"Expected JSON in {cfg_path}, got {exc}") from None
+    if body.get("format") != FORMAT:
+        raise InvalidInput(f"Expected format {FORMAT!r} in {cfg_path}, got {body.get('format')!r}")
+    want = {"chunk": list(CHUNK_FEATURES), "candidate": list(CANDIDATE_FEATURES), "state": list(STATE_FEATURES)}
+    if body.get("features") != want:
+        raise InvalidInput(f"Expected a checkpoint of this version's features {want}, got {body.get('features')}; "
+                           "retrain it with `sieve train rl --policy learned`")
+    config = LearnedConfig(**body.get("policy", {}))
+    net = PolicyNetwork(config.hidden)
+    net.load_state_dict(load_file(str(weights)))
+    net.eval()
+    return net, config, body.get("meta", {})
+
+
+__all__ = ["Decision", "DecisionKind", "KindBatch", "LearnedConfig", "PolicyNetwork", "Scored", "collate",
+           "draw_bernoulli", "draw_sequence", "load_checkpoint", "save_checkpoint", "score_batch", "score_decisions"]

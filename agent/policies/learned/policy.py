@@ -1,0 +1,241 @@
+"""The learned policy: a small network takes every decision of an episode in the standard harness.
+
+Each turn it (1) prunes chunks that can no longer make the returned set (one Bernoulli per
+chunk), (2) draws the turn's searches and reads from the candidate actions, or *end* first to
+finish, and when finishing (3) ranks the chunks in view into the returned evidence. The
+calls go through the same :class:`~sieve.agent.tools.Toolbox` as every other policy's, so the
+budget, pruning, trace and rewards are the harness's own.
+
+With ``sample=True`` (training) every decision is drawn from the network's distribution with a
+generator seeded by the episode seed, its inputs and per-step log-probabilities are kept for
+re-scoring (:meth:`LearnedPolicy.take_decisions`), and a summary with the log-probability goes
+into the trace (``turn.meta["decisions"]``). Otherwise (serving) every decision is the
+network's most likely one: deterministic, whatever the seed.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from threading import Lock
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from sieve.agent.backends.base import ParsedToolCall
+from sieve.agent.policies.base import PolicyStep, render_calls
+from sieve.agent.policies.learned.features import EpisodeFeatures, TextCache
+from sieve.agent.policies.learned.network import (
+    Decision, LearnedConfig, PolicyNetwork, draw_bernoulli, draw_sequence, load_checkpoint,
+)
+from sieve.errors import InvalidInput
+from sieve.pruning.budget import TokenBudget
+from sieve.pruning.tokens import ApproxTokenCounter
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sieve.agent.loop import Episode
+    from sieve.agent.policies.learned.features import Candidate
+    from sieve.pruning.context import ChunkEntry
+    from sieve.pruning.tokens import TokenCounter
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "default"
+
+
+def default_checkpoint() -> Path:
+    """The checkpoint shipped in the package (how it was trained: ``default/README.md``)."""
+    return DEFAULT_CHECKPOINT
+
+
+class LearnedPolicy:
+    """A :class:`PolicyNetwork` acting through the agent's tools.
+
+    Example:
+        >>> policy = LearnedPolicy.load(None)  # the shipped checkpoint  # doctest: +SKIP
+        >>> SearchAgent(index, policy, AgentConfig()).run("Who ...?").returned  # doctest: +SKIP
+    """
+
+    name = "learned"
+
+    def __init__(self, net: PolicyNetwork, config: LearnedConfig | None = None, *, sample: bool = False,
+                 record: bool = False, temperature: float = 1.0, path: Path | None = None,
+                 meta: dict[str, Any] | None = None, prefetch: Callable[[list[str]], Any] | None = None) -> None:
+        if temperature <= 0:
+            raise InvalidInput(f"Expected a sampling temperature > 0, got {temperature}")
+        self.net = net
+        self.config = config or LearnedConfig()
+        self.sample = sample
+        # Sampling divides every logit by this (training explores more); greedy choices ignore it.
+        self.temperature = temperature
+        # Training passes the retrieval cache's batch embedder: the turn's candidate queries are
+        # embedded in one forward pass, since a group's rollouts search most of them.
+        self.prefetch = prefetch
+        self.record = record
+        self.path = path
+        self.meta = meta or {}
+        self.texts = TextCache()
+        self._decisions: dict[int, list[Decision]] = {}
+        self._lock = Lock()
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, *, sample: bool = False, record: bool = False,
+             temperature: float = 1.0) -> LearnedPolicy:
+        """The policy saved in ``path`` (a checkpoint folder; ``None``: the shipped default)."""
+        folder = Path(path) if path is not None else default_checkpoint()
+        net, config, meta = load_checkpoint(folder)
+        return cls(net, config, sample=sample, record=record, temperature=temperature, path=folder, meta=meta)
+
+    def token_counter(self) -> TokenCounter:
+        return ApproxTokenCounter()
+
+    def start(self, episode: Episode) -> _Session:
+        decisions: list[Decision] = []
+        if self.record:
+            with self._lock:
+                self._decisions[episode.seed] = decisions
+        return _Session(self, episode, decisions)
+
+    def take_decisions(self, seed: int) -> list[Decision]:
+        """The recorded decisions of the episode run with ``seed`` (``record=True``), removed from the policy."""
+        with self._lock:
+            return self._decisions.pop(seed, [])
+
+    # -- scoring (no gradient) ------------------------------------------------------------------
+    @torch.no_grad()
+    def _select(self, items: np.ndarray, state: np.ndarray) -> np.ndarray:
+        return self.net.select_scores(torch.from_numpy(items), torch.from_numpy(state)).numpy()
+
+    @torch.no_grad()
+    def _prune(self, items: np.ndarray, state: np.ndarray) -> np.ndarray:
+        return self.net.prune_logits(torch.from_numpy(items), torch.from_numpy(state)).numpy()
+
+    @torch.no_grad()
+    def _rank(self, items: np.ndarray) -> np.ndarray:
+        return self.net.rank_scores(torch.from_numpy(items)).numpy()
+
+
+class _Session:
+    def __init__(self, policy: LearnedPolicy, episode: Episode, decisions: list[Decision]) -> None:
+        cfg = policy.config
+        self.p = policy
+        self.cfg = cfg
+        self.decisions = decisions
+        self.rng = np.random.default_rng(episode.seed) if policy.sample else None
+        self.temp = policy.temperature if policy.sample else 1.0
+        self.f = EpisodeFeatures(
+            episode.question, policy.texts, k=episode.config.k, max_turns=cfg.max_search_turns,
+            seed_chunks=cfg.seed_chunks, mentions_per_chunk=cfg.mentions_per_chunk,
+            max_candidates=cfg.max_candidates,
+        )
+        # The budget's thresholds, as the harness computes them from the same settings.
+        self.budget = TokenBudget.from_config(episode.config.budget_tokens, episode.config.pruning)
+
+    def step(self, episode: Episode) -> PolicyStep:
+        if episode.turn > 0:
+            self.f.absorb(episode)
+        summary: list[dict[str, Any]] = []
+        calls: list[ParsedToolCall] = []
+        active = episode.context.active()
+        pruned = self._prune(episode, active, summary) if episode.turn > 0 else []
+        if pruned:
+            calls.append(ParsedToolCall(name="prune", arguments={"ids": [e.handle for e in pruned],
+                                                                 "reason": "cannot make the evidence set"}))
+            gone = {e.handle for e in pruned}
+            active = [e for e in active if e.handle not in gone]
+        used = episode.context.tokens() - sum(e.tokens for e in pruned)
+        chosen = self._choose(episode, active, used, summary)
+        stop = None
+        if chosen:
+            for i, cand in enumerate(chosen):
+                call_id = f"l{episode.turn}_{i}"
+                self.f.issue(call_id, cand)
+                if cand.kind == "read":
+                    calls.append(ParsedToolCall(name="read", arguments={"id": cand.text}, call_id=call_id))
+                else:
+                    k = episode.config.search_k if cand.kind == "question" else self.cfg.hop_k
+                    calls.append(ParsedToolCall(name="search", arguments={"query": cand.text, "k": k}, call_id=call_id))
+        else:
+            calls.append(ParsedToolCall(name="finish", arguments={"ids": self._rank(episode, active, summary)}))
+            stop = "finished"
+        return PolicyStep(tool_calls=calls, completion=render_calls(calls),
+                          meta={"stop_reason": stop, "decisions": summary} if stop else {"decisions": summary})
+
+    # -- decisions ------------------------------------------------------------------------------
+    def _record(self, decision: Decision, summary: list[dict[str, Any]], **info: Any) -> None:
+        decision.temperature = self.temp
+        if self.p.record:
+            self.decisions.append(decision)
+        summary.append({"kind": decision.kind, "logp": round(decision.logp, 6), "steps": len(decision.picks), **info})
+
+    def _prune(self, episode: Episode, active: list[ChunkEntry], summary: list[dict[str, Any]]) -> list[ChunkEntry]:
+        """Chunks outside the policy's own top ``k + margin`` may be pruned, one Bernoulli each."""
+        if not active:
+            return []
+        x = self.f.chunk_matrix(active)
+        order = np.argsort(-self.p._rank(x), kind="stable")
+        keep = set(order[: episode.config.k + self.cfg.prune_margin].tolist())
+        eligible = [i for i in range(len(active)) if i not in keep]
+        if not eligible:
+            return []
+        state = self.f.state_vector(episode, active, 0, episode.context.tokens())
+        items = x[eligible]
+        acts, logps = draw_bernoulli(self.p._prune(items, state) / self.temp, self.rng)
+        out = [active[i] for i, a in zip(eligible, acts) if a]
+        self._record(Decision("prune", items, state, acts, logps), summary, pruned=[e.chunk_id for e in out])
+        return out
+
+    def _choose(self, episode: Episode, active: list[ChunkEntry], used: int,
+                summary: list[dict[str, Any]]) -> list[Candidate]:
+        """This turn's searches/reads, or [] to finish."""
+        last = episode.turn >= min(self.cfg.max_search_turns, episode.config.max_turns - 1)
+        room = self._room(episode, active, used)
+        if last or room == 0 or self.budget.state(used) == "hard":
+            return []  # the turn cap is near, or no search result would fit the budget: finish
+        cands = self.f.candidates(active)
+        if not cands:
+            return []
+        state = self.f.state_vector(episode, active, len(cands), used)  # budget after this turn's pruning
+        items = self.f.candidate_matrix(cands, active)
+        if self.p.prefetch is not None:
+            # Training: a group's rollouts search most candidates sooner or later; one batched
+            # forward pass of the embedder costs far less than one per query.
+            self.p.prefetch([c.text for c in cands if c.kind != "read"])
+        scores = self.p._select(items, state) / self.temp
+        picks, logps = draw_sequence(scores, room, stop_index=0, stop_first=episode.turn > 0, rng=self.rng)
+        chosen = [cands[p - 1] for p in picks if p != 0]
+        self._record(Decision("select", items, state, picks, logps, end_first=episode.turn > 0), summary,
+                     chosen=[f"{c.kind}:{c.text}" for c in chosen], finish=not chosen)
+        return chosen
+
+    def _room(self, episode: Episode, active: list[ChunkEntry], used: int) -> int:
+        """How many searches this turn can still show results within the budget (at most ``max_picks``).
+
+        Past the hard limit the harness refuses searches, and each call's messages cost tokens of
+        their own: issuing only what fits keeps the context within the budget.
+        """
+        per_chunk = sum(e.tokens for e in active) / len(active) if active else 150.0
+        first = episode.config.search_k if episode.turn == 0 else self.cfg.hop_k
+        need = first * per_chunk + 60  # results plus the call and tool-message overhead
+        return max(0, min(self.cfg.max_picks, int(self.budget.remaining(used) // need)))
+
+    def _rank(self, episode: Episode, active: list[ChunkEntry], summary: list[dict[str, Any]]) -> list[str]:
+        """The returned evidence: ``k`` chunks drawn by score, one per document first, then the rest by score."""
+        if not active:
+            return []
+        k = episode.config.k
+        x = self.f.chunk_matrix(active)
+        scores = self.p._rank(x) / self.temp
+        doc_ids = list(dict.fromkeys(e.doc_id for e in active))
+        groups = [doc_ids.index(e.doc_id) for e in active]
+        picks, logps = draw_sequence(scores, min(k, len(doc_ids)), groups=groups, rng=self.rng)
+        self._record(Decision("rank", x, np.zeros(0, dtype=np.float32), picks, logps, groups=groups), summary,
+                     returned=[active[i].chunk_id for i in picks])
+        rest = [int(i) for i in np.argsort(-scores, kind="stable") if int(i) not in set(picks)]
+        return [active[i].handle for i in picks + rest][:k]
+
+
+__all__ = ["DEFAULT_CHECKPOINT", "LearnedPolicy", "default_checkpoint"]

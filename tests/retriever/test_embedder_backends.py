@@ -1,0 +1,169 @@
+"""Embedding backends (torch / ONNX fp32 / ONNX int8) and the embedder identity each collection records."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from _retriever_helpers import MULTI_DOCS
+
+from sieve.retriever import CorpusIndex, RetrieverConfig
+from sieve.retriever.embeddings import Embedder, EmbedderIdentity
+from sieve.errors import EmbedderMismatch, InvalidInput, ModelUnavailable
+from sieve.retriever.onnx_backend import MODEL_FILE, _publish, read_st_modules
+from sieve.retriever.store import EMBEDDER_KEY
+
+TEXTS = ["Stanley Kubrick directed 2001: A Space Odyssey.", "hello",
+         "The orchard on the hill grows Zephyrine apples, pressed into cider each autumn by the village."]
+
+
+@pytest.fixture(scope="module")
+def torch_fp32(model_cache_dir: Path) -> Embedder:
+    return Embedder.from_config(RetrieverConfig(data_dir=model_cache_dir, embed_backend="torch"))
+
+
+@pytest.fixture(scope="module")
+def onnx_fp32(embedder) -> Embedder:
+    assert (embedder.backend, embedder.dtype) == ("onnx", "float32")  # the default
+    return embedder
+
+
+@pytest.fixture(scope="module")
+def onnx_int8(model_cache_dir: Path) -> Embedder:
+    return Embedder.from_config(RetrieverConfig(data_dir=Path("/nonexistent-unused"), model_dir=model_cache_dir,
+                                                embed_backend="onnx", embed_dtype="int8"))
+
+
+def test_default_is_onnx_fp32_and_bad_pairs_are_refused():
+    cfg = RetrieverConfig(data_dir=Path("/tmp/unused"))
+    assert (cfg.embed_backend, cfg.embed_dtype) == ("onnx", "float32")
+    assert RetrieverConfig(data_dir=Path("/tmp/unused"), embed_backend="torch").embed_dtype == "float32"
+    with pytest.raises(InvalidInput, match=r"Expected embed_dtype in \('float32', 'int8'\) .* got 'bfloat16'; valid"):
+        RetrieverConfig(embed_backend="onnx", embed_dtype="bfloat16")
+    with pytest.raises(InvalidInput, match="Expected embed_backend in"):
+        RetrieverConfig(embed_backend="tensorrt")  # type: ignore[arg-type]
+
+
+def test_onnx_vectors_match_torch(onnx_int8, onnx_fp32, torch_fp32):
+    ref = torch_fp32.embed_passages(TEXTS)
+    fp32 = onnx_fp32.embed_passages(TEXTS)
+    int8 = onnx_int8.embed_passages(TEXTS)
+    assert fp32.dtype == int8.dtype == np.float32 and fp32.shape == int8.shape == (3, 384)
+    np.testing.assert_allclose(np.linalg.norm(int8, axis=1), 1.0, rtol=1e-5)
+    assert (fp32 * ref).sum(axis=1).min() > 0.99999  # the same arithmetic
+    assert (int8 * ref).sum(axis=1).min() > 0.97  # a quantised approximation
+    # Length-sorted batching returns rows in input order, whatever the batch size.
+    np.testing.assert_allclose(onnx_fp32.encoder.encode(TEXTS[::-1], batch_size=1), fp32[::-1], atol=1e-5)
+    assert onnx_fp32.identity.space == torch_fp32.identity.space != onnx_int8.identity.space
+
+
+def test_identity_roundtrip_and_message(onnx_int8, torch_fp32):
+    ident = onnx_int8.identity
+    assert EmbedderIdentity.from_json(ident.to_json()) == ident
+    assert (ident.backend, ident.dtype, ident.dim, len(ident.fingerprint)) == ("onnx", "int8", 384, 64)
+    with pytest.raises(EmbedderMismatch, match=r"Expected the embedder collection 'c' was indexed with, .*\(onnx, int8, "
+                                               r"dim 384.*got .*\(torch, float32.*--embed-backend onnx --embed-dtype int8"):
+        torch_fp32.identity.check_compatible(ident, "c")
+
+
+def test_collection_records_its_embedder_and_refuses_another(make_index, onnx_int8, torch_fp32, onnx_fp32):
+    index = make_index("stamped", chunk_tokens=32, chunk_overlap=8)
+    index = CorpusIndex.open(index.config, index.name, embedder=onnx_int8)
+    index.index_documents(MULTI_DOCS[:2], progress=False)
+    meta = index.store.client.get_collection(index.name).metadata
+    assert EmbedderIdentity.from_json(meta[EMBEDDER_KEY]) == onnx_int8.identity
+
+    other = CorpusIndex.open(index.config, index.name, embedder=torch_fp32)
+    n = other.count()
+    for mode in ("dense", "hybrid"):
+        with pytest.raises(EmbedderMismatch, match="Expected the embedder collection 'stamped' was indexed with"):
+            other.search("orchard cider", 3, mode=mode)
+    assert other.search("orchard cider", 3, mode="bm25")  # keyword search reads no vectors
+    with pytest.raises(EmbedderMismatch):
+        other.index_documents(MULTI_DOCS[2:], progress=False)
+    assert other.count() == n  # the refused run wrote nothing
+
+    # fp32 torch and fp32 ONNX are one vector space: either may query and extend the other's collection.
+    fp32_index = make_index("fp32", chunk_tokens=32, chunk_overlap=8)
+    CorpusIndex.open(fp32_index.config, "fp32", create=True, embedder=onnx_fp32).index_documents(MULTI_DOCS[:2],
+                                                                                                  progress=False)
+    via_torch = CorpusIndex.open(fp32_index.config, "fp32", embedder=torch_fp32)
+    assert via_torch.search("orchard cider", 3, mode="dense")
+    assert via_torch.index_documents(MULTI_DOCS[2:], progress=False).added == len(MULTI_DOCS) - 2
+
+
+def test_an_unstamped_collection_is_adopted_with_a_warning(make_index, embedder, caplog):
+    index = make_index("legacy", chunk_tokens=32, chunk_overlap=8)
+    chunks = index.chunker.chunk(MULTI_DOCS[0])
+    index.store.upsert(chunks, embedder.embed_passages([c.text for c in chunks]), {MULTI_DOCS[0].doc_id: "old"},
+                       {MULTI_DOCS[0].doc_id: len(chunks)})  # as Sieve wrote before it stamped collections
+    assert index.store.state().embedder is None
+    caplog.set_level(logging.WARNING, logger="sieve.retriever.index")
+    index.index_documents(MULTI_DOCS[1:2], progress=False)
+    assert "records no embedder" in caplog.text
+    assert index.store.state().embedder == embedder.identity.to_json()
+
+
+def test_unsupported_modules_are_refused_for_onnx(tmp_path):
+    (tmp_path / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}]))
+    with pytest.raises(ModelUnavailable, match=r"got \['Transformer', 'Pooling', 'Dense'\]; use --embed-backend torch"):
+        read_st_modules(tmp_path)
+    with pytest.raises(ModelUnavailable, match="Expected a local sentence-transformers model folder"):
+        Embedder.load(str(tmp_path / "missing"), backend="onnx", dtype="int8", cache_dir=tmp_path)
+
+
+def test_concurrent_exports_publish_one_complete_model(tmp_path):
+    """Two exporters racing (here: threads with a stand-in build, labelled as such) leave one whole model."""
+    target = tmp_path / "onnx" / "m-abc-int8"
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def build(tag: str, tmp: Path) -> None:
+        barrier.wait()  # both are mid-export at once
+        (tmp / MODEL_FILE).write_bytes(tag.encode() * 1000)
+
+    def run(tag: str) -> None:
+        try:
+            _publish(target, lambda tmp: build(tag, tmp))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert (target / MODEL_FILE).read_bytes() in (b"a" * 1000, b"b" * 1000)
+    assert [p.name for p in target.parent.iterdir()] == [target.name]  # no temp folder left behind
+
+
+def test_a_lazy_embedder_knows_its_identity_without_loading(model_cache_dir, onnx_int8, torch_fp32, onnx_fp32):
+    """The identity a collection is checked against comes from the model folder, not the loaded model."""
+    for loaded, backend, dtype in ((onnx_int8, "onnx", "int8"), (torch_fp32, "torch", "float32"),
+                                   (onnx_fp32, "onnx", "float32")):
+        lazy = Embedder.from_config(RetrieverConfig(data_dir=Path("/nonexistent-unused"), model_dir=model_cache_dir,
+                                                    embed_backend=backend, embed_dtype=dtype), lazy=True)
+        assert lazy.identity == loaded.identity
+        assert not lazy.is_loaded
+
+
+def test_bm25_on_a_stamped_collection_loads_no_embedder(make_index, onnx_int8, model_cache_dir):
+    index = make_index("stamped-lazy", chunk_tokens=32, chunk_overlap=8)
+    CorpusIndex.open(index.config, index.name, embedder=onnx_int8).index_documents(MULTI_DOCS[:2], progress=False)
+    lazy = Embedder.from_config(RetrieverConfig(data_dir=Path("/nonexistent-unused"), model_dir=model_cache_dir,
+                                                embed_backend="torch"), lazy=True)
+    other = CorpusIndex.open(index.config, index.name, embedder=lazy)
+    assert other.search("orchard cider", 3, mode="bm25")
+    assert not lazy.is_loaded  # neither the search nor the (deferred) embedder check loaded the model
+    with pytest.raises(EmbedderMismatch):
+        other.search("orchard cider", 3, mode="dense")
+    assert not lazy.is_loaded  # a mismatch is found from the identity alone, before any embedding

@@ -1,0 +1,128 @@
+"""RL of the learned policy on the real sample index: the retrieval cache, the GRPO update, a resumable run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from sieve.agent import AgentConfig, SearchAgent
+from sieve.agent.policies.learned import LearnedConfig, LearnedPolicy, PolicyNetwork, load_checkpoint, save_checkpoint
+from sieve.server.cli import app
+from sieve.train.learned import CachedIndex
+from sieve.train.learned.grpo import ppo_loss, run_group, update
+from sieve.train.learned.imitation import ImitationConfig, heuristic_label, imitation_loss
+from sieve.train.rewards import RewardConfig
+
+
+def _policy(seed: int, **kwargs) -> LearnedPolicy:
+    torch.manual_seed(seed)
+    return LearnedPolicy(PolicyNetwork(), LearnedConfig(), **kwargs)
+
+
+def test_cached_search_equals_the_index(sample_index, tmp_path) -> None:
+    cached = CachedIndex(sample_index, folder=tmp_path)
+    for query in ("Charles Lindbergh aircraft", "Stanley Kubrick film", "capital of France"):
+        first = sample_index.search(query, 10)
+        seen = {h.chunk_id for h in first[:4]}
+        for exclude in (None, seen):
+            want = sample_index.search(query, 20, exclude=exclude)
+            got = cached.search(query, 20, exclude=exclude)
+            assert [(h.chunk_id, round(h.score, 9)) for h in got] == [(h.chunk_id, round(h.score, 9)) for h in want]
+    assert cached.hits >= 3 and cached.misses == 3
+    assert cached.search("Kubrick", 5, mode="bm25") == sample_index.search("Kubrick", 5, mode="bm25")
+    cached.save()  # a later run reads the same lists and vectors back
+    again = CachedIndex(sample_index, folder=tmp_path)
+    got = again.search("Stanley Kubrick film", 20)
+    assert again.misses == 0 and [h.chunk_id for h in got] == [h.chunk_id for h in cached.search("Stanley Kubrick film", 20)]
+    assert (again.embedder.embed_query("capital of France") == cached.embedder.embed_query("capital of France")).all()
+
+
+@pytest.fixture(scope="module")
+def batch(sample_index, sample_tasks):
+    policy = _policy(11, sample=True, record=True)
+    agent = SearchAgent(CachedIndex(sample_index), policy, AgentConfig(k=10, tool_workers=1))
+    rollouts = []
+    for g, task in enumerate(sample_tasks[:2]):
+        rollouts += run_group(agent, policy, task, g, [1000 + 10 * g + j for j in range(3)], RewardConfig(), 0.0)
+    return policy, rollouts
+
+
+def test_one_update_lowers_the_loss_on_a_fixed_batch(batch) -> None:
+    policy, rollouts = batch
+    decisions = [d for i, r in enumerate(rollouts) for d in r.decisions]
+    for i, r in enumerate(rollouts):
+        for d in r.decisions:
+            d.episode = i
+    # A fixed batch: alternate advantages (labelled, not the rewards), so the objective is not flat.
+    adv = torch.tensor([1.0 if i % 2 else -1.0 for i in range(len(rollouts))])
+    net = policy.net
+    before, _ = ppo_loss(net, decisions, adv, clip=0.2, entropy_coef=0.0)
+    opt = torch.optim.SGD(net.parameters(), lr=0.05)
+    opt.zero_grad()
+    before.backward()
+    opt.step()
+    after, _ = ppo_loss(net, decisions, adv, clip=0.2, entropy_coef=0.0)
+    assert float(after) < float(before)
+
+
+def test_update_uses_group_advantages(batch) -> None:
+    policy, rollouts = batch
+    net = PolicyNetwork()
+    net.load_state_dict(policy.net.state_dict())
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    info = update(net, opt, rollouts, epochs=2, clip=0.2, entropy_coef=0.0, max_grad_norm=1.0)
+    assert set(info) >= {"loss", "entropy", "clip_frac", "approx_kl", "groups_used"}
+    assert all(r.trace.stop_reason == "finished" and r.decisions for r in rollouts)
+
+
+def test_imitation_labels_are_valid_choices(batch) -> None:
+    policy, rollouts = batch
+    labelled = [heuristic_label(d, policy.config) for r in rollouts for d in r.decisions]
+    loss = imitation_loss(policy.net, labelled)
+    assert torch.isfinite(loss) and float(loss) > 0
+    first_turn = [d for d in labelled if d.kind == "select" and not d.end_first]
+    assert first_turn and all(d.picks[0] != 0 for d in first_turn)  # the first turn always searches
+
+
+def test_learned_rl_run_resumes_and_serves(sample_index, session_data_dir, tmp_path) -> None:
+    from sieve.train.learned import LearnedRLConfig, run_learned_rl
+
+    cfg = LearnedRLConfig(tasks="data/sample/tasks.jsonl", out=tmp_path / "run", updates=2, tasks_per_update=1,
+                          group=2, epochs=1, holdout=0.0, save_every=1, table_every=1, limit=4, seed=3,
+                          imitation=ImitationConfig(rounds=1, episodes=2, epochs=2))
+    first = run_learned_rl(sample_index, cfg, progress=False)
+    assert first["updates"] == 2 and not first["resumed"] and first["imitation"]["rounds"]
+    rows = [json.loads(line) for line in (tmp_path / "run" / "curve.jsonl").read_text().splitlines()]
+    assert [r["update"] for r in rows] == [1, 2] and all(r["searches"] >= 1 for r in rows)
+    assert (tmp_path / "run" / "curve.png").stat().st_size > 0 and "| 2 |" in (tmp_path / "run" / "curve.md").read_text()
+    cfg.updates = 3
+    again = run_learned_rl(sample_index, cfg, progress=False)
+    assert again["resumed"] and again["updates"] == 3
+    rows = [json.loads(line) for line in (tmp_path / "run" / "curve.jsonl").read_text().splitlines()]
+    assert [r["update"] for r in rows] == [1, 2, 3]
+    net, _, meta = load_checkpoint(tmp_path / "run" / "model")
+    assert meta["updates"] == 3
+    res = CliRunner().invoke(app, ["search", "Who directed Mirror?", "-c", "sample", "--data-dir",
+                                   str(session_data_dir), "--policy", "learned", "--policy-path",
+                                   str(tmp_path / "run" / "model"), "--json", "-k", "3"])
+    assert res.exit_code == 0, res.output
+    body = json.loads(res.stdout[res.stdout.index("{"):])
+    assert body["policy"] == "learned" and 1 <= len(body["results"]) <= 3
+
+
+def test_train_rl_cli_learned(sample_index, session_data_dir, tmp_path) -> None:
+    start = save_checkpoint(tmp_path / "start", _policy(5).net, LearnedConfig())
+    res = CliRunner().invoke(app, ["train", "rl", "--policy", "learned", "-c", "sample", "--data-dir",
+                                   str(session_data_dir), "--tasks", "data/sample/tasks.jsonl", "--out",
+                                   str(tmp_path / "rl"), "--init", str(start), "--steps", "1", "--questions", "1",
+                                   "--num-generations", "2", "--limit", "3", "--json"])
+    assert res.exit_code == 0, res.output
+    body = json.loads(res.stdout[res.stdout.index("{"):])
+    assert body["updates"] == 1 and (tmp_path / "rl" / "model" / "model.safetensors").is_file()
+    res = CliRunner().invoke(app, ["train", "rl", "--policy", "learned", "-c", "sample", "--data-dir",
+                                   str(session_data_dir), "--tasks", "data/sample/tasks.jsonl",
+                                   "--num-generations", "1"])
+    assert res.exit_code == 2 and "num_generations >= 2" in res.stderr

@@ -1,0 +1,319 @@
+"""``sieve train rl --policy learned``: imitation warm start (optional), then GRPO, resumable.
+
+The run folder holds ``model/`` (the checkpoint: ``model.safetensors`` + ``config.json``,
+rewritten every ``save_every`` updates and at the end), ``trainer_state.pt`` (optimiser, RNG
+and task-stream state, to resume), ``curve.jsonl`` (one row per update), ``curve.md`` (a table
+every ``table_every`` updates), ``curve.png`` and ``summary.json``. Running the same command
+again resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+from tqdm.auto import tqdm
+
+from sieve.agent.policies.learned.network import LearnedConfig, PolicyNetwork, load_checkpoint, save_checkpoint
+from sieve.errors import InvalidInput
+from sieve.eval.data import read_tasks
+from sieve.train.config import split_tasks
+from sieve.train.learned.imitation import ImitationConfig
+from sieve.train.rewards import RewardConfig
+
+if TYPE_CHECKING:
+    from sieve.retriever.index import CorpusIndex
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class LearnedRLConfig:
+    tasks: Path = field(default=Path("tasks.jsonl"), metadata={"help": "Tasks JSONL (e.g. from `sieve train synth`)."})
+    out: Path = field(default=Path("runs/learned"), metadata={"help": "Run folder; the checkpoint is OUT/model."})
+    init: str | None = field(default=None, metadata={
+        "help": "Start checkpoint folder, or 'default' for the shipped one; none: a fresh network."})
+    warm_start: bool = field(default=True, metadata={
+        "help": "Fresh networks first imitate the heuristic (ignored with --init)."})
+    updates: int = field(default=200, metadata={"help": "GRPO updates (one batch of B tasks x G rollouts each)."})
+    minutes: float | None = field(default=None, metadata={
+        "help": "Wall-clock budget of the RL stage; rewards anneal over it, and it stops when spent."})
+    tasks_per_update: int = field(default=4, metadata={"help": "Tasks per update (B)."})
+    group: int = field(default=8, metadata={"help": "Rollouts per task, the GRPO group (G)."})
+    epochs: int = field(default=4, metadata={"help": "Optimiser steps per batch (clipped ratios keep them close)."})
+    clip: float = field(default=0.2, metadata={"help": "PPO clip range of the importance ratio."})
+    lr: float = field(default=1e-3, metadata={"help": "Adam learning rate."})
+    entropy: float = field(default=0.003, metadata={"help": "Entropy bonus coefficient."})
+    temperature: float = field(default=1.5, metadata={
+        "help": "Rollout sampling temperature (logits / T; the ratios use the same T). Serving is greedy."})
+    skip_solved: float = field(default=0.75, metadata={
+        "help": "Chance of skipping a task whose last group all found every gold document (no signal); "
+                "before RL, one greedy episode per task marks the ones the start policy already solves."})
+    max_grad_norm: float = field(default=1.0, metadata={"help": "Gradient-norm clip."})
+    k: int = field(default=10, metadata={"help": "Returned evidence per episode (what F-beta scores)."})
+    budget_tokens: int = field(default=8192, metadata={"help": "Episode context budget (as served)."})
+    holdout: float = field(default=0.15, metadata={"help": "Share of tasks held apart for the greedy checks."})
+    heldout_tasks: Path | None = field(default=None, metadata={
+        "help": "Tasks for the greedy checks instead of a random share (then every task of --tasks trains)."})
+    eval_every: int = field(default=50, metadata={"help": "Greedy held-apart check every N updates (0: start/end only)."})
+    table_every: int = field(default=20, metadata={"help": "A row of the progress table every N updates."})
+    save_every: int = field(default=20, metadata={"help": "Checkpoint + trainer state every N updates."})
+    limit: int | None = field(default=None, metadata={"help": "Use only the first N tasks."})
+    seed: int = field(default=0, metadata={"help": "Seed (network init, task order, sampling)."})
+    policy: LearnedConfig = field(default_factory=LearnedConfig)
+    imitation: ImitationConfig = field(default_factory=ImitationConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    command: str = field(default="", metadata={"help": "The command line, recorded in the summary."})
+
+    def __post_init__(self) -> None:
+        self.tasks, self.out = Path(self.tasks), Path(self.out)
+        self.heldout_tasks = Path(self.heldout_tasks) if self.heldout_tasks is not None else None
+        if self.group < 2:
+            raise InvalidInput(f"Expected num_generations >= 2 (GRPO needs a group), got {self.group}")
+        if self.updates < 1 or self.tasks_per_update < 1 or self.epochs < 1:
+            raise InvalidInput(f"Expected updates, tasks_per_update, epochs >= 1, got "
+                             f"{self.updates}, {self.tasks_per_update}, {self.epochs}")
+        if self.minutes is not None and self.minutes <= 0:
+            raise InvalidInput(f"Expected minutes > 0, got {self.minutes}")
+        if self.temperature <= 0 or not 0 <= self.skip_solved <= 1:
+            raise InvalidInput(f"Expected temperature > 0 and 0 <= skip_solved <= 1, got {self.temperature}, "
+                               f"{self.skip_solved}")
+        if not 0 < self.clip < 1 or self.lr <= 0:
+            raise InvalidInput(f"Expected 0 < clip < 1 and lr > 0, got {self.clip}, {self.lr}")
+
+
+class _TaskStream:
+    """Tasks in seeded shuffled epochs; tasks every rollout of the last group solved are mostly skipped.
+
+    A group whose rollouts all find every gold document has no reward spread, hence no gradient:
+    revisiting it costs rollouts and teaches nothing (DAPO's dynamic sampling, across epochs).
+    The state (epoch, position, solved ids) is saved with the run, so a resumed run draws the same.
+    """
+
+    def __init__(self, tasks: list[dict[str, Any]], seed: int, epoch: int = 0, pos: int = 0,
+                 solved: set[str] | None = None, skip_solved: float = 0.0) -> None:
+        self.tasks, self.seed, self.epoch, self.pos = tasks, seed, epoch, pos
+        self.solved = set(solved or ())
+        self.skip_solved = skip_solved
+        self._order = self._shuffle()
+
+    def _shuffle(self) -> list[int]:
+        order = list(range(len(self.tasks)))
+        random.Random(self.seed * 7919 + self.epoch).shuffle(order)
+        return order
+
+    def take(self, n: int) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        skipped = 0
+        while len(out) < n:
+            if self.pos >= len(self._order):
+                self.epoch, self.pos = self.epoch + 1, 0
+                self._order = self._shuffle()
+            task = self.tasks[self._order[self.pos]]
+            coin = random.Random(f"{self.seed}/{self.epoch}/{self.pos}").random()
+            self.pos += 1
+            if _task_id(task) in self.solved and coin < self.skip_solved and skipped < 10 * len(self.tasks):
+                skipped += 1
+                continue
+            out.append(task)
+        return out
+
+    def mark(self, task: dict[str, Any], solved: bool) -> None:
+        (self.solved.add if solved else self.solved.discard)(_task_id(task))
+
+
+def _task_id(task: dict[str, Any]) -> str:
+    return str(task.get("id") or task["question"])
+
+
+def _agent(index: Any, policy: Any, cfg: LearnedRLConfig) -> Any:
+    from sieve.agent import AgentConfig, SearchAgent
+
+    # One thread per turn's tools: rollouts are sequential and the tools mostly hit the cache.
+    config = AgentConfig(k=cfg.k, budget_tokens=cfg.budget_tokens, tool_workers=1)
+    return SearchAgent(index, policy, config)
+
+
+def policy_check(index: Any, policy: Any, tasks: list[dict[str, Any]], rl: LearnedRLConfig,
+                 progress: float = 1.0) -> dict[str, float]:
+    """A policy as served (greedy) on ``tasks``: recall, all-gold, reward (converged weights), searches."""
+    from sieve.eval.metrics import all_found_at_k, recall_at_k
+    from sieve.train.rewards import Gold, score_episode
+
+    agent = _agent(index, policy, rl)
+    rows = []
+    for t in tasks:
+        trace = agent.run(t["question"])
+        gold = Gold.from_task(t)
+        br = score_episode(trace, gold, rl.reward, progress)
+        rows.append((br.total, recall_at_k(trace.returned_doc_ids, gold.doc_ids, rl.k),
+                     all_found_at_k(trace.returned_doc_ids, gold.doc_ids, rl.k), br.traj_recall, br.n_searches))
+    n = max(1, len(rows))
+    return {name: sum(r[i] for r in rows) / n for i, name in
+            enumerate(("reward", "recall", "all_gold", "traj_recall", "searches"))} | {"n": len(rows)}
+
+
+def greedy_check(index: Any, net: PolicyNetwork, config: LearnedConfig, tasks: list[dict[str, Any]],
+                 rl: LearnedRLConfig, progress: float = 1.0) -> dict[str, float]:
+    """The learned network as served (greedy) on ``tasks`` (see :func:`policy_check`)."""
+    from sieve.agent.policies.learned import LearnedPolicy
+
+    return policy_check(index, LearnedPolicy(net, config), tasks, rl, progress)
+
+
+def _screen(index: Any, policy: Any, tasks: list[dict[str, Any]], cfg: LearnedRLConfig, progress: bool) -> set[str]:
+    """Ids of the tasks the start policy already solves greedily (every gold document in its top k)."""
+    from sieve.eval.metrics import all_found_at_k
+
+    agent = _agent(index, policy, cfg)
+    solved = set()
+    for t in tqdm(tasks, desc="Screening tasks (greedy)", disable=not progress):
+        trace = agent.run(t["question"])
+        if all_found_at_k(trace.returned_doc_ids, set(t["gold_ids"]), cfg.k) == 1.0:
+            solved.add(_task_id(t))
+    return solved
+
+
+def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool = True) -> dict[str, Any]:
+    """Train (or resume) the learned policy on ``cfg.tasks`` over ``index``; returns the run summary."""
+    from sieve.agent.policies.learned import LearnedPolicy
+    from sieve.agent.policies.learned.policy import default_checkpoint
+    from sieve.train.learned.cache import CachedIndex
+    from sieve.train.learned.grpo import run_group, summarize, update
+    from sieve.train.learned.imitation import warm_start
+    from sieve.train.learned.report import write_curve_outputs
+
+    t_start = time.perf_counter()
+    out = cfg.out
+    out.mkdir(parents=True, exist_ok=True)
+    tasks = read_tasks(cfg.tasks, cfg.limit)
+    if cfg.heldout_tasks is not None:
+        train_tasks, held = tasks, read_tasks(cfg.heldout_tasks)
+    else:
+        train_tasks, held = split_tasks(tasks, cfg.holdout, cfg.seed) if len(tasks) > 4 else (tasks, [])
+    torch.manual_seed(cfg.seed)
+    state_path = out / "trainer_state.pt"
+    resumed = state_path.is_file() and (out / "model" / "config.json").is_file()
+    meta: dict[str, Any] = {}
+    if resumed:
+        net, pcfg, meta = load_checkpoint(out / "model")
+    elif cfg.init:
+        net, pcfg, meta = load_checkpoint(default_checkpoint() if cfg.init == "default" else Path(cfg.init))
+    else:
+        net, pcfg = PolicyNetwork(cfg.policy.hidden), cfg.policy
+    # Retrieval cache shared by every run over this collection (seeds, ablations): each query embedded once.
+    cached = CachedIndex(index, folder=Path(index.config.data_dir) / "rl-cache")
+    policy = LearnedPolicy(net, pcfg, sample=True, record=True, temperature=cfg.temperature,
+                           prefetch=cached.embedder.embed_queries)
+    agent = _agent(cached, policy, cfg)
+    optimizer = torch.optim.Adam(net.parameters(), lr=cfg.lr)
+    stream = _TaskStream(train_tasks, cfg.seed, skip_solved=cfg.skip_solved)
+    summary: dict[str, Any] = {"resumed": resumed, "n_train_tasks": len(train_tasks), "n_heldout": len(held)}
+    start_update, elapsed_before = 0, 0.0
+    if resumed:
+        st = torch.load(state_path, weights_only=False)
+        optimizer.load_state_dict(st["optimizer"])
+        stream = _TaskStream(train_tasks, cfg.seed, st["epoch"], st["pos"], set(st.get("solved", ())), cfg.skip_solved)
+        start_update, elapsed_before = st["update"], st["elapsed"]
+        summary.update({k: v for k, v in st.get("summary", {}).items() if k != "resumed"})
+        logger.info("Resuming %s at update %d", out, start_update)
+    else:
+        (out / "curve.jsonl").write_text("", encoding="utf-8")
+        if not cfg.init and cfg.warm_start:
+            t0 = time.perf_counter()
+            summary["imitation"] = warm_start(agent, policy, train_tasks, cfg.imitation, cfg.seed, progress)
+            summary["imitation"]["seconds"] = round(time.perf_counter() - t0, 1)
+            cached.save()
+        if cfg.skip_solved > 0:
+            t0 = time.perf_counter()
+            stream.solved = _screen(cached, LearnedPolicy(net, pcfg), train_tasks, cfg, progress)
+            summary["screen"] = {"tasks": len(train_tasks), "solved": len(stream.solved),
+                                 "seconds": round(time.perf_counter() - t0, 1)}
+            cached.save()
+        if held:
+            from sieve.agent.config import AgentConfig
+            from sieve.agent.policies.heuristic import HeuristicPolicy
+
+            summary["heldout_heuristic"] = policy_check(cached, HeuristicPolicy(AgentConfig(k=cfg.k)), held, cfg)
+            summary["heldout_start"] = greedy_check(cached, net, pcfg, held, cfg)
+        save_checkpoint(out / "warm_start", net, pcfg, {"stage": "start", "init": cfg.init})
+        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+        for name in ("heldout_heuristic", "heldout_start"):
+            if name in summary:
+                logger.info("%s: %s", name, {k: round(v, 3) for k, v in summary[name].items()})
+    budget_s = cfg.minutes * 60 if cfg.minutes else None
+    t_rl = time.perf_counter() - elapsed_before
+    bar = tqdm(total=cfg.updates, initial=start_update, desc="GRPO updates", disable=not progress)
+    u = start_update
+    ep_seed = cfg.seed * 1_000_000_007 + start_update * 10_000
+    while u < cfg.updates:
+        elapsed = time.perf_counter() - t_rl
+        if budget_s is not None and elapsed >= budget_s:
+            break
+        prog = min(1.0, elapsed / budget_s) if budget_s else u / cfg.updates
+        t0, c0 = time.perf_counter(), time.process_time()
+        rollouts = []
+        for gi, task in enumerate(stream.take(cfg.tasks_per_update)):
+            seeds = [ep_seed + gi * cfg.group + j for j in range(cfg.group)]
+            group = run_group(agent, policy, task, gi, seeds, cfg.reward, prog)
+            stream.mark(task, all(r.all_gold == 1.0 for r in group))
+            rollouts.extend(group)
+        ep_seed += 10_000
+        t1 = time.perf_counter()
+        info = update(net, optimizer, rollouts, epochs=cfg.epochs, clip=cfg.clip, entropy_coef=cfg.entropy,
+                      max_grad_norm=cfg.max_grad_norm)
+        stats = summarize(rollouts, u + 1)
+        stats.loss, stats.entropy = info["loss"], info["entropy"]
+        stats.clip_frac, stats.approx_kl, stats.groups_used = info["clip_frac"], info["approx_kl"], int(info["groups_used"])
+        stats.rollout_s, stats.update_s, stats.progress = t1 - t0, time.perf_counter() - t1, prog
+        stats.cpu_s, stats.load = time.process_time() - c0, os.getloadavg()[0]
+        total_q = cached.hits + cached.misses
+        stats.cache_hit_rate = cached.hits / total_q if total_q else 0.0
+        u += 1
+        if held and cfg.eval_every and u % cfg.eval_every == 0 and u < cfg.updates:
+            stats.extra = {f"heldout_{k}": v for k, v in greedy_check(cached, net, pcfg, held, cfg, prog).items()}
+        with (out / "curve.jsonl").open("a", encoding="utf-8") as f:
+            f.write(json.dumps(stats.to_dict()) + "\n")
+        bar.update(1)
+        bar.set_postfix(reward=f"{stats.reward:.3f}", recall=f"{stats.recall:.3f}", searches=f"{stats.searches:.1f}")
+        if u % cfg.save_every == 0:
+            _save(out, net, pcfg, optimizer, stream, u, time.perf_counter() - t_rl, summary, cfg, meta, cached)
+    bar.close()
+    rl_seconds = time.perf_counter() - t_rl
+    summary["updates"] = u
+    summary["rl_seconds"] = round(rl_seconds, 1)
+    if held:
+        summary["heldout_end"] = greedy_check(cached, net, pcfg, held, cfg)
+    _save(out, net, pcfg, optimizer, stream, u, rl_seconds, summary, cfg, meta, cached)
+    rows = [json.loads(line) for line in (out / "curve.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    summary.update(write_curve_outputs(out, rows, cfg.table_every, title=str(cfg.tasks)))
+    summary["seconds"] = round(time.perf_counter() - t_start, 1)
+    summary["model_dir"] = str(out / "model")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    return summary
+
+
+def _save(out: Path, net: PolicyNetwork, pcfg: LearnedConfig, optimizer: torch.optim.Optimizer, stream: _TaskStream,
+          update_i: int, elapsed: float, summary: dict[str, Any], cfg: LearnedRLConfig, meta: dict[str, Any],
+          cache: Any = None) -> None:
+    if cache is not None:
+        cache.save()
+    trained = {"tasks": str(cfg.tasks), "updates": update_i, "init": cfg.init, "seed": cfg.seed,
+               "command": cfg.command, "previous": meta or None}
+    save_checkpoint(out / "model", net, pcfg, trained)
+    tmp = out / "trainer_state.pt.tmp"
+    torch.save({"optimizer": optimizer.state_dict(), "epoch": stream.epoch, "pos": stream.pos,
+                "solved": sorted(stream.solved), "update": update_i,
+                "elapsed": elapsed, "summary": summary,
+                "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()}}, tmp)
+    tmp.replace(out / "trainer_state.pt")
+
+
+__all__ = ["LearnedRLConfig", "greedy_check", "policy_check", "run_learned_rl"]
