@@ -27,7 +27,8 @@ def test_the_page_and_its_files_are_served_from_the_package(http: httpx.Client) 
 
 def test_playground_config(http: httpx.Client, live) -> None:
     cfg = http.get("/playground/config").json()
-    assert cfg["collection"] == "sample" and cfg["policy"] == "heuristic" and cfg["policies"] == ["heuristic"]
+    # The two that need no model server: the heuristic and the shipped learned checkpoint.
+    assert cfg["collection"] == "sample" and cfg["policy"] == "heuristic" and cfg["policies"] == ["heuristic", "learned"]
     assert cfg["demo_question"] == DEMO_QUESTION and cfg["budget_tokens"] == live.state.settings.budget_tokens
 
 
