@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sieve.errors import InvalidInput, NotFound
+from sieve.retriever.store import EVAL_CACHE_PREFIX
 from sieve.retriever.types import Document
 
 if TYPE_CHECKING:
@@ -194,7 +195,8 @@ def collection_name(sets: Sequence[EvalSet], config: RetrieverConfig) -> str:
     if config.embed_backend != "torch":
         tag = f"{config.embed_backend}-{tag}"
     stem = "_".join(s.name for s in sets)[:200]
-    return f"eval-{stem}-{tag}-{h.hexdigest()[:10]}"
+    # The shape retriever.store.is_eval_cache recognises, so `sieve collections` leaves it out.
+    return f"{EVAL_CACHE_PREFIX}{stem}-{tag}-{h.hexdigest()[:10]}"
 
 
 def open_eval_index(

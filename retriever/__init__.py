@@ -1,9 +1,20 @@
-"""Retrieval layer: ingestion, chunking, embeddings, the Chroma store, BM25 and hybrid fusion."""
+"""Retrieval layer: ingestion, chunking, embeddings, the Chroma store, BM25 and hybrid fusion.
 
-from sieve.retriever.base import Retriever, validate_k, validate_query
-from sieve.retriever.config import RetrieverConfig
-from sieve.retriever.index import CorpusIndex, IndexReport, delete_collection, list_collections
-from sieve.retriever.types import Chunk, Document, Hit
+The names below resolve on first access (PEP 562): importing a light submodule such as
+``sieve.retriever.config`` must not load scipy (BM25) or Chroma.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sieve.retriever.base import Retriever, validate_k, validate_query
+    from sieve.retriever.config import RetrieverConfig
+    from sieve.retriever.index import CorpusIndex, IndexReport, delete_collection
+    from sieve.retriever.store import list_collections
+    from sieve.retriever.types import Chunk, Document, Hit
 
 __all__ = [
     "Chunk",
@@ -18,3 +29,16 @@ __all__ = [
     "validate_k",
     "validate_query",
 ]
+
+_LAZY = {
+    "Retriever": "base", "validate_k": "base", "validate_query": "base", "RetrieverConfig": "config",
+    "CorpusIndex": "index", "IndexReport": "index", "delete_collection": "index", "list_collections": "store",
+    "Chunk": "types", "Document": "types", "Hit": "types",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sieve.retriever' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"sieve.retriever.{module}"), name)

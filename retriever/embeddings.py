@@ -8,7 +8,10 @@ Every embedder has an :class:`EmbedderIdentity` (model fingerprint, backend, dty
 index records in the collection's metadata, so vectors of different embedders are never mixed
 in one collection. The model is loaded once per process and shared by every collection opened
 with the same settings. Query embeddings are memoised (agents re-issue similar queries);
-passages are embedded in length-sorted batches with a progress bar.
+passages are embedded in length-sorted batches with a progress bar. An embedder built with
+``lazy=True`` loads torch or ONNX Runtime and the weights on first use only, so a BM25 query or a
+listing never pays the seconds of CPU they cost; its identity is read from the model folder
+(content hash, module configs) without loading either.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import json
 import logging
 import os
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from threading import Lock
@@ -31,7 +35,7 @@ from sieve.retriever.config import validate_backend
 from sieve.runtime import prepare_runtime
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from sieve.retriever.config import RetrieverConfig
 
@@ -129,7 +133,8 @@ class TorchEncoder:
         import torch
         from sentence_transformers import SentenceTransformer
 
-        model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        with quiet_hf_progress():
+            model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
         if dtype == "bfloat16":
             model = model.to(torch.bfloat16)
         return cls(model)
@@ -142,6 +147,44 @@ class TorchEncoder:
         vecs = self.model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
                                  convert_to_numpy=False, convert_to_tensor=True, show_progress_bar=False)
         return vecs.float().cpu().numpy().astype(np.float32)
+
+
+@contextmanager
+def quiet_hf_progress() -> Iterator[None]:
+    """Hide transformers' "Loading weights" bar while loading.
+
+    transformers draws it for a one-second load; a CLI call would print it on every run, in the
+    middle of the command's own output.
+    """
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def config_dim(path: Path) -> int | None:
+    """The output dimension a Transformer + Pooling [+ Normalize] folder declares, read without loading it.
+
+    None for other module stacks (a Dense layer, several pooling modes): then only the loaded
+    model can say.
+    """
+    try:
+        modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
+        kinds = [m["type"].rsplit(".", 1)[-1] for m in modules]
+        if kinds[:2] != ["Transformer", "Pooling"] or kinds[2:] not in ([], ["Normalize"]):
+            return None
+        pool = json.loads((path / modules[1]["path"] / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None
+    if sum(bool(v) for k, v in pool.items() if k.startswith("pooling_mode")) != 1:
+        return None
+    dim = pool.get("word_embedding_dimension")
+    return int(dim) if isinstance(dim, int) and dim > 0 else None
 
 
 def cpu_threads() -> int:
@@ -166,20 +209,28 @@ def load_encoder(path: Path, backend: str, dtype: str, cache_root: Path, fingerp
 class Embedder:
     """A sentence embedding model with batching, normalisation, an identity and a query cache.
 
-    Build it with :meth:`from_config` or :meth:`load`; ``__init__`` does no I/O.
+    Build it with :meth:`from_config` or :meth:`load`; ``__init__`` does no I/O. Built with
+    ``lazy=True``, nothing is loaded until the first embedding (or tokenizer) is asked for, and
+    :attr:`identity` is computed from the folder alone (see :func:`config_dim`).
     """
 
-    encoder: Encoder
-    identity: EmbedderIdentity
+    path: str
+    backend: str = "torch"
+    dtype: str = "float32"
     batch_size: int = 32
+    cache_dir: Path | None = None
     query_cache_size: int = 4096
+    _encoder: Encoder | None = field(default=None, repr=False)
+    _identity: EmbedderIdentity | None = field(default=None, repr=False)
+    _fingerprint: str | None = field(default=None, repr=False)
     _cache: OrderedDict[str, np.ndarray] = field(default_factory=OrderedDict, repr=False)
     _lock: Lock = field(default_factory=Lock, repr=False)
+    _load_lock: Lock = field(default_factory=Lock, repr=False)
 
     @classmethod
     def load(cls, path: str, *, backend: str = "torch", dtype: str = "float32", batch_size: int = 32,
-             cache_dir: Path | None = None) -> Embedder:
-        """Load a local sentence-transformers folder; never touches a model hub.
+             cache_dir: Path | None = None, lazy: bool = False) -> Embedder:
+        """A local sentence-transformers folder; never touches a model hub.
 
         Args:
             path: the model folder.
@@ -187,49 +238,81 @@ class Embedder:
             dtype: ``float32`` or ``bfloat16`` (torch), ``float32`` or ``int8`` (onnx).
             batch_size: passages per forward pass.
             cache_dir: where ONNX exports are cached (``<cache_dir>/onnx``); required for onnx.
+            lazy: check the arguments and the folder now, load the model on first use.
 
         Raises:
             ModelUnavailable: ``path`` is not a folder, or the model cannot run on ``backend``.
             InvalidInput: an unknown backend or dtype.
         """
         validate_backend(backend, dtype)
-        folder = Path(path)
-        if not folder.is_dir():
+        if not Path(path).is_dir():
             raise ModelUnavailable(
                 f"Expected a local sentence-transformers model folder, got {path!r} (not a directory). "
                 "Set SIEVE_EMBEDDER or --embedder to a folder; models are never downloaded."
             )
         if backend == "onnx" and cache_dir is None:
             raise InvalidInput("Expected a cache_dir for the ONNX export of the embedder, got None")
-        prepare_runtime()
-        fingerprint = model_fingerprint(folder)
-        encoder = load_encoder(folder, backend, dtype, cache_dir or folder, fingerprint)
-        identity = EmbedderIdentity(model=model_display_name(folder), fingerprint=fingerprint, backend=backend,
-                                    dtype=dtype, dim=encoder.dim)
-        logger.info("Loaded embedder %s", identity.describe())
-        return cls(encoder=encoder, identity=identity, batch_size=batch_size)
+        emb = cls(path=path, backend=backend, dtype=dtype, batch_size=batch_size, cache_dir=cache_dir)
+        if not lazy:
+            emb.loaded()
+        return emb
 
     @classmethod
-    def from_config(cls, config: RetrieverConfig) -> Embedder:
-        """Load the configured model. Loading costs seconds: build one and share it between indexes."""
+    def from_config(cls, config: RetrieverConfig, *, lazy: bool = False) -> Embedder:
+        """The configured model. Loading costs seconds: build one and share it between indexes."""
         return cls.load(config.embedder_path, backend=config.embed_backend, dtype=config.embed_dtype,
-                        batch_size=config.embed_batch_size, cache_dir=config.models_dir)
+                        batch_size=config.embed_batch_size, cache_dir=config.models_dir, lazy=lazy)
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._encoder is not None
+
+    @property
+    def fingerprint(self) -> str:
+        """The model folder's content hash (reads the files once; imports no model library)."""
+        if self._fingerprint is None:
+            self._fingerprint = model_fingerprint(Path(self.path))
+        return self._fingerprint
+
+    def loaded(self) -> Encoder:
+        """The encoder, loading it first if this embedder was built lazily (thread-safe, once)."""
+        if self._encoder is None:
+            with self._load_lock:
+                if self._encoder is None:
+                    folder = Path(self.path)
+                    prepare_runtime()  # offline hub, passive OpenMP waiting: before torch is first imported
+                    encoder = load_encoder(folder, self.backend, self.dtype, self.cache_dir or folder,
+                                           self.fingerprint)
+                    if self._identity is not None and self._identity.dim != encoder.dim:
+                        raise ModelUnavailable(f"Expected the embedder at {self.path!r} to output "
+                                               f"{self._identity.dim} dimensions as its config says, got {encoder.dim}")
+                    self._encoder = encoder
+                    logger.info("Loaded embedder %s", self.identity.describe())
+        return self._encoder
+
+    @property
+    def encoder(self) -> Encoder:
+        return self.loaded()
+
+    @property
+    def identity(self) -> EmbedderIdentity:
+        """What this embedder writes, known without loading it when the folder's config says its dim."""
+        if self._identity is None:
+            folder = Path(self.path)
+            dim = self._encoder.dim if self._encoder is not None else config_dim(folder)
+            if dim is None:
+                dim = self.loaded().dim
+            self._identity = EmbedderIdentity(model=model_display_name(folder), fingerprint=self.fingerprint,
+                                              backend=self.backend, dtype=self.dtype, dim=dim)
+        return self._identity
 
     @property
     def name(self) -> str:
-        return self.identity.model
-
-    @property
-    def backend(self) -> str:
-        return self.identity.backend
-
-    @property
-    def dtype(self) -> str:
-        return self.identity.dtype
+        return model_display_name(Path(self.path))
 
     @property
     def tokenizer(self) -> Any:
-        return self.encoder.tokenizer
+        return self.loaded().tokenizer
 
     @property
     def dim(self) -> int:
@@ -245,7 +328,7 @@ class Embedder:
         with tqdm(total=len(texts), desc="Embedding", unit="text", disable=not progress) as bar:
             for i in range(0, len(texts), step):
                 with self._lock:  # inference is not faster when two threads share the cores
-                    parts.append(self.encoder.encode(texts[i : i + step], self.batch_size))
+                    parts.append(self.loaded().encode(texts[i : i + step], self.batch_size))
                 bar.update(len(parts[-1]))
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
@@ -276,4 +359,5 @@ class Embedder:
         return np.stack([self.embed_query(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
 
 
-__all__ = ["Embedder", "EmbedderIdentity", "Encoder", "TorchEncoder", "cpu_threads", "model_fingerprint"]
+__all__ = ["Embedder", "EmbedderIdentity", "Encoder", "TorchEncoder", "config_dim", "cpu_threads", "model_fingerprint",
+           "quiet_hf_progress"]

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from sieve.errors import EmbedderMismatch, EmptyCorpus, InvalidInput, NotFound
+from sieve.errors import EmbedderMismatch, EmptyCorpus, InvalidInput, NotFound, StoreLocked
 from sieve.retriever.base import validate_k
 from sieve.retriever.bm25 import BM25Builder, BM25Retriever, SparseBM25, tokenize
 from sieve.retriever.chunking import Chunker, split_chunk_id
@@ -31,8 +31,9 @@ from sieve.retriever.dense import DenseRetriever
 from sieve.retriever.embeddings import EmbedderIdentity
 from sieve.retriever.hybrid import HybridRetriever
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents
+from sieve.retriever.metadata import validate_metadata
 from sieve.retriever.store import (
-    ChromaStore, CollectionState, list_collection_names, make_client, validate_collection_name,
+    ChromaStore, CollectionState, make_client, validate_collection_name,
 )
 from sieve.retriever.types import Chunk, Hit, passage_text
 from sieve.retriever.writelock import WriteLock
@@ -80,11 +81,12 @@ class CorpusIndex:
         self.embedder = embedder
         self.bm25_dir = bm25_dir
         self.write_lock = store_write_lock(config)
-        self.chunker = Chunker(embedder.tokenizer, config.chunk_tokens, config.chunk_overlap)  # type: ignore[arg-type]
+        self._chunker: Chunker | None = None
         self._lock = RLock()
         self._bm25: SparseBM25 | None = None
         self._bm25_generation = ""
-        self._checked_embedder: str | None = None
+        self._recorded_embedder: str | None = None  # the collection's stamp, as last read
+        self._checked_embedder: str | None = None  # the stamp _embedder_error was computed for
         self._embedder_error: EmbedderMismatch | None = None
         self.dense = DenseRetriever(store, embedder, max_k=config.max_k)
         self.bm25 = BM25Retriever(store, self.bm25_index, max_k=config.max_k)
@@ -102,36 +104,75 @@ class CorpusIndex:
         cls, config: RetrieverConfig, collection: str = "default", *, create: bool = False,
         embedder: Embedder | None = None, client: Any | None = None,
     ) -> CorpusIndex:
-        """Open ``collection``; with ``create=False`` an unknown name raises :class:`UnknownCollection`."""
+        """Open ``collection``; with ``create=False`` an unknown name raises :class:`UnknownCollection`.
+
+        Without an ``embedder`` one is made lazily: the model loads on the first embedding or
+        chunking, so BM25 search, listing and reading never load torch.
+        """
         from sieve.retriever.embeddings import Embedder
 
         validate_collection_name(collection)
+        if embedder is None:
+            embedder = Embedder.from_config(config, lazy=True)  # checks the folder now, loads later
         client = client if client is not None else make_client(config)
         store = ChromaStore.open(client, collection, create=create)
-        embedder = embedder if embedder is not None else Embedder.from_config(config)
         return cls(config, store, embedder, _bm25_dir(config, collection))
+
+    @property
+    def chunker(self) -> Chunker:
+        """Splits documents with the embedder's tokenizer (which loads the embedder: only indexing needs it)."""
+        if self._chunker is None:
+            self._chunker = Chunker(self.embedder.tokenizer, self.config.chunk_tokens,  # type: ignore[arg-type]
+                                    self.config.chunk_overlap)
+        return self._chunker
+
+    def drop(self, lock_timeout_s: float | None = None) -> None:
+        """Delete this collection and its BM25 cache (undoing a failed first index run)."""
+        import shutil
+
+        # A delete is a write: it waits for the store's writer like any other. If that writer keeps
+        # the store past the timeout, the empty collection stays and the log says how to remove it.
+        try:
+            with self.write_lock.hold(lock_timeout_s), self._lock:
+                try:
+                    self.store.client.delete_collection(self.name)
+                except Exception as exc:  # already gone: nothing left to undo
+                    logger.debug("drop %s: %s", self.name, exc)
+                shutil.rmtree(self.bm25_dir, ignore_errors=True)
+                self._bm25 = None
+        except StoreLocked:
+            logger.warning("Could not remove the collection %r this failed run created: another writer holds "
+                           "the store (`sieve collections --delete %s` removes it)", self.name, self.name)
 
     # -- consistency with Chroma: generation and embedder ------------------------------------
     def refresh(self) -> CollectionState:
-        """Read the collection's state (one Chroma round-trip) and check its recorded embedder.
+        """Read the collection's state (one Chroma round-trip) and note its recorded embedder.
 
         Every search calls this, so a write that returned through another process or worker is
         seen by the next request here (its generation changed), never served from a stale BM25.
+        The recorded embedder is compared with ours only when vectors are about to be read or
+        written (:meth:`_require_embedder_match`): a BM25 query never computes our identity.
         """
         state = self.store.state()
-        if state.embedder is not None and state.embedder != self._checked_embedder:
+        if state.embedder is not None and state.embedder != self._recorded_embedder:
+            self._recorded_embedder = state.embedder
+            self._checked_embedder = None
             self._embedder_error = None
-            try:
-                self.embedder.identity.check_compatible(EmbedderIdentity.from_json(state.embedder), self.name)
-            except EmbedderMismatch as exc:
-                self._embedder_error = exc
-            self._checked_embedder = state.embedder
         return state
 
     def _require_embedder_match(self) -> None:
+        recorded = self._recorded_embedder
+        if recorded is not None and recorded != self._checked_embedder:
+            self._embedder_error = None
+            try:
+                self.embedder.identity.check_compatible(EmbedderIdentity.from_json(recorded), self.name)
+            except EmbedderMismatch as exc:
+                self._embedder_error = exc
+            self._checked_embedder = recorded
         if self._embedder_error is not None:
             raise self._embedder_error
 
+    # -- BM25 cache -----------------------------------------------------------------------------
     def bm25_index(self) -> SparseBM25:
         """The BM25 index matching the store's current generation (loaded or rebuilt if stale)."""
         with self._lock:
@@ -168,10 +209,25 @@ class CorpusIndex:
 
     # -- indexing -------------------------------------------------------------------------------
     def index_path(self, path: str | Path, *, progress: bool = True) -> IndexReport:
+        """Index a file or folder; unreadable inputs are skipped and listed in ``report.ingest``.
+
+        Raises:
+            NotFound: ``path`` does not exist.
+            InvalidInput: ``path`` holds no readable document at all.
+
+        Nothing is left half-done: when this run created the collection and fails (or finds
+        nothing to index), the collection is removed again. An interrupted run (Ctrl-C) that
+        already wrote keeps its work, and indexing again resumes it.
+        """
         report = IngestReport()
+        created = self.store.created
         result = self.index_documents(iter_documents(path, report), progress=progress)
         report.skipped.extend(result.ingest.skipped)  # documents that chunked to nothing
         result.ingest = report
+        if report.documents == 0 or (created and result.chunks_written == 0):
+            if created:
+                self.drop()
+            raise InvalidInput(_nothing_to_index(path, report))
         return result
 
     def index_documents(self, docs: Iterable[Document], *, progress: bool = True) -> IndexReport:
@@ -180,7 +236,30 @@ class CorpusIndex:
         Work is written in batches of ``index_batch_size`` chunks; each batch replaces whole
         documents, so the worst an interruption leaves is a few incomplete documents that the
         next run detects (chunk count below ``n_chunks``) and rewrites.
+
+        Raises:
+            InvalidInput: a repeated id, or metadata Chroma cannot hold (see
+                :func:`~sieve.retriever.metadata.validate_metadata`). A list or tuple is checked
+                whole before anything is written; a stream is checked as it comes.
         """
+        try:
+            if isinstance(docs, (list, tuple)):
+                docs = _checked(docs)
+            report = self._index_documents(docs, progress=progress)
+        except KeyboardInterrupt:
+            # Ctrl-C keeps what was written (the next run resumes it), but not an empty new collection.
+            if self.store.created and self.count() == 0:
+                self.drop()
+            raise
+        except BaseException as exc:
+            if self.store.created:
+                # A run that never got the lock does not wait for it a second time to clean up.
+                self.drop(lock_timeout_s=0 if isinstance(exc, StoreLocked) else None)
+            raise
+        self.store.created = False
+        return report
+
+    def _index_documents(self, docs: Iterable[Document], *, progress: bool) -> IndexReport:
         t0 = time.perf_counter()
         report = IndexReport()
         # The store lock (not self._lock) orders writers, threads and worker processes included:
@@ -196,6 +275,7 @@ class CorpusIndex:
                 if doc.doc_id in seen:
                     raise InvalidInput(f"Expected unique document ids, got {doc.doc_id!r} twice")
                 seen.add(doc.doc_id)
+                validate_metadata(doc.metadata)
                 h = content_hash(doc)
                 state = states.get(doc.doc_id)
                 if state is not None and state.doc_hash == h and state.complete:
@@ -244,7 +324,7 @@ class CorpusIndex:
         if states:
             logger.warning("Collection %s records no embedder (indexed before Sieve stamped collections); "
                            "assuming its vectors came from %s", self.name, self.embedder.identity.describe())
-        self.store.embedder = self._checked_embedder = self.embedder.identity.to_json()
+        self.store.embedder = self._recorded_embedder = self._checked_embedder = self.embedder.identity.to_json()
 
     def delete_documents(self, doc_ids: Sequence[str]) -> int:
         """Remove documents (all their chunks) from Chroma and BM25; returns how many existed."""
@@ -265,6 +345,29 @@ class CorpusIndex:
     def documents(self) -> dict[str, int]:
         """doc_id -> number of chunks present."""
         return {d: s.present for d, s in self.store.doc_states().items()}
+
+    def list_documents(self, offset: int = 0, limit: int = 50) -> tuple[int, list[tuple[Chunk, int]]]:
+        """The number of documents, and one page of them: each one's first chunk (title, source,
+        metadata; no text) with the document's chunk count, in store order.
+
+        Raises:
+            InvalidInput: a negative ``offset`` or a ``limit`` outside 1..1000.
+        """
+        if offset < 0 or not 1 <= limit <= 1000:
+            raise InvalidInput(f"Expected offset >= 0 and 1 <= limit <= 1000, got offset={offset}, limit={limit}")
+        total = len(self.store.ids_where({"position": 0}))
+        return total, self.store.first_chunks(limit=limit, offset=offset)
+
+    def chunk_context(self, chunk_id: str, window: int = 1) -> tuple[list[Chunk], int]:
+        """The chunk ``chunk_id`` with ``window`` neighbours each side, and its document's chunk count.
+
+        Raises:
+            NotFound: no chunk has that id (a document id is not a chunk id).
+        """
+        if not self.store.get([chunk_id]):
+            raise NotFound(f"Expected a chunk id of collection {self.name!r} (doc_id#position), got {chunk_id!r}")
+        chunks = self.read(chunk_id, window)
+        return chunks, len(self.store.ids_where({"doc_id": chunks[0].doc_id}))
 
     def retriever(self, mode: SearchMode) -> DenseRetriever | BM25Retriever | HybridRetriever:
         if mode == "dense":
@@ -372,6 +475,33 @@ def store_write_lock(config: RetrieverConfig) -> WriteLock:
                      timeout_s=config.write_lock_timeout_s)
 
 
+def _checked(docs: Sequence[Document]) -> Sequence[Document]:
+    """``docs`` if every id is unique and all metadata is storable; else InvalidInput naming the first problem."""
+    seen: set[str] = set()
+    for doc in docs:
+        if doc.doc_id in seen:
+            raise InvalidInput(f"Expected unique document ids, got {doc.doc_id!r} twice")
+        seen.add(doc.doc_id)
+        try:
+            validate_metadata(doc.metadata)
+        except InvalidInput as exc:
+            raise InvalidInput(f"Document {doc.doc_id!r}: {exc.message}") from None
+    return docs
+
+
+def _nothing_to_index(path: str | Path, report: IngestReport) -> str:
+    from sieve.retriever.ingest import SUPPORTED_SUFFIXES
+
+    parts = []
+    if report.skipped:
+        parts.append(f"{len(report.skipped)} skipped ({report.skipped[0][0]}: {report.skipped[0][1]}"
+                     + (", ..." if len(report.skipped) > 1 else "") + ")")
+    if report.ignored:
+        parts.append(f"{len(report.ignored)} ignored for their suffix (e.g. {report.ignored[0]})")
+    return (f"Expected at least one readable document ({' '.join(SUPPORTED_SUFFIXES)}) in {str(path)!r}, "
+            f"got none" + (": " + "; ".join(parts) if parts else ""))
+
+
 def _bm25_dir(config: RetrieverConfig, collection: str) -> Path:
     # Keyed by store location too, so two Chroma servers' collections of one name never share a cache.
     tag = _store_tag(config)
@@ -379,13 +509,6 @@ def _bm25_dir(config: RetrieverConfig, collection: str) -> Path:
         # File names cap at 255 bytes, collection names at 512: keep a readable prefix plus a hash.
         collection = f"{collection[:100]}~{hashlib.sha256(collection.encode()).hexdigest()[:10]}"
     return config.data_dir / "bm25" / f"{collection}-{tag}"
-
-
-def list_collections(config: RetrieverConfig, client: Any | None = None) -> dict[str, int]:
-    """Collection name -> chunk count."""
-    client = client if client is not None else make_client(config)
-    return {name: int(client.get_collection(name, embedding_function=None).count())
-            for name in list_collection_names(client)}
 
 
 def delete_collection(config: RetrieverConfig, name: str, client: Any | None = None) -> None:
@@ -398,5 +521,4 @@ def delete_collection(config: RetrieverConfig, name: str, client: Any | None = N
         shutil.rmtree(_bm25_dir(config, name), ignore_errors=True)
 
 
-__all__ = ["CorpusIndex", "IndexReport", "delete_collection", "list_collections", "split_chunk_id",
-           "store_write_lock"]
+__all__ = ["CorpusIndex", "IndexReport", "delete_collection", "split_chunk_id", "store_write_lock"]

@@ -3,7 +3,8 @@
 Supported: ``.txt``, ``.md`` (one document each), ``.jsonl`` (one record a line with ``id``,
 ``title``, ``text`` and optional ``source``/``metadata``), ``.html``/``.htm`` (visible text via
 BeautifulSoup) and ``.pdf`` (text via pypdf). A file that cannot be read (not UTF-8, broken PDF,
-bad JSON line) is skipped and reported in :class:`IngestReport`, never dropped silently.
+bad JSON line, metadata Chroma cannot hold, an id seen earlier in the same run) is skipped and
+reported in :class:`IngestReport`, never dropped silently; the rest is indexed.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sieve.errors import InvalidInput, NotFound
+from sieve.retriever.metadata import validate_metadata
 from sieve.retriever.types import Document
 
 if TYPE_CHECKING:
@@ -36,7 +38,9 @@ class IngestReport:
 
     def skip(self, where: str, reason: str) -> None:
         self.skipped.append((where, reason))
-        logger.warning("Skipped %s: %s", where, reason)
+        # INFO, not WARNING: the report lists every skip and callers show it (the CLI prints it
+        # once, after the progress bar); a warning here printed each one twice.
+        logger.info("Skipped %s: %s", where, reason)
 
 
 def content_hash(doc: Document) -> str:
@@ -80,7 +84,7 @@ def _markdown_title(text: str) -> str:
     return m.group(1).strip() if m else ""
 
 
-def _jsonl_docs(path: Path, report: IngestReport) -> Iterator[Document]:
+def _jsonl_docs(path: Path, report: IngestReport) -> Iterator[tuple[Document, str]]:
     try:
         raw = _read_text(path)
     except UnicodeDecodeError as exc:
@@ -101,14 +105,15 @@ def _jsonl_docs(path: Path, report: IngestReport) -> Iterator[Document]:
         if not rec["text"].strip():
             report.skip(where, "empty text")
             continue
-        meta = rec.get("metadata") or {}
-        if not isinstance(meta, dict):
-            report.skip(where, "'metadata' must be an object")
+        try:
+            meta = validate_metadata(rec.get("metadata"))
+        except InvalidInput as exc:
+            report.skip(where, exc.message)
             continue
         yield Document(
             doc_id=str(rec["id"]), text=rec["text"], title=str(rec.get("title") or ""),
             source=str(rec.get("source") or f"{path.name}:{lineno}"), metadata=meta,
-        )
+        ), where
 
 
 def iter_documents(path: str | Path, report: IngestReport | None = None) -> Iterator[Document]:
@@ -123,6 +128,15 @@ def iter_documents(path: str | Path, report: IngestReport | None = None) -> Iter
         raise NotFound(f"Expected a file or folder to index, got {str(path)!r} (does not exist)")
     files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
     base = root.parent if root.is_file() else root
+    first_seen: dict[str, str] = {}  # doc id -> where it first came from, in this run
+
+    def fresh(doc: Document, where: str) -> bool:
+        first = first_seen.setdefault(doc.doc_id, where)
+        if first != where:
+            report.skip(where, f"duplicate id {doc.doc_id!r} (first at {first}; that one is indexed)")
+            return False
+        return True
+
     for f in files:
         suffix = f.suffix.lower()
         if suffix not in SUPPORTED_SUFFIXES:
@@ -131,9 +145,10 @@ def iter_documents(path: str | Path, report: IngestReport | None = None) -> Iter
             continue
         report.files_read += 1
         if suffix == ".jsonl":
-            for doc in _jsonl_docs(f, report):
-                report.documents += 1
-                yield doc
+            for doc, where in _jsonl_docs(f, report):
+                if fresh(doc, where):
+                    report.documents += 1
+                    yield doc
             continue
         try:
             if suffix == ".pdf":
@@ -152,18 +167,16 @@ def iter_documents(path: str | Path, report: IngestReport | None = None) -> Iter
         if not text.strip():
             report.skip(str(f), "no text")
             continue
-        report.documents += 1
-        yield Document(doc_id=_doc_id_for(f, base), text=text, title=title or f.stem, source=str(f))
+        doc = Document(doc_id=_doc_id_for(f, base), text=text, title=title or f.stem, source=str(f))
+        if fresh(doc, str(f)):
+            report.documents += 1
+            yield doc
 
 
 def load_documents(path: str | Path) -> tuple[list[Document], IngestReport]:
+    """Every document under ``path`` (ids unique: later duplicates are in ``report.skipped``)."""
     report = IngestReport()
     docs = list(iter_documents(path, report))
-    ids = [d.doc_id for d in docs]
-    if len(set(ids)) != len(ids):
-        seen: set[str] = set()
-        dupes = sorted({i for i in ids if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
-        raise InvalidInput(f"Expected unique document ids, got duplicates: {dupes[:10]}")
     return docs, report
 
 

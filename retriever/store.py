@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from sieve.errors import InvalidInput, InvalidPattern, StoreUnavailable, UnknownCollection
+from sieve.retriever.metadata import RESERVED_KEYS
 from sieve.retriever.types import Chunk
 
 if TYPE_CHECKING:
@@ -29,10 +30,12 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
-_RESERVED = ("chunk_id", "doc_id", "title", "source", "position", "char_start", "char_end", "n_tokens",
-             "doc_hash", "n_chunks")
 GENERATION_KEY = "sieve_generation"
 EMBEDDER_KEY = "sieve_embedder"  # JSON of the EmbedderIdentity that wrote the collection's vectors
+# `sieve eval` caches each pooled corpus as eval-<sets>-[onnx-]<fp32|bf16|int8>-<10 hex digits of its
+# fingerprint> (sieve.eval.data.collection_name). Listings leave these out unless asked: they are not the user's.
+EVAL_CACHE_PREFIX = "eval-"
+_EVAL_CACHE_RE = re.compile(r"^eval-.+-(?:fp32|bf16|int8)-[0-9a-f]{10}$")
 PAGE = 2000  # rows per Chroma get() page when scanning a whole collection
 
 
@@ -86,12 +89,9 @@ def make_client(config: RetrieverConfig) -> Any:
 
 
 def _to_metadata(chunk: Chunk, doc_hash: str, n_chunks: int) -> dict[str, Any]:
-    meta: dict[str, Any] = {}
-    for key, value in chunk.metadata.items():
-        if key in _RESERVED or value is None:
-            continue
-        # Chroma accepts scalars only; anything else is kept as its JSON-ish string form.
-        meta[key] = value if isinstance(value, (str, int, float, bool)) else str(value)
+    # Values were checked when their document entered (retriever.metadata.validate_metadata):
+    # scalars and homogeneous lists go to Chroma as they are, never as their string form.
+    meta: dict[str, Any] = {k: v for k, v in chunk.metadata.items() if k not in RESERVED_KEYS and v is not None}
     meta.update(
         chunk_id=chunk.chunk_id, doc_id=chunk.doc_id, title=chunk.title, source=chunk.source,
         position=chunk.position, char_start=chunk.char_start, char_end=chunk.char_end,
@@ -102,7 +102,7 @@ def _to_metadata(chunk: Chunk, doc_hash: str, n_chunks: int) -> dict[str, Any]:
 
 def chunk_from_record(chunk_id: str, text: str | None, meta: dict[str, Any] | None) -> Chunk:
     meta = dict(meta or {})
-    extra = {k: v for k, v in meta.items() if k not in _RESERVED}
+    extra = {k: v for k, v in meta.items() if k not in RESERVED_KEYS}
     return Chunk(
         chunk_id=chunk_id, doc_id=str(meta.get("doc_id", chunk_id.rpartition("#")[0])),
         position=int(meta.get("position", 0)), text=text or "", title=str(meta.get("title", "")),
@@ -136,10 +136,13 @@ class DocState:
 class ChromaStore:
     """One Chroma collection holding Sieve chunks. Build with :meth:`open`."""
 
-    def __init__(self, client: Any, collection: Any, name: str) -> None:
+    def __init__(self, client: Any, collection: Any, name: str, *, created: bool = False) -> None:
         self.client = client
         self.collection = collection
         self.name = name
+        # True while the collection exists only because this store made it and no write has
+        # succeeded yet: a failing first index run then removes it instead of leaving it empty.
+        self.created = created
         self.embedder: str | None = (collection.metadata or {}).get(EMBEDDER_KEY)
 
     @classmethod
@@ -147,21 +150,25 @@ class ChromaStore:
         from chromadb.errors import NotFoundError  # chromadb is loaded: the client came from it
 
         validate_collection_name(name)
+        created = False
         try:
-            if create:
+            try:
+                col = client.get_collection(name, embedding_function=None)
+            except NotFoundError:
+                if not create:
+                    raise
                 col = client.get_or_create_collection(
                     name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
                     metadata={GENERATION_KEY: "empty"},
                 )
-            else:
-                col = client.get_collection(name, embedding_function=None)
+                created = True
         except NotFoundError as exc:
             raise UnknownCollection(
                 f"Expected an existing collection, got {name!r}; valid: {list_collection_names(client)}"
             ) from exc
         except Exception as exc:
             raise StoreUnavailable(f"Chroma failed to open collection {name!r}: {exc}") from exc
-        return cls(client, col, name)
+        return cls(client, col, name, created=created)
 
     # -- generation: marks every write so the BM25 cache can tell whether it is stale --------
     def state(self) -> CollectionState:
@@ -266,6 +273,12 @@ class ChromaStore:
         page = self.collection.get(where=where, include=["documents", "metadatas"], limit=limit)
         return [chunk_from_record(cid, t, m) for cid, t, m in zip(page["ids"], page["documents"], page["metadatas"])]
 
+    def first_chunks(self, *, limit: int, offset: int = 0) -> list[tuple[Chunk, int]]:
+        """Documents' first chunks (metadata only, no text) with each document's ``n_chunks``, one page."""
+        page = self.collection.get(where={"position": 0}, include=["metadatas"], limit=limit, offset=offset)
+        return [(chunk_from_record(cid, None, m), int((m or {}).get("n_chunks", 0)))
+                for cid, m in zip(page["ids"], page["metadatas"])]
+
     def ids_where(self, where: Where) -> set[str]:
         try:
             return set(self.collection.get(where=where, include=[])["ids"])
@@ -313,5 +326,29 @@ def list_collection_names(client: Any) -> list[str]:
     return sorted(c.name if hasattr(c, "name") else str(c) for c in client.list_collections())
 
 
-__all__ = ["ChromaStore", "CollectionState", "DocState", "EMBEDDER_KEY", "GENERATION_KEY", "chroma_input_errors",
-           "chunk_from_record", "list_collection_names", "make_client", "validate_collection_name"]
+def list_collections(
+    config: RetrieverConfig, client: Any | None = None, *, include_eval: bool = False,
+) -> dict[str, int]:
+    """Collection name -> chunk count; ``sieve eval``'s cached corpora only with ``include_eval``.
+
+    It lives here, not in ``index``, so that listing (``sieve collections``) imports Chroma alone:
+    ``index`` brings BM25's scipy, a second or more of start-up on a busy machine.
+    """
+    client = client if client is not None else make_client(config)
+    return {name: int(client.get_collection(name, embedding_function=None).count())
+            for name in list_collection_names(client) if include_eval or not is_eval_cache(name)}
+
+
+def is_eval_cache(name: str) -> bool:
+    """Whether ``name`` is one of ``sieve eval``'s cached corpora (not a collection the user made).
+
+    Example:
+        >>> is_eval_cache("eval-hotpotqa-fp32-3f2a9c01d4"), is_eval_cache("eval-notes")
+        (True, False)
+    """
+    return bool(_EVAL_CACHE_RE.match(name))
+
+
+__all__ = ["EMBEDDER_KEY", "EVAL_CACHE_PREFIX", "GENERATION_KEY", "ChromaStore", "CollectionState", "DocState",
+           "chroma_input_errors", "chunk_from_record", "is_eval_cache", "list_collection_names", "list_collections",
+           "make_client", "validate_collection_name"]

@@ -11,7 +11,9 @@ from typing import Any, Literal
 
 DocId = str
 ChunkId = str
-Metadata = dict[str, str | int | float | bool]
+MetadataValue = str | int | float | bool | list[str] | list[int] | list[float] | list[bool]
+Metadata = dict[str, MetadataValue]
+"""What Chroma holds as given: scalars and non-empty single-type lists (see ``retriever.metadata``)."""
 Where = dict[str, Any]
 """A Chroma-style metadata filter, e.g. ``{"source": "a.md"}`` or ``{"$and": [...]}``."""
 
@@ -91,4 +93,5 @@ class Hit:
         return self.chunk.doc_id
 
 
-__all__ = ["ChunkId", "Chunk", "DocId", "Document", "Hit", "HitMode", "Metadata", "SearchMode", "Where", "passage_text"]
+__all__ = ["ChunkId", "Chunk", "DocId", "Document", "Hit", "HitMode", "Metadata", "MetadataValue", "SearchMode", "Where",
+           "passage_text"]

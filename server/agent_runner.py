@@ -197,10 +197,22 @@ async def stream_episode(state: AppState, req: EpisodeRequest, slot: Slot | None
 
 
 def progress_event(event: dict[str, Any]) -> dict[str, Any]:
-    """An agent event as sent on ``/v1/search`` streams: tool names/params, result sizes, no chunk text."""
+    """An agent event as sent on ``/v1/search`` streams: tool names/params, result sizes, no chunk text.
+
+    A result that showed no chunks (a prune, a finish, an empty search, an error) carries a short
+    ``summary`` of what the tool told the model instead, e.g. which handles a prune freed.
+    """
     if event.get("type") == "observation":
-        return {**event, "results": [{k: v for k, v in r.items() if k != "content"} for r in event.get("results", [])]}
+        return {**event, "results": [_result_out(r) for r in event.get("results", [])]}
     return dict(event)
+
+
+def _result_out(result: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in result.items() if k != "content"}
+    if not result.get("handles"):
+        text = " ".join(str(result.get("content") or "").split())
+        out["summary"] = text if len(text) <= 300 else text[:299] + "…"
+    return out
 
 
 def context1_events(event: dict[str, Any]) -> list[dict[str, Any]]:

@@ -75,13 +75,17 @@ def stitch_chunks(chunks: Sequence[Chunk]) -> str:
     return "".join(out)
 
 
+def chunk_out(c: Chunk) -> ChunkOut:
+    return ChunkOut(id=c.chunk_id, position=c.position, text=c.text, char_start=c.char_start, char_end=c.char_end,
+                    n_tokens=c.n_tokens)
+
+
 def document_out(chunks: Sequence[Chunk], collection: str) -> DocumentOut:
     first = min(chunks, key=lambda c: c.position)
     return DocumentOut(
         id=first.doc_id, collection=collection, title=first.title, source=first.source,
         text=stitch_chunks(chunks), metadata=dict(first.metadata),
-        chunks=[ChunkOut(id=c.chunk_id, position=c.position, text=c.text, char_start=c.char_start,
-                         char_end=c.char_end, n_tokens=c.n_tokens) for c in sorted(chunks, key=lambda c: c.position)],
+        chunks=[chunk_out(c) for c in sorted(chunks, key=lambda c: c.position)],
     )
 
 
@@ -109,5 +113,5 @@ def document_blocks(evidence: Sequence[Evidence]) -> str:
     return "\n".join(blocks)
 
 
-__all__ = ["completion_tokens", "document_blocks", "document_out", "evidence_out", "hit_out", "justification_for",
-           "search_r1_contents", "search_r1_doc", "stitch_chunks", "trace_usage"]
+__all__ = ["chunk_out", "completion_tokens", "document_blocks", "document_out", "evidence_out", "hit_out",
+           "justification_for", "search_r1_contents", "search_r1_doc", "stitch_chunks", "trace_usage"]

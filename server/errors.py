@@ -14,6 +14,9 @@ Example:
 
 from __future__ import annotations
 
+from http import HTTPStatus
+from typing import Any
+
 from sieve.errors import (
     BackendError, EmbedderMismatch, EmptyCorpus, InvalidInput, ModelUnavailable, NotFound, SieveError, StoreLocked,
     StoreUnavailable, UnknownCollection,
@@ -85,5 +88,29 @@ def http_status(exc: SieveError) -> int:
     return 500
 
 
+def problem_body(status: int, detail: str, code: str, errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """RFC 9457 problem details; ``type`` names Sieve's error code as a URN. The HTTP handlers and
+    ``sieve ... --json`` print this one shape.
+
+    Example:
+        >>> problem_body(404, "Expected an existing collection, got 'x'", "unknown_collection")["title"]
+        'Not Found'
+    """
+    try:
+        title = HTTPStatus(status).phrase
+    except ValueError:
+        title = "Error"
+    body: dict[str, Any] = {"type": f"urn:sieve:error:{code}", "title": title, "status": status,
+                            "detail": detail, "code": code}
+    if errors is not None:
+        body["errors"] = errors
+    return body
+
+
+def error_problem(exc: SieveError) -> dict[str, Any]:
+    """The problem details of a Sieve error."""
+    return problem_body(http_status(exc), exc.message, exc.code)
+
+
 __all__ = ["HTTP_STATUS", "ClientClosedRequest", "Overloaded", "PayloadTooLarge", "RequestTimeout", "Unauthorized",
-           "http_status"]
+           "error_problem", "http_status", "problem_body"]

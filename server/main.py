@@ -14,12 +14,13 @@ import logging
 from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 
 from sieve.server.admission import ShedWhenFull
 from sieve.server.deps import run_blocking
 from sieve.server.middleware import BodyLimitMiddleware, BodyTimeoutMiddleware, MetricsMiddleware, TrustedHosts
 from sieve.server.problems import install_problem_handlers
-from sieve.server.routes import agent, documents, health, search
+from sieve.server.routes import agent, documents, health, playground, search
 from sieve.server.state import AppState
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ DESCRIPTION = """Agentic retrieval with context pruning.
 * `POST /search`: Context-1's stream shape; `POST /retrieve`: Search-R1's batch shape.
 * Collections and documents under `/v1/collections` and `/v1/documents`.
 * `/mcp`: an MCP server (streamable HTTP) with `search` and `fetch`.
+* `/`: the playground, a web page to watch the agent search and to browse collections.
 
 Errors are RFC 9457 problem details with a stable `code`. When `SIEVE_API_KEY` is set, mutating
 endpoints need `Authorization: Bearer <key>`; with `SIEVE_REQUIRE_AUTH` every endpoint but `/healthz` does.
@@ -81,11 +83,14 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         v = version("sieve")
     except PackageNotFoundError:
         v = "0.0.0"
-    app = FastAPI(title="Sieve", version=v, description=DESCRIPTION, lifespan=lifespan)
+    # FastAPIOffline: /docs and /redoc load Swagger UI and ReDoc from files in the fastapi-offline
+    # wheel instead of a CDN, so the docs work on a machine without internet.
+    app = FastAPIOffline(title="Sieve", version=v, description=DESCRIPTION, lifespan=lifespan)
     app.state.sieve = state
     install_problem_handlers(app)
     for module in (agent, search, documents, health):
         app.include_router(module.router)
+    playground.install(app)  # the web page at / and its static files
     if mcp_server is not None:
         from sieve.server.mcp_tools import mcp_route
 

@@ -8,7 +8,6 @@ routes and methods keep their HTTP status; anything unexpected is a logged ``500
 from __future__ import annotations
 
 import logging
-from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from fastapi.exceptions import RequestValidationError
@@ -16,7 +15,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sieve.errors import SieveError, UnknownCollection
-from sieve.server.errors import http_status
+from sieve.server.errors import error_problem, http_status, problem_body
 
 if TYPE_CHECKING:
     from fastapi import FastAPI, Request
@@ -29,24 +28,6 @@ _HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "
                415: "unsupported_media_type", 422: "invalid_input"}
 
 
-def problem_body(status: int, detail: str, code: str, errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The problem-details object; ``type`` names Sieve's error code as a URN.
-
-    Example:
-        >>> problem_body(404, "Expected an existing collection, got 'x'", "unknown_collection")["title"]
-        'Not Found'
-    """
-    try:
-        title = HTTPStatus(status).phrase
-    except ValueError:
-        title = "Error"
-    body: dict[str, Any] = {"type": f"urn:sieve:error:{code}", "title": title, "status": status,
-                            "detail": detail, "code": code}
-    if errors is not None:
-        body["errors"] = errors
-    return body
-
-
 def problem(status: int, detail: str, code: str, *, errors: list[dict[str, Any]] | None = None,
             headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse(problem_body(status, detail, code, errors), status_code=status, headers=headers,
@@ -54,7 +35,7 @@ def problem(status: int, detail: str, code: str, *, errors: list[dict[str, Any]]
 
 
 def sieve_error_body(exc: SieveError) -> dict[str, Any]:
-    return problem_body(http_status(exc), exc.message, exc.code)
+    return error_problem(exc)
 
 
 def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:

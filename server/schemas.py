@@ -12,10 +12,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-# Chroma's metadata rules: non-empty keys not starting with "$" or "#", scalar values, 64-bit ints.
+# Chroma's metadata rules: non-empty keys not starting with "$" or "#", scalar values, 64-bit ints,
+# or non-empty lists of one scalar type (the library's validate_metadata rejects mixed lists with a 422).
 MetaKey = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^$#]")]
 Scalar = (Annotated[str, StringConstraints(max_length=10_000)] | Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
           | Annotated[float, Field(allow_inf_nan=False)] | bool)
+MetaValue = Scalar | Annotated[list[Scalar], Field(min_length=1, max_length=1000)]
 # Chroma's rule, also checked by retriever.store.validate_collection_name (which adds: no "..").
 COLLECTION_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$"
 QueryText = Field(min_length=1, max_length=4000, pattern=r"\S", description="The question or query text.")
@@ -140,7 +142,10 @@ class DocumentIn(_Strict):
     text: str = Field(min_length=1, max_length=5_000_000)
     title: str = Field(default="", max_length=2000)
     source: str = Field(default="", max_length=2000)
-    metadata: dict[MetaKey, Scalar] = Field(default_factory=dict, max_length=100)
+    metadata: dict[MetaKey, MetaValue] = Field(
+        default_factory=dict, max_length=100,
+        description="Filterable values: string, integer, float, bool, or a non-empty list of one of those types "
+                    "(filter lists with `{\"key\": {\"$contains\": value}}`).")
 
 
 class UpsertRequest(_Strict):
@@ -167,6 +172,22 @@ class CollectionOut(BaseModel):
     chunks: int
 
 
+class DocumentSummaryOut(BaseModel):
+    id: str
+    title: str = ""
+    source: str = ""
+    chunks: int = Field(description="Chunks the document was split into.")
+
+
+class DocumentsPage(BaseModel):
+    """One page of a collection's documents (in store order)."""
+
+    collection: str
+    total: int
+    offset: int
+    documents: list[DocumentSummaryOut]
+
+
 class CollectionsResponse(BaseModel):
     collections: list[CollectionOut]
 
@@ -187,6 +208,19 @@ class DocumentOut(BaseModel):
     source: str = ""
     text: str
     metadata: dict[str, Any] = Field(default_factory=dict)
+    chunks: list[ChunkOut]
+
+
+class ChunkContextOut(BaseModel):
+    """A chunk with its neighbours in the same document (``window`` each side), in document order."""
+
+    id: str = Field(description="The chunk asked for.")
+    doc_id: str
+    collection: str
+    title: str = ""
+    source: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    n_chunks: int = Field(description="Chunks in the whole document.")
     chunks: list[ChunkOut]
 
 
@@ -232,8 +266,8 @@ class Problem(BaseModel):
 
 
 __all__ = [
-    "COLLECTION_PATTERN", "ChunkOut", "CollectionOut", "CollectionsResponse", "Context1Request", "DeleteResponse", "DocumentIn",
-    "DocumentOut", "EvidenceOut", "HealthResponse", "McpDocument", "McpSearchResult", "McpSearchResults", "Problem",
+    "COLLECTION_PATTERN", "ChunkContextOut", "ChunkOut", "CollectionOut", "CollectionsResponse", "Context1Request", "DeleteResponse", "DocumentIn",
+    "DocumentOut", "DocumentSummaryOut", "DocumentsPage", "EvidenceOut", "HealthResponse", "McpDocument", "McpSearchResult", "McpSearchResults", "Problem",
     "RetrieveRequest", "RetrieveResponse",
     "SearchR1Doc", "SearchR1Request", "SearchR1Response", "SearchR1Scored", "SearchRequest", "SearchResponse",
     "UpsertRequest", "UpsertResponse", "UsageOut",

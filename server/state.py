@@ -125,10 +125,10 @@ class AppState:
         with self._lock:
             return sorted(self._indexes)
 
-    def collections(self) -> dict[str, int]:
-        from sieve.retriever.index import list_collections
+    def collections(self, *, include_eval: bool = False) -> dict[str, int]:
+        from sieve.retriever.store import list_collections
 
-        return list_collections(self.retriever_config, client=self.client)
+        return list_collections(self.retriever_config, client=self.client, include_eval=include_eval)
 
     def delete_collection(self, name: str) -> None:
         from sieve.retriever.index import delete_collection

@@ -1,27 +1,36 @@
 """Sieve's public Python API.
 
 ``from sieve import Sieve`` for the library; ``from sieve.client import SieveClient`` for the HTTP
-server; ``sieve.adapters`` for LangChain and LlamaIndex retrievers. Heavy modules load lazily.
+server; ``sieve.adapters`` for LangChain and LlamaIndex retrievers.
+
+Importing ``sieve`` (which every ``sieve.*`` module does first) loads nothing heavy: the names
+below resolve on first access (PEP 562), so ``sieve --help`` never pays for numpy, scipy or torch.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from sieve.errors import SieveError
-from sieve.retriever.config import RetrieverConfig
-from sieve.retriever.types import Chunk, Document, Hit
-from sieve.facade import Sieve
 
 if TYPE_CHECKING:
     from sieve.agent import AgentConfig, Trace
+    from sieve.facade import Sieve
+    from sieve.retriever.config import RetrieverConfig
+    from sieve.retriever.types import Chunk, Document, Hit
 
 __all__ = ["AgentConfig", "Chunk", "Document", "Hit", "RetrieverConfig", "Sieve", "SieveError", "Trace"]
 
+_LAZY = {
+    "AgentConfig": "sieve.agent", "Trace": "sieve.agent", "Sieve": "sieve.facade",
+    "RetrieverConfig": "sieve.retriever.config", "Chunk": "sieve.retriever.types",
+    "Document": "sieve.retriever.types", "Hit": "sieve.retriever.types",
+}
+
 
 def __getattr__(name: str) -> Any:
-    # The agent package pulls in the tool machinery; import it only when asked for.
-    if name in ("AgentConfig", "Trace"):
-        from sieve import agent
-        return getattr(agent, name)
-    raise AttributeError(f"module 'sieve' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sieve' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

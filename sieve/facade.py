@@ -53,24 +53,30 @@ class Sieve:
     @property
     def corpus(self) -> CorpusIndex:
         """The underlying :class:`CorpusIndex` (opened, and created, on first use)."""
+        return self._open(create=True)
+
+    def _open(self, *, create: bool) -> CorpusIndex:
+        # Reads open with create=False: a misspelt name is UnknownCollection (naming the valid
+        # ones), not a new empty collection left behind.
         if self._index is None:
             from sieve.retriever import CorpusIndex
 
-            self._index = CorpusIndex.open(self.config, self.collection, create=True)
+            self._index = CorpusIndex.open(self.config, self.collection, create=create)
         return self._index
 
     def index(self, path: str | Path, *, progress: bool = True) -> IndexReport:
+        """Index a file or folder; a run that fails on a new collection removes it again."""
         return self.corpus.index_path(path, progress=progress)
 
     def add_documents(self, docs: Iterable[Document], *, progress: bool = False) -> IndexReport:
         return self.corpus.index_documents(docs, progress=progress)
 
     def delete_documents(self, doc_ids: Sequence[str]) -> int:
-        return self.corpus.delete_documents(doc_ids)
+        return self._open(create=False).delete_documents(doc_ids)
 
     def retrieve(self, query: str, k: int = 10, *, mode: SearchMode = "hybrid", where: Where | None = None) -> list[Hit]:
         """Plain single-shot retrieval (no agent)."""
-        return self.corpus.search(query, k, mode=mode, where=where)
+        return self._open(create=False).search(query, k, mode=mode, where=where)
 
     def search(self, question: str, *, policy: str = "heuristic", rollouts: int = 1, **overrides: Any) -> Trace:
         """Agentic search with ``policy`` ("heuristic", "learned", "openai" or "local"); evidence is ``trace.returned``.
@@ -84,7 +90,7 @@ class Sieve:
 
         base = self._agent_config
         cfg = dataclasses.replace(base, **overrides) if overrides else base
-        agent = SearchAgent(self.corpus, make_policy(policy, cfg), cfg)
+        agent = SearchAgent(self._open(create=False), make_policy(policy, cfg), cfg)
         return agent.run_fused(question, rollouts=rollouts) if rollouts > 1 else agent.run(question)
 
 

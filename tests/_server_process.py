@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -18,7 +20,12 @@ from sieve._net import free_port, wait_until_healthy
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
-    from pathlib import Path
+
+
+def sieve_command() -> list[str]:
+    """The ``sieve`` console script of this Python (as a user runs it), else ``python -m sieve.server.cli``."""
+    script = Path(sys.executable).with_name("sieve")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "sieve.server.cli"]
 
 
 @contextmanager
@@ -62,4 +69,4 @@ def chroma_server(path: Path) -> Iterator[str]:
         yield url
 
 
-__all__ = ["chroma_server", "server_process"]
+__all__ = ["chroma_server", "server_process", "sieve_command"]

@@ -64,6 +64,21 @@ def sample_index(session_data_dir: Path, embedder):
     return index
 
 
+@pytest.fixture(scope="session")
+def sample_data_copy(sample_index, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data folder holding a copy of the indexed sample corpus, for ``sieve`` subprocesses.
+
+    A copy, because two processes must not share one embedded Chroma folder while one of them
+    may write. The BM25 cache is not copied (it is keyed by the store's path): the first search
+    in the copy rebuilds it from Chroma, which takes a moment for the sample.
+    """
+    import shutil
+
+    data = tmp_path_factory.mktemp("sample-copy")
+    shutil.copytree(sample_index.config.data_dir / "chroma", data / "chroma")
+    return data
+
+
 @pytest.fixture()
 def make_index(tmp_path: Path, embedder):
     """Factory for a fresh, writable collection under ``tmp_path``."""

@@ -39,7 +39,9 @@ def test_the_wheel_has_sieve_as_its_only_top_level_name(tmp_path: Path) -> None:
     tops = {n.split("/", 1)[0] for n in names if not n.split("/", 1)[0].endswith(".dist-info")}
     assert tops == {"sieve"}
     for must in ("sieve/agent/loop.py", "sieve/server/cli.py", "sieve/data/sample/corpus.jsonl",
-                 "sieve/data/sample/tasks.jsonl", "sieve/data/sample/docs/faq.txt"):
+                 "sieve/data/sample/tasks.jsonl", "sieve/data/sample/docs/faq.txt",
+                 "sieve/server/static/playground/index.html", "sieve/server/static/playground/app.js",
+                 "sieve/server/static/playground/style.css"):
         assert must in names, must
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "sieve = sieve.server.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()

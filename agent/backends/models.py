@@ -101,6 +101,12 @@ def smollm2_path(cache_dir: Path | None = None) -> Path:
     return convert_gguf(package_dir(SMOLLM2_PACKAGE), SMOLLM2_GGUF, dest)
 
 
+def smollm2_pending(cache_dir: Path | None = None) -> Path | None:
+    """Where :func:`smollm2_path` would convert SmolLM2 to, if it has not been converted yet; else None."""
+    dest = (cache_dir or default_models_dir()) / SMOLLM2_DIRNAME
+    return None if (dest / "config.json").exists() else dest
+
+
 def join_qwen_parts(dest_dir: Path) -> Path:
     """Join the six part wheels' payloads into one GGUF under ``dest_dir``, verifying the pinned digest."""
     from importlib.metadata import PackageNotFoundError, version
@@ -160,4 +166,4 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 
 
 __all__ = ["QWEN_PARTS", "QWEN_SHA256", "QWEN_VERSION", "SMOLLM2_GGUF", "convert_gguf", "default_models_dir",
-           "join_qwen_parts", "package_dir", "qwen_coder_path", "sha256_file", "smollm2_path"]
+           "join_qwen_parts", "package_dir", "qwen_coder_path", "sha256_file", "smollm2_path", "smollm2_pending"]

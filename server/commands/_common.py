@@ -25,7 +25,8 @@ CollectionOpt = typer.Option(None, "--collection", "-c", help="Collection name (
 DataDirOpt = typer.Option(None, "--data-dir", help="Data folder (default $SIEVE_DATA_DIR or the per-user data dir).")
 ChromaUrlOpt = typer.Option(None, "--chroma-url", help="Chroma server URL (default $SIEVE_CHROMA_URL; embedded if unset).")
 EmbedderOpt = typer.Option(None, "--embedder", help="Local sentence-transformers folder (default $SIEVE_EMBEDDER).")
-JsonOpt = typer.Option(False, "--json", help="Machine-readable JSON output.")
+
+JsonOpt = typer.Option(False, "--json", help="Machine-readable JSON on stdout (errors too, as problem details).")
 EmbedBackendOpt = typer.Option(None, "--embed-backend",
                                help="Embedding runtime: onnx | torch (default $SIEVE_EMBED_BACKEND or onnx).")
 EmbedDtypeOpt = typer.Option(None, "--embed-dtype", help="float32 | int8 (onnx), float32 | bfloat16 (torch); "
@@ -59,17 +60,30 @@ def settings_from(data_dir: Path | None = None, chroma_url: str | None = None, e
 
 
 def cli_errors(fn: F) -> F:
-    """Report Sieve errors as one clear line and exit 2, instead of a traceback."""
+    """Report Sieve errors as one clear line and exit 2, instead of a traceback.
+
+    A command called with ``--json`` (its ``as_json`` parameter) prints the error as JSON problem
+    details on stdout instead, the shape the HTTP API answers with.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        as_json = bool(kwargs.get("as_json"))
         try:
             return fn(*args, **kwargs)
         except SieveError as exc:
-            typer.secho(f"error [{exc.code}]: {exc.message}", fg=typer.colors.RED, err=True)
+            if as_json:
+                from sieve.server.errors import error_problem
+
+                print_json(error_problem(exc))
+            else:
+                typer.secho(f"error [{exc.code}]: {exc.message}", fg=typer.colors.RED, err=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
-            typer.secho("interrupted; indexing resumes where it stopped if run again", err=True)
+            if as_json:
+                print_problem("interrupted", "Interrupted; indexing resumes where it stopped if run again", 130)
+            else:
+                typer.secho("interrupted; indexing resumes where it stopped if run again", err=True)
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
@@ -105,10 +119,28 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
+def print_problem(code: str, detail: str, status: int) -> None:
+    """Problem details (RFC 9457, as the HTTP API sends them) for an error that is not a SieveError."""
+    from sieve.server.errors import problem_body
+
+    print_json(problem_body(status, detail, code))
+
+
+def plural(n: int, noun: str, plural_form: str | None = None) -> str:
+    """``n`` and the noun in the right number.
+
+    Example:
+        >>> plural(1, "file"), plural(3, "file"), plural(2, "query", "queries")
+        ('1 file', '3 files', '2 queries')
+    """
+    return f"{n:,} {noun if n == 1 else (plural_form or noun + 's')}"
+
+
 def shorten(text: str, n: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
 __all__ = ["Bf16Opt", "ChromaUrlOpt", "CollectionOpt", "DataDirOpt", "EmbedBackendOpt", "EmbedDtypeOpt", "EmbedderOpt",
-           "JsonOpt", "cli_errors", "embed_overrides", "parse_assignments", "print_json", "settings_from", "shorten"]
+           "JsonOpt", "cli_errors", "embed_overrides", "parse_assignments", "plural", "print_json", "print_problem",
+           "settings_from", "shorten"]

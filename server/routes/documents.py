@@ -1,4 +1,4 @@
-"""Collections and documents: list, add/update (idempotent by content hash), fetch and delete."""
+"""Collections and documents: list, add/update (idempotent by content hash), fetch, browse and delete."""
 
 from __future__ import annotations
 
@@ -7,23 +7,60 @@ from fastapi import APIRouter, Path, Query
 from sieve.errors import InvalidInput, NotFound
 from sieve.retriever.store import validate_collection_name
 from sieve.retriever.types import Document
-from sieve.server.convert import document_out
+from sieve.server.convert import chunk_out, document_out
 from sieve.server.deps import ReadAuth, StateDep, WriteAuth, run_blocking
 from sieve.server.schemas import (
-    COLLECTION_PATTERN, CollectionOut, CollectionsResponse, DeleteResponse, DocumentOut, Problem, UpsertRequest,
-    UpsertResponse,
+    COLLECTION_PATTERN, ChunkContextOut, CollectionOut, CollectionsResponse, DeleteResponse, DocumentOut,
+    DocumentsPage, DocumentSummaryOut, Problem, UpsertRequest, UpsertResponse,
 )
 
 ERRORS = {401: {"model": Problem}, 404: {"model": Problem}, 422: {"model": Problem}, 504: {"model": Problem}}
 NamePath = Path(pattern=COLLECTION_PATTERN, description="Collection name.")
+CollectionQuery = Query(default=None, pattern=COLLECTION_PATTERN, description="Collection (default: the server's).")
 
 router = APIRouter(tags=["documents"], responses=ERRORS)
 
 
 @router.get("/v1/collections", response_model=CollectionsResponse, dependencies=[ReadAuth])
-async def list_collections(state: StateDep) -> CollectionsResponse:
-    cols = await run_blocking(state.collections, timeout=state.settings.request_timeout_s)
+async def list_collections(
+    state: StateDep,
+    include_eval: bool = Query(default=False, description="Also list `sieve eval`'s cached corpora."),
+) -> CollectionsResponse:
+    cols = await run_blocking(state.collections, include_eval=include_eval, timeout=state.settings.request_timeout_s)
     return CollectionsResponse(collections=[CollectionOut(name=n, chunks=c) for n, c in cols.items()])
+
+
+@router.get("/v1/collections/{name}/documents", response_model=DocumentsPage, dependencies=[ReadAuth],
+            summary="List a collection's documents (paged)")
+async def list_documents(
+    state: StateDep, name: str = NamePath, offset: int = Query(default=0, ge=0),
+    limit: int = Query(default=50, ge=1, le=1000),
+) -> DocumentsPage:
+    def work() -> DocumentsPage:
+        index = state.index(name)
+        total, firsts = index.list_documents(offset, limit)
+        return DocumentsPage(collection=index.name, total=total, offset=offset, documents=[
+            DocumentSummaryOut(id=c.doc_id, title=c.title, source=c.source, chunks=n) for c, n in firsts])
+
+    return await run_blocking(work, timeout=state.settings.request_timeout_s)
+
+
+@router.get("/v1/chunks/{chunk_id:path}", response_model=ChunkContextOut, dependencies=[ReadAuth],
+            summary="A chunk by id, with its neighbours")
+async def get_chunk(
+    state: StateDep, chunk_id: str,
+    collection: str | None = CollectionQuery,
+    window: int = Query(default=1, ge=0, le=20, description="Neighbouring chunks shown on each side."),
+) -> ChunkContextOut:
+    def work() -> ChunkContextOut:
+        index = state.index(collection)
+        chunks, n_chunks = index.chunk_context(chunk_id, window)
+        focus = next(c for c in chunks if c.chunk_id == chunk_id)
+        return ChunkContextOut(id=chunk_id, doc_id=focus.doc_id, collection=index.name, title=focus.title,
+                               source=focus.source, metadata=dict(focus.metadata), n_chunks=n_chunks,
+                               chunks=[chunk_out(c) for c in chunks])
+
+    return await run_blocking(work, timeout=state.settings.request_timeout_s)
 
 
 @router.post("/v1/collections/{name}/documents", response_model=UpsertResponse, dependencies=[WriteAuth],
@@ -40,7 +77,11 @@ async def upsert_documents(body: UpsertRequest, state: StateDep, name: str = Nam
 
     def work() -> UpsertResponse:
         index = state.index(name, create=True)
-        report = index.index_documents(docs, progress=False)
+        try:
+            report = index.index_documents(docs, progress=False)
+        except Exception:
+            state.invalidate()  # a failed first write removed the new collection: re-check before reuse
+            raise
         return UpsertResponse(collection=name, added=report.added, updated=report.updated + report.resumed,
                               unchanged=report.unchanged, chunks_written=report.chunks_written,
                               skipped=[w for w, _ in report.ingest.skipped], seconds=round(report.seconds, 3))
@@ -75,7 +116,7 @@ async def delete_collection(state: StateDep, name: str = NamePath) -> DeleteResp
             summary="A whole document (or the document of a chunk id)")
 async def get_document(
     state: StateDep, doc_id: str,
-    collection: str | None = Query(default=None, pattern=COLLECTION_PATTERN, description="Default: server's."),
+    collection: str | None = CollectionQuery,
 ) -> DocumentOut:
     def work() -> DocumentOut:
         index = state.index(collection)

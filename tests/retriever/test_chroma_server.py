@@ -12,7 +12,8 @@ from _server_process import chroma_server as start_chroma
 
 from sieve.errors import InvalidPattern, NotFound, UnknownCollection
 from sieve.retriever import CorpusIndex, Document, RetrieverConfig
-from sieve.retriever.index import delete_collection, list_collections
+from sieve.retriever.index import delete_collection
+from sieve.retriever.store import list_collections
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -144,3 +144,26 @@ def test_concurrent_exports_publish_one_complete_model(tmp_path):
     assert not errors
     assert (target / MODEL_FILE).read_bytes() in (b"a" * 1000, b"b" * 1000)
     assert [p.name for p in target.parent.iterdir()] == [target.name]  # no temp folder left behind
+
+
+def test_a_lazy_embedder_knows_its_identity_without_loading(model_cache_dir, onnx_int8, torch_fp32, onnx_fp32):
+    """The identity a collection is checked against comes from the model folder, not the loaded model."""
+    for loaded, backend, dtype in ((onnx_int8, "onnx", "int8"), (torch_fp32, "torch", "float32"),
+                                   (onnx_fp32, "onnx", "float32")):
+        lazy = Embedder.from_config(RetrieverConfig(data_dir=Path("/nonexistent-unused"), model_dir=model_cache_dir,
+                                                    embed_backend=backend, embed_dtype=dtype), lazy=True)
+        assert lazy.identity == loaded.identity
+        assert not lazy.is_loaded
+
+
+def test_bm25_on_a_stamped_collection_loads_no_embedder(make_index, onnx_int8, model_cache_dir):
+    index = make_index("stamped-lazy", chunk_tokens=32, chunk_overlap=8)
+    CorpusIndex.open(index.config, index.name, embedder=onnx_int8).index_documents(MULTI_DOCS[:2], progress=False)
+    lazy = Embedder.from_config(RetrieverConfig(data_dir=Path("/nonexistent-unused"), model_dir=model_cache_dir,
+                                                embed_backend="torch"), lazy=True)
+    other = CorpusIndex.open(index.config, index.name, embedder=lazy)
+    assert other.search("orchard cider", 3, mode="bm25")
+    assert not lazy.is_loaded  # neither the search nor the (deferred) embedder check loaded the model
+    with pytest.raises(EmbedderMismatch):
+        other.search("orchard cider", 3, mode="dense")
+    assert not lazy.is_loaded  # a mismatch is found from the identity alone, before any embedding

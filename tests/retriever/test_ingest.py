@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from sieve.errors import InvalidInput, NotFound
+from sieve.errors import NotFound
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents, load_documents
 from sieve.retriever.types import Document
 
@@ -143,9 +143,51 @@ def test_missing_path_and_duplicate_ids(tmp_path):
     with pytest.raises(NotFound, match="does not exist"):
         list(iter_documents(tmp_path / "nope"))
     f = tmp_path / "dupes.jsonl"
-    f.write_text("\n".join(json.dumps({"id": "same", "text": f"v{i}"}) for i in range(2)), encoding="utf-8")
-    with pytest.raises(InvalidInput, match="same"):
-        load_documents(f)
+    lines = [{"id": "same", "text": "v0"}, {"id": "other", "text": "v1"}, {"id": "same", "text": "v2"}]
+    f.write_text("\n".join(json.dumps(r) for r in lines), encoding="utf-8")
+    # A repeated id skips that line (and says where the kept one is); the rest of the file is read.
+    docs, report = load_documents(f)
+    assert [(d.doc_id, d.text) for d in docs] == [("same", "v0"), ("other", "v1")]
+    assert report.documents == 2
+    assert report.skipped == [(f"{f}:3", f"duplicate id 'same' (first at {f}:1; that one is indexed)")]
+
+
+def test_duplicate_ids_across_files_are_skipped_and_listed(tmp_path):
+    (tmp_path / "a.jsonl").write_text(json.dumps({"id": "x", "text": "from a"}), encoding="utf-8")
+    (tmp_path / "b.jsonl").write_text(json.dumps({"id": "x", "text": "from b"}) + "\n"
+                                      + json.dumps({"id": "y", "text": "only b"}), encoding="utf-8")
+    docs, report = _ingest(tmp_path)
+    assert {d: doc.text for d, doc in docs.items()} == {"x": "from a", "y": "only b"}
+    assert [(w.rsplit("/", 1)[-1], r.split(" (")[0]) for w, r in report.skipped] == [("b.jsonl:1", "duplicate id 'x'")]
+
+
+@pytest.mark.parametrize("meta,problem", [
+    ({"tags": {"nested": 1}}, "got a dict"),
+    ({"tags": []}, "got an empty list"),
+    ({"tags": ["a", 1]}, "got a list mixing int and str"),
+    ({"tags": [["a"]]}, "got a list holding a list"),
+    ({"n": 2**70}, "outside 64 bits"),
+    ({"title": "shadow"}, "other than Sieve's own"),
+    ({"$op": 1}, "not starting with '$'"),
+    ("not an object", "to be an object, got str"),
+])
+def test_metadata_chroma_cannot_hold_skips_the_line_with_the_reason(tmp_path, meta, problem):
+    f = tmp_path / "m.jsonl"
+    f.write_text(json.dumps({"id": "bad", "text": "t", "metadata": meta}) + "\n"
+                 + json.dumps({"id": "good", "text": "t", "metadata": {"ok": 1}}), encoding="utf-8")
+    docs, report = _ingest(f)
+    assert list(docs) == ["good"]
+    [(where, reason)] = report.skipped
+    assert where == f"{f}:1" and problem in reason and "Expected metadata" in reason
+
+
+def test_list_metadata_is_kept_as_lists_and_none_means_absent(tmp_path):
+    f = tmp_path / "m.jsonl"
+    meta = {"tags": ["a", "b"], "years": [1990, 2020], "flags": [True], "note": None, "score": 0.5}
+    f.write_text(json.dumps({"id": "d", "text": "t", "metadata": meta}), encoding="utf-8")
+    docs, report = _ingest(f)
+    assert docs["d"].metadata == {"tags": ["a", "b"], "years": [1990, 2020], "flags": [True], "score": 0.5}
+    assert report.skipped == []
 
 
 def test_content_hash_tracks_everything_that_changes_chunks():

@@ -15,7 +15,7 @@ from sieve.server.cli import app
 def run(tmp_path, embedder, monkeypatch):
     """Invoke ``sieve`` against a temporary data folder (exit code checked by the caller)."""
     # Every command would load MiniLM again (seconds each); hand it the session's real model instead.
-    monkeypatch.setattr(Embedder, "from_config", classmethod(lambda cls, config: embedder))
+    monkeypatch.setattr(Embedder, "from_config", classmethod(lambda cls, config, **kwargs: embedder))
     monkeypatch.delenv("SIEVE_CHROMA_URL", raising=False)
     monkeypatch.delenv("SIEVE_COLLECTION", raising=False)
     runner = CliRunner()

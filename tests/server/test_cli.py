@@ -1,0 +1,265 @@
+"""The ``sieve`` command as a newcomer meets it: what it loads, how it fails, what its help and README promise.
+
+Start-up cost is checked structurally (which modules a command imports, in a fresh interpreter),
+never by timing; ``eval/bench_cli.py`` measures wall times.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from _server_process import sieve_command
+from sieve.server.cli import app, build_command, configure_logging, main
+from sieve.server.commands._common import plural
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("torch", "sentence_transformers", "transformers", "onnxruntime", "chromadb", "fastapi", "scipy", "numpy")
+MODEL_LIBS = ("torch", "sentence_transformers", "transformers", "onnxruntime", "chromadb", "fastapi")
+
+
+def _modules_after(args: list[str], data_dir: Path | None = None) -> tuple[set[str], subprocess.CompletedProcess]:
+    """Run ``sieve ARGS`` in a fresh interpreter; return which of HEAVY it imported (and the process)."""
+    code = ("import json, sys\nfrom sieve.server.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\nelse:\n    code = 0\n"
+            f"print('MODULES=' + json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)), file=sys.stderr)\n"
+            "sys.exit(code)")
+    env_args = [*args, "--data-dir", str(data_dir)] if data_dir else args
+    proc = subprocess.run([sys.executable, "-c", code, *env_args], capture_output=True, text=True, timeout=600,
+                          env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HOME": str(data_dir or ROOT)})
+    line = next((ln for ln in proc.stderr.splitlines() if ln.startswith("MODULES=")), None)
+    assert line is not None, proc.stderr[-3000:]
+    return set(json.loads(line.removeprefix("MODULES="))), proc
+
+
+def test_help_imports_nothing_heavy() -> None:
+    loaded, proc = _modules_after(["--help"])
+    assert proc.returncode == 0 and "retrieve" in proc.stdout
+    assert loaded == set(), f"`sieve --help` imported {sorted(loaded)}"
+    loaded, proc = _modules_after(["index", "--help"])
+    assert proc.returncode == 0 and loaded == set()
+
+
+def test_listing_and_bm25_never_load_the_embedder(sample_data_copy: Path) -> None:
+    loaded, proc = _modules_after(["collections", "--json"], sample_data_copy)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout) == [{"name": "sample", "chunks": 374}]
+    assert loaded.isdisjoint(set(MODEL_LIBS) - {"chromadb"}), loaded
+    assert "scipy" not in loaded  # listing needs Chroma, not BM25's sparse matrices
+
+    loaded, proc = _modules_after(["retrieve", "Charles Lindbergh aircraft", "--mode", "bm25", "-c", "sample",
+                                   "-k", "3", "--json"], sample_data_copy)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert [r["rank"] for r in json.loads(proc.stdout)["results"]] == [1, 2, 3]
+    assert loaded.isdisjoint(set(MODEL_LIBS) - {"chromadb"}), loaded
+    assert "Loading weights" not in proc.stderr
+
+
+def test_reading_a_trace_needs_no_model_library(tmp_path: Path) -> None:
+    code = ("import sys\nfrom sieve.agent import Trace\n"
+            "t = Trace.from_dict({'question': 'q', 'returned': [{'chunk_id': 'd#0', 'doc_id': 'd', 'score': 1.0, "
+            "'rank': 1}]})\nassert t.returned_chunk_ids == ['d#0']\n"
+            f"print(sorted(m for m in {MODEL_LIBS!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stdout  # numpy may load (the agent's scoring uses it); no model library
+
+
+def test_json_errors_are_problem_details_on_stdout(tmp_path: Path) -> None:
+    data = str(tmp_path / "data")
+    runner = CliRunner()
+    res = runner.invoke(app, ["retrieve", "x", "-c", "never-made", "--data-dir", data, "--json"])
+    assert res.exit_code == 2
+    body = json.loads(res.stdout)
+    assert body["code"] == "unknown_collection" and body["type"] == "urn:sieve:error:unknown_collection"
+    assert body["status"] == 404 and "never-made" in body["detail"]
+    # Without --json: one plain line on stderr, nothing on stdout.
+    res = runner.invoke(app, ["retrieve", "x", "-c", "never-made", "--data-dir", data])
+    assert res.exit_code == 2 and res.stdout == "" and "error [unknown_collection]" in res.stderr
+
+
+def test_json_usage_errors_are_problem_details_too(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["retrieve", "x", "--no-such-flag", "--json"])
+    assert exit_.value.code == 2
+    body = json.loads(capsys.readouterr().out)
+    assert body["code"] == "invalid_input" and "--no-such-flag" in body["detail"]
+
+
+def test_a_failed_index_leaves_no_collection(tmp_path: Path) -> None:
+    data = str(tmp_path / "data")
+    runner = CliRunner()
+    res = runner.invoke(app, ["index", str(tmp_path / "does-not-exist"), "-c", "xyz", "--data-dir", data, "--json"])
+    assert res.exit_code == 2 and json.loads(res.stdout)["code"] == "not_found"
+    res = runner.invoke(app, ["collections", "--data-dir", data, "--json"])
+    assert json.loads(res.stdout) == []
+
+
+def test_flags_read_as_flags_in_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_command().main(["index", "--help"], prog_name="sieve")
+    lines = {line.split()[1]: line for line in capsys.readouterr().out.splitlines() if re.match(r"\W+--\w", line)}
+    for flag in ("--bf16", "--json", "--help"):
+        assert "<bool>" not in lines[flag], lines[flag]  # `--bf16 <bool>` read as if it took a value
+    assert "<int>" in lines["--chunk-tokens"]  # options with values still say what they take
+
+
+def test_eval_caches_stay_out_of_the_users_list(tmp_path: Path) -> None:
+    from sieve.retriever.config import RetrieverConfig
+    from sieve.retriever.store import ChromaStore, make_client
+
+    data = tmp_path / "data"
+    client = make_client(RetrieverConfig(data_dir=data))
+    for name in ("mine", "eval-hotpotqa-fp32-0123456789", "eval-notes"):
+        ChromaStore.open(client, name, create=True)
+    runner = CliRunner()
+    res = runner.invoke(app, ["collections", "--data-dir", str(data), "--json"])
+    assert [c["name"] for c in json.loads(res.stdout)] == ["eval-notes", "mine"]  # a user's eval-* name stays
+    res = runner.invoke(app, ["collections", "--data-dir", str(data)])
+    assert "1 eval cache hidden" in res.stderr and "eval-hotpotqa" not in res.stdout
+    res = runner.invoke(app, ["collections", "--data-dir", str(data), "--all", "--json"])
+    assert "eval-hotpotqa-fp32-0123456789" in [c["name"] for c in json.loads(res.stdout)]
+
+
+def test_eval_cache_names_are_recognised() -> None:
+    from sieve.eval.data import EvalSet, collection_name
+    from sieve.retriever.config import BACKEND_DTYPES, RetrieverConfig
+    from sieve.retriever.store import is_eval_cache
+
+    corpus = ROOT / "data" / "sample" / "corpus.jsonl"
+    for backend, dtypes in BACKEND_DTYPES.items():
+        for dtype in dtypes:
+            cfg = RetrieverConfig(data_dir=Path("/nonexistent"), embed_backend=backend,  # type: ignore[arg-type]
+                                  embed_dtype=dtype)  # type: ignore[arg-type]
+            assert is_eval_cache(collection_name([EvalSet("sample", corpus.parent, [])], cfg)), (backend, dtype)
+    assert not is_eval_cache("evaluation") and not is_eval_cache("eval-notes")
+
+
+def test_demo_json(sample_index, session_data_dir: Path) -> None:
+    res = CliRunner().invoke(app, ["demo", "--data-dir", str(session_data_dir), "-k", "3", "--json"])
+    assert res.exit_code == 0, res.output
+    body = json.loads(res.stdout)
+    assert body["collection"] == "sample" and body["index"]["unchanged"] == 360
+    assert len(body["hybrid"]) == 3 and len(body["agent"]["results"]) == 3
+    assert "turn 1" not in res.stderr  # no step log in JSON mode
+
+
+def test_first_local_run_says_it_converts_a_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from sieve.agent.config import AgentConfig
+    from sieve.server.commands.agent import _conversion_notice
+
+    _conversion_notice("local", AgentConfig(models_dir=tmp_path))
+    err = capsys.readouterr().err
+    assert "converting SmolLM2-135M-Instruct" in err and str(tmp_path / "smollm2-135m-instruct") in err
+    (tmp_path / "smollm2-135m-instruct").mkdir()
+    (tmp_path / "smollm2-135m-instruct" / "config.json").write_text("{}")
+    _conversion_notice("local", AgentConfig(models_dir=tmp_path))
+    _conversion_notice("heuristic", AgentConfig(models_dir=tmp_path / "elsewhere"))
+    assert capsys.readouterr().err == ""
+
+
+def test_log_lines_go_through_the_progress_bar_writer(capsys: pytest.CaptureFixture[str]) -> None:
+    from tqdm import tqdm
+
+    root_handlers = list(logging.getLogger().handlers)
+    try:
+        configure_logging(verbose=False)
+        with tqdm(total=2, desc="Indexing", file=sys.stderr) as bar:
+            logging.getLogger("sieve.test").warning("a warning while a bar is drawn")
+            bar.update(1)
+        err = capsys.readouterr().err
+        # tqdm.write clears the bar (a carriage return) before the line: the line starts on its own
+        # instead of after the bar's text, and the bar is redrawn below it.
+        [line] = [ln for ln in err.split("\n") if "a warning while a bar is drawn" in ln]
+        assert re.match(r"\d{4}-\d\d-\d\d .* WARNING sieve.test: ", line.rsplit("\r", 1)[-1]), repr(line)
+        assert "Indexing" in err.split("a warning while a bar is drawn", 1)[1]
+    finally:
+        logging.getLogger().handlers[:] = root_handlers
+
+
+def test_plural() -> None:
+    assert (plural(1, "file"), plural(0, "file"), plural(2, "search", "searches")) == ("1 file", "0 files",
+                                                                                    "2 searches")
+
+
+def _readme_invocations() -> list[list[str]]:
+    """Every ``sieve ...`` line in the README's bash blocks, as argv lists (continuations joined)."""
+    import shlex
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    out = []
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
+        joined = re.sub(r"\\\n\s*", " ", block)
+        for line in joined.splitlines():
+            line = line.split(" #", 1)[0].strip()
+            for part in re.split(r"&&|;", line):
+                words = shlex.split(part.strip())
+                while words and "=" in words[0]:
+                    words = words[1:]  # VAR=value prefixes
+                if words and words[0] == "sieve":
+                    out.append(words[1:])
+    return out
+
+
+def test_every_flag_the_readme_shows_exists() -> None:
+    root = build_command()
+    invocations = _readme_invocations()
+    assert len(invocations) >= 10
+    for argv in invocations:
+        command, rest = root, list(argv)
+        while rest and rest[0] in getattr(command, "commands", {}):
+            command = command.commands[rest.pop(0)]
+        assert command is not root, f"README runs `sieve {' '.join(argv)}`: no such command"
+        known = {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)} | {"--help"}
+        used = {w.split("=", 1)[0] for w in rest if w.startswith("-") and not re.fullmatch(r"-\d.*", w)}
+        assert used <= known, f"README runs `sieve {' '.join(argv)}`: unknown {sorted(used - known)}"
+
+
+def _collection_of(argv: list[str]) -> str | None:
+    for flag in ("-c", "--collection"):
+        if flag in argv:
+            return argv[argv.index(flag) + 1]
+    return None
+
+
+def test_readme_examples_query_a_collection_the_readme_makes() -> None:
+    # A fresh data folder has only what `sieve demo` (collection `sample`) and the README's own
+    # `sieve index ... -c NAME` lines create: querying `default` there answers unknown_collection.
+    invocations = _readme_invocations()
+    made = {"sample"} | {_collection_of(a) for a in invocations if a[:1] == ["index"] or a[:2] == ["train", "all"]}
+    made.discard(None)  # `sieve index corpus/` without -c fills `default`, which no example should rely on
+    readers = [a for a in invocations if a[0] in ("retrieve", "search", "serve") or a[:2] in (["train", "synth"],
+                                                                                             ["train", "sft"],
+                                                                                             ["train", "rl"])]
+    assert len(readers) >= 5
+    for argv in readers:
+        assert _collection_of(argv) in made, f"README runs `sieve {' '.join(argv)}` on a collection it never makes"
+
+
+def _leaves(command, path=()):  # noqa: ANN001, ANN202 - click objects
+    subs = getattr(command, "commands", {})
+    if not subs:
+        yield " ".join(path), command
+    for name, sub in subs.items():
+        yield from _leaves(sub, (*path, name))
+
+
+def test_every_command_but_serve_takes_json_and_collection_commands_take_c() -> None:
+    leaves = dict(_leaves(build_command()))
+    assert {"index", "retrieve", "collections", "demo", "search", "eval", "serve", "train sft"} <= set(leaves)
+    for name, command in leaves.items():
+        opts = {o for p in command.params for o in p.opts}
+        assert ("--json" in opts) == (name != "serve"), name  # the README's promise
+        if name not in ("collections", "eval"):
+            assert {"-c", "--collection"} <= opts, name
+
+
+def test_console_script_runs(tmp_path: Path) -> None:
+    proc = subprocess.run([*sieve_command(), "--help"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "Usage: sieve" in proc.stdout
