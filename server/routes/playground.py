@@ -16,7 +16,6 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from sieve.data import DEMO_QUESTION
-from sieve.server.agent_runner import available_policies
 from sieve.server.deps import ReadAuth, StateDep
 
 if TYPE_CHECKING:
@@ -37,7 +36,7 @@ async def playground() -> FileResponse:
 @router.get("/playground/config", dependencies=[ReadAuth])
 async def playground_config(state: StateDep) -> dict[str, Any]:
     s = state.settings
-    return {"collection": s.collection, "policy": s.policy, "policies": available_policies(state), "k": min(5, s.k),
+    return {"collection": s.collection, "policy": s.policy, "policies": s.available_policies(), "k": min(5, s.k),
             "budget_tokens": s.budget_tokens, "max_budget_tokens": s.max_budget_tokens, "max_k": s.max_k,
             "demo_question": DEMO_QUESTION}
 
