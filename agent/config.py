@@ -49,34 +49,33 @@ class HeuristicConfig:
 
 @dataclass
 class FloorConfig:
-    """The floor under every policy: the returned set is fused with the question's own hybrid ranking.
+    """The floor under every policy: the returned set is interleaved with the question's hybrid ranking.
 
     Whatever a policy returns (a heuristic's ranking, a learned policy's, an LLM's ``finish`` ids or
-    nothing at all), the harness runs the single hybrid search plain RAG would have run and fuses
-    the two rankings by weighted reciprocal rank, per document: ``policy_weight / (rrf_k + policy
-    rank) + hybrid_weight / (rrf_k + hybrid rank)``. Documents both rankings agree on rise; a
-    document only the policy found (a second hop) enters where its weight earns it a place, so a
-    policy that returns garbage still yields about hybrid's recall, and one that finds more keeps
-    most of its gain. With ``agreement`` the policy's weight is scaled by the share of its documents
-    that hybrid's ranking also holds, so a ranking unrelated to the question adds nothing. The
-    weights were tuned on declared tuning data only (``eval/reports/tuning.md``).
+    nothing at all), the harness runs the single hybrid search plain RAG would have run and merges
+    the two rankings per document by place: a document's place is the better of its hybrid rank and
+    its policy rank divided by the policy's standing, so the top ``k`` always keeps hybrid's top
+    ``ceil(k / 2)``. The standing is 1 (an equal interleave) once the policy shares
+    ``full_agreement`` of its documents with hybrid's ranking and falls linearly to 0 (hybrid alone)
+    when it shares none (with ``agreement`` on), so a policy that returns garbage yields hybrid's
+    set. ``full_agreement`` was tuned on declared tuning data only (``eval/reports/tuning.md``).
     """
 
-    enabled: bool = field(default=True, metadata={"help": "Fuse the policy's evidence with the question's "
+    enabled: bool = field(default=True, metadata={"help": "Merge the policy's evidence with the question's "
                                                           "hybrid ranking (off: return the policy's ranking as is)."})
     # Tuned: python -m sieve.eval.tune_floor on hotpotqa-train + 2wikimultihopqa-train (eval/reports/tuning.md).
-    policy_weight: float = field(default=3.0, metadata={"help": "Weight of the policy's ranking in the fusion "
-                                                                "(times the agreement, when on)."})
-    hybrid_weight: float = field(default=1.0, metadata={"help": "Weight of the question's hybrid ranking."})
-    rrf_k: int = field(default=60, metadata={"help": "Reciprocal-rank constant of the fusion (larger: flatter)."})
+    full_agreement: float = field(default=0.5, metadata={
+        "help": "Share of the policy's documents that hybrid's ranking must also hold for the policy to get "
+                "an equal interleave (less: proportionally fewer places; none: hybrid alone)."})
+    rrf_k: int = field(default=60, metadata={"help": "Reciprocal-rank constant of the merged score "
+                                                     "1 / (rrf_k + place)."})
     agreement: bool = field(default=True, metadata={
-        "help": "Scale the policy's weight by the share of its documents the hybrid ranking also holds: a "
+        "help": "Scale the policy's standing by the share of its documents the hybrid ranking also holds: a "
                 "ranking that has drifted off the question (shares nothing with it) counts for nothing."})
 
     def __post_init__(self) -> None:
-        if self.policy_weight < 0 or self.hybrid_weight < 0 or self.policy_weight + self.hybrid_weight <= 0:
-            raise InvalidInput(f"Expected non-negative floor weights, not both 0, got policy_weight="
-                               f"{self.policy_weight}, hybrid_weight={self.hybrid_weight}")
+        if not 0 < self.full_agreement <= 1:
+            raise InvalidInput(f"Expected floor full_agreement in (0, 1], got {self.full_agreement}")
         if self.rrf_k < 1:
             raise InvalidInput(f"Expected floor rrf_k >= 1, got {self.rrf_k}")
 

@@ -1,17 +1,22 @@
-"""The floor under every policy: fuse the policy's evidence with the question's own hybrid ranking.
+"""The floor under every policy: interleave the policy's evidence with the question's own hybrid ranking.
 
 A user swaps Sieve in for plain RAG on the promise that the agent finds more. A policy can
 still do worse than the single search it started from: a heuristic that hops on a single-hop
 claim, a small LLM that never calls a tool, a learned policy off its training distribution. So
 the harness, not the policy, closes every episode the same way: it runs the one hybrid search
 plain RAG would run (:meth:`~sieve.retriever.index.CorpusIndex.search_documents`, exactly the
-eval's hybrid baseline) and fuses the two rankings by weighted reciprocal rank, per document.
+eval's hybrid baseline) and merges the two rankings per document by their *places*.
 
-Why rank fusion and not a switch: a policy's ranking and hybrid's agree on most documents of
-an easy question, and those rise to the top; a document only the policy found (the second hop
-of a multi-hop question) still enters at the place its weight earns. No per-dataset decision
-is made, every policy (heuristic, learned, LLM, or one returning garbage) gets the same floor,
-and the fused score is a real, rank-monotone score. The constants live in
+Why a rank interleave and not a sum of reciprocal ranks: the returned set must hold up at every
+cut-off ``k``, not only on average. Interleaving gives that by construction: the top ``k`` of the
+result always holds hybrid's top ``ceil(k / 2)`` documents and, for a policy in full standing,
+its own top ``floor(k / 2)``, and every document both rankings share frees a slot for the next
+one. A reciprocal-rank *sum* lets documents both rankings hold mid-list overtake hybrid's own
+top hits; on the declared tuning data it lost recall@5 that the interleave keeps
+(``eval/reports/tuning.md``). The policy's standing is its :func:`agreement` with the question's
+own search: a ranking that shares nothing with it has drifted off the question and adds nothing.
+No per-dataset decision is made, every policy (heuristic, learned, LLM, or one returning garbage)
+gets the same floor, and the merged score is a real, rank-monotone score. The constants live in
 :class:`~sieve.agent.config.FloorConfig`.
 """
 
@@ -30,13 +35,13 @@ if TYPE_CHECKING:
 
 @dataclass
 class _Doc:
-    """One document in the fusion: its chunks from either ranking and its ranks there (1-based)."""
+    """One document in the merge: its chunks from either ranking and its ranks there (1-based)."""
 
     doc_id: str
     chunks: list[Evidence] = field(default_factory=list)
     policy_rank: int | None = None
     hybrid_rank: int | None = None
-    score: float = 0.0
+    place: float = float("inf")
 
 
 def floor_hits(index: CorpusIndex, question: str, k: int, where: dict[str, Any] | None = None) -> list[Hit]:
@@ -81,33 +86,55 @@ def agreement(policy: list[Evidence], hybrid: list[Evidence]) -> float:
     return len(mine & {e.doc_id for e in hybrid}) / len(mine) if mine else 0.0
 
 
-def fuse_with_floor(policy: list[Evidence], hybrid: list[Evidence], config: FloorConfig, k: int) -> list[Evidence]:
-    """The returned set: ``policy`` and ``hybrid`` fused per document by weighted reciprocal rank, cut at ``k``.
+def standing(policy: list[Evidence], hybrid: list[Evidence], config: FloorConfig) -> float:
+    """How many of hybrid's places one place of the policy's ranking is worth, in [0, 1].
 
-    A document's score is ``w / (rrf_k + its policy rank) + hybrid_weight / (rrf_k + its hybrid
-    rank)`` (a ranking that misses it adds 0), where ``w`` is ``policy_weight``, times the
-    :func:`agreement` of the two rankings when ``config.agreement`` is on. Each document contributes its best chunk
-    (the policy's, else hybrid's) first; further chunks of listed documents fill any slots left,
-    scored no higher than the item above them, so scores never rise with rank.
+    1 (an equal interleave) once the policy shares ``config.full_agreement`` of its documents
+    with the question's own search, falling linearly to 0 (hybrid alone) when it shares none.
 
     Example:
         >>> from sieve.agent.config import FloorConfig
         >>> ev = lambda d: Evidence(chunk_id=f"{d}#0", doc_id=d, score=0.0, rank=0)
-        >>> [e.doc_id for e in fuse_with_floor([ev("a"), ev("b")], [ev("b"), ev("c")], FloorConfig(), 3)]
-        ['b', 'c', 'a']
+        >>> standing([ev("a"), ev("x"), ev("y"), ev("z")], [ev("a"), ev("b")], FloorConfig(full_agreement=0.5))
+        0.5
+    """
+    if not config.agreement:
+        return 1.0
+    return min(1.0, agreement(policy, hybrid) / config.full_agreement)
+
+
+def fuse_with_floor(policy: list[Evidence], hybrid: list[Evidence], config: FloorConfig, k: int) -> list[Evidence]:
+    """The returned set: ``policy`` and ``hybrid`` interleaved per document by place, cut at ``k``.
+
+    A document's place is the better of its hybrid rank and its policy rank divided by the
+    policy's :func:`standing` (a ranking that misses it gives no place); documents are returned by
+    place, hybrid's first on a tie, and scored ``1 / (rrf_k + place)``. Each document contributes its
+    best chunk (the policy's, else hybrid's) first; further chunks of listed documents fill any
+    slots left, scored no higher than the item above them, so scores never rise with rank.
+
+    Example:
+        >>> from sieve.agent.config import FloorConfig
+        >>> ev = lambda d: Evidence(chunk_id=f"{d}#0", doc_id=d, score=0.0, rank=0)
+        >>> [e.doc_id for e in fuse_with_floor([ev("a"), ev("x")], [ev("b"), ev("a"), ev("c")], FloorConfig(), 4)]
+        ['b', 'a', 'x', 'c']
     """
     docs = _documents(policy, hybrid)
-    w_policy = config.policy_weight * (agreement(policy, hybrid) if config.agreement else 1.0)
+    weight = standing(policy, hybrid, config)
     for d in docs:
-        d.score = sum(w / (config.rrf_k + r) for w, r in ((w_policy, d.policy_rank),
-                                                          (config.hybrid_weight, d.hybrid_rank)) if r is not None)
-    # A stable sort: ties keep the policy's order, then hybrid's.
-    docs.sort(key=lambda d: -d.score)
+        places = [float(d.hybrid_rank)] if d.hybrid_rank is not None else []
+        if d.policy_rank is not None and weight > 0:
+            places.append(d.policy_rank / weight)
+        d.place = min(places, default=float("inf"))
+    # On a tied place hybrid's order decides (the question's own search is the floor), then the policy's.
+    inf = float("inf")
+    docs = sorted((d for d in docs if d.place < inf),
+                  key=lambda d: (d.place, d.hybrid_rank or inf, d.policy_rank or inf))
     firsts = [(d, d.chunks[0]) for d in docs]
     extras = [(d, c) for d in docs for c in d.chunks[1:]]
     out: list[Evidence] = []
     for d, e in (firsts + extras)[:k]:
-        score = d.score if not out else min(d.score, out[-1].score)
+        score = 1.0 / (config.rrf_k + d.place)
+        score = score if not out else min(score, out[-1].score)
         meta = {**e.metadata, "policy_rank": d.policy_rank, "hybrid_rank": d.hybrid_rank,
                 "policy_score": e.score if d.policy_rank is not None and e.metadata.get("tool") != "floor" else None}
         out.append(Evidence(chunk_id=e.chunk_id, doc_id=e.doc_id, score=round(score, 6), rank=len(out) + 1,
@@ -115,4 +142,4 @@ def fuse_with_floor(policy: list[Evidence], hybrid: list[Evidence], config: Floo
     return out
 
 
-__all__ = ["agreement", "floor_hits", "fuse_with_floor", "hit_evidence"]
+__all__ = ["agreement", "floor_hits", "fuse_with_floor", "hit_evidence", "standing"]

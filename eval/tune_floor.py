@@ -1,15 +1,15 @@
-"""Tune the floor's weights on declared tuning data, from one ``sieve eval`` run, without re-running the agent.
+"""Tune the floor's standing on declared tuning data, from one ``sieve eval`` run, without re-running the agent.
 
-The floor fuses per document, so its result for any weights follows from two rankings per task:
+The floor merges per document, so its result for any setting follows from two rankings per task:
 the policy's own (system ``agent:<policy>:nofloor``) and hybrid's (system ``hybrid``, the very
 ranking the floor searches). Run those two once on each tuning set, then::
 
     sieve eval --data DIR --systems hybrid,agent:heuristic:nofloor --ks 5,10,20 --out OUT
     python -m sieve.eval.tune_floor OUT1/results.jsonl OUT2/results.jsonl ...
 
-It prints, per weight setting, each set's recall@k minus hybrid's, and picks, with the agreement
-scaling on, the policy weight whose worst (set, k) difference is largest (ties: the larger mean
-gain, then the smaller weight). Only pass runs on declared
+It prints, per setting, each set's recall@k minus hybrid's, and picks, with the agreement
+scaling on, the ``full_agreement`` whose worst (set, k) difference is largest (ties: the larger mean
+gain, then the larger ``full_agreement``, the more protective). Only pass runs on declared
 tuning data (``eval/tuning_sets.json``): tuning on a reported set makes its figures in-sample.
 """
 
@@ -27,7 +27,7 @@ from sieve.agent.floor import fuse_with_floor
 from sieve.agent.trace import Evidence
 from sieve.eval.metrics import recall_at_k
 
-POLICY_WEIGHTS: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0, 3.0)
+FULL_AGREEMENTS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
 
 
 def _ev(doc_id: str) -> Evidence:
@@ -77,18 +77,20 @@ def main(argv: list[str] | None = None) -> int:
                          for t in ts) / len(ts) for s, ts in pairs.items() for k in ks}
     print("policy alone (no floor)       " + "  ".join(f"{s}@{k} {v:+.3f}" for (s, k), v in alone.items()))
     scored = []
-    for agree, w in itertools.product((True, False), POLICY_WEIGHTS):
-        g = gains(pairs, FloorConfig(policy_weight=w, agreement=agree), ks)
-        scored.append((min(g.values()), sum(g.values()) / len(g), agree, w))
-        print(f"agreement={agree!s:5} policy_weight={w:<5} " + "  ".join(f"{s}@{k} {v:+.3f}" for (s, k), v in g.items()))
+    for agree, full in itertools.product((True, False), FULL_AGREEMENTS):
+        if not agree and full != FULL_AGREEMENTS[0]:
+            continue  # full_agreement means nothing without the agreement scaling
+        g = gains(pairs, FloorConfig(full_agreement=full, agreement=agree), ks)
+        scored.append((min(g.values()), sum(g.values()) / len(g), agree, full))
+        print(f"agreement={agree!s:5} full_agreement={full:<5} " + "  ".join(f"{s}@{k} {v:+.3f}" for (s, k), v in g.items()))
     # The agreement scaling is a requirement, not a knob: without it a ranking unrelated to the
-    # question displaces hybrid's (its rows are printed for reference only). Ties: the smaller weight.
-    worst, mean, agree, w = max((t for t in scored if t[2]), key=lambda t: (round(t[0], 4), round(t[1], 4), -t[3]))
-    print(f"chosen: agreement={agree} policy_weight={w} (worst {worst:+.3f}, mean {mean:+.3f} recall vs hybrid)")
+    # question displaces hybrid's (its row is printed for reference only). Ties: the larger full_agreement.
+    worst, mean, agree, full = max((t for t in scored if t[2]), key=lambda t: (round(t[0], 4), round(t[1], 4), t[3]))
+    print(f"chosen: agreement={agree} full_agreement={full} (worst {worst:+.3f}, mean {mean:+.3f} recall vs hybrid)")
     return 0
 
 
-__all__ = ["POLICY_WEIGHTS", "gains", "load_pairs"]
+__all__ = ["FULL_AGREEMENTS", "gains", "load_pairs"]
 
 
 if __name__ == "__main__":

@@ -45,21 +45,28 @@ def test_garbage_policy_keeps_hybrid_recall(sample_index, sample_tasks):
     assert sums["floor"] / n >= sums["hybrid"] / n - 0.02  # yet the floor keeps hybrid-level recall
 
 
-def test_fusion_keeps_agreed_documents_and_a_policy_only_find():
+def test_merge_keeps_hybrids_head_and_a_policy_only_find():
     ev = lambda d: Evidence(chunk_id=f"{d}#0", doc_id=d, score=0.0, rank=0)  # noqa: E731
-    hybrid = [ev(d) for d in "abcde"]
+    hybrid = [ev(d) for d in "abcdefgh"]
     # A policy that keeps the question's first hits and adds a second hop ("x") hybrid missed:
-    # agreement 2/3, so x weighs 2 * 2/3 / 62 and passes hybrid's third document (1 / 63).
-    fused = fuse_with_floor([ev("a"), ev("x"), ev("b")], hybrid, FloorConfig(policy_weight=2.0), 5)
-    assert [e.doc_id for e in fused][:2] == ["a", "b"] and "x" in [e.doc_id for e in fused]
+    # agreement 2/3 (>= full_agreement 0.5), so x at policy rank 2 takes place 2, ahead of hybrid's "c".
+    fused = fuse_with_floor([ev("a"), ev("x"), ev("b")], hybrid, FloorConfig(), 5)
+    assert [e.doc_id for e in fused] == ["a", "b", "x", "c", "d"]
     assert [e.rank for e in fused] == [1, 2, 3, 4, 5]
+    # Whatever the policy ranks, the top k keeps hybrid's top ceil(k / 2), at every k.
+    policy = [ev(d) for d in ["h", "p", "q", "r", "s", "t", "u", "v"]]
+    for k in range(1, 9):
+        head = {e.doc_id for e in fuse_with_floor(policy, hybrid, FloorConfig(full_agreement=0.1), k)}
+        assert {e.doc_id for e in hybrid[:(k + 1) // 2]} <= head
+    # Half the agreement needed for full standing: one policy place is worth two of hybrid's.
+    half = fuse_with_floor([ev("a"), ev("x"), ev("y"), ev("z")], hybrid, FloorConfig(full_agreement=0.5), 6)
+    assert [e.doc_id for e in half] == ["a", "b", "c", "d", "x", "e"]  # x: place 2 / 0.5 = 4, after d on the tie
     # A ranking sharing nothing with the question's: hybrid's, untouched.
-    assert [e.doc_id for e in fuse_with_floor([ev("p"), ev("q")], hybrid, FloorConfig(policy_weight=3), 5)] == \
-        list("abcde")
+    assert [e.doc_id for e in fuse_with_floor([ev("p"), ev("q")], hybrid, FloorConfig(), 5)] == list("abcde")
     # Without the agreement scaling the same garbage takes slots: the switch is what protects the floor.
     assert "p" in [e.doc_id for e in fuse_with_floor([ev("p"), ev("q")], hybrid, FloorConfig(agreement=False), 5)]
-    with pytest.raises(Exception, match="Expected non-negative floor weights"):
-        FloorConfig(policy_weight=-1)
+    with pytest.raises(Exception, match="Expected floor full_agreement in"):
+        FloorConfig(full_agreement=0)
 
 
 def test_scores_fall_with_rank_and_mean_something(sample_index):
