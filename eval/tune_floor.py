@@ -1,10 +1,10 @@
 """Tune the floor's standing on declared tuning data, from one ``sieve eval`` run, without re-running the agent.
 
 The floor merges per document, so its result for any setting follows from two rankings per task:
-the policy's own (system ``agent:<policy>:nofloor``) and hybrid's (system ``hybrid``, the very
+the policy's own (system ``agent:<policy>:nofloor``, or the ranking a floored run's trace kept) and hybrid's (system ``hybrid``, the very
 ranking the floor searches). Run those two once on each tuning set, then::
 
-    sieve eval --data DIR --systems hybrid,agent:heuristic:nofloor --ks 5,10,20 --out OUT
+    sieve eval --data DIR --systems hybrid,agent:heuristic --k 5,10,20 --out OUT
     python -m sieve.eval.tune_floor OUT1/results.jsonl OUT2/results.jsonl ...
 
 It prints, per setting, each set's recall@k minus hybrid's, and picks, with the agreement
@@ -26,6 +26,7 @@ from sieve.agent.config import FloorConfig
 from sieve.agent.floor import fuse_with_floor
 from sieve.agent.trace import Evidence
 from sieve.eval.metrics import recall_at_k
+from sieve.retriever.chunking import split_chunk_id
 
 FULL_AGREEMENTS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
 
@@ -35,7 +36,12 @@ def _ev(doc_id: str) -> Evidence:
 
 
 def load_pairs(paths: list[Path], policy_system: str) -> dict[str, list[dict[str, Any]]]:
-    """Per source, ``[{"gold", "hybrid", "policy"}]`` for every task both systems answered."""
+    """Per source, ``[{"gold", "hybrid", "policy"}]`` for every task both systems answered.
+
+    The policy's own ranking is ``policy_system``'s returned ids, or, for a floored run of the same
+    policy (``agent:<policy>``), the ranking its trace kept before the floor (``meta.policy_returned``).
+    """
+    floored = policy_system.removesuffix(":nofloor")
     rows: dict[tuple[str, str], dict[str, Any]] = defaultdict(dict)
     for path in paths:
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -43,7 +49,14 @@ def load_pairs(paths: list[Path], policy_system: str) -> dict[str, list[dict[str
                 r = json.loads(line)
                 key = (r["source"], r["task_id"])
                 rows[key]["gold"] = r["gold_ids"]
-                rows[key][{"hybrid": "hybrid", policy_system: "policy"}.get(r["system"], "other")] = r["returned_doc_ids"]
+                if r["system"] == "hybrid":
+                    rows[key]["hybrid"] = r["returned_doc_ids"]
+                elif r["system"] == policy_system:
+                    rows[key]["policy"] = r["returned_doc_ids"]
+                elif r["system"] == floored and "policy" not in rows[key]:
+                    kept = ((r.get("trace") or {}).get("meta") or {}).get("policy_returned")
+                    if kept is not None:  # chunk ids "doc#n" -> the documents, in order
+                        rows[key]["policy"] = list(dict.fromkeys(split_chunk_id(c)[0] for c in kept))
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for (source, _), r in sorted(rows.items()):
         if "hybrid" in r and "policy" in r:
