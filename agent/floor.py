@@ -50,7 +50,7 @@ def floor_hits(index: CorpusIndex, question: str, k: int, where: dict[str, Any] 
 
 
 def hit_evidence(hit: Hit) -> Evidence:
-    """A hybrid hit as an evidence item (its score is replaced by the fused one)."""
+    """A hybrid hit as an evidence item (its score is replaced by the merged one)."""
     c = hit.chunk
     return Evidence(chunk_id=c.chunk_id, doc_id=c.doc_id, score=hit.score, rank=hit.rank, title=c.title,
                     source=c.source, text=c.text, metadata={"tool": "floor", "hybrid_score": round(hit.score, 6)})

@@ -80,7 +80,7 @@ class SearchAgent:
 
     # -- the floor ------------------------------------------------------------------------------
     def floor(self, trace: Trace, *, where: dict[str, Any] | None = None) -> Trace:
-        """``trace`` with its returned set fused with the question's hybrid ranking (see :mod:`sieve.agent.floor`).
+        """``trace`` with its returned set merged with the question's hybrid ranking (see :mod:`sieve.agent.floor`).
 
         The policy's own ranking stays in ``trace.meta["policy_returned"]``; with the floor off
         (``config.floor.enabled``) the trace is returned unchanged.

@@ -37,8 +37,9 @@ class EvidenceOut(BaseModel):
     id: str = Field(description="Chunk id, `doc_id#position`.")
     doc_id: str
     rank: int
-    score: float = Field(description="Never rises with rank. Agentic search: the floor's fused score (weighted "
-                         "reciprocal rank of the policy's and the question's hybrid ranking), or with the floor off "
+    score: float = Field(description="Never rises with rank. Agentic search: the floor's merged score "
+                         "1/(60 + place) of the policy's ranking interleaved with the question's hybrid ranking, or "
+                         "with the floor off "
                          "the policy's evidence score; retrieval: the mode's score (cosine, BM25 or hybrid RRF).")
     title: str = ""
     text: str = ""

@@ -89,7 +89,7 @@ class Settings(BaseSettings):
     local_model: str | None = Field(default=None, description="Local HF model folder for the `local` policy.")
     allow_local: bool = Field(default=False, description="Serve the `local` policy with the bundled SmolLM2 "
                                                          "(loads a model into the server process).")
-    floor: bool = Field(default=True, description="Fuse every policy's evidence with the question's own hybrid "
+    floor: bool = Field(default=True, description="Merge every policy's evidence with the question's own hybrid "
                                                   "ranking, so the agent is not worse than plain RAG.")
 
     # Writers: one per store (an inter-process lock; see retriever/writelock.py)

@@ -131,7 +131,7 @@ def register(app: typer.Typer) -> None:
                                                                   "default $SIEVE_OPENAI_MODEL)."),
         local_model: Optional[Path] = typer.Option(None, "--local-model", help="HF folder (local policy; default "
                                                    "$SIEVE_LOCAL_MODEL, else SmolLM2-135M converted once)."),
-        floor: Optional[bool] = typer.Option(None, "--floor/--no-floor", help="Fuse the evidence with the question's "
+        floor: Optional[bool] = typer.Option(None, "--floor/--no-floor", help="Merge the evidence with the question's "
                                              "hybrid ranking (default $SIEVE_FLOOR or on)."),
         trace_out: Optional[Path] = typer.Option(None, "--trace", help="Append the episode's trace to this JSONL."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No step log."),
