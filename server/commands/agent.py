@@ -78,15 +78,22 @@ def trace_json(trace: Any, question: str, collection: str) -> dict[str, Any]:
             "peak_context_tokens": trace.peak_context_tokens, "wall_ms": round(trace.wall_ms, 1)}
 
 
+DEMO_POLICY = "learned"
+
+
 def demo_agent(index: Any, question: str, k: int, as_json: bool = False) -> dict[str, Any]:
-    """``sieve demo`` step: the heuristic agent on the same question, with its step log (tables unless ``as_json``)."""
+    """``sieve demo`` step: the agent on the same question, with its step log (tables unless ``as_json``).
+
+    It runs the shipped learned policy (with the floor, as served): zero-shot it matches or beats
+    the hand-tuned heuristic on every evaluation set (``eval/reports/floor-and-policies.md``).
+    """
     from sieve.agent import AgentConfig, SearchAgent, make_policy
 
     config = AgentConfig(k=k)
-    agent = SearchAgent(index, make_policy("heuristic", config), config)
+    agent = SearchAgent(index, make_policy(DEMO_POLICY, config), config)
     trace = agent.run(question, on_event=None if as_json else _step_logger())
     if not as_json:
-        evidence_table(trace, f"agent (heuristic) evidence for: {question}")
+        evidence_table(trace, f"agent ({DEMO_POLICY}) evidence for: {question}")
     return {"agent": trace_json(trace, question, index.name)}
 
 

@@ -150,6 +150,17 @@ def test_demo_json(sample_index, session_data_dir: Path) -> None:
     assert "turn 1" not in res.stderr  # no step log in JSON mode
 
 
+def test_demo_agent_evidence_holds_the_answer_document(sample_index, session_data_dir: Path) -> None:
+    """The demo question's answer (a population) is on St. Louis's page, a second hop through the
+    aircraft's name: at the demo's default k (5) the agent's evidence holds it, through the shipped
+    learned policy and the floor (nothing names this question)."""
+    res = CliRunner().invoke(app, ["demo", "--data-dir", str(session_data_dir), "--json"])
+    assert res.exit_code == 0, res.output
+    agent = json.loads(res.stdout)["agent"]
+    assert agent["policy"] == "learned" and len(agent["results"]) == 5
+    assert "wiki-st-louis" in [r["doc_id"] for r in agent["results"]]
+
+
 def test_first_local_run_says_it_converts_a_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from sieve.agent.config import AgentConfig
     from sieve.server.commands.agent import _conversion_notice
