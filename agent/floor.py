@@ -116,7 +116,7 @@ def fuse_with_floor(policy: list[Evidence], hybrid: list[Evidence], config: Floo
         >>> from sieve.agent.config import FloorConfig
         >>> ev = lambda d: Evidence(chunk_id=f"{d}#0", doc_id=d, score=0.0, rank=0)
         >>> [e.doc_id for e in fuse_with_floor([ev("a"), ev("x")], [ev("b"), ev("a"), ev("c")], FloorConfig(), 4)]
-        ['b', 'a', 'x', 'c']
+        ['b', 'a', 'c', 'x']
     """
     docs = _documents(policy, hybrid)
     weight = standing(policy, hybrid, config)

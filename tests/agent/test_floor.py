@@ -50,8 +50,11 @@ def test_merge_keeps_hybrids_head_and_a_policy_only_find():
     hybrid = [ev(d) for d in "abcdefgh"]
     # A policy that keeps the question's first hits and adds a second hop ("x") hybrid missed:
     # agreement 2/3 (>= full_agreement 0.5), so x at policy rank 2 takes place 2, ahead of hybrid's "c".
-    fused = fuse_with_floor([ev("a"), ev("x"), ev("b")], hybrid, FloorConfig(), 5)
+    fused = fuse_with_floor([ev("a"), ev("x"), ev("b")], hybrid, FloorConfig(full_agreement=0.5), 5)
     assert [e.doc_id for e in fused] == ["a", "b", "x", "c", "d"]
+    # With the default (standing = agreement = 2/3) x's place is 2 / (2/3) = 3: after hybrid's "c" on the tie.
+    assert [e.doc_id for e in fuse_with_floor([ev("a"), ev("x"), ev("b")], hybrid, FloorConfig(), 5)] == \
+        ["a", "b", "c", "x", "d"]
     assert [e.rank for e in fused] == [1, 2, 3, 4, 5]
     # Whatever the policy ranks, the top k keeps hybrid's top ceil(k / 2), at every k.
     policy = [ev(d) for d in ["h", "p", "q", "r", "s", "t", "u", "v"]]

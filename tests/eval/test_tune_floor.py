@@ -26,6 +26,9 @@ def test_policy_ranking_comes_from_the_floored_trace(tmp_path: Path) -> None:
     pairs = load_pairs([path], "agent:heuristic:nofloor")
     assert list(pairs) == ["toy"] and len(pairs["toy"]) == 1
     assert pairs["toy"][0]["policy"] == ["x", "a"] and pairs["toy"][0]["hybrid"] == ["a", "b", "c", "d"]
-    # Interleaved: a (both), x (policy rank 1 -> place 1), b, ... so recall@2 doubles hybrid's.
-    g = gains(pairs, FloorConfig(), [2, 4])
+    # Interleaved in full standing: a (both), x (policy rank 1 -> place 1), b, ... so recall@2 doubles hybrid's.
+    g = gains(pairs, FloorConfig(full_agreement=0.5), [2, 4])
     assert g[("toy", 2)] == 0.5 and g[("toy", 4)] == 0.5
+    # Standing = agreement (1/2): x's place is 2, after hybrid's b on the tie; it still enters by k = 4.
+    g = gains(pairs, FloorConfig(full_agreement=1.0), [2, 4])
+    assert g[("toy", 2)] == 0.0 and g[("toy", 4)] == 0.5
