@@ -90,17 +90,21 @@ def standing(policy: list[Evidence], hybrid: list[Evidence], config: FloorConfig
     """How many of hybrid's places one place of the policy's ranking is worth, in [0, 1].
 
     1 (an equal interleave) once the policy shares ``config.full_agreement`` of its documents
-    with the question's own search, falling linearly to 0 (hybrid alone) when it shares none.
+    with the question's own search, falling to 0 (hybrid alone) when it shares none, as the
+    ``config.agreement_power`` of the ratio: ``min(1, agreement / full_agreement) ** power``.
 
     Example:
         >>> from sieve.agent.config import FloorConfig
         >>> ev = lambda d: Evidence(chunk_id=f"{d}#0", doc_id=d, score=0.0, rank=0)
-        >>> standing([ev("a"), ev("x"), ev("y"), ev("z")], [ev("a"), ev("b")], FloorConfig(full_agreement=0.5))
+        >>> policy, hybrid = [ev("a"), ev("x"), ev("y"), ev("z")], [ev("a"), ev("b")]
+        >>> standing(policy, hybrid, FloorConfig(full_agreement=0.5, agreement_power=1.0))
         0.5
+        >>> standing(policy, hybrid, FloorConfig(full_agreement=0.5, agreement_power=2.0))
+        0.25
     """
     if not config.agreement:
         return 1.0
-    return min(1.0, agreement(policy, hybrid) / config.full_agreement)
+    return min(1.0, agreement(policy, hybrid) / config.full_agreement) ** config.agreement_power
 
 
 def fuse_with_floor(policy: list[Evidence], hybrid: list[Evidence], config: FloorConfig, k: int) -> list[Evidence]:

@@ -8,8 +8,8 @@ ranking the floor searches). Run those two once on each tuning set, then::
     python -m sieve.eval.tune_floor OUT1/results.jsonl OUT2/results.jsonl ...
 
 It prints, per setting, each set's recall@k minus hybrid's, and picks, with the agreement
-scaling on, the ``full_agreement`` whose worst (set, k) difference is largest (ties: the larger mean
-gain, then the larger ``full_agreement``, the more protective). Only pass runs on declared
+scaling on, the ``full_agreement`` and ``agreement_power`` whose worst (policy, set, k) difference
+is largest (ties: the larger mean gain, then the more protective setting). Only pass runs on declared
 tuning data (``eval/tuning_sets.json``): tuning on a reported set makes its figures in-sample.
 """
 
@@ -29,6 +29,7 @@ from sieve.eval.metrics import recall_at_k
 from sieve.retriever.chunking import split_chunk_id
 
 FULL_AGREEMENTS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
+AGREEMENT_POWERS: tuple[float, ...] = (1.0, 1.5, 2.0, 3.0)
 
 
 def _ev(doc_id: str) -> Evidence:
@@ -77,33 +78,47 @@ def gains(pairs: dict[str, list[dict[str, Any]]], config: FloorConfig, ks: list[
     return out
 
 
+def _pairs_by_policy(paths: list[Path], systems: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Every (policy, source) as its own tuning set, named ``source`` or ``policy/source`` with several."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for system in systems:
+        tag = system.removeprefix("agent:").removesuffix(":nofloor")
+        for source, tasks in load_pairs(paths, system).items():
+            out[source if len(systems) == 1 else f"{tag}/{source}"] = tasks
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", type=Path, nargs="+", help="results.jsonl of `sieve eval` runs on tuning data.")
-    ap.add_argument("--policy-system", default="agent:heuristic:nofloor")
+    ap.add_argument("--policy-system", default="agent:heuristic:nofloor",
+                    help="Comma-separated policy systems; each (policy, set) counts as one tuning set.")
     ap.add_argument("--ks", default="5,10,20")
     args = ap.parse_args(argv)
     ks = [int(k) for k in args.ks.split(",")]
-    pairs = load_pairs(args.results, args.policy_system)
+    pairs = _pairs_by_policy(args.results, [s.strip() for s in args.policy_system.split(",") if s.strip()])
     print("tasks: " + ", ".join(f"{s} {len(t)}" for s, t in pairs.items()))
     alone = {(s, k): sum(recall_at_k(t["policy"], t["gold"], k) - recall_at_k(t["hybrid"], t["gold"], k)
                          for t in ts) / len(ts) for s, ts in pairs.items() for k in ks}
-    print("policy alone (no floor)       " + "  ".join(f"{s}@{k} {v:+.3f}" for (s, k), v in alone.items()))
+    print("policy alone (no floor)  " + "  ".join(f"{s}@{k} {v:+.3f}" for (s, k), v in alone.items()))
     scored = []
-    for agree, full in itertools.product((True, False), FULL_AGREEMENTS):
-        if not agree and full != FULL_AGREEMENTS[0]:
-            continue  # full_agreement means nothing without the agreement scaling
-        g = gains(pairs, FloorConfig(full_agreement=full, agreement=agree), ks)
-        scored.append((min(g.values()), sum(g.values()) / len(g), agree, full))
-        print(f"agreement={agree!s:5} full_agreement={full:<5} " + "  ".join(f"{s}@{k} {v:+.3f}" for (s, k), v in g.items()))
+    settings = [(True, full, power) for full, power in itertools.product(FULL_AGREEMENTS, AGREEMENT_POWERS)]
+    for agree, full, power in [*settings, (False, 1.0, 1.0)]:
+        g = gains(pairs, FloorConfig(full_agreement=full, agreement_power=power, agreement=agree), ks)
+        scored.append((min(g.values()), sum(g.values()) / len(g), agree, full, power))
+        label = f"full_agreement={full:<4} power={power:<3}" if agree else "agreement scaling off    "
+        print(f"{label} " + "  ".join(f"{s}@{k} {v:+.3f}" for (s, k), v in g.items()))
     # The agreement scaling is a requirement, not a knob: without it a ranking unrelated to the
-    # question displaces hybrid's (its row is printed for reference only). Ties: the larger full_agreement.
-    worst, mean, agree, full = max((t for t in scored if t[2]), key=lambda t: (round(t[0], 4), round(t[1], 4), t[3]))
-    print(f"chosen: agreement={agree} full_agreement={full} (worst {worst:+.3f}, mean {mean:+.3f} recall vs hybrid)")
+    # question displaces hybrid's (its row is printed for reference only). Ties: the larger mean
+    # gain, then the more protective setting (larger full_agreement, then larger power).
+    worst, mean, _, full, power = max((t for t in scored if t[2]),
+                                      key=lambda t: (round(t[0], 4), round(t[1], 4), t[3], t[4]))
+    print(f"chosen: full_agreement={full} agreement_power={power} "
+          f"(worst {worst:+.3f}, mean {mean:+.3f} recall vs hybrid)")
     return 0
 
 
-__all__ = ["FULL_AGREEMENTS", "gains", "load_pairs"]
+__all__ = ["AGREEMENT_POWERS", "FULL_AGREEMENTS", "gains", "load_pairs"]
 
 
 if __name__ == "__main__":

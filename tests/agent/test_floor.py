@@ -52,8 +52,9 @@ def test_merge_keeps_hybrids_head_and_a_policy_only_find():
     # agreement 2/3 (>= full_agreement 0.5), so x at policy rank 2 takes place 2, ahead of hybrid's "c".
     fused = fuse_with_floor([ev("a"), ev("x"), ev("b")], hybrid, FloorConfig(full_agreement=0.5), 5)
     assert [e.doc_id for e in fused] == ["a", "b", "x", "c", "d"]
-    # With the default (standing = agreement = 2/3) x's place is 2 / (2/3) = 3: after hybrid's "c" on the tie.
-    assert [e.doc_id for e in fuse_with_floor([ev("a"), ev("x"), ev("b")], hybrid, FloorConfig(), 5)] == \
+    # Standing = agreement = 2/3 (full_agreement 1, power 1): x's place is 2 / (2/3) = 3, after hybrid's "c".
+    linear = FloorConfig(full_agreement=1.0, agreement_power=1.0)
+    assert [e.doc_id for e in fuse_with_floor([ev("a"), ev("x"), ev("b")], hybrid, linear, 5)] == \
         ["a", "b", "c", "x", "d"]
     assert [e.rank for e in fused] == [1, 2, 3, 4, 5]
     # Whatever the policy ranks, the top k keeps hybrid's top ceil(k / 2), at every k.
@@ -61,15 +62,22 @@ def test_merge_keeps_hybrids_head_and_a_policy_only_find():
     for k in range(1, 9):
         head = {e.doc_id for e in fuse_with_floor(policy, hybrid, FloorConfig(full_agreement=0.1), k)}
         assert {e.doc_id for e in hybrid[:(k + 1) // 2]} <= head
-    # Half the agreement needed for full standing: one policy place is worth two of hybrid's.
-    half = fuse_with_floor([ev("a"), ev("x"), ev("y"), ev("z")], hybrid, FloorConfig(full_agreement=0.5), 6)
+    # Half the agreement needed for full standing (power 1): one policy place is worth two of hybrid's;
+    # with power 2 it is worth four, so x (place 8) falls out of the top 6.
+    half = fuse_with_floor([ev("a"), ev("x"), ev("y"), ev("z")], hybrid,
+                           FloorConfig(full_agreement=0.5, agreement_power=1.0), 6)
     assert [e.doc_id for e in half] == ["a", "b", "c", "d", "x", "e"]  # x: place 2 / 0.5 = 4, after d on the tie
+    squared = fuse_with_floor([ev("a"), ev("x"), ev("y"), ev("z")], hybrid,
+                              FloorConfig(full_agreement=0.5, agreement_power=2.0), 6)
+    assert [e.doc_id for e in squared] == list("abcdef")
     # A ranking sharing nothing with the question's: hybrid's, untouched.
     assert [e.doc_id for e in fuse_with_floor([ev("p"), ev("q")], hybrid, FloorConfig(), 5)] == list("abcde")
     # Without the agreement scaling the same garbage takes slots: the switch is what protects the floor.
     assert "p" in [e.doc_id for e in fuse_with_floor([ev("p"), ev("q")], hybrid, FloorConfig(agreement=False), 5)]
     with pytest.raises(Exception, match="Expected floor full_agreement in"):
         FloorConfig(full_agreement=0)
+    with pytest.raises(Exception, match="Expected floor agreement_power > 0"):
+        FloorConfig(agreement_power=0)
 
 
 def test_scores_fall_with_rank_and_mean_something(sample_index):

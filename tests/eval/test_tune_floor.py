@@ -30,5 +30,5 @@ def test_policy_ranking_comes_from_the_floored_trace(tmp_path: Path) -> None:
     g = gains(pairs, FloorConfig(full_agreement=0.5), [2, 4])
     assert g[("toy", 2)] == 0.5 and g[("toy", 4)] == 0.5
     # Standing = agreement (1/2): x's place is 2, after hybrid's b on the tie; it still enters by k = 4.
-    g = gains(pairs, FloorConfig(full_agreement=1.0), [2, 4])
+    g = gains(pairs, FloorConfig(full_agreement=1.0, agreement_power=1.0), [2, 4])
     assert g[("toy", 2)] == 0.0 and g[("toy", 4)] == 0.5
