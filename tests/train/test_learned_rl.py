@@ -126,3 +126,38 @@ def test_train_rl_cli_learned(sample_index, session_data_dir, tmp_path) -> None:
                                    str(session_data_dir), "--tasks", "data/sample/tasks.jsonl",
                                    "--num-generations", "1"])
     assert res.exit_code == 2 and "num_generations >= 2" in res.stderr
+
+
+class _OffTopicModel:
+    """FAKE model: searches something unrelated to every question, then returns what it saw (its own ranking)."""
+
+    def chat(self, messages, tools, **kw):
+        from sieve.agent.backends.base import ChatResult, ParsedToolCall
+
+        if any(m["role"] == "tool" for m in messages):
+            call = ParsedToolCall(name="finish", arguments={"ids": [f"c{i}" for i in range(1, 11)]})
+        else:
+            call = ParsedToolCall(name="search", arguments={"query": "quarterly tax tariff of shipping insurance",
+                                                            "k": 10})
+        return ChatResult(text="", tool_calls=[call], prompt_tokens=0, completion_tokens=5)
+
+
+def test_rl_checks_judge_the_policys_own_ranking_not_the_floor(sample_index, sample_tasks) -> None:
+    # Served, the floor fuses any ranking with hybrid's; training must not credit that to the policy,
+    # or the reward barely moves with what the policy ranks. An off-topic policy scores as off-topic.
+    from sieve.agent import make_policy
+    from sieve.agent.config import FloorConfig
+    from sieve.eval.metrics import recall_at_k
+    from sieve.train.learned import LearnedRLConfig
+    from sieve.train.learned.trainer import policy_check
+
+    k, tasks = 5, sample_tasks[:6]
+    policy = make_policy("openai", AgentConfig(k=k), backend=_OffTopicModel())
+    checked = policy_check(sample_index, policy, tasks, LearnedRLConfig(k=k))
+    off = AgentConfig(k=k, floor=FloorConfig(enabled=False))
+    own = sum(recall_at_k(SearchAgent(sample_index, policy, off).run(t["question"]).returned_doc_ids,
+                          t["gold_ids"], k) for t in tasks) / len(tasks)
+    floored = sum(recall_at_k(SearchAgent(sample_index, policy, AgentConfig(k=k)).run(t["question"]).returned_doc_ids,
+                              t["gold_ids"], k) for t in tasks) / len(tasks)
+    assert floored > own + 0.3  # the floor would have lifted it: the test can tell the two apart
+    assert checked["recall"] == pytest.approx(own)

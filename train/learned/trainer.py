@@ -135,9 +135,13 @@ def _task_id(task: dict[str, Any]) -> str:
 
 def _agent(index: Any, policy: Any, cfg: LearnedRLConfig) -> Any:
     from sieve.agent import AgentConfig, SearchAgent
+    from sieve.agent.config import FloorConfig
 
     # One thread per turn's tools: rollouts are sequential and the tools mostly hit the cache.
-    config = AgentConfig(k=cfg.k, budget_tokens=cfg.budget_tokens, tool_workers=1)
+    # Rewards, screening and held-apart checks judge the policy's own ranking (as the LLM route's
+    # EpisodeConfig does): with the floor on, hybrid's share of the fused set would be credited to
+    # the policy, and the reward would barely move with what the policy ranks.
+    config = AgentConfig(k=cfg.k, budget_tokens=cfg.budget_tokens, tool_workers=1, floor=FloorConfig(enabled=False))
     return SearchAgent(index, policy, config)
 
 
