@@ -10,6 +10,7 @@ model can read; nothing raises out of :meth:`Toolbox.run`.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -80,6 +81,7 @@ class _Prepared:
     args: dict[str, Any]
     candidates: list[Candidate] = field(default_factory=list)
     note: str = ""
+    dropped_filters: dict[str, Any] | None = None  # search: the model's filters matched nothing and were dropped
     error: _Reject | None = None
     ms: float = 0.0
 
@@ -167,8 +169,16 @@ class Toolbox:
     def _prepare_search(self, p: _Prepared) -> None:
         query = self._check_text("search", "query", p.args["query"])
         self._k(p, self.config.search_k, self.config.search_k)
+        filters = p.args.get("filters")
         hits = self.index.search(query, self.config.search_candidates, mode="hybrid",
-                                 where=self._where(p.args.get("filters")), exclude=set(self.context.seen_ids))
+                                 where=self._where(filters), exclude=set(self.context.seen_ids))
+        if not hits and filters:
+            # Small models invent filters ({"country": "USA"}) that no chunk carries, and then every
+            # search of the episode comes back empty. A filter that matches nothing is dropped, and
+            # the result says so; the caller's own ``where`` scope always stays.
+            hits = self.index.search(query, self.config.search_candidates, mode="hybrid", where=self.where,
+                                     exclude=set(self.context.seen_ids))
+            p.dropped_filters = filters if hits else None
         if not hits:
             return
         chunks = [h.chunk for h in hits]
@@ -275,7 +285,11 @@ class Toolbox:
 
     def _commit_search(self, p: _Prepared, out: ToolOutcome, turn: int) -> None:
         k = p.args.get("k", self.config.search_k)
-        self._pack(p, out, turn, k, f"search {p.args['query']!r}", p.args["query"])
+        header = f"search {p.args['query']!r}"
+        if p.dropped_filters:
+            header += (f" (no chunk matches filters {json.dumps(p.dropped_filters, ensure_ascii=False)}; "
+                       "showing results without them)")
+        self._pack(p, out, turn, k, header, p.args["query"])
 
     def _commit_grep(self, p: _Prepared, out: ToolOutcome, turn: int) -> None:
         k = p.args.get("k", self.config.grep_k)

@@ -135,6 +135,23 @@ def test_finish_keeps_order_dedupes_and_ignores_unknown(run_script):
     assert trace.returned[0].text and trace.returned[0].doc_id == seen[2].rsplit("#", 1)[0]
 
 
+def test_a_search_filter_that_matches_nothing_is_dropped_and_said(run_script):
+    lindbergh = {"source": "https://en.wikipedia.org/wiki/Charles_Lindbergh"}
+    trace, backend, _ = run_script([
+        turn(call("search", query="Charles Lindbergh", k=3, filters=lindbergh)),
+        # What Qwen2.5-Coder-0.5B wrote on every 2Wiki question behind a real vLLM server: an invented filter.
+        turn(call("search", query="Spirit of St. Louis aircraft", k=3, filters={"country": "USA"})),
+        turn(call("finish", ids=["c1"])),
+    ])
+    kept, dropped, _ = _calls(trace)
+    msgs = [m["content"] for m in backend.requests[2]["messages"] if m["role"] == "tool"]
+    # A filter that matches keeps its meaning: only that document's chunks, and no note.
+    assert kept.result_chunk_ids and all(c.startswith("wiki-charles-lindbergh#") for c in kept.result_chunk_ids)
+    assert "no chunk matches" not in msgs[0]
+    assert dropped.error is None and len(dropped.result_chunk_ids) == 3
+    assert 'no chunk matches filters {"country": "USA"}' in msgs[1] and "3 new chunks" in msgs[1]
+
+
 def test_empty_results_are_a_message_not_an_error(run_script):
     trace, backend, _ = run_script([
         turn(call("grep", pattern="zzqqxxyy")),
