@@ -170,14 +170,15 @@ class Toolbox:
         query = self._check_text("search", "query", p.args["query"])
         self._k(p, self.config.search_k, self.config.search_k)
         filters = p.args.get("filters")
+        seen = set(self.context.seen_ids)
         hits = self.index.search(query, self.config.search_candidates, mode="hybrid",
-                                 where=self._where(filters), exclude=set(self.context.seen_ids))
+                                 where=self._where(filters), exclude=seen)
         if not hits and filters:
             # Small models invent filters ({"country": "USA"}) that no chunk carries, and then every
             # search of the episode comes back empty. A filter that matches nothing is dropped, and
             # the result says so; the caller's own ``where`` scope always stays.
             hits = self.index.search(query, self.config.search_candidates, mode="hybrid", where=self.where,
-                                     exclude=set(self.context.seen_ids))
+                                     exclude=seen)
             p.dropped_filters = filters if hits else None
         if not hits:
             return

@@ -36,6 +36,17 @@ def _ev(doc_id: str) -> Evidence:
     return Evidence(chunk_id=f"{doc_id}#0", doc_id=doc_id, score=0.0, rank=0)
 
 
+def own_ranking(result: dict[str, Any]) -> list[str] | None:
+    """The documents, in order, that a floored ``sieve eval`` result's episode ranked before the floor.
+
+    The trace keeps the policy's chunk ids (``meta.policy_returned``); the episode is greedy and the
+    floor runs after it, so these are what ``agent:<policy>:nofloor`` would return. ``None`` when the
+    result carries no such trace (a retrieval system, or a run without the floor).
+    """
+    kept = ((result.get("trace") or {}).get("meta") or {}).get("policy_returned")
+    return None if kept is None else list(dict.fromkeys(split_chunk_id(c)[0] for c in kept))
+
+
 def load_pairs(paths: list[Path], policy_system: str) -> dict[str, list[dict[str, Any]]]:
     """Per source, ``[{"gold", "hybrid", "policy"}]`` for every task both systems answered.
 
@@ -55,9 +66,9 @@ def load_pairs(paths: list[Path], policy_system: str) -> dict[str, list[dict[str
                 elif r["system"] == policy_system:
                     rows[key]["policy"] = r["returned_doc_ids"]
                 elif r["system"] == floored and "policy" not in rows[key]:
-                    kept = ((r.get("trace") or {}).get("meta") or {}).get("policy_returned")
-                    if kept is not None:  # chunk ids "doc#n" -> the documents, in order
-                        rows[key]["policy"] = list(dict.fromkeys(split_chunk_id(c)[0] for c in kept))
+                    kept = own_ranking(r)
+                    if kept is not None:
+                        rows[key]["policy"] = kept
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for (source, _), r in sorted(rows.items()):
         if "hybrid" in r and "policy" in r:
@@ -118,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["AGREEMENT_POWERS", "FULL_AGREEMENTS", "gains", "load_pairs"]
+__all__ = ["AGREEMENT_POWERS", "FULL_AGREEMENTS", "gains", "load_pairs", "own_ranking"]
 
 
 if __name__ == "__main__":

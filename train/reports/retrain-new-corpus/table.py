@@ -3,7 +3,7 @@
     python train/reports/retrain-new-corpus/table.py before=OUT1/results.jsonl after=OUT2/results.jsonl
 
 A floored run keeps the policy's ranking before the floor in ``trace.meta.policy_returned`` (chunk
-ids); as in :mod:`sieve.eval.tune_floor`, its documents in order are what ``agent:<policy>:nofloor``
+ids); :func:`sieve.eval.tune_floor.own_ranking` turns them into what ``agent:<policy>:nofloor``
 would return (the episode is greedy, the floor runs after it), so one agent run gives both rows.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sieve.eval.metrics import all_found_at_k, recall_at_k
-from sieve.retriever.chunking import split_chunk_id
+from sieve.eval.tune_floor import own_ranking
 
 KS = (5, 10, 20)
 
@@ -38,8 +38,10 @@ def table(runs: list[tuple[str, Path]]) -> str:
         for system, rows in sorted(by.items()):
             lines.append(row(f"{label} `{system}`", [(r["returned_doc_ids"], r["gold_ids"]) for r in rows]))
             if system.startswith("agent:") and not system.endswith(":nofloor"):
-                own = [(list(dict.fromkeys(split_chunk_id(c)[0] for c in r["trace"]["meta"]["policy_returned"])),
-                        r["gold_ids"]) for r in rows]
+                kept = [own_ranking(r) for r in rows]
+                if any(k is None for k in kept):
+                    raise ValueError(f"Expected every {system} result in {path} to keep meta.policy_returned")
+                own = [(k, r["gold_ids"]) for k, r in zip(kept, rows)]
                 lines.append(row(f"{label} `{system}:nofloor` (trace)", own))
     return "\n".join(lines)
 
