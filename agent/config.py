@@ -54,12 +54,13 @@ class FloorConfig:
     Whatever a policy returns (a heuristic's ranking, a learned policy's, an LLM's ``finish`` ids or
     nothing at all), the harness runs the single hybrid search plain RAG would have run and merges
     the two rankings per document by place: a document's place is the better of its hybrid rank and
-    its policy rank divided by the policy's standing, so the top ``k`` always keeps hybrid's top
-    ``ceil(k / 2)``. The standing is 1 (an equal interleave) once the policy shares
+    its policy rank divided by the policy's standing, so at most ``floor(k / 2)`` of any top ``k``
+    come from outside hybrid's ranking. The standing is 1 (an equal interleave) once the policy shares
     ``full_agreement`` of its documents with hybrid's ranking and falls to 0 (hybrid alone), as the
     ``agreement_power`` of that ratio, when it shares less (with ``agreement`` on), so a policy that
-    returns garbage yields hybrid's set. Both were tuned on declared tuning data only
-    (``eval/reports/tuning.md``).
+    returns garbage yields hybrid's set. A document both rankings hold moves up (their reciprocal
+    places add, by at most ``corroboration`` of its better place). All three were tuned on declared
+    tuning data only (``eval/reports/tuning.md``).
     """
 
     enabled: bool = field(default=True, metadata={"help": "Merge the policy's evidence with the question's "
@@ -73,6 +74,10 @@ class FloorConfig:
     agreement_power: float = field(default=2.0, metadata={
         "help": "Standing = min(1, agreement / full_agreement) ** agreement_power: above 1, a policy that "
                 "shares less with the question's own search loses its places faster."})
+    # Tuned with full_agreement and agreement_power (same command, same declared data).
+    corroboration: float = field(default=0.25, metadata={
+        "help": "A document both rankings hold moves up to 1 / (1/hybrid place + 1/policy place), by at most "
+                "this share of its better place (0: the better place only)."})
     rrf_k: int = field(default=60, metadata={"help": "Reciprocal-rank constant of the merged score "
                                                      "1 / (rrf_k + place)."})
     agreement: bool = field(default=True, metadata={
@@ -84,6 +89,8 @@ class FloorConfig:
             raise InvalidInput(f"Expected floor full_agreement in (0, 1], got {self.full_agreement}")
         if self.agreement_power <= 0:
             raise InvalidInput(f"Expected floor agreement_power > 0, got {self.agreement_power}")
+        if not 0 <= self.corroboration < 1:
+            raise InvalidInput(f"Expected floor corroboration in [0, 1), got {self.corroboration}")
         if self.rrf_k < 1:
             raise InvalidInput(f"Expected floor rrf_k >= 1, got {self.rrf_k}")
 
@@ -115,6 +122,10 @@ class AgentConfig:
     max_arg_chars: int = field(default=4000, metadata={"help": "Longest query or pattern a tool accepts."})
     # -- episodes --
     rollouts: int = field(default=1, metadata={"help": "Default number of fused rollouts for run_fused."})
+    # Tuned with full_agreement and agreement_power (same command, same declared data).
+    corroboration: float = field(default=0.25, metadata={
+        "help": "A document both rankings hold moves up to 1 / (1/hybrid place + 1/policy place), by at most "
+                "this share of its better place (0: the better place only)."})
     rrf_k: int = field(default=60, metadata={"help": "Reciprocal-rank-fusion constant for fused rollouts."})
     record_prompts: bool = field(
         default=False, metadata={"help": "Store each turn's prompt messages in the trace (for RL; makes traces large)."}

@@ -8,13 +8,16 @@ plain RAG would run (:meth:`~sieve.retriever.index.CorpusIndex.search_documents`
 eval's hybrid baseline) and merges the two rankings per document by their *places*.
 
 Why a rank interleave and not a sum of reciprocal ranks: the returned set must hold up at every
-cut-off ``k``, not only on average. Interleaving gives that by construction: the top ``k`` of the
-result always holds hybrid's top ``ceil(k / 2)`` documents and, for a policy in full standing,
-its own top ``floor(k / 2)``, and every document both rankings share frees a slot for the next
-one. A reciprocal-rank *sum* lets documents both rankings hold mid-list overtake hybrid's own
-top hits; on the declared tuning data it lost recall@5 that the interleave keeps
-(``eval/reports/tuning.md``). The policy's standing is its :func:`agreement` with the question's
-own search: a ranking that shares nothing with it has drifted off the question and adds nothing.
+cut-off ``k``, not only on average. Interleaving gives that by construction: at most
+``floor(k / 2)`` documents of any top ``k`` come from outside hybrid's ranking (a policy in full
+standing gets that half for its own finds), and every document both rankings share frees a slot
+for the next one. A reciprocal-rank *sum* lets documents both rankings hold mid-list overtake
+hybrid's own top hits; on the declared tuning data it lost recall@5 that the interleave keeps
+(``eval/reports/tuning.md``). A shared document is still evidence twice over, so it may move up
+by a bounded share of its place (``corroboration``): the two votes add as reciprocal ranks, but
+it cannot jump from mid-list over hybrid's head. With corroboration ``c`` hybrid's top
+``floor(k (1 - c) / 2)`` always stay in the top ``k`` (its top ``ceil(k / 2)`` with ``c = 0``).
+The policy's standing is its :func:`agreement` with the question's own search: a ranking that shares nothing with it has drifted off the question and adds nothing.
 No per-dataset decision is made, every policy (heuristic, learned, LLM, or one returning garbage)
 gets the same floor, and the merged score is a real, rank-monotone score. The constants live in
 :class:`~sieve.agent.config.FloorConfig`.
@@ -111,8 +114,10 @@ def fuse_with_floor(policy: list[Evidence], hybrid: list[Evidence], config: Floo
     """The returned set: ``policy`` and ``hybrid`` interleaved per document by place, cut at ``k``.
 
     A document's place is the better of its hybrid rank and its policy rank divided by the
-    policy's :func:`standing` (a ranking that misses it gives no place); documents are returned by
-    place, hybrid's first on a tie, and scored ``1 / (rrf_k + place)``. Each document contributes its
+    policy's :func:`standing` (a ranking that misses it gives no place). A document both rankings
+    hold is corroborated: its place is the two places combined as reciprocal ranks add
+    (``1 / (1/h + 1/p')``), but no less than ``1 - config.corroboration`` times its better one.
+    Documents are returned by place, hybrid's first on a tie, and scored ``1 / (rrf_k + place)``. Each document contributes its
     best chunk (the policy's, else hybrid's) first; further chunks of listed documents fill any
     slots left, scored no higher than the item above them, so scores never rise with rank.
 
@@ -129,6 +134,11 @@ def fuse_with_floor(policy: list[Evidence], hybrid: list[Evidence], config: Floo
         if d.policy_rank is not None and weight > 0:
             places.append(d.policy_rank / weight)
         d.place = min(places, default=float("inf"))
+        if len(places) == 2 and config.corroboration > 0:
+            # Both rankings hold it: their votes add as in reciprocal-rank fusion (1/place = 1/h + 1/p'),
+            # but it may move up by at most ``corroboration`` of its better single place, so a pair of
+            # mid-list votes cannot overtake hybrid's own top hits.
+            d.place = max(1.0 / sum(1.0 / p for p in places), (1.0 - config.corroboration) * d.place)
     # On a tied place hybrid's order decides (the question's own search is the floor), then the policy's.
     inf = float("inf")
     docs = sorted((d for d in docs if d.place < inf),

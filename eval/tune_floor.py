@@ -8,7 +8,7 @@ ranking the floor searches). Run those two once on each tuning set, then::
     python -m sieve.eval.tune_floor OUT1/results.jsonl OUT2/results.jsonl ...
 
 It prints, per setting, each set's recall@k minus hybrid's, and picks, with the agreement
-scaling on, the ``full_agreement`` and ``agreement_power`` whose worst (policy, set, k) difference
+scaling on, the ``full_agreement``, ``agreement_power`` and ``corroboration`` whose worst (policy, set, k) difference
 is largest (ties: the larger mean gain, then the more protective setting). Only pass runs on declared
 tuning data (``eval/tuning_sets.json``): tuning on a reported set makes its figures in-sample.
 """
@@ -30,6 +30,7 @@ from sieve.retriever.chunking import split_chunk_id
 
 FULL_AGREEMENTS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
 AGREEMENT_POWERS: tuple[float, ...] = (1.0, 1.5, 2.0, 3.0)
+CORROBORATIONS: tuple[float, ...] = (0.0, 0.1, 0.25, 0.5)
 
 
 def _ev(doc_id: str) -> Evidence:
@@ -113,23 +114,26 @@ def main(argv: list[str] | None = None) -> int:
                          for t in ts) / len(ts) for s, ts in pairs.items() for k in ks}
     print("policy alone (no floor)  " + "  ".join(f"{s}@{k} {v:+.3f}" for (s, k), v in alone.items()))
     scored = []
-    settings = [(True, full, power) for full, power in itertools.product(FULL_AGREEMENTS, AGREEMENT_POWERS)]
-    for agree, full, power in [*settings, (False, 1.0, 1.0)]:
-        g = gains(pairs, FloorConfig(full_agreement=full, agreement_power=power, agreement=agree), ks)
-        scored.append((min(g.values()), sum(g.values()) / len(g), agree, full, power))
-        label = f"full_agreement={full:<4} power={power:<3}" if agree else "agreement scaling off    "
+    settings = [(True, full, power, corr) for full, power, corr
+                in itertools.product(FULL_AGREEMENTS, AGREEMENT_POWERS, CORROBORATIONS)]
+    for agree, full, power, corr in [*settings, (False, 1.0, 1.0, 0.0)]:
+        config = FloorConfig(full_agreement=full, agreement_power=power, corroboration=corr, agreement=agree)
+        g = gains(pairs, config, ks)
+        scored.append((min(g.values()), sum(g.values()) / len(g), agree, full, power, corr))
+        label = (f"full_agreement={full:<4} power={power:<3} corroboration={corr:<4}" if agree
+                 else "agreement scaling off                          ")
         print(f"{label} " + "  ".join(f"{s}@{k} {v:+.3f}" for (s, k), v in g.items()))
     # The agreement scaling is a requirement, not a knob: without it a ranking unrelated to the
     # question displaces hybrid's (its row is printed for reference only). Ties: the larger mean
-    # gain, then the more protective setting (larger full_agreement, then larger power).
-    worst, mean, _, full, power = max((t for t in scored if t[2]),
-                                      key=lambda t: (round(t[0], 4), round(t[1], 4), t[3], t[4]))
-    print(f"chosen: full_agreement={full} agreement_power={power} "
+    # gain, then the more protective setting (larger full_agreement, larger power, less corroboration).
+    worst, mean, _, full, power, corr = max((t for t in scored if t[2]),
+                                            key=lambda t: (round(t[0], 4), round(t[1], 4), t[3], t[4], -t[5]))
+    print(f"chosen: full_agreement={full} agreement_power={power} corroboration={corr} "
           f"(worst {worst:+.3f}, mean {mean:+.3f} recall vs hybrid)")
     return 0
 
 
-__all__ = ["AGREEMENT_POWERS", "FULL_AGREEMENTS", "gains", "load_pairs", "own_ranking"]
+__all__ = ["AGREEMENT_POWERS", "CORROBORATIONS", "FULL_AGREEMENTS", "gains", "load_pairs", "own_ranking"]
 
 
 if __name__ == "__main__":

@@ -57,11 +57,17 @@ def test_merge_keeps_hybrids_head_and_a_policy_only_find():
     assert [e.doc_id for e in fuse_with_floor([ev("a"), ev("x"), ev("b")], hybrid, linear, 5)] == \
         ["a", "b", "c", "x", "d"]
     assert [e.rank for e in fused] == [1, 2, 3, 4, 5]
-    # Whatever the policy ranks, the top k keeps hybrid's top ceil(k / 2), at every k.
-    policy = [ev(d) for d in ["h", "p", "q", "r", "s", "t", "u", "v"]]
-    for k in range(1, 9):
-        head = {e.doc_id for e in fuse_with_floor(policy, hybrid, FloorConfig(full_agreement=0.1), k)}
-        assert {e.doc_id for e in hybrid[:(k + 1) // 2]} <= head
+    # Whatever the policy ranks, at most half of any top k comes from outside hybrid's ranking; without
+    # corroboration the top k keeps hybrid's top ceil(k / 2), with it (c) hybrid's top floor(k (1 - c) / 2).
+    policy = [ev(d) for d in ["h", "p", "q", "r", "g", "s", "f", "t", "u", "e", "v"]]
+    hybrid_ids = {e.doc_id for e in hybrid}
+    for corr in (0.0, 0.25, 0.5):
+        for k in range(1, 12):
+            head = [e.doc_id for e in fuse_with_floor(policy, hybrid, FloorConfig(full_agreement=0.1,
+                                                                                  corroboration=corr), k)]
+            assert len([d for d in head if d not in hybrid_ids]) <= k // 2
+            protected = (k + 1) // 2 if corr == 0 else int(k * (1 - corr) / 2)
+            assert {e.doc_id for e in hybrid[:protected]} <= set(head)
     # Half the agreement needed for full standing (power 1): one policy place is worth two of hybrid's;
     # with power 2 it is worth four, so x (place 8) falls out of the top 6.
     half = fuse_with_floor([ev("a"), ev("x"), ev("y"), ev("z")], hybrid,
@@ -74,6 +80,17 @@ def test_merge_keeps_hybrids_head_and_a_policy_only_find():
     assert [e.doc_id for e in fuse_with_floor([ev("p"), ev("q")], hybrid, FloorConfig(), 5)] == list("abcde")
     # Without the agreement scaling the same garbage takes slots: the switch is what protects the floor.
     assert "p" in [e.doc_id for e in fuse_with_floor([ev("p"), ev("q")], hybrid, FloorConfig(agreement=False), 5)]
+    # Corroboration: "f" (hybrid 6, policy 2) and "e" (hybrid 5, policy 3) are held by both. Their places
+    # 1/(1/6 + 1/2) = 1.5 and 1/(1/5 + 1/3) = 1.9 are capped at 3/4 of the better one (1.5 and 2.25),
+    # so f moves ahead of hybrid's "b" and e ahead of "c", but neither over hybrid's "a".
+    both = [ev("x"), ev("f"), ev("e")]
+    plain = fuse_with_floor(both, hybrid, FloorConfig(full_agreement=0.5, corroboration=0.0), 6)
+    corroborated = fuse_with_floor(both, hybrid, FloorConfig(full_agreement=0.5, corroboration=0.25), 6)
+    assert [e.doc_id for e in plain] == ["a", "x", "b", "f", "c", "e"]
+    assert [e.doc_id for e in corroborated] == ["a", "x", "f", "b", "e", "c"]
+    assert [e.score for e in corroborated] == sorted((e.score for e in corroborated), reverse=True)
+    with pytest.raises(Exception, match="Expected floor corroboration in"):
+        FloorConfig(corroboration=1.0)
     with pytest.raises(Exception, match="Expected floor full_agreement in"):
         FloorConfig(full_agreement=0)
     with pytest.raises(Exception, match="Expected floor agreement_power > 0"):
