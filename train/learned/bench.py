@@ -26,6 +26,7 @@ def bench(collection: str, tasks_path: Path, policy_path: Path | None, n_tasks: 
     import torch
 
     from sieve.agent import AgentConfig, SearchAgent, make_policy
+    from sieve.agent.config import FloorConfig
     from sieve.agent.policies.learned import LearnedPolicy
     from sieve.retriever import CorpusIndex
     from sieve.settings import load_settings
@@ -51,7 +52,9 @@ def bench(collection: str, tasks_path: Path, policy_path: Path | None, n_tasks: 
     cached = CachedIndex(index)
     policy = LearnedPolicy.load(policy_path, sample=True, record=True, temperature=1.5)
     policy.prefetch = cached.embedder.embed_queries
-    agent = SearchAgent(cached, policy, AgentConfig(k=10, tool_workers=1))
+    # Training rollouts run as the trainer runs them: the floor off, so rewards judge the policy's own ranking
+    # (and the floor's extra hybrid search is not timed as rollout cost).
+    agent = SearchAgent(cached, policy, AgentConfig(k=10, tool_workers=1, floor=FloorConfig(enabled=False)))
     index.embedder.clear_cache()
     rollouts: list[Any] = []
     t_cold = t_warm = 0.0
