@@ -67,7 +67,7 @@ def _write(path: Path, tasks: list[dict[str, Any]]) -> Path:
 def run_pipeline(cfg: PipelineConfig, retriever_config: RetrieverConfig, *, progress: bool = True) -> dict[str, Any]:
     from sieve.retriever import CorpusIndex
     from sieve.eval.data import read_tasks
-    from sieve.train.synth import SynthConfig, synthesize
+    from sieve.train.synth import SynthConfig, no_tasks_message, synthesize
 
     t0 = time.perf_counter()
     cfg.out.mkdir(parents=True, exist_ok=True)
@@ -78,6 +78,9 @@ def run_pipeline(cfg: PipelineConfig, retriever_config: RetrieverConfig, *, prog
     t_synth = time.perf_counter()
     synth = synthesize(index, cfg.out / "tasks.jsonl", SynthConfig(n=cfg.n_tasks, seed=cfg.seed), progress=progress)
     synth_s = time.perf_counter() - t_synth
+    empty = no_tasks_message(synth, "heuristic", str(cfg.corpus))
+    if empty:
+        raise InvalidInput(f"{empty} (the index of {cfg.corpus} is kept in collection {cfg.collection!r}.)")
     tasks = read_tasks(cfg.out / "tasks.jsonl")
     train_tasks, held = split_tasks(tasks, cfg.holdout, cfg.seed)
     _write(cfg.out / "train_tasks.jsonl", train_tasks)

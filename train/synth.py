@@ -452,11 +452,25 @@ def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None =
                 bar.update(1)
     bar.close()
     report.seconds = time.perf_counter() - t0
+    if not existing_tasks and report.written == 0 and out.stat().st_size == 0:
+        out.unlink()  # nothing was written: leave no empty tasks file behind for a later step to trip on
     if report.written < need:
         logger.warning("Synthesized %d of %d tasks: the corpus ran out of verifiable links (rejected: %s)",
                        report.written, need, dict(report.rejected))
     return report
 
 
+def no_tasks_message(report: SynthReport, generator: str, source: str) -> str | None:
+    """Why a synthesis run is unusable (no task at all in the output), with what to do instead; else None."""
+    if report.written + report.existing > 0:
+        return None
+    why = (" The template writer asks about encyclopedic passages: a subject's facts in a lead sentence and "
+           "pages that mention other pages' titles (scientific abstracts, for one, have neither). Write tasks "
+           "with a model instead (`sieve train synth --generator local|openai`), or bring labelled tasks "
+           "(`sieve train rl --tasks FILE`).") if generator == "heuristic" else ""
+    return (f"Expected synthesized tasks from {source}, got none ({report.bridges_tried} chunks tried, "
+            f"{report.drafts} drafts, rejected: {dict(report.rejected) or 'none'}).{why}")
+
+
 __all__ = ["CorpusView", "GeneratorName", "SynthConfig", "SynthReport", "find_links", "make_task",
-           "make_writer", "read_task_ids", "read_written_tasks", "synthesize", "task_id", "verify"]
+           "make_writer", "no_tasks_message", "read_task_ids", "read_written_tasks", "synthesize", "task_id", "verify"]

@@ -105,7 +105,7 @@ def register(app: typer.Typer) -> None:
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
     ) -> None:
         """Synthesize verified multi-hop tasks (gold chunks + hard distractors) from COLLECTION."""
-        from sieve.train.synth import SynthConfig, make_writer, synthesize
+        from sieve.train.synth import SynthConfig, make_writer, no_tasks_message, synthesize
 
         _check_choice(generator, _GENERATORS, "--generator")
         s = settings_from(data_dir, chroma_url, embedder, collection=collection, train_api_key=api_key)
@@ -115,6 +115,9 @@ def register(app: typer.Typer) -> None:
         writer = make_writer(cfg.generator, model_path=model_path, base_url=base_url, model=model,
                              api_key=s.train_api_key, models_dir=index.config.models_dir, seed=seed)
         report = synthesize(index, out, cfg, writer, progress=not as_json)
+        empty = no_tasks_message(report, cfg.generator, f"collection {index.name!r}")
+        if empty:
+            raise InvalidInput(empty)
         if as_json:
             print_json(report.to_dict())
             return

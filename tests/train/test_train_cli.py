@@ -54,3 +54,38 @@ def test_sft_and_rl_share_one_episode_definition():
     expected = {n: v for n, v in asdict(EpisodeConfig()).items() if n in names}
     assert flags("sft") == flags("rl") == expected
     assert RLConfig().episode == WarmStartConfig().episode == EpisodeConfig()
+
+
+ABSTRACTS = [
+    ("Microglial activation after ischemic stroke in aged mice",
+     "Microglia respond within hours of an ischemic insult. We measured activation markers in aged and young mice "
+     "and found a delayed but prolonged response in the aged group, which correlated with larger infarct volumes."),
+    ("Dietary fibre intake and colorectal adenoma recurrence",
+     "Higher fibre intake has been linked to lower adenoma recurrence in observational cohorts. In this randomised "
+     "trial the intervention did not reduce recurrence over three years of follow-up."),
+    ("Statin therapy modulates endothelial nitric oxide synthase expression",
+     "Statins raise endothelial nitric oxide synthase levels in cultured cells. Here the effect depended on "
+     "geranylgeranyl pyrophosphate depletion and was abolished by mevalonate supplementation."),
+    ("Sleep restriction impairs glucose tolerance in healthy adults",
+     "Five nights of restricted sleep lowered insulin sensitivity by a fifth in healthy volunteers, an effect that "
+     "reversed after two nights of recovery sleep."),
+]
+
+
+def test_synth_on_text_the_template_writer_cannot_read_fails_clearly_and_leaves_nothing(
+        session_data_dir, embedder, tmp_path):
+    """Scientific abstracts give the template writer no facts or title links: a clear error, no empty file."""
+    from sieve.retriever import CorpusIndex, RetrieverConfig
+
+    corpus = tmp_path / "abstracts.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"a{i}", "title": t, "text": x}) + "\n"
+                              for i, (t, x) in enumerate(ABSTRACTS)), encoding="utf-8")
+    index = CorpusIndex.open(RetrieverConfig(data_dir=session_data_dir), "abstracts", create=True, embedder=embedder)
+    index.index_path(corpus, progress=False)
+    out = tmp_path / "tasks.jsonl"
+    res = CliRunner().invoke(app, ["train", "synth", "-c", "abstracts", "--data-dir", str(session_data_dir),
+                                   "--n", "5", "--out", str(out)])
+    assert res.exit_code == 2, res.output
+    assert "Expected synthesized tasks from collection 'abstracts', got none" in res.stderr
+    assert "--generator local|openai" in res.stderr
+    assert not out.exists()
