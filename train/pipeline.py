@@ -36,6 +36,9 @@ class PipelineConfig:
     route: Literal["learned", "llm"] = field(default="learned", metadata={
         "help": "learned: the small policy network by GRPO (CPU); llm: SFT + GRPO of a language model (GPU)."})
     n_tasks: int = field(default=60, metadata={"help": "Tasks to synthesize."})
+    generator: Literal["auto", "heuristic", "claims"] = field(default="auto", metadata={
+        "help": "Task writer: heuristic (multi-hop templates), claims (single-hop claims from finding sentences) "
+                "or auto (templates first; claims fill up what they leave, e.g. on scientific abstracts)."})
     rl_minutes: float | None = field(default=None, metadata={"help": "learned: wall-clock budget of the RL stage."})
     eval_tasks: Path | None = field(default=None, metadata={
         "help": "Labelled questions of this corpus to report on as well (never trained on)."})
@@ -53,6 +56,8 @@ class PipelineConfig:
             raise InvalidInput(f"Expected --corpus to be an existing file or folder, got {str(self.corpus)!r}")
         if self.n_tasks < 4:
             raise InvalidInput(f"Expected n_tasks >= 4 (train and held-out both need tasks), got {self.n_tasks}")
+        if self.generator not in ("auto", "heuristic", "claims"):
+            raise InvalidInput(f"Expected generator in ('auto', 'heuristic', 'claims'), got {self.generator!r}")
         if self.route not in ("learned", "llm"):
             raise InvalidInput(f"Expected route in ('learned', 'llm'), got {self.route!r}")
         if self.eval_tasks is not None and not Path(self.eval_tasks).is_file():
@@ -76,9 +81,17 @@ def run_pipeline(cfg: PipelineConfig, retriever_config: RetrieverConfig, *, prog
     logger.info("Indexed %s: %d chunks written, %d unchanged documents", cfg.corpus, indexed.chunks_written,
                 indexed.unchanged)
     t_synth = time.perf_counter()
-    synth = synthesize(index, cfg.out / "tasks.jsonl", SynthConfig(n=cfg.n_tasks, seed=cfg.seed), progress=progress)
+    writers = ("heuristic", "claims") if cfg.generator == "auto" else (cfg.generator,)
+    for generator in writers:
+        synth = synthesize(index, cfg.out / "tasks.jsonl", SynthConfig(n=cfg.n_tasks, seed=cfg.seed,
+                                                                       generator=generator), progress=progress)
+        if synth.written + synth.existing >= cfg.n_tasks:
+            break
+        if generator != writers[-1]:
+            logger.info("The template writer wrote %d of %d tasks; claims fill up the rest",
+                        synth.written + synth.existing, cfg.n_tasks)
     synth_s = time.perf_counter() - t_synth
-    empty = no_tasks_message(synth, "heuristic", str(cfg.corpus))
+    empty = no_tasks_message(synth, writers[-1], str(cfg.corpus))
     if empty:
         raise InvalidInput(f"{empty} (the index of {cfg.corpus} is kept in collection {cfg.collection!r}.)")
     tasks = read_tasks(cfg.out / "tasks.jsonl")

@@ -41,6 +41,7 @@ from tqdm.auto import tqdm
 from sieve.errors import EmptyCorpus, InvalidInput
 from sieve.train.rewards.metrics import contains_answer, normalize_answer
 from sieve.train.synth_facts import clean_title, quoted_content_words
+from sieve.train.synth_claims import ClaimWriter, single_shot_recall, synthesize_claims
 from sieve.train.synth_generators import Draft, Link, LLMWriter, QuestionWriter, TemplateWriter
 from sieve.train.synth_pairs import ComparisonPairs, compared_chunks, gold_chunks, verify_comparison
 
@@ -50,7 +51,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-GeneratorName = Literal["heuristic", "local", "openai"]
+GeneratorName = Literal["heuristic", "claims", "local", "openai"]
+_GENERATOR_NAMES = ("heuristic", "claims", "local", "openai")
 _WORD = re.compile(r"[A-Za-z0-9À-ÿ]+(?:['’][A-Za-z]+)?")
 _CAPS = re.compile(r"\b[A-Z][a-zA-Z0-9À-ÿ]+(?:\s+(?:of|the|de|von|van|and|[A-Z][a-zA-Z0-9À-ÿ]+))*")
 
@@ -60,7 +62,9 @@ class SynthConfig:
     n: int = field(default=500, metadata={"help": "Number of verified tasks wanted in the output file."})
     seed: int = field(default=0, metadata={"help": "Seed of the bridge-chunk order (same seed, same tasks)."})
     generator: GeneratorName = field(default="heuristic", metadata={
-        "help": "Question writer: heuristic (templates, no model), local (transformers) or openai (endpoint)."})
+        "help": "Question writer: heuristic (multi-hop templates, no model), claims (single-hop claims from "
+                "finding sentences, no model; for scientific or report-like text), local (transformers) or "
+                "openai (endpoint)."})
     links_per_bridge: int = field(default=2, metadata={"help": "Most links tried per bridge chunk."})
     tasks_per_target: int = field(default=2, metadata={"help": "Most tasks whose answer lies in one document."})
     min_title_chars: int = field(default=4, metadata={"help": "Shorter titles are not matched as mentions."})
@@ -79,12 +83,18 @@ class SynthConfig:
         "help": "Template writer: share of lead chunks tried first as one side of a comparison question."})
     drafts_per_link: int = field(default=3, metadata={"help": "Most drafts verified per link before moving on."})
     id_prefix: str = field(default="synth", metadata={"help": "Prefix of task ids."})
+    claim_max_words: int = field(default=20, metadata={"help": "claims: longest claim written, in words."})
+    claim_search_depth: int = field(default=50, metadata={
+        "help": "claims: reject a claim whose source document single-shot search does not find in this many."})
 
     def __post_init__(self) -> None:
         if self.n < 1:
             raise InvalidInput(f"Expected n >= 1, got {self.n}")
-        if self.generator not in ("heuristic", "local", "openai"):
-            raise InvalidInput(f"Expected generator in ('heuristic', 'local', 'openai'), got {self.generator!r}")
+        if self.generator not in _GENERATOR_NAMES:
+            raise InvalidInput(f"Expected generator in {_GENERATOR_NAMES}, got {self.generator!r}")
+        if self.claim_max_words < 5 or self.claim_search_depth < 1:
+            raise InvalidInput(f"Expected claim_max_words >= 5 and claim_search_depth >= 1, got "
+                               f"{self.claim_max_words}, {self.claim_search_depth}")
         if self.verify_k < 1 or self.shortcut_rank < 0 or self.n_distractors < 0:
             raise InvalidInput(f"Expected verify_k >= 1, shortcut_rank >= 0, n_distractors >= 0, got "
                              f"{self.verify_k}, {self.shortcut_rank}, {self.n_distractors}")
@@ -102,11 +112,17 @@ class SynthReport:
     rejected: Counter = field(default_factory=Counter)
     seconds: float = 0.0
     out: str = ""
+    # claims: share of the file's tasks whose source document one hybrid search ranks in the top 10
+    # (recorded at verification); how easy the tasks are for plain RAG, to set beside real claims.
+    single_shot_recall_at_10: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"written": self.written, "existing": self.existing, "bridges_tried": self.bridges_tried,
-                "drafts": self.drafts, "rejected": dict(self.rejected), "seconds": round(self.seconds, 2),
-                "out": self.out}
+        d = {"written": self.written, "existing": self.existing, "bridges_tried": self.bridges_tried,
+             "drafts": self.drafts, "rejected": dict(self.rejected), "seconds": round(self.seconds, 2),
+             "out": self.out}
+        if self.single_shot_recall_at_10 is not None:
+            d["single_shot_recall_at_10"] = round(self.single_shot_recall_at_10, 4)
+        return d
 
 
 class CorpusView:
@@ -273,7 +289,7 @@ def read_task_ids(path: Path) -> set[str]:
 
 def make_writer(generator: GeneratorName, *, model_path: str | None = None, base_url: str | None = None,
                 model: str | None = None, api_key: str | None = None,
-                models_dir: Path | None = None, seed: int = 0) -> QuestionWriter:
+                models_dir: Path | None = None, seed: int = 0, claim_max_words: int = 20) -> QuestionWriter | ClaimWriter:
     """The question writer named ``generator`` (models load lazily, only for local / openai).
 
     ``models_dir`` is where the default local model is converted once (``RetrieverConfig.models_dir``);
@@ -281,6 +297,8 @@ def make_writer(generator: GeneratorName, *, model_path: str | None = None, base
     """
     if generator == "heuristic":
         return TemplateWriter(seed=seed)
+    if generator == "claims":
+        return ClaimWriter(max_words=claim_max_words)
     if generator == "local":
         from sieve.agent.backends.local import LocalBackend
         from sieve.agent.backends.models import smollm2_path
@@ -292,7 +310,7 @@ def make_writer(generator: GeneratorName, *, model_path: str | None = None, base
         if not base_url or not model:
             raise InvalidInput(f"Expected --base-url and --model for the openai generator, got {base_url!r}, {model!r}")
         return LLMWriter(OpenAIBackend(base_url, model, api_key=api_key), name="openai")
-    raise InvalidInput(f"Expected generator in ('heuristic', 'local', 'openai'), got {generator!r}")
+    raise InvalidInput(f"Expected generator in {_GENERATOR_NAMES}, got {generator!r}")
 
 
 def _drafts(writer: QuestionWriter, link: Link, cfg: SynthConfig) -> list[Draft]:
@@ -389,12 +407,13 @@ def _resume_point(order: list[Chunk], tasks: list[dict[str, Any]]) -> tuple[int,
 
 
 def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None = None,
-               writer: QuestionWriter | None = None, *, progress: bool = True) -> SynthReport:
+               writer: QuestionWriter | ClaimWriter | None = None, *, progress: bool = True) -> SynthReport:
     """Write up to ``config.n`` verified tasks to ``out`` (appending; resumable).
 
     One pass over the chunks (in seeded order) tries each as a bridge, and as one side of a comparison
     while comparisons stay within ``comparison_share`` of the tasks; when bridges run out before ``n``,
-    a second pass fills up with comparisons (``meta.pass`` 2).
+    a second pass fills up with comparisons (``meta.pass`` 2). The claims writer instead writes one
+    single-hop claim per document (:func:`sieve.train.synth_claims.synthesize_claims`).
 
     Args:
         index: the indexed collection to build tasks from.
@@ -407,7 +426,8 @@ def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None =
         A :class:`SynthReport` (written, rejected by reason...).
     """
     cfg = config or SynthConfig()
-    writer = writer or make_writer(cfg.generator, models_dir=index.config.models_dir, seed=cfg.seed)
+    writer = writer or make_writer(cfg.generator, models_dir=index.config.models_dir, seed=cfg.seed,
+                                   claim_max_words=cfg.claim_max_words)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -417,6 +437,14 @@ def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None =
     if need <= 0:
         report.seconds = time.perf_counter() - t0
         return report
+    if isinstance(writer, ClaimWriter):
+        run = synthesize_claims(index, out, need, existing_tasks, seed=cfg.seed, id_prefix=cfg.id_prefix,
+                                search_depth=cfg.claim_search_depth, writer=writer, progress=progress)
+        report.written, report.bridges_tried, report.drafts = run.written, run.documents_tried, run.drafts
+        report.rejected.update(run.rejected)
+        if out.exists():
+            report.single_shot_recall_at_10 = single_shot_recall(list(read_written_tasks(out).values()), k=10)
+        return _finish(report, out, existing_tasks, need, t0, "documents with a findable finding")
     view = CorpusView.load(index, min_title_chars=cfg.min_title_chars, max_title_words=cfg.max_title_words)
     order = list(view.chunks)
     random.Random(cfg.seed).shuffle(order)
@@ -451,12 +479,17 @@ def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None =
                 report.written += 1
                 bar.update(1)
     bar.close()
+    return _finish(report, out, existing_tasks, need, t0, "verifiable links")
+
+
+def _finish(report: SynthReport, out: Path, existing_tasks: dict[str, Any], need: int, t0: float,
+            what: str) -> SynthReport:
     report.seconds = time.perf_counter() - t0
-    if not existing_tasks and report.written == 0 and out.stat().st_size == 0:
+    if not existing_tasks and report.written == 0 and out.exists() and out.stat().st_size == 0:
         out.unlink()  # nothing was written: leave no empty tasks file behind for a later step to trip on
     if report.written < need:
-        logger.warning("Synthesized %d of %d tasks: the corpus ran out of verifiable links (rejected: %s)",
-                       report.written, need, dict(report.rejected))
+        logger.warning("Synthesized %d of %d tasks: the corpus ran out of %s (rejected: %s)",
+                       report.written, need, what, dict(report.rejected))
     return report
 
 
@@ -465,8 +498,9 @@ def no_tasks_message(report: SynthReport, generator: str, source: str) -> str | 
     if report.written + report.existing > 0:
         return None
     why = (" The template writer asks about encyclopedic passages: a subject's facts in a lead sentence and "
-           "pages that mention other pages' titles (scientific abstracts, for one, have neither). Write tasks "
-           "with a model instead (`sieve train synth --generator local|openai`), or bring labelled tasks "
+           "pages that mention other pages' titles (scientific abstracts, for one, have neither). For text "
+           "that reports findings, write single-hop claims (`sieve train synth --generator claims`); else write "
+           "tasks with a model (`--generator local|openai`), or bring labelled tasks "
            "(`sieve train rl --tasks FILE`).") if generator == "heuristic" else ""
     return (f"Expected synthesized tasks from {source}, got none ({report.bridges_tried} chunks tried, "
             f"{report.drafts} drafts, rejected: {dict(report.rejected) or 'none'}).{why}")

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from sieve.retriever import CorpusIndex
     from sieve.settings import Settings
 
-_GENERATORS = ("heuristic", "local", "openai")
+_GENERATORS = ("heuristic", "claims", "local", "openai")
 
 
 def _open_index(s: Settings) -> CorpusIndex:
@@ -92,7 +92,9 @@ def register(app: typer.Typer) -> None:
         collection: Optional[str] = CollectionOpt,
         n: int = typer.Option(500, "--n", help="Verified tasks wanted (a rerun resumes up to N)."),
         out: Path = typer.Option(Path("tasks.jsonl"), "--out", help="Output JSONL (shared/eval tasks schema)."),
-        generator: str = typer.Option("heuristic", "--generator", help="heuristic (no model) | local | openai."),
+        generator: str = typer.Option("heuristic", "--generator", help="heuristic (multi-hop templates, no model) | claims "
+                                       "(single-hop claims from finding sentences, no model: scientific or "
+                                       "report-like text) | local | openai."),
         seed: int = typer.Option(0, "--seed", help="Seed of the bridge order (same seed, same tasks)."),
         model_path: Optional[str] = typer.Option(None, "--model-path", help="local: HF model folder (default SmolLM2)."),
         base_url: Optional[str] = typer.Option(None, "--base-url", help="openai: endpoint, e.g. http://host:8001/v1."),
@@ -104,7 +106,8 @@ def register(app: typer.Typer) -> None:
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
     ) -> None:
-        """Synthesize verified multi-hop tasks (gold chunks + hard distractors) from COLLECTION."""
+        """Synthesize verified tasks (gold chunks + hard distractors) from COLLECTION: multi-hop questions, or
+        single-hop claims (--generator claims)."""
         from sieve.train.synth import SynthConfig, make_writer, no_tasks_message, synthesize
 
         _check_choice(generator, _GENERATORS, "--generator")
@@ -124,6 +127,9 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"{plural(report.written, 'new task')} ({report.existing} already there) -> {out} in "
                    f"{report.seconds:.1f}s; {plural(report.drafts, 'draft')} from {plural(report.bridges_tried, 'bridge chunk')}; "
                    f"rejected: {dict(report.rejected) or 'none'}")
+        if report.single_shot_recall_at_10 is not None:
+            typer.echo(f"single-shot hybrid recall@10 on these claims: {report.single_shot_recall_at_10:.3f} "
+                       "(claims keep their source's wording: expect them easier than hand-written ones)")
 
     @train.command("sft")
     @cli_errors
@@ -241,6 +247,8 @@ def register(app: typer.Typer) -> None:
         collection: Optional[str] = CollectionOpt,
         out: Path = typer.Option(Path("runs/train"), "--out", help="Run folder (tasks, sft/, rl/, eval/)."),
         n_tasks: int = typer.Option(60, "--n-tasks", help="Tasks to synthesize."),
+        generator: str = typer.Option("auto", "--generator", help="auto (multi-hop templates, then claims for what "
+                                      "they leave) | heuristic | claims."),
         rl_steps: Optional[int] = typer.Option(None, "--rl-steps", help="GRPO updates (learned: 200; --llm: 10)."),
         rl_minutes: Optional[float] = typer.Option(None, "--rl-minutes", help="learned: wall-clock budget of RL."),
         eval_tasks: Optional[Path] = typer.Option(None, "--eval-tasks", help="Labelled questions of this corpus to "
@@ -256,8 +264,10 @@ def register(app: typer.Typer) -> None:
         """Index CORPUS, synthesize tasks, train by RL (learned policy; --llm: SFT + GRPO), report on held-out tasks."""
         from sieve.train.pipeline import PipelineConfig, run_pipeline
 
+        _check_choice(generator, ("auto", "heuristic", "claims"), "--generator")
         s = settings_from(data_dir, chroma_url, embedder, collection=collection)
         cfg = PipelineConfig(corpus=corpus, collection=s.collection, out=out, n_tasks=n_tasks, rl_steps=rl_steps,
+                             generator=generator,  # type: ignore[arg-type]
                              model_path=model_path, seed=seed, route="llm" if llm else "learned",
                              rl_minutes=rl_minutes, eval_tasks=eval_tasks)
         result = run_pipeline(cfg, s.retriever_config(), progress=not as_json)

@@ -56,36 +56,33 @@ def test_sft_and_rl_share_one_episode_definition():
     assert RLConfig().episode == WarmStartConfig().episode == EpisodeConfig()
 
 
-ABSTRACTS = [
-    ("Microglial activation after ischemic stroke in aged mice",
-     "Microglia respond within hours of an ischemic insult. We measured activation markers in aged and young mice "
-     "and found a delayed but prolonged response in the aged group, which correlated with larger infarct volumes."),
-    ("Dietary fibre intake and colorectal adenoma recurrence",
-     "Higher fibre intake has been linked to lower adenoma recurrence in observational cohorts. In this randomised "
-     "trial the intervention did not reduce recurrence over three years of follow-up."),
-    ("Statin therapy modulates endothelial nitric oxide synthase expression",
-     "Statins raise endothelial nitric oxide synthase levels in cultured cells. Here the effect depended on "
-     "geranylgeranyl pyrophosphate depletion and was abolished by mevalonate supplementation."),
-    ("Sleep restriction impairs glucose tolerance in healthy adults",
-     "Five nights of restricted sleep lowered insulin sensitivity by a fifth in healthy volunteers, an effect that "
-     "reversed after two nights of recovery sleep."),
-]
-
-
 def test_synth_on_text_the_template_writer_cannot_read_fails_clearly_and_leaves_nothing(
-        session_data_dir, embedder, tmp_path):
+        abstracts_index, session_data_dir, tmp_path):
     """Scientific abstracts give the template writer no facts or title links: a clear error, no empty file."""
-    from sieve.retriever import CorpusIndex, RetrieverConfig
-
-    corpus = tmp_path / "abstracts.jsonl"
-    corpus.write_text("".join(json.dumps({"id": f"a{i}", "title": t, "text": x}) + "\n"
-                              for i, (t, x) in enumerate(ABSTRACTS)), encoding="utf-8")
-    index = CorpusIndex.open(RetrieverConfig(data_dir=session_data_dir), "abstracts", create=True, embedder=embedder)
-    index.index_path(corpus, progress=False)
     out = tmp_path / "tasks.jsonl"
     res = CliRunner().invoke(app, ["train", "synth", "-c", "abstracts", "--data-dir", str(session_data_dir),
                                    "--n", "5", "--out", str(out)])
     assert res.exit_code == 2, res.output
     assert "Expected synthesized tasks from collection 'abstracts', got none" in res.stderr
-    assert "--generator local|openai" in res.stderr
+    assert "--generator claims" in res.stderr and "--generator local|openai" in res.stderr
     assert not out.exists()
+
+
+def test_train_all_fills_up_with_claims_where_templates_find_nothing(tmp_path):
+    """`train all` (generator auto) on abstracts: the template writer writes none, the claims writer fills
+    up, and the learned policy trains and is reported on them; --generator heuristic alone fails clearly."""
+    from conftest import ABSTRACTS
+
+    corpus = tmp_path / "abstracts.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"a{i}", "title": t, "text": x}) + "\n"
+                              for i, (t, x) in enumerate(ABSTRACTS)), encoding="utf-8")
+    base = ["train", "all", "--corpus", str(corpus), "-c", "abs", "--data-dir", str(tmp_path / "data"),
+            "--n-tasks", "4", "--rl-steps", "2", "--json"]
+    res = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "heur"), "--generator", "heuristic"])
+    assert res.exit_code == 2 and "--generator claims" in res.stdout, res.output  # --json: the error is JSON on stdout
+    res = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "auto")])
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in (tmp_path / "auto" / "tasks.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 and {r["meta"]["generator"] for r in rows} == {"claims"}
+    body = json.loads(res.stdout[res.stdout.index("{"):])
+    assert body["config"]["generator"] == "auto" and body["rl"]["updates"] == 2
