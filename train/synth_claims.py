@@ -223,8 +223,10 @@ def claim_task(claim: str, sentence: str, chunk: Chunk, facts: dict[str, Any], s
     return {
         "id": claim_task_id(chunk.doc_id, sentence, prefix),
         "question": claim,
-        # SciFact's tasks carry the verdict as their answer; a claim written from its source supports it.
-        "answers": ["SUPPORT"],
+        # No answer string: the task is to find the evidence. SciFact puts its verdict ("SUPPORT") in
+        # ``answers``, but the reward's answer term matches answer strings against returned text, and
+        # "support" is a common word in abstracts; the evidence chunk is named in meta instead.
+        "answers": [],
         "gold_ids": [chunk.doc_id],
         "meta": {
             "gold_chunk_ids": [chunk.chunk_id],
@@ -233,6 +235,7 @@ def claim_task(claim: str, sentence: str, chunk: Chunk, facts: dict[str, Any], s
             "hops": 1,
             "generator": "claims",
             "kind": "claim",
+            "verdict": "SUPPORT",  # a claim written from its source sentence is supported by it
             "link": "claim",
             "source_sentence": sentence,
             "seed": seed,

@@ -63,6 +63,8 @@ def test_claims_cli_writes_verified_single_hop_tasks_and_resumes(abstracts_index
         doc = t["gold_ids"][0]
         source = " ".join(c.text for c in abstracts_index.read_document(doc))
         assert len(t["gold_ids"]) == 1 and t["meta"]["hops"] == 1 and t["meta"]["kind"] == "claim"
+        # no answer string (the reward would match it in any text), the verdict kept in meta
+        assert t["answers"] == [] and t["meta"]["verdict"] == "SUPPORT"
         assert t["meta"]["source_sentence"] in source and t["meta"]["gold_chunk_ids"][0].startswith(doc + "#")
         assert 5 <= len(t["question"].split()) <= 20 and t["question"].endswith(".")
         # the framing and statistics of the source sentence are gone
