@@ -61,20 +61,21 @@ _FRAMING_CUES = ("we show", "we found", "we find", "we demonstrate", "we report"
                  "conclusion", "suggest", "indicate", "demonstrate", "reveal", "taken together")
 # A leading phrase that frames the finding rather than states it, in the order they are stripped.
 _LEADS = (
-    re.compile(r"^(?:in conclusion|conclusions?|taken together|together|overall|thus|therefore|collectively|"
+    re.compile(r"^(?:in conclusion|conclusions?|taken together|together|overall|thus|therefore|collectively|hence|"
+               r"first|second|third|conversely|similarly|accordingly|specifically|however|"
                r"finally|here|moreover|furthermore|additionally|in addition|in summary|importantly|notably|consequently|"
                r"in this study|in contrast|interpretation|significance)\s*[,:]?\s+", re.I),
     re.compile(r"^(?:these|our|the(?:se)? present|the|this)\s+(?:results?|findings?|data|observations?|studies|"
                r"study|work|analysis|analyses|experiments?)\s+(?:also\s+)?(?:strongly\s+)?(?:suggests?|indicates?|"
                r"shows?|showed|demonstrates?|demonstrated|reveals?|revealed|supports?|establish(?:es)?|"
                r"provides? evidence|imply|implies|confirms?|confirmed)\s+(?:that\s+)?", re.I),
-    re.compile(r"^we\s+(?:also\s+)?(?:show|showed|shown|find|found|demonstrate|demonstrated|report|reported|suggest|"
+    re.compile(r"^we\s+(?:also\s+)?(?:have\s+)?(?:show|showed|shown|find|found|demonstrate|demonstrated|report|reported|suggest|"
                r"observed?|conclude|concluded|propose|identified|identify|establish|established|reveal|"
-               r"revealed|provide evidence)\s+(?:that\s+)?", re.I),
+               r"revealed|provide evidence)\s+that\s+", re.I),  # without "that" what follows is an object, not a claim
     re.compile(r"^(?:it\s+(?:is|was)\s+(?:shown|found|concluded|demonstrated)\s+that\s+)", re.I),
     # framing in mid-sentence: "Through a genome-wide screen ..., we found that X" keeps X
     re.compile(r"^.*?\b(?:we|our (?:results|data|findings)|these (?:results|data|findings)|the (?:results|data))\s+"
-               r"(?:also\s+)?(?:show|showed|shown|found|find|demonstrate[sd]?|suggest|indicate|reveal(?:ed)?|"
+               r"(?:also\s+)?(?:have\s+)?(?:show|showed|shown|found|find|demonstrate[sd]?|suggest|indicate|reveal(?:ed)?|"
                r"conclude[d]?|propose)\s+that\s+", re.I),
 )
 # A claim must state something, not open a subordinate clause or trail off.
@@ -88,7 +89,9 @@ _HEDGES = re.compile(r"\b(?:significantly|markedly|substantially|strongly|dramat
                      r"statistically|respectively)\s+", re.I)
 _TENSE = ((re.compile(r"\bwas\b"), "is"), (re.compile(r"\bwere\b"), "are"))
 # A clause boundary the claim is cut at (the finding is what comes before it).
-_CLAUSE = re.compile(r"\s*(?:;|,\s+(?:whereas|while|but|although|which|and thus|thereby|suggesting|indicating|"
+# Not ", which": a non-restrictive clause often sits between subject and verb, and a cut there leaves
+# a subject with no predicate ("Conversely, the toxin GsMTx-4, which inhibits ..., had no effect").
+_CLAUSE = re.compile(r"\s*(?:;|,\s+(?:whereas|while|but|although|and thus|thereby|suggesting|indicating|"
                      r"as well as)\b|\s+whereas\b|\s+while\b)", re.I)
 _CONTENT_MIN_CHARS = 3
 

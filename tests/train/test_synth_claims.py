@@ -22,6 +22,16 @@ def test_write_claim_states_the_finding_without_framing_brackets_or_statistics()
         "Statins are protective for stroke in older women."
 
 
+def test_write_claim_keeps_subject_and_verb_together():
+    # a non-restrictive clause between subject and verb is not a cut point (the cut left "The toxin GsMTx-4.")
+    assert write_claim("Conversely, the toxin GsMTx-4, which inhibits stretch-activated channels, had no effect on "
+                       "currents.") == "The toxin GsMTx-4, which inhibits stretch-activated channels, had no effect on currents."
+    # "we found" without "that" takes an object: stripping it would leave a noun phrase
+    assert write_claim("Second, we found the strongest correlation between mouth opening and vocal tract "
+                       "resonances.") == "We found the strongest correlation between mouth opening and vocal tract resonances."
+    assert write_claim("We have shown that Dicer-2 is a dsRNA-stimulated ATPase.") == "Dicer-2 is a dsRNA-stimulated ATPase."
+
+
 def test_write_claim_refuses_fragments_rather_than_cutting_them():
     assert write_claim("In the particular case of follicular lymphoma cells, which depend on T helper cells.") is None
     long = "Treatment " + " ".join(["with drug"] * 15) + " reduced relapse."
