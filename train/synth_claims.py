@@ -61,6 +61,9 @@ _FRAMING_CUES = ("we show", "we found", "we find", "we demonstrate", "we report"
                  "conclusion", "suggest", "indicate", "demonstrate", "reveal", "taken together")
 # A leading phrase that frames the finding rather than states it, in the order they are stripped.
 _LEADS = (
+    # a structured abstract's section heading run into the sentence ("RESULTS There are ...")
+    re.compile(r"^(?:(?:AND|OF|RESULTS?|CONCLUSIONS?|FINDINGS|INTERPRETATION|SIGNIFICANCE|DISCUSSION|"
+               r"OBJECTIVES?|PURPOSE|SUMMARY|MAIN|PRINCIPAL|OUTCOMES?|MEASURES?)\b[\s:.,]*)+"),
     re.compile(r"^(?:in conclusion|conclusions?|taken together|together|overall|thus|therefore|collectively|hence|"
                r"first|second|third|conversely|similarly|accordingly|specifically|however|"
                r"finally|here|moreover|furthermore|additionally|in addition|in summary|importantly|notably|consequently|"
@@ -81,7 +84,8 @@ _LEADS = (
 # A claim must state something, not open a subordinate clause or trail off.
 _OPENERS = frozenset("in through by as although when while for with to after before despite because if since "
                      "during using upon from among within whether".split())
-_DANGLING = frozenset("and or of the a an for to with in by on at as that from than".split())
+_DANGLING = frozenset("and or of the a an for to with in by on at as that from than among between into "
+                      "within".split())
 _BRACKETS = re.compile(r"\s*[(\[][^()\[\]]*[)\]]")
 # Statistics written inline: p values, confidence intervals, ratios with numbers, percentages.
 _STATS = re.compile(r"[,;]?\s*(?:\b[pP]\s*[<=>]|\b95\s*%|\bCI\b|\bOR\b|\bHR\b|\bRR\b)[^,;]*,?")

@@ -30,6 +30,11 @@ def test_write_claim_keeps_subject_and_verb_together():
     assert write_claim("Second, we found the strongest correlation between mouth opening and vocal tract "
                        "resonances.") == "We found the strongest correlation between mouth opening and vocal tract resonances."
     assert write_claim("We have shown that Dicer-2 is a dsRNA-stimulated ATPase.") == "Dicer-2 is a dsRNA-stimulated ATPase."
+    # a structured abstract's heading run into the sentence goes; an acronym subject stays
+    assert write_claim("RESULTS There are differences in FA values at all locations of the corpus callosum.") == \
+        "There are differences in FA values at all locations of the corpus callosum."
+    assert write_claim("DNA damage is sharply different in these two phases of the cycle.") == \
+        "DNA damage is sharply different in these two phases of the cycle."
 
 
 def test_write_claim_refuses_fragments_rather_than_cutting_them():
