@@ -139,6 +139,19 @@ class SparseBM25:
             out[rows] += mult * (self.idf[j] * (tf * k1p1) / (tf + self.norm[rows]))  # rows of a column are unique
         return out
 
+    def ids_with_all(self, tokens: Sequence[str]) -> list[str]:
+        """Ids of the documents that hold every one of ``tokens`` (an intersection of posting lists), in ``ids`` order."""
+        rows: np.ndarray | None = None
+        for t in dict.fromkeys(tokens):
+            j = self.vocab.get(t)
+            if j is None:
+                return []
+            col = self.tf.indices[self.tf.indptr[j]:self.tf.indptr[j + 1]]
+            rows = col if rows is None else np.intersect1d(rows, col, assume_unique=True)
+            if not len(rows):
+                return []
+        return [] if rows is None else [self.ids[i] for i in np.sort(rows)]
+
     def top_k(self, query_tokens: Sequence[str], k: int, *, allowed: np.ndarray | None = None) -> list[tuple[str, float]]:
         """The ``k`` best (id, score) pairs with a positive score; ``allowed`` masks documents."""
         s = self.scores(query_tokens)

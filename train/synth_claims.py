@@ -37,11 +37,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from sieve.eval.metrics import doc_id_of
 from sieve.retriever.bm25 import tokenize
 
 if TYPE_CHECKING:
     from sieve.retriever import CorpusIndex
-    from sieve.retriever.bm25 import SparseBM25
     from sieve.retriever.types import Chunk
 
 logger = logging.getLogger(__name__)
@@ -183,20 +183,6 @@ class ClaimWriter:
         return (claim, picked[0], picked[1]) if claim else None
 
 
-def _docs_with_all(bm25: SparseBM25, words: list[str]) -> set[int]:
-    """Rows (chunks) of ``bm25`` whose text holds every one of ``words``."""
-    rows: set[int] | None = None
-    for w in words:
-        j = bm25.vocab.get(w)
-        if j is None:
-            return set()
-        col = set(bm25.tf.indices[bm25.tf.indptr[j]:bm25.tf.indptr[j + 1]].tolist())
-        rows = col if rows is None else rows & col
-        if not rows:
-            return set()
-    return rows or set()
-
-
 def verify_claim(claim: str, doc_id: str, doc_text: str, index: CorpusIndex, *, search_depth: int = 50,
                  min_content_words: int = 3) -> tuple[str | None, dict[str, Any]]:
     """Check a claim against its source document; returns (rejection reason or None, facts for ``meta``)."""
@@ -206,10 +192,9 @@ def verify_claim(claim: str, doc_id: str, doc_text: str, index: CorpusIndex, *, 
     source = set(tokenize(doc_text))
     if any(w not in source for w in words):
         return "unsupported", {}
-    bm25 = index.bm25_index()
-    # Chunk-level co-occurrence is enough: a chunk is part of a document, so any row of another document
+    # Chunk-level co-occurrence is enough: a chunk is part of a document, so any chunk of another document
     # holding every word makes the claim's evidence ambiguous.
-    others = {bm25.ids[r].split("#", 1)[0] for r in _docs_with_all(bm25, words)} - {doc_id}
+    others = {doc_id_of(cid) for cid in index.bm25_index().ids_with_all(words)} - {doc_id}
     if others:
         return "ambiguous", {}
     hits = index.search_documents(claim, search_depth, mode="hybrid")

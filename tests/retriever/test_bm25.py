@@ -152,3 +152,12 @@ def test_empty_index_and_tokenizer():
     assert len(empty) == 0 and empty.top_k(["x"], 5) == []
     assert tokenize("The Eiffel Tower, in PARIS! 1889") == ["eiffel", "tower", "paris", "1889"]
     assert tokenize("Zürich's café") == ["zürich", "s", "café"]
+
+
+@pytest.mark.parametrize("words", [["film"], ["film", "directed"], ["river", "delta"], ["of", "qwxzzyv"], []])
+def test_ids_with_all_is_the_documents_holding_every_word(corpus, words):
+    index, tokens = corpus
+    expected = [cid for cid, toks in zip(index.ids, tokens) if words and set(words) <= set(toks)]
+    assert index.ids_with_all(words) == expected
+    if words == ["film"]:
+        assert expected  # the sample has films: the check compares something
