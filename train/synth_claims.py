@@ -241,7 +241,7 @@ def claim_task(claim: str, sentence: str, chunk: Chunk, facts: dict[str, Any], s
 class ClaimsRun:
     """What one :func:`synthesize_claims` call did (``sieve.train.synth`` folds it into its report)."""
 
-    written: int = 0
+    tasks: list[dict[str, Any]] = field(default_factory=list)  # the tasks appended, in order
     documents_tried: int = 0
     drafts: int = 0
     rejected: Counter = field(default_factory=Counter)
@@ -265,7 +265,7 @@ def synthesize_claims(index: CorpusIndex, out: Path, need: int, existing: dict[s
     bar = tqdm(total=need, desc="Writing claims", unit="task", disable=not progress)
     with out.open("a", encoding="utf-8") as f:
         for doc_id in order:
-            if run.written >= need:
+            if len(run.tasks) >= need:
                 break
             if doc_id in used:
                 continue
@@ -288,7 +288,7 @@ def synthesize_claims(index: CorpusIndex, out: Path, need: int, existing: dict[s
             f.write(json.dumps(task, ensure_ascii=False) + "\n")
             f.flush()  # a killed run keeps every task written so far
             used.add(doc_id)
-            run.written += 1
+            run.tasks.append(task)
             bar.update(1)
     bar.close()
     return run
