@@ -57,15 +57,21 @@ ABSTRACTS = [
 
 
 @pytest.fixture(scope="session")
-def abstracts_index(session_data_dir: Path, embedder, tmp_path_factory: pytest.TempPathFactory):
-    """:data:`ABSTRACTS` indexed once as collection ``abstracts`` (read-only for tests)."""
+def abstracts_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """:data:`ABSTRACTS` as a corpus JSONL file (ids a0..a5)."""
     import json
-
-    from sieve.retriever import CorpusIndex, RetrieverConfig
 
     corpus = tmp_path_factory.mktemp("abstracts") / "abstracts.jsonl"
     corpus.write_text("".join(json.dumps({"id": f"a{i}", "title": t, "text": x}) + "\n"
                               for i, (t, x) in enumerate(ABSTRACTS)), encoding="utf-8")
+    return corpus
+
+
+@pytest.fixture(scope="session")
+def abstracts_index(abstracts_corpus: Path, session_data_dir: Path, embedder):
+    """:data:`ABSTRACTS` indexed once as collection ``abstracts`` (read-only for tests)."""
+    from sieve.retriever import CorpusIndex, RetrieverConfig
+
     index = CorpusIndex.open(RetrieverConfig(data_dir=session_data_dir), "abstracts", create=True, embedder=embedder)
-    index.index_path(corpus, progress=False)
+    index.index_path(abstracts_corpus, progress=False)
     return index

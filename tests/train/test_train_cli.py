@@ -68,15 +68,10 @@ def test_synth_on_text_the_template_writer_cannot_read_fails_clearly_and_leaves_
     assert not out.exists()
 
 
-def test_train_all_fills_up_with_claims_where_templates_find_nothing(tmp_path):
+def test_train_all_fills_up_with_claims_where_templates_find_nothing(abstracts_corpus, tmp_path):
     """`train all` (generator auto) on abstracts: the template writer writes none, the claims writer fills
     up, and the learned policy trains and is reported on them; --generator heuristic alone fails clearly."""
-    from conftest import ABSTRACTS
-
-    corpus = tmp_path / "abstracts.jsonl"
-    corpus.write_text("".join(json.dumps({"id": f"a{i}", "title": t, "text": x}) + "\n"
-                              for i, (t, x) in enumerate(ABSTRACTS)), encoding="utf-8")
-    base = ["train", "all", "--corpus", str(corpus), "-c", "abs", "--data-dir", str(tmp_path / "data"),
+    base = ["train", "all", "--corpus", str(abstracts_corpus), "-c", "abs", "--data-dir", str(tmp_path / "data"),
             "--n-tasks", "4", "--rl-steps", "2", "--json"]
     res = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "heur"), "--generator", "heuristic"])
     assert res.exit_code == 2 and "--generator claims" in res.stdout, res.output  # --json: the error is JSON on stdout
