@@ -44,6 +44,9 @@ class EvalTask:
     answers: tuple[str, ...] = ()
     source: str = ""
     meta: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    # Character ranges of the evidence inside long documents, ``(doc_id, start, end)``
+    # (``../shared/eval/README-spans.md``); a set whose tasks have them is scored per chunk.
+    gold_spans: tuple[tuple[str, int, int], ...] = ()
 
 
 @dataclass
@@ -57,6 +60,11 @@ class EvalSet:
     @property
     def corpus_path(self) -> Path:
         return self.root / "corpus.jsonl"
+
+    @property
+    def chunk_level(self) -> bool:
+        """Whether the set's tasks carry ``gold_spans``: then systems return chunks and spans are scored."""
+        return any(t.gold_spans for t in self.tasks)
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -106,17 +114,42 @@ def read_tasks(path: str | Path, limit: int | None = None) -> list[dict[str, Any
     return tasks
 
 
+def parse_spans(rec: dict[str, Any], id_map: dict[str, str], where: str) -> tuple[tuple[str, int, int], ...]:
+    """A task record's ``gold_spans`` as ``(doc_id, start, end)`` tuples, checked (none: ``()``).
+
+    Raises:
+        InvalidInput: a span that is not ``{"doc_id", "start", "end"}`` with ``0 <= start < end``,
+            or whose document is not one of the task's ``gold_ids``.
+    """
+    raw = rec.get("gold_spans")
+    if raw is None:
+        return ()
+    gold = {str(g) for g in rec["gold_ids"]}
+    if not isinstance(raw, list):
+        raise InvalidInput(f"Expected gold_spans to be a list on {where}, got {type(raw).__name__}")
+    spans = []
+    for sp in raw:
+        ok = isinstance(sp, dict) and isinstance(sp.get("start"), int) and isinstance(sp.get("end"), int) \
+            and 0 <= sp["start"] < sp["end"] and str(sp.get("doc_id")) in gold
+        if not ok:
+            raise InvalidInput(f"Expected spans {{'doc_id' in gold_ids, 'start' < 'end' (ints >= 0)}} on {where}, "
+                               f"got {str(sp)[:120]}")
+        did = str(sp["doc_id"])
+        spans.append((id_map.get(did, did), sp["start"], sp["end"]))
+    return tuple(spans)
+
+
 def load_tasks(path: Path, source: str, id_map: dict[str, str] | None = None) -> list[EvalTask]:
     """Tasks of one ``tasks.jsonl`` (see :func:`read_tasks`); ``id_map`` renames gold ids (pooled mode, on collision)."""
     id_map = id_map or {}
     tasks: list[EvalTask] = []
-    for rec in read_tasks(path):
+    for i, rec in enumerate(read_tasks(path), start=1):
         answers = rec.get("answers") or []
         tasks.append(EvalTask(
             task_id=str(rec["id"]), question=rec["question"],
             gold_ids=tuple(dict.fromkeys(id_map.get(str(g), str(g)) for g in rec["gold_ids"])),
             answers=tuple(str(a) for a in (answers if isinstance(answers, list) else [answers])),
-            source=source, meta=rec.get("meta") or {},
+            source=source, meta=rec.get("meta") or {}, gold_spans=parse_spans(rec, id_map, f"{path} task {i}"),
         ))
     return tasks
 
@@ -223,4 +256,4 @@ def open_eval_index(
 
 
 __all__ = ["EvalSet", "EvalTask", "collection_name", "collision_maps", "load_sets", "load_tasks",
-           "open_eval_index", "read_corpus", "read_tasks"]
+           "open_eval_index", "parse_spans", "read_corpus", "read_tasks"]

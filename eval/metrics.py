@@ -8,6 +8,9 @@ Conventions shared by every function here:
 * Relevance is binary: a document is relevant iff it is in ``gold``.
 * With no gold, there is nothing to find: recall-type metrics return ``0.0``. The runner never
   scores such tasks (it skips them with a warning), so this only matters to other callers.
+* Where tasks carry ``gold_spans`` (character ranges inside long documents), chunks are the unit:
+  the span metrics cut the returned *chunk* list at ``k`` with no de-duplication
+  (:func:`span_metrics`).
 * Precision is the precision of the returned *set*: hits divided by how many documents were
   actually returned within ``k`` (``0.0`` when nothing was). Comparisons across systems are fair
   only at equal returned-set size, which the runner ensures by asking every system for ``k`` docs.
@@ -197,6 +200,114 @@ def mean(values: Iterable[float | None]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
+Span = tuple[str, int, int]
+"""A character range of a document: ``(doc_id, start, end)``, end exclusive (``gold_spans``, returned chunks)."""
+
+
+def overlap(a0: int, a1: int, b0: int, b1: int) -> int:
+    """Characters shared by the ranges ``[a0, a1)`` and ``[b0, b1)``.
+
+    Example:
+        >>> overlap(0, 10, 5, 20), overlap(0, 5, 5, 9)
+        (5, 0)
+    """
+    return max(0, min(a1, b1) - max(a0, b0))
+
+
+def span_found(span: Span, returned: Sequence[Span]) -> bool:
+    """Whether a returned chunk covers the gold ``span`` (``../shared/eval/README-spans.md``'s rule).
+
+    Found when some returned chunk of the same document overlaps the span by at least half of the
+    shorter of the two (chunk or span), so the rule holds for chunks smaller or larger than a span.
+
+    Example:
+        >>> span_found(("d", 100, 200), [("d", 150, 900)])  # 50 chars = half of the 100-char span
+        True
+        >>> span_found(("d", 100, 200), [("d", 160, 900), ("e", 100, 200)])
+        False
+    """
+    doc, s0, s1 = span
+    for d, c0, c1 in returned:
+        if d == doc:
+            ov = overlap(c0, c1, s0, s1)
+            if ov > 0 and ov >= 0.5 * min(c1 - c0, s1 - s0):
+                return True
+    return False
+
+
+def span_recall_at_k(returned: Sequence[Span], spans: Sequence[Span], k: int) -> float:
+    """Share of gold spans found by the first ``k`` returned chunks (no de-duplication: chunks are the unit).
+
+    Example:
+        >>> span_recall_at_k([("d", 0, 100), ("d", 100, 200)], [("d", 120, 180), ("d", 500, 600)], 2)
+        0.5
+    """
+    if k < 1:
+        raise ValueError(f"Expected k >= 1, got {k}")
+    got = list(returned[:k])
+    return sum(span_found(s, got) for s in spans) / len(spans) if spans else 0.0
+
+
+def all_spans_at_k(returned: Sequence[Span], spans: Sequence[Span], k: int) -> float:
+    """1.0 if the first ``k`` returned chunks find every gold span, else 0.0."""
+    return float(bool(spans) and span_recall_at_k(returned, spans, k) == 1.0)
+
+
+def returned_chars_at_k(returned: Sequence[Span], k: int) -> int:
+    """Characters of the first ``k`` returned chunks (what a reader is handed).
+
+    Example:
+        >>> returned_chars_at_k([("d", 0, 100), ("e", 10, 30)], 5)
+        120
+    """
+    return sum(max(0, e - s) for _, s, e in returned[:k])
+
+
+def char_precision_at_k(returned: Sequence[Span], spans: Sequence[Span], k: int) -> float:
+    """Share of the returned characters (first ``k`` chunks) that lie inside a gold span.
+
+    Returning whole filings or huge chunks does not look like a win: their characters mostly
+    fall outside the evidence. ``0.0`` when nothing was returned.
+
+    Example:
+        >>> char_precision_at_k([("d", 0, 100), ("e", 0, 100)], [("d", 50, 300)], 2)
+        0.25
+    """
+    got = list(returned[:k])
+    total = returned_chars_at_k(got, k)
+    if not total:
+        return 0.0
+    inside = 0
+    for d, c0, c1 in got:
+        # Gold spans of one document may touch: merge them so no character is counted twice.
+        ranges = sorted((s0, s1) for doc, s0, s1 in spans if doc == d)
+        merged: list[list[int]] = []
+        for s0, s1 in ranges:
+            if merged and s0 <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], s1)
+            else:
+                merged.append([s0, s1])
+        inside += sum(overlap(c0, c1, s0, s1) for s0, s1 in merged)
+    return inside / total
+
+
+def span_metrics(returned: Sequence[Span], spans: Sequence[Span], ks: Sequence[int]) -> dict[str, float]:
+    """Every per-task span metric, keyed ``span_recall@5``, ``all_spans@5``, ``char_precision@5``, ``returned_chars@5``.
+
+    Example:
+        >>> m = span_metrics([("d", 0, 100)], [("d", 20, 80)], [5])
+        >>> m["span_recall@5"], m["char_precision@5"], m["returned_chars@5"]
+        (1.0, 0.6, 100.0)
+    """
+    out: dict[str, float] = {}
+    for k in ks:
+        out[f"span_recall@{k}"] = span_recall_at_k(returned, spans, k)
+        out[f"all_spans@{k}"] = all_spans_at_k(returned, spans, k)
+        out[f"char_precision@{k}"] = char_precision_at_k(returned, spans, k)
+        out[f"returned_chars@{k}"] = float(returned_chars_at_k(returned, k))
+    return out
+
+
 def ranking_metrics(returned: Sequence[str], gold: Collection[str], ks: Sequence[int]) -> dict[str, float]:
     """Every per-task ranking metric, keyed ``recall@5``, ``all_found@5``, ``precision@5``, ``f1@5``, ...
 
@@ -220,7 +331,8 @@ def ranking_metrics(returned: Sequence[str], gold: Collection[str], ks: Sequence
 
 
 __all__ = [
-    "all_found_at_k", "dedupe", "doc_id_of", "fbeta", "fbeta_at_k", "hits_at_k", "mean", "ndcg_at_k", "percentile",
-    "precision_at_k", "prune_accuracy", "ranking_metrics", "recall_at_k", "reciprocal_rank", "top_k",
+    "Span", "all_found_at_k", "all_spans_at_k", "char_precision_at_k", "dedupe", "doc_id_of", "fbeta", "fbeta_at_k", "hits_at_k", "mean", "ndcg_at_k", "overlap",
+    "percentile", "precision_at_k", "prune_accuracy", "ranking_metrics", "recall_at_k", "reciprocal_rank",
+    "returned_chars_at_k", "span_found", "span_metrics", "span_recall_at_k", "top_k",
     "trajectory_recall",
 ]

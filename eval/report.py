@@ -58,7 +58,22 @@ def source_tables(metrics: dict[str, Metrics], ks: Sequence[int]) -> list[str]:
                      _fmt(m.get("prune_calls"), 2), _fmt(m.get("pruned_chunks"), 1), _fmt(m.get("prune_accuracy")),
                      _fmt(m.get("tokens"), 0), _fmt(m.get(f"returned_tokens@{kmax}"), 0),
                      _fmt(m.get("wall_ms_p50"), 1), _fmt(m.get("wall_ms_p95"), 1), _fmt(m.get("wall_s_total"), 1)])
-    return [*_table(quality_header, quality), "", *_table(cost_header, cost)]
+    tables = [*_table(quality_header, quality), "", *_table(cost_header, cost)]
+    if any(f"span_recall@{k}" in metrics[s] for s in systems):
+        tables += ["", *span_table(metrics, ks)]
+    return tables
+
+
+def span_table(metrics: dict[str, Metrics], ks: Sequence[int]) -> list[str]:
+    """Chunk-level scores of a set with ``gold_spans``: span recall, all spans found, returned characters, char precision."""
+    header = ["system", *[f"SR@{x}" for x in ks], *[f"AllSpans@{x}" for x in ks],
+              *[f"chars@{x}" for x in ks], *[f"charP@{x}" for x in ks]]
+    rows = []
+    for s, m in metrics.items():
+        rows.append([f"`{s}`", *[_fmt(m.get(f"span_recall@{x}")) for x in ks], *[_fmt(m.get(f"all_spans@{x}")) for x in ks],
+                     *[_fmt(m.get(f"returned_chars@{x}"), 0) for x in ks],
+                     *[_fmt(m.get(f"char_precision@{x}")) for x in ks]])
+    return _table(header, rows)
 
 
 def plot_recall_at_k(metrics: dict[str, Metrics], ks: Sequence[int], path: Path, title: str) -> Path:
@@ -123,7 +138,11 @@ def write_summary_md(
               f"embeddings {meta.get('embed_backend', 'torch')} {meta.get('embed_dtype')}{', pooled corpus' if meta.get('pooled') else ''})",
               f"- tasks: {', '.join(f'{s} {n}' for s, n in meta.get('n_tasks', {}).items())}",
               f"- every system is asked for {max(ks)} distinct documents; chunks count for their document, "
-              "lists are de-duplicated by document before the cut at k",
+              "lists are de-duplicated by document before the cut at k; on sets with `gold_spans` every system is "
+              f"asked for {max(ks)} chunks instead, R@k counts the documents of the first k chunks, and SR@k "
+              "(`span_recall@k`) is the share of gold spans that a returned chunk of their document overlaps by at "
+              "least half of the shorter of the two (chunk or span); charP@k = returned characters inside gold spans "
+              "/ returned characters",
               f"- index build/check: {meta.get('index_seconds', 0):.1f}s; run wall time: {meta.get('run_seconds', 0):.1f}s "
               "(per-system totals below sum per-task times, so they survive resumes)",
               "- P@k / F1@k are over the returned set (hits / documents returned within k); "
@@ -148,4 +167,4 @@ def write_summary_md(
     return path
 
 
-__all__ = ["mid_k", "plot_recall_at_k", "plot_recall_vs_tokens", "source_tables", "write_summary_md"]
+__all__ = ["mid_k", "span_table", "plot_recall_at_k", "plot_recall_vs_tokens", "source_tables", "write_summary_md"]

@@ -203,3 +203,33 @@ def test_metrics_and_trec_export_agree_with_trec_eval():
         assert recall_at_k(r, g, 10) == pytest.approx(got["recall_10"])
         assert ndcg_at_k(r, g, 10) == pytest.approx(got["ndcg_cut_10"])
         assert reciprocal_rank(r, g) == pytest.approx(got["recip_rank"])
+
+
+# -- span gold (../shared/eval/README-spans.md) ----------------------------------------------------
+from sieve.eval.metrics import char_precision_at_k, span_found, span_metrics, span_recall_at_k  # noqa: E402
+
+
+def test_span_found_is_half_of_the_shorter_of_chunk_and_span():
+    span = ("f", 1000, 3000)  # a 2,000-character page
+    assert span_found(span, [("f", 2500, 3300)])  # 500 of an 800-char chunk: at least half of 800
+    assert not span_found(span, [("f", 2700, 3500)])  # 300 of an 800-char chunk: < half of 800
+    assert not span_found(span, [("g", 1000, 3000)])  # the right range of another document
+    assert span_found(("f", 100, 150), [("f", 0, 800)])  # a short span inside a long chunk: all 50 of it
+    assert not span_found(("f", 100, 150), [("f", 130, 800)])  # 20 of the 50
+
+
+def test_span_recall_counts_chunks_not_documents():
+    spans = [("f", 0, 500), ("f", 5000, 5500)]
+    # Two chunks of one filing, each covering one span: chunk-level recall needs both.
+    returned = [("f", 0, 600), ("x", 0, 600), ("f", 5000, 5600)]
+    assert span_recall_at_k(returned, spans, 2) == 0.5
+    assert span_recall_at_k(returned, spans, 3) == 1.0
+    m = span_metrics(returned, spans, [2, 3])
+    assert m["all_spans@2"] == 0.0 and m["all_spans@3"] == 1.0
+    assert m["returned_chars@3"] == 1800.0
+    assert m["char_precision@3"] == pytest.approx(1000 / 1800)
+
+
+def test_char_precision_merges_touching_spans_and_is_zero_for_nothing():
+    assert char_precision_at_k([("f", 0, 100)], [("f", 0, 60), ("f", 50, 100)], 1) == 1.0
+    assert char_precision_at_k([], [("f", 0, 10)], 5) == 0.0
