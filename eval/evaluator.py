@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from sieve.eval.metrics import mean, percentile, prune_accuracy, ranking_metrics, trajectory_recall
+from sieve.eval.metrics import mean, percentile, prune_accuracy, ranking_metrics, span_metrics, trajectory_recall
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -57,17 +57,40 @@ def make_row(task: EvalTask, system: str, out: SystemOutput, depth: int, ks: Seq
         "returned_doc_ids": out.doc_ids, "returned_chunk_ids": out.chunk_ids, "scores": out.scores,
         "chunk_tokens": out.chunk_tokens, "seen_doc_ids": out.seen_doc_ids,
         "tool_call_counts": out.tool_call_counts, "answer": out.answer, "wall_ms": out.wall_ms,
-        "trace": out.trace,
+        "trace": out.trace, "unit": out.unit,
     }
+    if task.gold_spans:
+        row["gold_spans"] = [list(sp) for sp in task.gold_spans]
+        row["returned_ranges"] = [list(r) for r in out.chunk_ranges]
     row["metrics"] = row_metrics(row, ks)
     return row
+
+
+def _doc_metrics(row: dict[str, Any], ks: Sequence[int]) -> dict[str, float]:
+    """Document-level metrics of a row: chunks count for their document.
+
+    A ``unit="docs"`` row is a list of distinct documents; a ``unit="chunks"`` row is cut at ``k``
+    *chunks* first (what the user got), then counted by document.
+    """
+    gold, returned = row["gold_ids"], row["returned_doc_ids"]
+    if row.get("unit", "docs") == "docs":
+        return ranking_metrics(returned, gold, ks)
+    out: dict[str, float] = {}
+    for k in ks:
+        out.update({key: v for key, v in ranking_metrics(returned[:k], gold, [k]).items() if key.endswith(f"@{k}")})
+    rest = ranking_metrics(returned[:10], gold, [1])
+    out["mrr@10"], out["ndcg@10"] = rest["mrr@10"], rest["ndcg@10"]
+    return out
 
 
 def row_metrics(row: dict[str, Any], ks: Sequence[int]) -> dict[str, float | None]:
     """Per-task metrics of a stored row (``None`` = not applicable, e.g. prune accuracy without prunes)."""
     gold = row["gold_ids"]
     returned = row["returned_doc_ids"]
-    m: dict[str, float | None] = dict(ranking_metrics(returned, gold, ks))
+    m: dict[str, float | None] = dict(_doc_metrics(row, ks))
+    if row.get("gold_spans"):
+        ranges = [(d, s, e) for d, (s, e) in zip(returned, row.get("returned_ranges") or [])]
+        m.update(span_metrics(ranges, [tuple(sp) for sp in row["gold_spans"]], ks))
     toks = row.get("chunk_tokens") or []
     for k in ks:
         m[f"returned_tokens@{k}"] = float(sum(toks[:k]))
@@ -134,6 +157,8 @@ class RetrievalEvaluator:
         self.ks = sorted(set(ks))
         self.depth = max(self.ks)
         self.name = name or (self.tasks[0].source if self.tasks else "eval")
+        # Span gold inside long documents: chunks are the unit (README-spans.md).
+        self.unit = "chunks" if any(t.gold_spans for t in self.tasks) else "docs"
         self.progress = progress
         self.rows: list[dict[str, Any]] = []  # rows of the last call, in task order
         self.calls = 0  # system calls made by the last __call__ (0 when fully resumed)
@@ -141,7 +166,7 @@ class RetrievalEvaluator:
     @property
     def primary_metric(self) -> str:
         k = 10 if 10 in self.ks else self.depth
-        return f"{self.name}_recall@{k}"
+        return f"{self.name}_{'span_recall' if self.unit == 'chunks' else 'recall'}@{k}"
 
     def __call__(self, system: System, output_dir: str | Path | None = None) -> dict[str, float]:
         path = Path(output_dir) / RESULTS_FILE if output_dir is not None else None
@@ -151,7 +176,8 @@ class RetrievalEvaluator:
         for t in self.tasks:
             old = done.get((system.name, t.source, t.task_id))
             # A row made for a smaller depth cannot be cut at today's largest k: redo it.
-            if old is not None and old.get("depth", 0) >= self.depth and old["gold_ids"] == list(t.gold_ids):
+            if old is not None and old.get("depth", 0) >= self.depth and old["gold_ids"] == list(t.gold_ids) \
+                    and old.get("unit", "docs") == self.unit:
                 rows.append(old)
             else:
                 todo.append(t)
@@ -165,7 +191,8 @@ class RetrievalEvaluator:
             fh = path.open("a", encoding="utf-8") if path is not None else None
             try:
                 for t in todo:
-                    row = make_row(t, system.name, system.run(t.question), self.depth, self.ks)
+                    out = system.run(t.question, unit="chunks") if self.unit == "chunks" else system.run(t.question)
+                    row = make_row(t, system.name, out, self.depth, self.ks)
                     self.calls += 1
                     new[t.task_id] = row
                     if fh is not None:

@@ -2,8 +2,10 @@
 
 Every system answers one question with a ranked, doc-de-duplicated list of at least ``depth``
 documents where the corpus allows (``depth`` = the largest k scored), so all systems are cut at
-the same returned-set size. Build them from spec strings with :func:`make_system`:
-``dense``, ``bm25``, ``hybrid``, ``agent`` (heuristic policy), ``agent:<policy>`` or
+the same returned-set size. On sets whose tasks carry ``gold_spans`` the unit is the chunk
+(``run(question, unit="chunks")``): every system returns its ``depth`` best *chunks*, several of
+one document when they are the best, and the span metrics score them. Build them from spec strings with :func:`make_system`:
+``dense``, ``bm25``, ``hybrid``, ``agent`` (the default policy), ``agent:<policy>`` or
 ``agent:<policy>:nofloor`` (without the floor).
 """
 
@@ -12,27 +14,32 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from sieve.agent.factory import POLICIES as AGENT_POLICIES
+from sieve.defaults import DEFAULT_POLICY
 from sieve.errors import InvalidInput
 
 if TYPE_CHECKING:
     from sieve.retriever.index import CorpusIndex
-    from sieve.retriever.types import SearchMode
+    from sieve.retriever.types import Chunk, SearchMode
 
 logger = logging.getLogger(__name__)
 
 BASELINES: tuple[str, ...] = ("dense", "bm25", "hybrid")
 NO_FLOOR = "nofloor"  # agent:<policy>:nofloor scores the policy's own ranking
+Unit = Literal["docs", "chunks"]
 
 
 @dataclass
 class SystemOutput:
     """What one system returned for one question.
 
-    ``doc_ids`` is ranked and de-duplicated (first occurrence); ``chunk_ids[i]`` is the chunk that
-    put ``doc_ids[i]`` in the list and ``chunk_tokens[i]`` its size (what a reader model would pay).
+    With ``unit="docs"`` ``doc_ids`` is ranked and de-duplicated (first occurrence); ``chunk_ids[i]``
+    is the chunk that put ``doc_ids[i]`` in the list and ``chunk_tokens[i]`` its size (what a reader
+    model would pay). With ``unit="chunks"`` the lists are the ranked chunks, ``doc_ids[i]`` the
+    document of chunk ``i`` (repeats allowed), and ``chunk_ranges[i]`` its ``(start, end)``
+    characters in that document.
     """
 
     doc_ids: list[str]
@@ -44,6 +51,8 @@ class SystemOutput:
     tool_call_counts: dict[str, int] = field(default_factory=dict)
     answer: str = ""
     trace: dict[str, Any] | None = None  # agents only: Trace.to_dict()
+    unit: Unit = "docs"
+    chunk_ranges: list[tuple[int, int]] = field(default_factory=list)
 
 
 @runtime_checkable
@@ -52,7 +61,16 @@ class System(Protocol):
 
     name: str
 
-    def run(self, question: str) -> SystemOutput: ...
+    def run(self, question: str) -> SystemOutput:
+        """The ranked documents for ``question`` (systems that return chunks take ``unit="chunks"`` too)."""
+        ...
+
+
+def _chunk_output(chunks: list[Chunk], scores: list[float], wall_ms: float, **extra: Any) -> SystemOutput:
+    """A ``unit="chunks"`` output: the ranked chunks as they are, with their character ranges."""
+    return SystemOutput(doc_ids=[c.doc_id for c in chunks], chunk_ids=[c.chunk_id for c in chunks], scores=scores,
+                        chunk_tokens=[c.n_tokens for c in chunks], wall_ms=wall_ms, unit="chunks",
+                        chunk_ranges=[(c.char_start, c.char_end) for c in chunks], **extra)
 
 
 def _first_per_doc(items: list[tuple[str, str, float, int]]) -> tuple[list[str], list[str], list[float], list[int]]:
@@ -81,8 +99,13 @@ class RetrievalSystem:
         self.depth = depth
         self.name = mode
 
-    def run(self, question: str) -> SystemOutput:
+    def run(self, question: str, unit: Unit = "docs") -> SystemOutput:
         t0 = time.perf_counter()
+        if unit == "chunks":
+            hits = self.index.search(question, self.depth, mode=self.mode)
+            return _chunk_output([h.chunk for h in hits], [h.score for h in hits], (time.perf_counter() - t0) * 1000,
+                                 seen_doc_ids=list(dict.fromkeys(h.doc_id for h in hits)),
+                                 tool_call_counts={"search": 1})
         hits = self.index.search_documents(question, self.depth, mode=self.mode)
         docs, chunks, scores, toks = _first_per_doc([(h.chunk_id, h.doc_id, h.score, h.chunk.n_tokens) for h in hits])
         wall_ms = (time.perf_counter() - t0) * 1000
@@ -116,22 +139,29 @@ class AgentSystem:
         self.config = replace(config, floor=replace(config.floor, enabled=config.floor.enabled and with_floor))
         self.agent = SearchAgent(index, make_policy(policy, self.config), self.config)
 
-    def run(self, question: str) -> SystemOutput:
+    def run(self, question: str, unit: Unit = "docs") -> SystemOutput:
         from sieve.errors import BackendError
 
         t0 = time.perf_counter()
-        trace = self.agent.run(question)
+        # Scored by document, the agent is asked for ``depth`` documents (its best chunk of each);
+        # scored by chunk, for its ``depth`` best chunks, as a user gets them.
+        trace = self.agent.run(question, group_by_doc=unit == "docs")
         wall_ms = (time.perf_counter() - t0) * 1000
         if trace.stop_reason == "backend_error":
             raise BackendError(f"{self.name}: {trace.meta.get('error') or 'the backend failed'}")
-        # Evidence carries text, not token counts: look the chunks up once for their n_tokens.
-        n_tok = {c.chunk_id: c.n_tokens for c in self.index.get_chunks(trace.returned_chunk_ids)} \
-            if trace.returned else {}
-        docs, chunks, scores, toks = _first_per_doc(
-            [(e.chunk_id, e.doc_id, e.score, n_tok.get(e.chunk_id, 0)) for e in trace.returned])
         counts: dict[str, int] = {}
         for call in trace.tool_calls:
             counts[call.name] = counts.get(call.name, 0) + 1
+        # Evidence carries text, not token counts or offsets: look the chunks up once.
+        got = {c.chunk_id: c for c in self.index.get_chunks(trace.returned_chunk_ids)} if trace.returned else {}
+        if unit == "chunks":
+            chunks_ = [got[e.chunk_id] for e in trace.returned if e.chunk_id in got][: self.depth]
+            return _chunk_output(chunks_, [e.score for e in trace.returned if e.chunk_id in got][: self.depth],
+                                 wall_ms, seen_doc_ids=list(dict.fromkeys(trace.seen_doc_ids)),
+                                 tool_call_counts=counts, answer=trace.answer or "", trace=trace.to_dict())
+        n_tok = {cid: c.n_tokens for cid, c in got.items()}
+        docs, chunks, scores, toks = _first_per_doc(
+            [(e.chunk_id, e.doc_id, e.score, n_tok.get(e.chunk_id, 0)) for e in trace.returned])
         return SystemOutput(
             doc_ids=docs[: self.depth], chunk_ids=chunks[: self.depth], scores=scores[: self.depth],
             chunk_tokens=toks[: self.depth], wall_ms=wall_ms, seen_doc_ids=list(dict.fromkeys(trace.seen_doc_ids)),
@@ -140,13 +170,13 @@ class AgentSystem:
 
 
 def parse_systems(spec: str) -> list[str]:
-    """Split and validate ``"dense,bm25,hybrid,agent:heuristic"``; ``agent`` alone means ``agent:heuristic``.
+    """Split and validate ``"dense,bm25,hybrid,agent:heuristic"``; ``agent`` alone means Sieve's default policy.
 
     ``agent:<policy>:nofloor`` is the policy's own ranking, without the floor (see :mod:`sieve.agent.floor`).
 
     Example:
         >>> parse_systems("bm25, agent, agent:heuristic:nofloor")
-        ['bm25', 'agent:heuristic', 'agent:heuristic:nofloor']
+        ['bm25', 'agent:learned', 'agent:heuristic:nofloor']
     """
     out: list[str] = []
     for raw in spec.split(","):
@@ -154,7 +184,7 @@ def parse_systems(spec: str) -> list[str]:
         if not name:
             continue
         if name == "agent":
-            name = "agent:heuristic"
+            name = f"agent:{DEFAULT_POLICY}"
         base, _, rest = name.partition(":")
         policy, _, variant = rest.partition(":")
         valid = name in BASELINES or (base == "agent" and policy in AGENT_POLICIES and variant in ("", NO_FLOOR))
@@ -178,4 +208,4 @@ def make_system(spec: str, index: CorpusIndex, depth: int, **agent_overrides: An
 
 
 __all__ = ["AGENT_POLICIES", "AgentSystem", "BASELINES", "NO_FLOOR", "RetrievalSystem", "System", "SystemOutput",
-           "make_system", "parse_systems"]
+           "Unit", "make_system", "parse_systems"]

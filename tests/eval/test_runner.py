@@ -33,8 +33,9 @@ def test_baseline_returns_depth_distinct_docs_from_one_search(sample_index, mode
 
 
 def test_parse_systems():
-    assert parse_systems("dense, hybrid,agent,agent:heuristic") == ["dense", "hybrid", "agent:heuristic"]
-    assert parse_systems("agent:heuristic:nofloor,agent") == ["agent:heuristic:nofloor", "agent:heuristic"]
+    # `agent` alone is Sieve's one default policy (sieve/defaults.py), as in `sieve search`.
+    assert parse_systems("dense, hybrid,agent,agent:heuristic") == ["dense", "hybrid", "agent:learned", "agent:heuristic"]
+    assert parse_systems("agent:heuristic:nofloor,agent") == ["agent:heuristic:nofloor", "agent:learned"]
     for bad in ("sparse", "agent:gpt", "", "agent:heuristic:floorless"):
         with pytest.raises(InvalidInput, match="Expected"):
             parse_systems(bad)
@@ -243,7 +244,7 @@ def test_agent_system_on_the_sample(sample_index, sample_dir, tmp_path):
     from sieve.eval.metrics import prune_accuracy as prune_acc
 
     out = tmp_path / "rep"
-    report = run_eval(_config(sample_dir, out, limit=2, systems=["agent"], plots=False), sample_index.config,
+    report = run_eval(_config(sample_dir, out, limit=2, systems=["agent:heuristic"], plots=False), sample_index.config,
                       index=sample_index)
     assert report.calls == {"agent:heuristic": 2}
     rows = list(load_results(out / RESULTS_FILE).values())
@@ -287,3 +288,34 @@ def test_eval_warns_when_reporting_on_declared_tuning_data(tiny_dirs, tmp_path, 
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["calls"] == {"bm25": 1, "agent:heuristic:nofloor": 1}
     assert "1 of 1 tasks of alpha are declared tuning data (alpha)" in res.stderr
+
+
+def test_span_sets_are_scored_per_chunk(tmp_path, sample_index):
+    """A set with gold_spans: every system is asked for chunks and summary.json has span_recall@k."""
+    from sieve.eval.data import EvalTask
+
+    chunks = sample_index.get_chunks(["wiki-st-louis#0"])
+    assert chunks, "the sample holds the St. Louis page"
+    c = chunks[0]
+    span = (c.doc_id, c.char_start + 10, min(c.char_end, c.char_start + 200))
+    task = EvalTask("t1", "St. Louis city Missouri", (c.doc_id,), source="spans", gold_spans=(span,))
+    ev = RetrievalEvaluator([task], ks=[1, 5], name="spans", progress=False)
+    assert ev.unit == "chunks" and ev.primary_metric == "spans_span_recall@5"
+    m = ev(RetrievalSystem(sample_index, "hybrid", depth=5), tmp_path)
+    assert m["spans_span_recall@5"] == 1.0 and m["spans_char_precision@5"] > 0
+    row = ev.rows[0]
+    assert row["unit"] == "chunks" and len(row["returned_chunk_ids"]) == 5
+    assert row["returned_ranges"][0][1] > row["returned_ranges"][0][0]
+
+
+def test_gold_spans_are_read_and_checked(tmp_path):
+    from sieve.eval.data import load_tasks
+
+    good = {"id": "a", "question": "q?", "gold_ids": ["d"], "gold_spans": [{"doc_id": "d", "start": 5, "end": 9}]}
+    bad = {"id": "b", "question": "q?", "gold_ids": ["d"], "gold_spans": [{"doc_id": "e", "start": 5, "end": 9}]}
+    p = tmp_path / "tasks.jsonl"
+    p.write_text(json.dumps(good) + "\n", encoding="utf-8")
+    assert load_tasks(p, "s")[0].gold_spans == (("d", 5, 9),)
+    p.write_text(json.dumps(bad) + "\n", encoding="utf-8")
+    with pytest.raises(InvalidInput, match="gold_ids"):
+        load_tasks(p, "s")
