@@ -65,6 +65,13 @@ class FloorConfig:
 
     enabled: bool = field(default=True, metadata={"help": "Merge the policy's evidence with the question's "
                                                           "hybrid ranking (off: return the policy's ranking as is)."})
+    method: Literal["fusion", "interleave"] = field(default="fusion", metadata={
+        "help": "fusion: rank the pool of both rankings' chunks with the learned fusion model "
+                "(sieve.agent.fusion); interleave: the fixed per-document interleave below."})
+    fusion_path: Path | None = field(default=None, metadata={
+        "help": "Fusion model JSON (default: the one shipped with Sieve; python -m sieve.train.fusion fits one)."})
+    hybrid_depth: int = field(default=30, metadata={
+        "help": "Chunks of the question's hybrid search put in the fusion pool (at least k)."})
     # Tuned: python -m sieve.eval.tune_floor on hotpotqa-train + 2wikimultihopqa-train + 400 scifact
     # tasks_train claims, heuristic and learned rankings (eval/reports/tuning.md): the setting whose worst
     # (policy, set, k) recall difference to hybrid is best; on single-hop claims extra hops rarely help.
@@ -93,6 +100,10 @@ class FloorConfig:
             raise InvalidInput(f"Expected floor corroboration in [0, 1), got {self.corroboration}")
         if self.rrf_k < 1:
             raise InvalidInput(f"Expected floor rrf_k >= 1, got {self.rrf_k}")
+        if self.method not in ("fusion", "interleave"):
+            raise InvalidInput(f"Expected floor method in ('fusion', 'interleave'), got {self.method!r}")
+        if self.hybrid_depth < 1:
+            raise InvalidInput(f"Expected floor hybrid_depth >= 1, got {self.hybrid_depth}")
 
 
 @dataclass
@@ -120,12 +131,11 @@ class AgentConfig:
     read_window: int = field(default=1, metadata={"help": "Neighbouring chunks each side read() shows by default."})
     tool_workers: int = field(default=4, metadata={"help": "Threads running one turn's tool calls concurrently."})
     max_arg_chars: int = field(default=4000, metadata={"help": "Longest query or pattern a tool accepts."})
+    group_by_doc: bool = field(default=False, metadata={
+        "help": "Return each document's best chunk only (k documents); default: the k best chunks, several of "
+                "one document when they are the best evidence."})
     # -- episodes --
     rollouts: int = field(default=1, metadata={"help": "Default number of fused rollouts for run_fused."})
-    # Tuned with full_agreement and agreement_power (same command, same declared data).
-    corroboration: float = field(default=0.25, metadata={
-        "help": "A document both rankings hold moves up to 1 / (1/hybrid place + 1/policy place), by at most "
-                "this share of its better place (0: the better place only)."})
     rrf_k: int = field(default=60, metadata={"help": "Reciprocal-rank-fusion constant for fused rollouts."})
     record_prompts: bool = field(
         default=False, metadata={"help": "Store each turn's prompt messages in the trace (for RL; makes traces large)."}

@@ -14,7 +14,9 @@ the caps); a policy gets only what it decides from:
   outside (a backend able to abort a call in flight watches it), else None;
 * ``vectors``: read access to the passage vectors and query-chunk cosines of the agent's shared
   :class:`~sieve.agent.vector_cache.VectorCache`, as a :class:`~sieve.agent.vector_cache.VectorView`
-  (no index, no writes).
+  (no index, no writes);
+* ``term_share``: the share of the corpus's chunks holding a word (BM25's document frequency),
+  so queries are judged distinctive or common on *this* corpus.
 
 Why the vectors come through the episode rather than through the policy's constructor: a
 policy is built by name before any index is known (``make_policy(name, config)``, used alike
@@ -30,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sieve.agent.cancel import CancelToken
     from sieve.agent.config import AgentConfig
     from sieve.agent.tools import ToolOutcome
@@ -51,6 +55,9 @@ class Episode:
     turn: int = 0
     last_outcomes: list[ToolOutcome] = field(default_factory=list)
     cancel: CancelToken | None = None  # a backend that can abort a call in flight watches it
+    # Share of the corpus's chunks that hold a lower-cased word (BM25 document frequency): how
+    # query writers tell a distinctive word from a common one on this corpus, with no word list.
+    term_share: Callable[[str], float] | None = None
 
 
 __all__ = ["Episode"]

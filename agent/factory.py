@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sieve.agent.config import AgentConfig
+from sieve.defaults import DEFAULT_POLICY
 from sieve.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -56,4 +57,4 @@ def make_policy(name: str, config: AgentConfig | None = None, *, backend: ChatBa
     raise InvalidInput(f"Expected a policy in {list(POLICIES)}, got {name!r}")
 
 
-__all__ = ["POLICIES", "make_policy"]
+__all__ = ["DEFAULT_POLICY", "POLICIES", "make_policy"]

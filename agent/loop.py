@@ -16,6 +16,7 @@ from sieve.agent.cancel import Cancelled
 from sieve.agent.config import AgentConfig
 from sieve.agent.episode import Episode
 from sieve.agent.floor import floor_hits, fuse_with_floor, hit_evidence
+from sieve.agent.fusion import FusionModel, fuse
 from sieve.agent.prompts import SYSTEM_PROMPT, question_message
 from sieve.agent.tool_specs import tool_specs
 from sieve.agent.tools import ToolOutcome, Toolbox
@@ -55,20 +56,24 @@ class SearchAgent:
         self.policy = policy
         self.config = config or AgentConfig()
         self.vectors = VectorCache(index)  # shared by this agent's episodes: vectors never change per id
+        floor = self.config.floor
+        # Loaded once per agent: a bad model path fails here, before any episode.
+        self.fusion = FusionModel.load(floor.fusion_path) if floor.enabled and floor.method == "fusion" else None
 
     # -- one episode ----------------------------------------------------------------------------
     def run(self, question: str, *, on_event: Callable[[dict[str, Any]], None] | None = None,
             seed: int | None = None, rollout: int = 0, where: dict[str, Any] | None = None,
-            cancel: CancelToken | None = None) -> Trace:
+            cancel: CancelToken | None = None, group_by_doc: bool | None = None) -> Trace:
         """Run one episode and return its trace (``trace.returned`` is the ranked evidence).
 
         ``cancel`` stops the episode at its next turn boundary (``stop_reason="cancelled"``).
+        ``group_by_doc`` (default ``config.group_by_doc``) returns each document's best chunk only.
         """
         validate_query(question)
         seed = self.config.seed + rollout if seed is None else seed
         emit = _Emitter(on_event)
         trace = _EpisodeRun(self, question, seed=seed, rollout=rollout, where=where, emit=emit, cancel=cancel).play()
-        return self._done(self.floor(trace, where=where), emit)
+        return self._done(self.floor(trace, where=where, group_by_doc=group_by_doc), emit)
 
     def _episode(self, question: str, rollout: int, where: dict[str, Any] | None,
                  on_event: Callable[[dict[str, Any]], None] | None, cancel: CancelToken | None) -> Trace:
@@ -79,20 +84,41 @@ class SearchAgent:
         return self._done(trace, emit)
 
     # -- the floor ------------------------------------------------------------------------------
-    def floor(self, trace: Trace, *, where: dict[str, Any] | None = None) -> Trace:
-        """``trace`` with its returned set merged with the question's hybrid ranking (see :mod:`sieve.agent.floor`).
+    def floor(self, trace: Trace, *, where: dict[str, Any] | None = None, group_by_doc: bool | None = None) -> Trace:
+        """``trace`` with its returned set merged with the question's hybrid ranking.
 
+        With ``floor.method="fusion"`` (the default) the pool of the policy's chunks and the
+        question's hybrid chunks is ranked by the learned fusion model (:mod:`sieve.agent.fusion`);
+        with ``"interleave"`` the two rankings are interleaved per document (:mod:`sieve.agent.floor`).
         The policy's own ranking stays in ``trace.meta["policy_returned"]``; with the floor off
-        (``config.floor.enabled``) the trace is returned unchanged.
+        (``config.floor.enabled``) the trace keeps the policy's ranking (grouped when asked).
         """
         cfg = self.config.floor
+        k = self.config.k
+        grouped = self.config.group_by_doc if group_by_doc is None else group_by_doc
         trace.meta["floor"] = cfg.enabled
         trace.meta["policy_returned"] = trace.returned_chunk_ids
+        trace.meta["group_by_doc"] = grouped
         if not cfg.enabled:
+            if grouped:
+                trace.returned = _one_per_doc(trace.returned, k)
             return trace
         t0 = time.perf_counter()
-        hybrid = [hit_evidence(h) for h in floor_hits(self.index, trace.question, self.config.k, where)]
-        trace.returned = fuse_with_floor(trace.returned, hybrid, cfg, self.config.k)
+        if self.fusion is not None:
+            depth = min(max(cfg.hybrid_depth, k), self.index.config.max_k)
+            hits = self.index.search(trace.question, depth, mode="hybrid", where=where)
+            hybrid = [hit_evidence(h) for h in hits]
+            chunks = {h.chunk_id: h.chunk for h in hits}
+            missing = [c for c in trace.returned_chunk_ids if c not in chunks]
+            chunks.update({c.chunk_id: c for c in self.index.get_chunks(missing)} if missing else {})
+            ordered = list(chunks.values())
+            cos = dict(zip(chunks, (float(v) for v in self.vectors.cosine(trace.question, ordered)))) if ordered else {}
+            trace.returned = fuse(trace.returned, hybrid, cos, self.fusion, k, group_by_doc=grouped)
+        else:
+            hybrid = [hit_evidence(h) for h in floor_hits(self.index, trace.question, k, where)]
+            trace.returned = fuse_with_floor(trace.returned, hybrid, cfg, k)
+            if grouped:
+                trace.returned = _one_per_doc(trace.returned, k)
         # The floor's search is a real retrieval of this episode: what it showed counts as seen.
         trace.seen_chunk_ids = list(dict.fromkeys([*trace.seen_chunk_ids, *(e.chunk_id for e in hybrid)]))
         trace.seen_doc_ids = list(dict.fromkeys([*trace.seen_doc_ids, *(e.doc_id for e in hybrid)]))
@@ -110,13 +136,14 @@ class SearchAgent:
     # -- fused rollouts -------------------------------------------------------------------------
     def run_fused(self, question: str, rollouts: int | None = None, *,
                   on_event: Callable[[dict[str, Any]], None] | None = None,
-                  where: dict[str, Any] | None = None, cancel: CancelToken | None = None) -> Trace:
+                  where: dict[str, Any] | None = None, cancel: CancelToken | None = None,
+                  group_by_doc: bool | None = None) -> Trace:
         """``rollouts`` independent episodes in parallel, their ranked sets fused by reciprocal rank, then floored."""
         n = rollouts if rollouts is not None else self.config.rollouts
         if n < 1:
             raise ValueError(f"Expected rollouts >= 1, got {n}")
         if n == 1:
-            return self.run(question, on_event=on_event, where=where, cancel=cancel)
+            return self.run(question, on_event=on_event, where=where, cancel=cancel, group_by_doc=group_by_doc)
         t0 = time.perf_counter()
 
         validate_query(question)
@@ -128,7 +155,7 @@ class SearchAgent:
         with ThreadPoolExecutor(max_workers=n) as pool:
             traces = list(pool.map(one, range(n)))
         fused = fuse_traces(traces, k=self.config.k, rrf_k=self.config.rrf_k, wall_ms=(time.perf_counter() - t0) * 1000)
-        return self.floor(fused, where=where)
+        return self.floor(fused, where=where, group_by_doc=group_by_doc)
 
 
 class _EpisodeRun:
@@ -151,7 +178,8 @@ class _EpisodeRun:
         self.toolbox = Toolbox(agent.index, self.context, self.budget, cfg, agent.vectors, question, where=where)
         self.pruner = make_pruner(cfg.pruning)
         self.episode = Episode(question=question, config=cfg, context=self.context, tools=tool_specs(),
-                               vectors=agent.vectors, seed=seed, rollout=rollout, cancel=cancel)
+                               vectors=agent.vectors, seed=seed, rollout=rollout, cancel=cancel,
+                               term_share=agent.index.bm25_index().doc_share)
         self.trace = Trace(question=question, collection=agent.index.name, policy=agent.policy.name,
                            budget_tokens=cfg.budget_tokens, meta={"seed": seed, "rollout": rollout})
         self.emit = emit
@@ -371,6 +399,17 @@ def fuse_traces(traces: list[Trace], *, k: int, rrf_k: int = 60, wall_ms: float 
         meta={"rollouts": [{"seed": t.meta.get("seed"), "stop_reason": t.stop_reason, "returned": t.returned_chunk_ids,
                             "turns": len(t.turns), "wall_ms": round(t.wall_ms, 1)} for t in traces]},
     )
+
+
+def _one_per_doc(returned: list[Evidence], k: int) -> list[Evidence]:
+    """Each document's first (best) chunk, in order, at most ``k``, ranks renumbered."""
+    out: list[Evidence] = []
+    docs: set[str] = set()
+    for e in returned:
+        if e.doc_id not in docs:
+            docs.add(e.doc_id)
+            out.append(Evidence(**{**e.__dict__, "rank": len(out) + 1}))
+    return out[:k]
 
 
 def _evidence(entries: list[ChunkEntry], scores: list[float]) -> list[Evidence]:

@@ -123,6 +123,25 @@ class SparseBM25:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def doc_share(self, term: str) -> float:
+        """Share of the chunks that hold ``term`` (lower-cased; a stop word counts as everywhere, 1.0).
+
+        Query writers use it to tell a distinctive word from a common one on *this* corpus, with no
+        word list: "Make" in a manual or "Typically" in a report is common, "Lindbergh" is not.
+
+        Example:
+            >>> bm = SparseBM25.from_tokens(["a", "b"], [["paris", "city"], ["city"]])
+            >>> bm.doc_share("city"), bm.doc_share("paris"), bm.doc_share("the"), bm.doc_share("zzz")
+            (1.0, 0.5, 1.0, 0.0)
+        """
+        t = term.lower()
+        if t in STOPWORDS:
+            return 1.0
+        j = self.vocab.get(t)
+        if j is None or not len(self.ids):
+            return 0.0
+        return float(self.tf.indptr[j + 1] - self.tf.indptr[j]) / len(self.ids)
+
     def scores(self, query_tokens: Sequence[str]) -> np.ndarray:
         """BM25 score of every document, in ``ids`` order (repeated query terms count again)."""
         out = np.zeros(len(self.ids), dtype=np.float64)

@@ -47,6 +47,7 @@ class EpisodeRequest:
     policy: str | None = None
     filters: dict[str, Any] | None = None
     rollouts: int = 1
+    group_by_doc: bool = False
 
 
 def agent_config(state: AppState, req: EpisodeRequest | None = None) -> AgentConfig:
@@ -97,10 +98,8 @@ def run_episode(state: AppState, req: EpisodeRequest, on_event: Any | None = Non
     # Policies are built once per app from the server defaults: what a request may change (k, budget,
     # turns, wall cap) reaches the policy through the episode's config, not the policy's.
     agent = SearchAgent(index, state.policy(name, lambda: agent_config(state)), cfg)
-    if req.rollouts > 1:
-        trace = agent.run_fused(req.query, req.rollouts, on_event=on_event, where=req.filters, cancel=cancel)
-    else:
-        trace = agent.run(req.query, on_event=on_event, where=req.filters, cancel=cancel)
+    trace = agent.run_fused(req.query, req.rollouts, on_event=on_event, where=req.filters, cancel=cancel,
+                            group_by_doc=req.group_by_doc)
     state.metrics.observe_trace(trace)
     return trace
 

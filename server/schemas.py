@@ -86,6 +86,8 @@ class SearchRequest(_Strict):
     policy: Literal["heuristic", "learned", "openai", "local"] | None = None
     filters: dict[str, Any] | None = Field(default=None, description="Chroma `where` filter for every search.")
     rollouts: int = Field(default=1, ge=1, le=8, description="Independent episodes fused by RRF.")
+    group_by_doc: bool = Field(default=False, description="Each document's best chunk only (default: the k best "
+                               "chunks, several of one document when they are the best evidence).")
     include_trace: bool = False
     stream: bool = Field(default=False, description="Send Server-Sent Events: one per tool call, then the result.")
 

@@ -201,11 +201,12 @@ class SieveClient:
     # -- search ------------------------------------------------------------------------------------
     def search(self, query: str, *, collection: str | None = None, k: int | None = None,
                budget_tokens: int | None = None, max_turns: int | None = None, policy: str | None = None,
-               filters: dict[str, Any] | None = None, rollouts: int = 1, include_trace: bool = False) -> SearchResult:
-        """Agentic search (``POST /v1/search``)."""
+               filters: dict[str, Any] | None = None, rollouts: int = 1, include_trace: bool = False,
+               group_by_doc: bool = False) -> SearchResult:
+        """Agentic search (``POST /v1/search``): the k best chunks (``group_by_doc``: each document's best only)."""
         body = _drop_none({"query": query, "collection": collection, "k": k, "budget_tokens": budget_tokens,
                            "max_turns": max_turns, "policy": policy, "filters": filters, "rollouts": rollouts,
-                           "include_trace": include_trace})
+                           "include_trace": include_trace, "group_by_doc": group_by_doc})
         return SearchResult.from_json(self._json("POST", "/v1/search", json=body))
 
     def search_stream(self, query: str, *, collection: str | None = None, k: int | None = None,

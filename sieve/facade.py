@@ -78,8 +78,10 @@ class Sieve:
         """Plain single-shot retrieval (no agent)."""
         return self._open(create=False).search(query, k, mode=mode, where=where)
 
-    def search(self, question: str, *, policy: str = "heuristic", rollouts: int = 1, **overrides: Any) -> Trace:
-        """Agentic search with ``policy`` ("heuristic", "learned", "openai" or "local"); evidence is ``trace.returned``.
+    def search(self, question: str, *, policy: str | None = None, rollouts: int = 1, **overrides: Any) -> Trace:
+        """Agentic search with ``policy`` ("heuristic", "learned", "openai" or "local"; default: Sieve's default,
+        the learned policy); evidence is ``trace.returned``, a ranked list of chunks (``group_by_doc=True``: each
+        document's best chunk only).
 
         ``overrides`` replace fields of the agent config for this call (e.g. ``budget_tokens=4000``, or
         ``policy_path="runs/rl/model"`` for a retrained learned policy).
@@ -87,7 +89,9 @@ class Sieve:
         import dataclasses
 
         from sieve.agent import SearchAgent, make_policy
+        from sieve.agent.factory import DEFAULT_POLICY
 
+        policy = policy or DEFAULT_POLICY
         base = self._agent_config
         cfg = dataclasses.replace(base, **overrides) if overrides else base
         agent = SearchAgent(self._open(create=False), make_policy(policy, cfg), cfg)

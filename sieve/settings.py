@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from sieve.defaults import DEFAULT_POLICY
 from sieve.errors import InvalidInput
 from sieve.retriever.config import DEFAULT_EMBED_BACKEND, RetrieverConfig, default_data_dir, default_embedder_path
 
@@ -76,7 +77,7 @@ class Settings(BaseSettings):
     log_level: str = Field(default="info", description="uvicorn log level.")
 
     # Agent defaults (requests may lower budgets and k; never above the max_* caps)
-    policy: Literal["heuristic", "learned", "openai", "local"] = Field(default="heuristic",
+    policy: Literal["heuristic", "learned", "openai", "local"] = Field(default=DEFAULT_POLICY,
                                                                        description="Default agent policy.")
     policy_path: str | None = Field(default=None, description="Checkpoint folder of the `learned` policy "
                                                                "(default: the one shipped with Sieve).")

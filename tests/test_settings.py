@@ -159,3 +159,12 @@ def test_the_cli_takes_its_collection_from_the_environment(sample_index, session
     assert res.exit_code == 0, res.output
     body = json.loads(res.stdout[res.stdout.index("{"):])
     assert body["collection"] == "sample" and len(body["results"]) == 2
+
+
+def test_one_default_policy():
+    """`sieve search`, `sieve demo`, `Sieve.search`, the server and the playground share one default policy."""
+    from sieve.agent.factory import DEFAULT_POLICY
+    from sieve.server.commands.agent import DEMO_POLICY
+    from sieve.settings import Settings
+
+    assert Settings.model_fields["policy"].default == DEFAULT_POLICY == DEMO_POLICY

@@ -9,6 +9,7 @@ stand-in for a named-entity tagger, in any Latin-script language, at microsecond
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 _WORD_RE = re.compile(r"[^\s]+")
@@ -30,6 +31,64 @@ class Mention:
     text: str
     start: int  # character offset in the source text
     context: str  # the few words before the mention
+    initial: bool = False  # it opens a sentence, a line or a list item: capitals there say nothing of a name
+
+
+# A corpus-agnostic test of "is this one capitalised word a name?": how many chunks of *this*
+# corpus hold it. Names are rare; "Make", "Adding", "Next" or "Typically" are not, whatever the
+# text. A word opening a sentence or a line is capitalised anyway, so it must be rarer still.
+COMMON_SHARE = 0.02
+INITIAL_SHARE = 0.002
+
+
+MAX_NAME_WORDS = 6  # a longer run of capitalised words is a heading, a menu or a table row, not a name
+
+
+def searchable(mention: Mention, share: Callable[[str], float] | None) -> Mention | None:
+    """The mention as a query worth a search of its own on this corpus, or None.
+
+    Leading words that are common on this corpus are dropped when the mention opens a sentence
+    ("Does AMCOR" -> "AMCOR", "The Company" -> "Company"); a run of more than ``MAX_NAME_WORDS``
+    words is refused. What is left is searchable when it has two or more words, or one word that
+    the corpus holds in at most ``COMMON_SHARE`` of its chunks (``INITIAL_SHARE`` when it opens a
+    sentence or line, where any word is capitalised). ``share`` maps a lower-cased word to its
+    share of chunks (BM25's document frequency); without it, only a single line-opening word is
+    refused.
+
+    Example:
+        >>> share = {"make": 0.2, "lindbergh": 0.001, "does": 1.0, "amcor": 0.01}.get
+        >>> searchable(Mention("Make", 0, "", initial=True), lambda w: share(w, 0.0)) is None
+        True
+        >>> searchable(Mention("Lindbergh", 40, "by"), lambda w: share(w, 0.0)).text
+        'Lindbergh'
+        >>> searchable(Mention("Does AMCOR", 0, "", initial=True), lambda w: share(w, 0.0)).text
+        'AMCOR'
+    """
+    words = mention.text.split()
+    if not words or len(words) > MAX_NAME_WORDS:
+        return None
+    if share is not None:
+        # A stop word never names anything ("The Company"); at a sentence start, nor does a common word.
+        limit = COMMON_SHARE if mention.initial else 0.999
+        while len(words) > 1 and share(normalise(words[0]) or words[0]) > limit:
+            words = words[1:]
+        while len(words) > 1 and share(normalise(words[-1]) or words[-1]) > 0.999:
+            words = words[:-1]  # "Executive Officers The": a stop word ends no name
+    if len(words) != len(mention.text.split()):
+        # What is left no longer opens the sentence: its capitals are its own.
+        mention = Mention(" ".join(words), mention.start, mention.context, initial=False)
+    norm = normalise(mention.text).split()
+    if len(norm) != 1:
+        return mention if norm else None
+    if share is None:
+        return None if mention.initial else mention
+    return mention if share(norm[0]) <= (INITIAL_SHARE if mention.initial else COMMON_SHARE) else None
+
+
+def _opens(text: str, start: int) -> bool:
+    """Whether the word at ``start`` opens the text, a line, a sentence or a list item."""
+    before = text[max(0, start - 4):start].rstrip(" \t")
+    return not before or before[-1] in "\n.!?:;*#>-|•"
 
 
 def _is_cap(word: str) -> bool:
@@ -92,7 +151,8 @@ def mentions(text: str) -> list[Mention]:
             name = name.rstrip(")")
         if name and not (len(span) == 1 and name.lower() in _STOP) and len(name) > 2:
             ctx_words = [w for w, _ in words[max(0, i - 6):i]]
-            out.append(Mention(text=name, start=words[i][1], context=" ".join(ctx_words)))
+            out.append(Mention(text=name, start=words[i][1], context=" ".join(ctx_words),
+                               initial=_opens(text, words[i][1])))
         i = j
     return out
 
@@ -130,4 +190,5 @@ def words_match(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> f
     return inter / len(a) * min(1.0, (inter + 1) / len(b) + 0.5) if inter else 0.0
 
 
-__all__ = ["Mention", "mentions", "name_match", "normalise", "words_match"]
+__all__ = ["COMMON_SHARE", "INITIAL_SHARE", "MAX_NAME_WORDS", "Mention", "mentions", "name_match", "normalise", "searchable",
+           "words_match"]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from sieve.agent.backends.base import ParsedToolCall
 from sieve.agent.policies.base import PolicyStep, render_calls
-from sieve.agent.policies.entities import mentions, name_match, normalise
+from sieve.agent.policies.entities import mentions, name_match, normalise, searchable
 from sieve.pruning.tokens import ApproxTokenCounter
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ class _Session:
     def _first_queries(self, episode: Episode) -> list[_Query]:
         q = episode.question
         out = [_Query(q, None, "")]
-        names = [m.text for m in mentions(q)]
+        names = [c.text for c in (searchable(m, episode.term_share) for m in mentions(q)) if c is not None]
         for name in dict.fromkeys(names):
             if normalise(name) != normalise(q):
                 out.append(_Query(name, None, name))
@@ -133,7 +133,9 @@ class _Session:
             state.seeded.add(e.chunk_id)
             parent_score = state.scores.get(e.chunk_id, 0.0)
             title = normalise(e.chunk.title)
-            for order, m in enumerate(mentions(e.chunk.text)):
+            # Common words of this corpus ("Make", "Next", "Does ...") are no names: cleaned or dropped.
+            found = [c for c in (searchable(m, episode.term_share) for m in mentions(e.chunk.text)) if c is not None]
+            for order, m in enumerate(found):
                 key = normalise(m.text)
                 if not key or key in state.queried or key == title or key in qnorm or title.startswith(key):
                     continue
@@ -203,13 +205,9 @@ class _Session:
         scores = self.state.scores
         pruned = set(prune)
         live = [e for e in episode.context.active() if e.handle not in pruned]
-        ranked = sorted(live, key=lambda e: -scores.get(e.chunk_id, 0.0))
-        # One chunk per document first: evidence is judged by document, so spread the k slots.
-        first, extra, docs = [], [], set()
-        for e in ranked:
-            (extra if e.doc_id in docs else first).append(e)
-            docs.add(e.doc_id)
-        chosen = (first + extra)[: episode.config.k]
+        # Chunks are the unit: several chunks of one document when they score best (the harness
+        # groups by document only when asked).
+        chosen = sorted(live, key=lambda e: -scores.get(e.chunk_id, 0.0))[: episode.config.k]
         calls = []
         if prune:
             calls.append(ParsedToolCall(name="prune", arguments={"ids": prune, "reason": "low relevance"}))

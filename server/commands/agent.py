@@ -8,6 +8,8 @@ from typing import Any, Optional
 
 import typer
 
+from sieve.defaults import DEFAULT_POLICY
+
 from sieve.server.commands._common import (
     ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, cli_errors,
     embed_overrides, plural, print_json, settings_from, shorten,
@@ -78,7 +80,7 @@ def trace_json(trace: Any, question: str, collection: str) -> dict[str, Any]:
             "peak_context_tokens": trace.peak_context_tokens, "wall_ms": round(trace.wall_ms, 1)}
 
 
-DEMO_POLICY = "learned"
+DEMO_POLICY = DEFAULT_POLICY  # the demo shows what `sieve search` does by default
 
 
 def demo_agent(index: Any, question: str, k: int, as_json: bool = False) -> dict[str, Any]:
@@ -123,7 +125,7 @@ def register(app: typer.Typer) -> None:
         collection: Optional[str] = CollectionOpt,
         policy: Optional[str] = typer.Option(None, "--policy", "-p",
                                              help="heuristic | learned | openai | local "
-                                                  "(default $SIEVE_POLICY or heuristic)"),
+                                                  f"(default $SIEVE_POLICY or {DEFAULT_POLICY})"),
         policy_path: Optional[Path] = typer.Option(None, "--policy-path", help="learned: checkpoint folder (default "
                                                    "$SIEVE_POLICY_PATH, else the one shipped with Sieve)."),
         budget: Optional[int] = typer.Option(None, "--budget", help="Context budget in tokens "
@@ -140,6 +142,8 @@ def register(app: typer.Typer) -> None:
                                                    "$SIEVE_LOCAL_MODEL, else SmolLM2-135M converted once)."),
         floor: Optional[bool] = typer.Option(None, "--floor/--no-floor", help="Merge the evidence with the question's "
                                              "hybrid ranking (default $SIEVE_FLOOR or on)."),
+        group_by_doc: bool = typer.Option(False, "--group-by-doc", help="Each document's best chunk only "
+                                          "(default: the k best chunks, several of one document when they are best)."),
         trace_out: Optional[Path] = typer.Option(None, "--trace", help="Append the episode's trace to this JSONL."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No step log."),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
@@ -148,7 +152,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Agentic search: iterative search, read and prune within a token budget; prints ranked evidence."""
         from sieve.agent import SearchAgent, make_policy
-        from sieve.errors import BackendError
+        from sieve.errors import BackendError, InvalidInput
         from sieve.retriever import CorpusIndex
 
         s = settings_from(data_dir, chroma_url, embedder, collection=collection, openai_base_url=base_url,
@@ -159,12 +163,14 @@ def register(app: typer.Typer) -> None:
         flags = {"budget_tokens": budget, "k": k, "max_turns": max_turns}
         config = s.agent_config(rollouts=rollouts, **{name: v for name, v in flags.items() if v is not None})
         name = s.require_policy(policy or s.policy, bundled_local=True)
+        if policy_path is not None and name != "learned":
+            raise InvalidInput(f"Expected --policy-path only with the learned policy, got policy {name!r}; "
+                               "drop --policy-path or pass --policy learned")
         index = CorpusIndex.open(s.retriever_config(), s.collection)
         _conversion_notice(name, config)
         agent = SearchAgent(index, make_policy(name, config), config)
         on_event = None if quiet else _step_logger()
-        trace = agent.run_fused(question, rollouts, on_event=on_event) if rollouts > 1 \
-            else agent.run(question, on_event=on_event)
+        trace = agent.run_fused(question, rollouts, on_event=on_event, group_by_doc=group_by_doc)
         if trace.stop_reason == "backend_error":  # never the floor's results dressed as the model's
             raise BackendError(str(trace.meta.get("error") or "the policy's backend failed"))
         if trace_out:

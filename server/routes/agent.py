@@ -47,7 +47,8 @@ router = APIRouter(tags=["agent"], dependencies=[ReadAuth], responses=ERRORS)
 
 def _episode(body: SearchRequest) -> EpisodeRequest:
     return EpisodeRequest(query=body.query, collection=body.collection, k=body.k, budget_tokens=body.budget_tokens,
-                          max_turns=body.max_turns, policy=body.policy, filters=body.filters, rollouts=body.rollouts)
+                          max_turns=body.max_turns, policy=body.policy, filters=body.filters, rollouts=body.rollouts,
+                          group_by_doc=body.group_by_doc)
 
 
 def _response(trace: Trace, body: SearchRequest, collection: str) -> SearchResponse:

@@ -1,4 +1,4 @@
-"""``sieve search`` through Typer's runner, on the shared sample index (real retrieval, heuristic policy)."""
+"""``sieve search`` through Typer's runner, on the shared sample index (real retrieval, the default policy)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import re
 
 from typer.testing import CliRunner
 
+from sieve.defaults import DEFAULT_POLICY
 from sieve.server.cli import app
 
 
@@ -17,7 +18,7 @@ def test_search_json_trace_and_step_log(sample_index, session_data_dir, tmp_path
                               "--data-dir", str(session_data_dir), "-k", "4", "--json", "--trace", str(out)])
     assert res.exit_code == 0, res.output
     body = json.loads(res.stdout[res.stdout.index("{"):])
-    assert body["policy"] == "heuristic" and len(body["results"]) == 4
+    assert body["policy"] == DEFAULT_POLICY and len(body["results"]) == 4
     assert [r["rank"] for r in body["results"]] == [1, 2, 3, 4]
     assert "turn 1 > search(" in res.stderr and "done: " in res.stderr  # the step log went to stderr
     trace = json.loads(out.read_text().splitlines()[0])
@@ -28,6 +29,12 @@ def test_search_errors_are_one_line(session_data_dir, sample_index):
     runner = CliRunner()
     res = runner.invoke(app, ["search", "q", "-c", "sample", "--data-dir", str(session_data_dir), "--policy", "magic"])
     assert res.exit_code == 2 and "invalid_input" in res.stderr
+
+
+def test_policy_path_without_the_learned_policy_is_an_error(session_data_dir, sample_index, tmp_path):
+    res = CliRunner().invoke(app, ["search", "q", "-c", "sample", "--data-dir", str(session_data_dir),
+                                   "--policy", "heuristic", "--policy-path", str(tmp_path)])
+    assert res.exit_code == 2 and "--policy-path only with the learned policy" in res.stderr
     res = runner.invoke(app, ["search", "q", "-c", "sample", "--data-dir", str(session_data_dir), "-k", "0"])
     assert res.exit_code == 2 and "Expected positive" in res.stderr
 

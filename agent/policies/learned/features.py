@@ -26,10 +26,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sieve.agent.config import HeuristicConfig
-from sieve.agent.policies.entities import mentions, name_match, normalise, words_match
+from sieve.agent.policies.entities import mentions, name_match, normalise, searchable, words_match
 from sieve.agent.policies.heuristic import BridgeHit, Features, NameHit, score_features
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sieve.agent.loop import Episode
     from sieve.agent.policies.entities import Mention
     from sieve.pruning.context import ChunkEntry
@@ -143,6 +145,7 @@ class EpisodeFeatures:
         self.q_norm = f" {normalise(question)} "
         self.q_words = set(content_words(question))
         self.q_entities = [m.text for m in mentions(question) if normalise(m.text) != normalise(question)]
+        self.share: Callable[[str], float] | None = None  # the corpus's term shares (set by the policy per episode)
         self.q_entity_words = [frozenset(normalise(n).split()) for n in self.q_entities]
         self.texts = texts
         self.k = k
@@ -266,14 +269,18 @@ class EpisodeFeatures:
                 out[key] = (prior, cand)
 
         add(10.0, Candidate("question", self.question))
-        for i, name in enumerate(dict.fromkeys(self.q_entities)):
+        q_names = [m.text for m in (searchable(m, self.share) for m in mentions(self.question)) if m is not None
+                   and normalise(m.text) != self.q_norm.strip()]
+        for i, name in enumerate(dict.fromkeys(q_names)):
             add(9.0 - 0.1 * i, Candidate("entity", name, name))
         seeds = sorted(active, key=lambda e: -self.hscores.get(e.chunk_id, 0.0))[: self.seed_chunks]
         for e in seeds:
             ct = self.texts.get(e)
             title, found = ct.title, ct.mentions
             parent_score = self.hscores.get(e.chunk_id, 0.0)
-            for order, m in enumerate(_fresh_mentions(found, title, self.q_norm)[: self.mentions_per_chunk]):
+            cleaned = [c for c in (searchable(m, self.share) for m in found) if c is not None]
+            fresh = _fresh_mentions(cleaned, title, self.q_norm)
+            for order, m in enumerate(fresh[: self.mentions_per_chunk]):
                 relation = any(w.lower()[:5] in {q[:5] for q in self.q_words if len(q) > 3}
                                for w in m.context.split()[-3:])
                 base = Candidate("mention", m.text, m.text, e.chunk_id, order, relation, m.start < 150)

@@ -131,6 +131,7 @@ class _Session:
             seed_chunks=cfg.seed_chunks, mentions_per_chunk=cfg.mentions_per_chunk,
             max_candidates=cfg.max_candidates,
         )
+        self.f.share = episode.term_share
         # The budget's thresholds, as the harness computes them from the same settings.
         self.budget = TokenBudget.from_config(episode.config.budget_tokens, episode.config.pruning)
 

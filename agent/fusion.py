@@ -1,0 +1,196 @@
+"""Learned fusion: the returned evidence is every chunk the episode holds, ranked by one small model.
+
+An episode ends with two rankings of chunks: the policy's own (what it kept, in its order) and
+the question's single hybrid search (what plain RAG returns). The fixed interleave that used to
+merge them (:mod:`sieve.agent.floor`) had to trade one kind of question against another: it gave
+hybrid half of every top k, which protected single-hop claims but cost multi-hop questions the
+bridge passages the policy had found. The fusion model decides per *chunk* instead, from features
+that mean the same on any corpus — places in both rankings, whether the two agree, the chunk's
+cosine with the question and its gap to the best one, whether its document already holds a top
+hit — and returns the pool by its probability of being evidence.
+
+The model is a logistic regression (:class:`FusionModel`, a dozen weights in a JSON file), fitted
+by ``python -m sieve.train.fusion`` on declared training data only (``../shared/train``, SciFact's
+training claims, the tuning slices of ``eval/tuning_sets.json``); its score is a calibrated
+probability in [0, 1], so the number a user sees means something. Chunks are the unit: several
+chunks of one document are returned when they score best; ``group_by_doc`` keeps each document's
+best chunk only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from sieve.agent.trace import Evidence
+from sieve.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+DEFAULT_FUSION = Path(__file__).resolve().parent / "fusion_default.json"
+
+FEATURES: tuple[str, ...] = (
+    "hybrid_rr",  # 1 / (1 + rank) in the question's hybrid search, 0 if absent
+    "in_hybrid",
+    "policy_rr",  # 1 / (1 + rank) in the policy's returned ranking, 0 if absent
+    "in_policy",
+    "both",  # in both rankings
+    "policy_only",  # found by the episode, not by the question's own search
+    "agreement",  # share of the policy's documents hybrid also holds (per episode)
+    "policy_rr_x_agreement",
+    "cos",  # cosine with the question
+    "cos_gap",  # cosine minus the best cosine in the pool
+    "doc_in_hybrid_top",  # another chunk of its document is in hybrid's top 3
+    "doc_chunks",  # share of the pool's chunks from its document (long documents hold several)
+)
+
+
+@dataclass(frozen=True)
+class PoolItem:
+    """One chunk of the pool with where it came from."""
+
+    evidence: Evidence
+    hybrid_rank: int | None  # 0-based
+    policy_rank: int | None  # 0-based
+
+
+def pool(policy: Sequence[Evidence], hybrid: Sequence[Evidence]) -> list[PoolItem]:
+    """The union of both rankings, policy order first, each chunk once with its two ranks."""
+    h_rank = {e.chunk_id: i for i, e in enumerate(hybrid)}
+    p_rank = {e.chunk_id: i for i, e in enumerate(policy)}
+    by_id: dict[str, Evidence] = {}
+    for e in [*policy, *hybrid]:
+        by_id.setdefault(e.chunk_id, e)
+    return [PoolItem(e, h_rank.get(cid), p_rank.get(cid)) for cid, e in by_id.items()]
+
+
+def agreement(policy: Sequence[Evidence], hybrid: Sequence[Evidence]) -> float:
+    """Share of the policy's documents that the hybrid ranking also holds (0 for an empty policy set).
+
+    Example:
+        >>> ev = lambda d: Evidence(chunk_id=f"{d}#0", doc_id=d, score=0.0, rank=0)
+        >>> agreement([ev("a"), ev("b")], [ev("b"), ev("c")])
+        0.5
+    """
+    mine = {e.doc_id for e in policy}
+    return len(mine & {e.doc_id for e in hybrid}) / len(mine) if mine else 0.0
+
+
+def features(items: Sequence[PoolItem], cos: Sequence[float], agree: float, hybrid_top: int = 3) -> np.ndarray:
+    """The feature matrix of a pool (rows in ``items`` order, columns :data:`FEATURES`)."""
+    n = len(items)
+    x = np.zeros((n, len(FEATURES)), dtype=np.float64)
+    if not n:
+        return x
+    top_docs: dict[str, set[str]] = {}
+    for it in items:
+        if it.hybrid_rank is not None and it.hybrid_rank < hybrid_top:
+            top_docs.setdefault(it.evidence.doc_id, set()).add(it.evidence.chunk_id)
+    per_doc: dict[str, int] = {}
+    for it in items:
+        per_doc[it.evidence.doc_id] = per_doc.get(it.evidence.doc_id, 0) + 1
+    best = max(cos)
+    for i, it in enumerate(items):
+        h = it.hybrid_rank is not None
+        p = it.policy_rank is not None
+        h_rr = 1.0 / (1 + it.hybrid_rank) if h else 0.0  # type: ignore[operator]
+        p_rr = 1.0 / (1 + it.policy_rank) if p else 0.0  # type: ignore[operator]
+        others = top_docs.get(it.evidence.doc_id, set()) - {it.evidence.chunk_id}
+        x[i] = (h_rr, float(h), p_rr, float(p), float(h and p), float(p and not h), agree, p_rr * agree,
+                cos[i], cos[i] - best, float(bool(others)), per_doc[it.evidence.doc_id] / n)
+    return x
+
+
+@dataclass
+class FusionModel:
+    """A logistic regression over :data:`FEATURES`: ``p = sigmoid(intercept + coef . x)``.
+
+    Example:
+        >>> m = FusionModel(coef=[0.0] * len(FEATURES), intercept=0.0)
+        >>> float(m.predict(np.zeros((1, len(FEATURES))))[0])
+        0.5
+    """
+
+    coef: list[float]
+    intercept: float
+    names: tuple[str, ...] = FEATURES
+    mean: list[float] | None = None  # feature standardisation fitted with the weights
+    scale: list[float] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if tuple(self.names) != FEATURES:
+            raise InvalidInput(f"Expected fusion features {list(FEATURES)}, got {list(self.names)}; "
+                               "refit with python -m sieve.train.fusion")
+        if len(self.coef) != len(FEATURES):
+            raise InvalidInput(f"Expected {len(FEATURES)} fusion weights, got {len(self.coef)}")
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """Probability of being evidence, per row."""
+        z = x
+        if self.mean is not None and self.scale is not None:
+            z = (x - np.asarray(self.mean)) / np.asarray(self.scale)
+        logits = z @ np.asarray(self.coef) + self.intercept
+        return 1.0 / (1.0 + np.exp(-np.clip(logits, -40, 40)))
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> FusionModel:
+        """The model in ``path`` (default: the one shipped with Sieve)."""
+        path = Path(path) if path is not None else DEFAULT_FUSION
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InvalidInput(f"Expected a fusion model JSON at {str(path)!r}, got {type(exc).__name__}: {exc}") from None
+        return cls(coef=[float(c) for c in raw["coef"]], intercept=float(raw["intercept"]),
+                   names=tuple(raw.get("names", FEATURES)), mean=raw.get("mean"), scale=raw.get("scale"),
+                   meta=raw.get("meta", {}))
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.write_text(json.dumps({"names": list(self.names), "coef": self.coef, "intercept": self.intercept,
+                                    "mean": self.mean, "scale": self.scale, "meta": self.meta}, indent=1),
+                        encoding="utf-8")
+        return path
+
+
+def fuse(policy: Sequence[Evidence], hybrid: Sequence[Evidence], cos: dict[str, float], model: FusionModel,
+         k: int, *, group_by_doc: bool = False) -> list[Evidence]:
+    """The returned set: the pool of both rankings ranked by ``model``, cut at ``k`` chunks.
+
+    With ``group_by_doc`` each document contributes its best chunk only (``k`` documents).
+    Scores are the model's probabilities, made non-increasing down the list.
+    """
+    items = pool(policy, hybrid)
+    if not items:
+        return []
+    x = features(items, [cos.get(it.evidence.chunk_id, 0.0) for it in items], agreement(policy, hybrid))
+    p = model.predict(x)
+    # Ties (rare with a continuous cosine) keep hybrid's order, then the policy's.
+    order = sorted(range(len(items)), key=lambda i: (-p[i], items[i].hybrid_rank if items[i].hybrid_rank is not None
+                                                     else math.inf, items[i].policy_rank or 0))
+    out: list[Evidence] = []
+    docs: set[str] = set()
+    for i in order:
+        it = items[i]
+        e = it.evidence
+        if group_by_doc and e.doc_id in docs:
+            continue
+        docs.add(e.doc_id)
+        score = float(p[i]) if not out else min(float(p[i]), out[-1].score)
+        meta = {**e.metadata, "policy_rank": None if it.policy_rank is None else it.policy_rank + 1,
+                "hybrid_rank": None if it.hybrid_rank is None else it.hybrid_rank + 1,
+                "cos": round(cos.get(e.chunk_id, 0.0), 4)}
+        out.append(Evidence(chunk_id=e.chunk_id, doc_id=e.doc_id, score=round(score, 6), rank=len(out) + 1,
+                            title=e.title, source=e.source, text=e.text, justification=e.justification, metadata=meta))
+        if len(out) >= k:
+            break
+    return out
+
+
+__all__ = ["DEFAULT_FUSION", "FEATURES", "FusionModel", "PoolItem", "agreement", "features", "fuse", "pool"]

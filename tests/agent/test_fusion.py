@@ -1,0 +1,80 @@
+"""Learned fusion of the policy's and hybrid's chunks (pure functions, plus the shipped model on the real sample)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sieve.agent.fusion import DEFAULT_FUSION, FEATURES, FusionModel, agreement, features, fuse, pool
+from sieve.agent.trace import Evidence
+from sieve.errors import InvalidInput
+
+
+def ev(cid: str) -> Evidence:
+    return Evidence(chunk_id=cid, doc_id=cid.split("#")[0], score=0.0, rank=0)
+
+
+def _model(**weights: float) -> FusionModel:
+    return FusionModel(coef=[weights.get(n, 0.0) for n in FEATURES], intercept=0.0)
+
+
+def test_pool_is_the_union_with_both_ranks():
+    items = pool([ev("a#0"), ev("x#0")], [ev("b#0"), ev("a#0")])
+    assert [(it.evidence.chunk_id, it.policy_rank, it.hybrid_rank) for it in items] == \
+        [("a#0", 0, 1), ("x#0", 1, None), ("b#0", None, 0)]
+
+
+def test_features_by_hand():
+    items = pool([ev("a#0"), ev("x#0")], [ev("a#1"), ev("a#0"), ev("b#0")])
+    x = features(items, [0.5, 0.2, 0.6, 0.4], agreement([ev("a#0"), ev("x#0")], [ev("a#1"), ev("b#0")]))
+    f = dict(zip(FEATURES, x[0]))  # a#0: policy rank 0, hybrid rank 1
+    assert f["policy_rr"] == 1.0 and f["hybrid_rr"] == 0.5 and f["both"] == 1.0 and f["policy_only"] == 0.0
+    assert f["agreement"] == 0.5 and f["policy_rr_x_agreement"] == 0.5
+    assert f["cos_gap"] == pytest.approx(0.5 - 0.6)
+    assert f["doc_in_hybrid_top"] == 1.0  # a#1 is hybrid's first hit
+    assert f["doc_chunks"] == pytest.approx(2 / 4)
+    fx = dict(zip(FEATURES, x[1]))  # x#0: the policy's own find
+    assert fx["policy_only"] == 1.0 and fx["in_hybrid"] == 0.0 and fx["doc_in_hybrid_top"] == 0.0
+
+
+def test_fuse_ranks_chunks_by_probability_and_groups_on_request():
+    policy = [ev("long#3"), ev("long#4"), ev("x#0")]
+    hybrid = [ev("long#4"), ev("b#0"), ev("long#3")]
+    cos = {"long#3": 0.7, "long#4": 0.6, "x#0": 0.1, "b#0": 0.3}
+    model = _model(cos=5.0, in_policy=1.0)
+    chunks = fuse(policy, hybrid, cos, model, 3)
+    assert [e.chunk_id for e in chunks] == ["long#3", "long#4", "b#0"]  # two chunks of one document, best first
+    assert all(0.0 <= e.score <= 1.0 for e in chunks)
+    assert [e.score for e in chunks] == sorted((e.score for e in chunks), reverse=True)
+    assert [e.rank for e in chunks] == [1, 2, 3]
+    assert chunks[0].metadata["policy_rank"] == 1 and chunks[0].metadata["hybrid_rank"] == 3
+    grouped = fuse(policy, hybrid, cos, model, 3, group_by_doc=True)
+    assert [e.doc_id for e in grouped] == ["long", "b", "x"]
+
+
+def test_model_round_trip_and_bad_files(tmp_path):
+    m = FusionModel(coef=list(np.linspace(-1, 1, len(FEATURES))), intercept=0.3, mean=[0.0] * len(FEATURES),
+                    scale=[2.0] * len(FEATURES), meta={"rows": 3})
+    back = FusionModel.load(m.save(tmp_path / "f.json"))
+    x = np.random.default_rng(0).random((4, len(FEATURES)))
+    assert np.allclose(back.predict(x), m.predict(x))
+    raw = json.loads((tmp_path / "f.json").read_text())
+    raw["names"] = raw["names"][:-1]
+    (tmp_path / "g.json").write_text(json.dumps(raw))
+    with pytest.raises(InvalidInput, match="refit"):
+        FusionModel.load(tmp_path / "g.json")
+    with pytest.raises(InvalidInput, match="fusion model JSON"):
+        FusionModel.load(tmp_path / "missing.json")
+
+
+def test_shipped_model_is_fitted_and_prefers_agreeing_evidence():
+    model = FusionModel.load(DEFAULT_FUSION)
+    assert model.meta.get("rows", 0) > 1000, "the shipped model was fitted (python -m sieve.train.fusion)"
+    w = dict(zip(FEATURES, model.coef))
+    assert w["hybrid_rr"] > 0 and w["cos"] > 0  # the question's own evidence counts
+    # A chunk both rankings put first beats one only the policy holds, all else equal.
+    items = pool([ev("a#0"), ev("x#0")], [ev("a#0"), ev("b#0")])
+    p = model.predict(features(items, [0.5, 0.5, 0.5], 0.5))
+    assert p[0] > p[1]

@@ -1,0 +1,150 @@
+"""Fit the fusion model (:mod:`sieve.agent.fusion`) on declared training data.
+
+For every task of every ``--data`` dir: one episode of each policy with the floor off (the
+policy's own ranking), the question's hybrid search, the pool of both, its features and labels
+(a chunk is evidence when its document is gold, or, on sets with ``gold_spans``, when it covers a
+span by README-spans' rule). A logistic regression on standardised features is fitted on all
+pools together, so no one kind of question decides the weights, and written as JSON.
+
+Only declared data may be used: ``../shared/train/*``, SciFact's ``tasks_train.jsonl``, the tuning
+slices of ``eval/tuning_sets.json``, synthetic tasks of the user's corpus. Example::
+
+    python -m sieve.train.fusion --data ../shared/train/hotpotqa-train --data ../shared/train/2wikimultihopqa-train \\
+        --out fusion.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from sieve.agent.fusion import FEATURES, FusionModel, agreement, features, fuse, pool
+from sieve.eval.metrics import span_found
+
+if TYPE_CHECKING:
+    from sieve.eval.data import EvalTask
+    from sieve.retriever.index import CorpusIndex
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class FusionData:
+    """Pools of many episodes: features, labels and which episode (group) each row belongs to."""
+
+    x: list[np.ndarray] = field(default_factory=list)
+    y: list[np.ndarray] = field(default_factory=list)
+    episodes: list[dict[str, Any]] = field(default_factory=list)  # what fuse() needs to re-rank, per episode
+
+
+def _labels(task: EvalTask, items: list[Any], ranges: dict[str, tuple[int, int]]) -> np.ndarray:
+    if task.gold_spans:
+        return np.array([float(any(span_found(sp, [(it.evidence.doc_id, *ranges[it.evidence.chunk_id])])
+                                   for sp in task.gold_spans)) for it in items])
+    gold = set(task.gold_ids)
+    return np.array([float(it.evidence.doc_id in gold) for it in items])
+
+
+def collect(index: CorpusIndex, tasks: list[EvalTask], policies: list[str], *, k: int = 20, hybrid_depth: int = 30,
+            data: FusionData | None = None, progress: bool = True) -> FusionData:
+    """Run every policy (floor off) on every task and add each episode's pool to ``data``."""
+    from sieve.agent import AgentConfig, SearchAgent, make_policy
+    from sieve.agent.floor import hit_evidence
+
+    data = data or FusionData()
+    for name in policies:
+        config = AgentConfig(k=k, models_dir=index.config.models_dir)
+        config = replace(config, floor=replace(config.floor, enabled=False))
+        agent = SearchAgent(index, make_policy(name, config), config)
+        for task in tqdm(tasks, desc=f"{name} episodes", disable=not progress):
+            trace = agent.run(task.question)
+            hits = index.search(task.question, max(hybrid_depth, k), mode="hybrid")
+            hybrid = [hit_evidence(h) for h in hits]
+            chunks = {h.chunk_id: h.chunk for h in hits}
+            missing = [c for c in trace.returned_chunk_ids if c not in chunks]
+            chunks.update({c.chunk_id: c for c in index.get_chunks(missing)} if missing else {})
+            cos = dict(zip(chunks, (float(v) for v in agent.vectors.cosine(task.question, list(chunks.values())))))
+            items = pool(trace.returned, hybrid)
+            x = features(items, [cos.get(it.evidence.chunk_id, 0.0) for it in items], agreement(trace.returned, hybrid))
+            ranges = {cid: (c.char_start, c.char_end) for cid, c in chunks.items()}
+            data.x.append(x)
+            data.y.append(_labels(task, items, ranges))
+            data.episodes.append({"policy": name, "task": task, "returned": trace.returned, "hybrid": hybrid,
+                                  "cos": cos, "ranges": ranges})
+    return data
+
+
+def fit(data: FusionData, *, c: float = 1.0) -> FusionModel:
+    """A logistic regression on the pooled rows (features standardised; the scale is kept in the model)."""
+    from sklearn.linear_model import LogisticRegression
+
+    x = np.concatenate(data.x)
+    y = np.concatenate(data.y)
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale == 0] = 1.0
+    clf = LogisticRegression(C=c, max_iter=2000)
+    clf.fit((x - mean) / scale, y)
+    return FusionModel(coef=[float(v) for v in clf.coef_[0]], intercept=float(clf.intercept_[0]), names=FEATURES,
+                       mean=[float(v) for v in mean], scale=[float(v) for v in scale],
+                       meta={"rows": int(len(y)), "positives": int(y.sum()), "episodes": len(data.x), "C": c})
+
+
+def recall_table(data: FusionData, model: FusionModel, ks: tuple[int, ...] = (5, 10, 20)) -> dict[str, dict[str, float]]:
+    """Per policy: document recall@k of hybrid, the policy alone and the fused ranking (grouped by document)."""
+    from sieve.eval.metrics import recall_at_k
+
+    out: dict[str, dict[str, list[float]]] = {}
+    for ep in data.episodes:
+        task = ep["task"]
+        fused = fuse(ep["returned"], ep["hybrid"], ep["cos"], model, max(ks), group_by_doc=True)
+        for system, ranking in (("hybrid", ep["hybrid"]), ("policy", ep["returned"]), ("fused", fused)):
+            docs = [e.doc_id for e in ranking]
+            row = out.setdefault(f"{ep['policy']}/{system}", {})
+            for k in ks:
+                row.setdefault(f"R@{k}", []).append(recall_at_k(docs, task.gold_ids, k))
+    return {name: {m: float(np.mean(v)) for m, v in row.items()} for name, row in out.items()}
+
+
+def main(argv: list[str] | None = None) -> None:
+    from sieve.eval.data import load_sets, open_eval_index
+    from sieve.retriever.config import RetrieverConfig
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", action="append", required=True, help="Data dir (corpus.jsonl + tasks.jsonl); repeat.")
+    ap.add_argument("--limit", type=int, default=None, help="Only the first N tasks of each dir.")
+    ap.add_argument("--policies", default="learned,heuristic", help="Policies whose episodes are pooled.")
+    ap.add_argument("--k", type=int, default=20, help="Evidence set size of the episodes (the eval's depth).")
+    ap.add_argument("--c", type=float, default=1.0, help="Inverse regularisation strength.")
+    ap.add_argument("--out", type=Path, required=True, help="Where to write the model JSON.")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    config = RetrieverConfig()
+    data = FusionData()
+    for d in args.data:
+        sets, maps = load_sets([d])
+        tasks = sets[0].tasks[: args.limit] if args.limit else sets[0].tasks
+        index = open_eval_index(sets, maps, config)
+        collect(index, tasks, [p.strip() for p in args.policies.split(",") if p.strip()], k=args.k, data=data)
+    model = fit(data, c=args.c)
+    model.meta["data"] = [str(d) for d in args.data]
+    model.meta["limit"] = args.limit
+    model.meta["policies"] = args.policies
+    model.save(args.out)
+    for name, row in recall_table(data, model).items():
+        logger.info("%-22s %s", name, "  ".join(f"{m} {v:.3f}" for m, v in row.items()))
+    logger.info("weights: %s", dict(zip(FEATURES, (round(c, 3) for c in model.coef))))
+    logger.info("wrote %s", args.out)
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = ["FusionData", "collect", "fit", "main", "recall_table"]
