@@ -85,6 +85,14 @@ def _renamed(new: Any, old: Any, old_flag: str, new_flag: str) -> Any:
     return old
 
 
+def _student_init(init: str | None) -> str:
+    """``--init`` of a language model: 'default' (SmolLM2-135M) or a folder; there is no fresh one ('none')."""
+    if init == "none":
+        raise InvalidInput("Expected --init 'default' or an HF model folder for a language model, got 'none' "
+                           "(a fresh network is the learned policy's option)")
+    return init or "default"
+
+
 def _given(**kwargs: Any) -> dict[str, Any]:
     """The keyword arguments whose value was given (not None): the rest keep the config's defaults."""
     return {k: v for k, v in kwargs.items() if v is not None}
@@ -207,7 +215,7 @@ def register(app: typer.Typer) -> None:
         from sieve.train.sft import WarmStartConfig, run_sft
 
         _check_choice(teacher, ("heuristic", "openai", "local"), "--teacher")
-        init = _renamed(None if init == "default" else init, model_path, "--model-path", "--init") or "default"
+        init = _student_init(_renamed(None if init == "default" else init, model_path, "--model-path", "--init"))
         n = _renamed(n, limit, "--limit", "--n")
         index = _open_index(settings_from(data_dir, chroma_url, embedder, collection=collection))
         episode = EpisodeConfig(budget_tokens=budget_tokens, max_turns=max_turns, max_new_tokens=max_new_tokens,
@@ -273,6 +281,8 @@ def register(app: typer.Typer) -> None:
         """GRPO over the Sieve harness: groups of real episodes rewarded on recall (the learned policy by default)."""
         _check_choice(policy, ("learned", "llm"), "--policy")
         init = _renamed(None if init == "default" else init, model_path, "--model-path", "--init") or "default"
+        if policy == "llm":
+            init = _student_init(None if init == "default" else init)
         n = _renamed(n, limit, "--limit", "--n")
         s = settings_from(data_dir, chroma_url, embedder, collection=collection)
         if policy == "learned":
@@ -334,6 +344,8 @@ def register(app: typer.Typer) -> None:
         steps = _renamed(steps, rl_steps, "--rl-steps", "--steps")
         minutes = _renamed(minutes, rl_minutes, "--rl-minutes", "--minutes")
         init = _renamed(None if init == "default" else init, model_path, "--model-path", "--init") or "default"
+        if llm:
+            init = _student_init(None if init == "default" else init)
         s = settings_from(data_dir, chroma_url, embedder, collection=collection)
         cfg = PipelineConfig(corpus=corpus, collection=s.collection, out=out,
                              generator=generator,  # type: ignore[arg-type]

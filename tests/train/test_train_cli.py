@@ -34,6 +34,9 @@ def test_train_errors_are_one_line(sample_index, session_data_dir, tmp_path):
     res = runner.invoke(app, ["train", "rl", "--tasks", "data/sample/tasks.jsonl", "-c", "sample",
                               "--data-dir", str(session_data_dir), "--num-generations", "1"])
     assert res.exit_code == 2 and "num_generations >= 2" in res.stderr
+    res = runner.invoke(app, ["train", "rl", "--tasks", "data/sample/tasks.jsonl", "-c", "sample", "--policy", "llm",
+                              "--data-dir", str(session_data_dir), "--init", "none"])
+    assert res.exit_code == 2 and "a fresh network is the learned policy's option" in res.stderr
 
 
 def test_sft_and_rl_share_one_episode_definition():
