@@ -123,7 +123,7 @@ def test_train_rl_cli_learned(sample_index, session_data_dir, tmp_path) -> None:
     res = CliRunner().invoke(app, ["train", "rl", "--policy", "learned", "-c", "sample", "--data-dir",
                                    str(session_data_dir), "--tasks", "data/sample/tasks.jsonl", "--out",
                                    str(tmp_path / "rl"), "--init", str(start), "--steps", "1", "--questions", "1",
-                                   "--num-generations", "2", "--limit", "3", "--json"])
+                                   "--num-generations", "2", "--n", "3", "--json"])
     assert res.exit_code == 0, res.output
     body = json.loads(res.stdout[res.stdout.index("{"):])
     assert body["updates"] == 1 and (tmp_path / "rl" / "model" / "model.safetensors").is_file()

@@ -408,10 +408,10 @@ def stop_message(cfg: LearnedRLConfig, stopped_by: str, updates: int, seconds: f
         'stopped at the step cap (50 updates) after 5.0 of 10 minutes'
     """
     if stopped_by == "minutes":
-        msg = f"stopped by the time budget ({cfg.minutes:g} min) after {updates} updates"
+        msg = f"stopped by the time budget ({cfg.minutes:.3g} min) after {updates} updates"
         return msg + (f" of the {cfg.updates} allowed" if cfg.updates is not None else "")
     msg = f"stopped at the step cap ({updates} updates)"
-    return msg + (f" after {seconds / 60:.1f} of {cfg.minutes:g} minutes" if cfg.minutes else "")
+    return msg + (f" after {seconds / 60:.1f} of {cfg.minutes:.3g} minutes" if cfg.minutes else "")
 
 
 def _save(out: Path, net: PolicyNetwork, pcfg: LearnedConfig, optimizer: torch.optim.Optimizer, stream: _TaskStream,
