@@ -104,7 +104,7 @@ def _reward_config(collapse_penalty: float | None) -> Any:
     return RewardConfig() if collapse_penalty is None else RewardConfig(collapse=collapse_penalty)
 
 
-def _learned_rl(s: Settings, tasks: Path, out: Path, minutes: float | None, seed: int, init: str, epochs: int,
+def _learned_rl(s: Settings, tasks: Path, out: Path, minutes: float | None, seed: int, init: str, epochs: int | None,
                 collapse_penalty: float | None, steps: int | None, questions: int | None, generations: int | None,
                 lr: float | None, limit: int | None, heldout_tasks: Path | None, as_json: bool) -> None:
     """``sieve train rl --policy learned``: warm start + GRPO of the small policy network (CPU)."""
@@ -114,10 +114,10 @@ def _learned_rl(s: Settings, tasks: Path, out: Path, minutes: float | None, seed
     index = _open_index(s)
     from sieve.train.learned import LearnedRLConfig, run_learned_rl
 
-    cfg = LearnedRLConfig(tasks=tasks, out=out, init=init, updates=steps, minutes=minutes, epochs=epochs, limit=limit,
+    cfg = LearnedRLConfig(tasks=tasks, out=out, init=init, updates=steps, minutes=minutes, limit=limit,
                           seed=seed, reward=_reward_config(collapse_penalty), heldout_tasks=heldout_tasks,
                           command="sieve " + shlex.join(sys.argv[1:]),
-                          **_given(tasks_per_update=questions, group=generations, lr=lr))
+                          **_given(tasks_per_update=questions, group=generations, lr=lr, epochs=epochs))
     result = run_learned_rl(index, cfg, progress=not as_json)
     if as_json:
         print_json(result)
@@ -254,7 +254,8 @@ def register(app: typer.Typer) -> None:
         init: str = typer.Option("default", "--init", help="Where training starts. learned: 'default' (the shipped "
                                  "checkpoint), 'none' (a fresh network, warm-started on the heuristic) or a checkpoint "
                                  "folder; llm: 'default' (SmolLM2-135M) or an HF folder (e.g. runs/sft/model)."),
-        epochs: int = typer.Option(4, "--epochs", help="learned: optimiser steps per batch of rollouts."),
+        epochs: Optional[int] = typer.Option(None, "--epochs", help="learned: optimiser steps per batch of rollouts "
+                                             "(default 4)."),
         heldout_tasks: Optional[Path] = typer.Option(None, "--heldout-tasks", help="learned: tasks for the greedy "
                                                      "held-apart checks (default: 15% of --tasks, not trained on)."),
         collapse_penalty: Optional[float] = typer.Option(None, "--collapse-penalty",
