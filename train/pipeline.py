@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from sieve.errors import InvalidInput
 from sieve.train.config import EpisodeConfig, split_tasks
+from sieve.train.verdict import SetComparison, Verdict, VerdictConfig, decide, fmt_diff
 
 if TYPE_CHECKING:
     from sieve.retriever.config import RetrieverConfig
@@ -35,18 +36,27 @@ class PipelineConfig:
     out: Path = field(default=Path("runs/train"), metadata={"help": "Run folder."})
     route: Literal["learned", "llm"] = field(default="learned", metadata={
         "help": "learned: the small policy network by GRPO (CPU); llm: SFT + GRPO of a language model (GPU)."})
-    n_tasks: int = field(default=60, metadata={"help": "Tasks to synthesize."})
+    n: int = field(default=60, metadata={"help": "Tasks to synthesize."})
     generator: Literal["auto", "heuristic", "claims"] = field(default="auto", metadata={
         "help": "Task writer: heuristic (multi-hop templates), claims (single-hop claims from finding sentences) "
                 "or auto (templates first; claims fill up what they leave, e.g. on scientific abstracts)."})
-    rl_minutes: float | None = field(default=None, metadata={"help": "learned: wall-clock budget of the RL stage."})
+    minutes: float | None = field(default=None, metadata={
+        "help": "Wall-clock budget of the whole run (learned route): training gets what indexing, synthesis and "
+                "the checks leave, and no step cap ends it early unless `steps` is set."})
+    steps: int | None = field(default=None, metadata={
+        "help": "Most GRPO updates (unset: the RL config's default, or no cap with `minutes`)."})
+    init: str = field(default="default", metadata={
+        "help": "Where training starts. learned: 'default' (the shipped checkpoint), 'none' (a fresh network) or a "
+                "checkpoint folder; llm: 'default' (SmolLM2-135M) or an HF model folder."})
     eval_tasks: Path | None = field(default=None, metadata={
-        "help": "Labelled questions of this corpus to report on as well (never trained on)."})
+        "help": "Labelled questions of this corpus to report on as well (never trained on); they decide the verdict."})
     holdout: float = field(default=0.25, metadata={"help": "Share of tasks held out for the report."})
-    rl_steps: int | None = field(default=None, metadata={"help": "GRPO updates (learned: 200; llm: 10)."})
     sft_epochs: float = field(default=1.0, metadata={"help": "SFT epochs."})
-    model_path: str | None = field(default=None, metadata={"help": "Student (default SmolLM2-135M)."})
+    llm_steps: int = field(default=10, metadata={
+        "help": "llm route: GRPO steps when neither `steps` nor `minutes` is set (CPU smoke size; raise on a GPU)."})
     seed: int = field(default=0, metadata={"help": "Synthesis and split seed."})
+    verdict: VerdictConfig = field(default_factory=VerdictConfig, metadata={
+        "help": "When the retrained policy counts as better than the shipped one (sieve.train.verdict)."})
     episode: EpisodeConfig = field(default_factory=lambda: EpisodeConfig(
         budget_tokens=1536, max_turns=3, search_k=3, search_tokens=512, max_new_tokens=96, heuristic_queries=2))
 
@@ -54,12 +64,16 @@ class PipelineConfig:
         self.corpus, self.out = Path(self.corpus), Path(self.out)
         if not self.corpus.exists():
             raise InvalidInput(f"Expected --corpus to be an existing file or folder, got {str(self.corpus)!r}")
-        if self.n_tasks < 4:
-            raise InvalidInput(f"Expected n_tasks >= 4 (train and held-out both need tasks), got {self.n_tasks}")
+        if self.n < 4:
+            raise InvalidInput(f"Expected --n >= 4 (train and held-out both need tasks), got {self.n}")
         if self.generator not in ("auto", "heuristic", "claims"):
             raise InvalidInput(f"Expected generator in ('auto', 'heuristic', 'claims'), got {self.generator!r}")
         if self.route not in ("learned", "llm"):
             raise InvalidInput(f"Expected route in ('learned', 'llm'), got {self.route!r}")
+        if self.minutes is not None and self.minutes <= 0:
+            raise InvalidInput(f"Expected --minutes > 0, got {self.minutes}")
+        if self.steps is not None and self.steps < 1:
+            raise InvalidInput(f"Expected --steps >= 1, got {self.steps}")
         if self.eval_tasks is not None and not Path(self.eval_tasks).is_file():
             raise InvalidInput(f"Expected --eval-tasks to be an existing JSONL file, got {str(self.eval_tasks)!r}")
 
@@ -70,6 +84,7 @@ def _write(path: Path, tasks: list[dict[str, Any]]) -> Path:
 
 
 def run_pipeline(cfg: PipelineConfig, retriever_config: RetrieverConfig, *, progress: bool = True) -> dict[str, Any]:
+    """Index, synthesize, train, compare with the shipped default; writes ``summary.json`` and ``report.md``."""
     from sieve.retriever import CorpusIndex
     from sieve.eval.data import read_tasks
     from sieve.train.synth import SynthConfig, no_tasks_message, synthesize
@@ -83,13 +98,13 @@ def run_pipeline(cfg: PipelineConfig, retriever_config: RetrieverConfig, *, prog
     t_synth = time.perf_counter()
     writers = ("heuristic", "claims") if cfg.generator == "auto" else (cfg.generator,)
     for generator in writers:
-        synth = synthesize(index, cfg.out / "tasks.jsonl", SynthConfig(n=cfg.n_tasks, seed=cfg.seed,
+        synth = synthesize(index, cfg.out / "tasks.jsonl", SynthConfig(n=cfg.n, seed=cfg.seed,
                                                                        generator=generator), progress=progress)
-        if synth.written + synth.existing >= cfg.n_tasks:
+        if synth.written + synth.existing >= cfg.n:
             break
         if generator != writers[-1]:
             logger.info("The template writer wrote %d of %d tasks; claims fill up the rest",
-                        synth.written + synth.existing, cfg.n_tasks)
+                        synth.written + synth.existing, cfg.n)
     synth_s = time.perf_counter() - t_synth
     empty = no_tasks_message(synth, writers[-1], str(cfg.corpus))
     if empty:
@@ -99,57 +114,121 @@ def run_pipeline(cfg: PipelineConfig, retriever_config: RetrieverConfig, *, prog
     _write(cfg.out / "train_tasks.jsonl", train_tasks)
     _write(cfg.out / "heldout_tasks.jsonl", held)
     if cfg.route == "learned":
-        result = _learned_route(cfg, index, synth, train_tasks, held, progress)
+        result = _learned_route(cfg, index, synth, train_tasks, held, progress, t0)
     else:
         result = _llm_route(cfg, index, synth, train_tasks, held, progress)
     result["seconds"] = round(time.perf_counter() - t0, 1)
     result["stage_seconds"] = {"index": round(indexed.seconds, 1), "synth": round(synth_s, 1), **result.get(
         "stage_seconds", {})}
     result["config"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()}
-    (cfg.out / "report.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+    result["summary"] = str(cfg.out / "summary.json")
+    (cfg.out / "summary.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
     return result
 
 
+def _rl_minutes(cfg: PipelineConfig, t_pipeline: float, reserve_s: float) -> float | None:
+    """The RL stage's share of ``--minutes``: what indexing and synthesis left, less the final checks' cost."""
+    if cfg.minutes is None:
+        return None
+    left = cfg.minutes * 60 - (time.perf_counter() - t_pipeline) - reserve_s
+    if left < 30:
+        logger.warning("--minutes %g is nearly spent before training (%.0f s left): one update runs", cfg.minutes,
+                       max(left, 0.0))
+    return max(left, 1.0) / 60
+
+
 def _learned_route(cfg: PipelineConfig, index: Any, synth: Any, train_tasks: list[dict[str, Any]],
-                   held: list[dict[str, Any]], progress: bool) -> dict[str, Any]:
-    """GRPO of the learned policy from the shipped checkpoint; report heuristic / shipped / retrained."""
+                   held: list[dict[str, Any]], progress: bool, t_pipeline: float) -> dict[str, Any]:
+    """GRPO of the learned policy (from the shipped checkpoint by default); report heuristic / shipped /
+    retrained, and the verdict: is the retrained policy better than the shipped one?"""
     from sieve.agent.config import AgentConfig
     from sieve.agent.policies.heuristic import HeuristicPolicy
     from sieve.agent.policies.learned import LearnedPolicy
     from sieve.eval.data import read_tasks
     from sieve.train.learned import LearnedRLConfig, run_learned_rl
-    from sieve.train.learned.trainer import policy_check
+    from sieve.train.learned.trainer import mean_scores, policy_scores
 
-    rl_cfg = LearnedRLConfig(tasks=cfg.out / "train_tasks.jsonl", out=cfg.out / "rl", init="default",
-                             updates=cfg.rl_steps or 200, minutes=cfg.rl_minutes, holdout=0.0, seed=cfg.seed)
+    rl_cfg = LearnedRLConfig(tasks=cfg.out / "train_tasks.jsonl", out=cfg.out / "rl", init=cfg.init,
+                             updates=cfg.steps, heldout_tasks=cfg.out / "heldout_tasks.jsonl", seed=cfg.seed)
+    labelled = read_tasks(cfg.eval_tasks) if cfg.eval_tasks is not None else []
+    # Before: the labelled questions under the heuristic and the shipped policy (they do not change with
+    # training); their cost sizes the reserve for the retrained policy's pass after training.
+    t0 = time.perf_counter()
+    before = {name: policy_scores(index, p, labelled, rl_cfg) for name, p in
+              (("heuristic", HeuristicPolicy(AgentConfig(k=rl_cfg.k))), ("shipped", LearnedPolicy.load(None)))} \
+        if labelled else {}
+    rl_cfg.minutes = _rl_minutes(cfg, t_pipeline, (time.perf_counter() - t0) / 2 * 1.2)
     t0 = time.perf_counter()
     rl = run_learned_rl(index, rl_cfg, progress=progress)
     rl_s = time.perf_counter() - t0
-    policies = {"heuristic": HeuristicPolicy(AgentConfig(k=rl_cfg.k)), "learned (shipped)": LearnedPolicy.load(None),
-                "learned (retrained)": LearnedPolicy.load(rl["model_dir"])}
-    sets = {"held-out synthesized tasks": held}
-    if cfg.eval_tasks is not None:
-        sets["labelled questions (--eval-tasks)"] = read_tasks(cfg.eval_tasks)
+    retrained = LearnedPolicy.load(rl["model_dir"])
     t0 = time.perf_counter()
-    evals = {s: {name: policy_check(index, p, tasks, rl_cfg) for name, p in policies.items()}
-             for s, tasks in sets.items() if tasks}
+    scores: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    if held:
+        rows = rl.get("heldout_scores") or {}  # the RL run's own checks on these tasks (summary.json agrees)
+        heuristic = rows.get("heuristic") or policy_scores(index, HeuristicPolicy(AgentConfig(k=rl_cfg.k)), held,
+                                                           rl_cfg)
+        shipped = rows.get("start") if cfg.init == "default" else None
+        scores[HELD] = {"heuristic": heuristic,
+                        "shipped": shipped or policy_scores(index, LearnedPolicy.load(None), held, rl_cfg),
+                        "retrained": rows.get("end") or policy_scores(index, retrained, held, rl_cfg)}
+    if labelled:
+        scores[LABELLED] = {**before, "retrained": policy_scores(index, retrained, labelled, rl_cfg)}
     eval_s = time.perf_counter() - t0
+    comparisons = [SetComparison.of(name, rows["shipped"], rows["retrained"], cfg.verdict)
+                   for name, rows in scores.items()]
+    verdict = decide(comparisons, LABELLED if labelled else HELD, cfg.verdict, rl_cfg.k)
+    evals = {name: {POLICY_NAMES[p]: mean_scores(r) for p, r in rows.items()} for name, rows in scores.items()}
+    result: dict[str, Any] = {
+        "model_dir": rl["model_dir"], "policy_path": rl["model_dir"] if verdict.better else None,
+        "verdict": verdict.to_dict(), "evals": evals, "synth": synth.to_dict(),
+        "n_tasks": synth.written + synth.existing, "n_train": len(train_tasks), "n_heldout": len(held),
+        "n_eval_tasks": len(labelled),
+        "rl": {k: v for k, v in rl.items() if k not in ("curve_first_window", "curve_last_window", "heldout_scores")},
+        "stage_seconds": {"rl": round(rl_s, 1), "eval": round(eval_s, 1)}}
+    report = cfg.out / "report.md"
+    report.write_text(learned_report(cfg, result, verdict, rl_cfg.k), encoding="utf-8")
+    result["report"] = str(report)
+    return result
+
+
+HELD = "held-apart synthesized tasks"
+LABELLED = "labelled questions (--eval-tasks)"
+POLICY_NAMES = {"heuristic": "heuristic", "shipped": "learned (shipped)", "retrained": "learned (retrained)"}
+
+
+def learned_report(cfg: PipelineConfig, result: dict[str, Any], verdict: Verdict, k: int) -> str:
+    """``report.md`` of the learned route, from the same ``result`` that ``summary.json`` holds."""
+    rl = result["rl"]
+    start = {"default": "the shipped checkpoint", "none": "a fresh network"}.get(cfg.init, f"`{cfg.init}`")
     lines = [f"# sieve train all: {cfg.corpus}", "",
-             f"{synth.written + synth.existing} synthesized tasks ({len(train_tasks)} train, {len(held)} held out); "
-             f"{rl['updates']} GRPO updates of the learned policy from the shipped checkpoint in "
-             f"{rl['rl_seconds'] / 60:.1f} min (curves: `rl/curve.md`, `rl/curve.png`).", ""]
-    for s, rows in evals.items():
-        lines += [f"## {s}", "", f"| policy | tasks | recall@{rl_cfg.k} | all-gold@{rl_cfg.k} | traj recall | "
+             f"{result['n_tasks']} synthesized tasks ({result['n_train']} train, {result['n_heldout']} held out); "
+             f"{rl['updates']} GRPO updates of the learned policy from {start} in {rl['rl_seconds'] / 60:.1f} min, "
+             f"{rl.get('stop', '')} (curves: `rl/curve.md`, `rl/curve.png`).", ""]
+    screen = rl.get("screen")
+    if screen:
+        lines += [f"Screen: the start policy already solves {screen['solved']} of {screen['tasks']} training tasks; "
+                  f"trained on {screen['kept']} ({screen['kept_unsolved']} unsolved + {screen['kept_solved']} solved, "
+                  "kept against forgetting).", ""]
+    lines += ["## Verdict", "", verdict.headline(), "", "Why:", "", *[f"- {r}" for r in verdict.reasons], "",
+              f"Rule: {verdict.rule}.", "",
+              "| set | tasks | recall@k shipped -> retrained | reward shipped -> retrained | solved by the shipped policy |",
+              "|---|---:|---|---|---:|"]
+    lines += [f"| {c.name} | {c.n} | {fmt_diff(c.recall)} | {fmt_diff(c.reward)} | {c.solved_by_shipped} |"
+              for c in verdict.sets]
+    lines.append("")
+    for s, rows in result["evals"].items():
+        lines += [f"## {s}", "", f"| policy | tasks | recall@{k} | all-gold@{k} | traj recall | "
                   "searches/ep | reward |", "|---|---:|---:|---:|---:|---:|---:|"]
         lines += [f"| {name} | {r['n']} | {r['recall']:.3f} | {r['all_gold']:.3f} | {r['traj_recall']:.3f} | "
                   f"{r['searches']:.2f} | {r['reward']:.3f} |" for name, r in rows.items()]
         lines.append("")
-    lines += [f"Policy: `{rl['model_dir']}` (`sieve search ... --policy learned --policy-path {rl['model_dir']}`).", ""]
-    report = cfg.out / "report.md"
-    report.write_text("\n".join(lines), encoding="utf-8")
-    return {"model_dir": rl["model_dir"], "report": str(report), "evals": evals, "synth": synth.to_dict(),
-            "rl": {k: v for k, v in rl.items() if k not in ("curve_first_window", "curve_last_window")},
-            "stage_seconds": {"rl": round(rl_s, 1), "eval": round(eval_s, 1)}}
+    if verdict.better:
+        lines += [f"Use it: `sieve search ... --policy learned --policy-path {result['model_dir']}`.", ""]
+    else:
+        lines += [f"Keep the shipped default (no `--policy-path`); the retrained checkpoint stays in "
+                  f"`{result['model_dir']}` for inspection.", ""]
+    return "\n".join(lines)
 
 
 def _llm_route(cfg: PipelineConfig, index: Any, synth: Any, train_tasks: list[dict[str, Any]],
@@ -160,11 +239,14 @@ def _llm_route(cfg: PipelineConfig, index: Any, synth: Any, train_tasks: list[di
     from sieve.train.rl import RLConfig, run_rl
     from sieve.train.sft import WarmStartConfig, run_sft
 
-    sft = run_sft(index, WarmStartConfig(tasks=cfg.out / "train_tasks.jsonl", out=cfg.out / "sft",
-                                         model_path=cfg.model_path, holdout=0.0, epochs=cfg.sft_epochs,
-                                         check_before=False, episode=cfg.episode, seed=cfg.seed), progress=progress)
+    student = None if cfg.init == "default" else cfg.init
+    sft = run_sft(index, WarmStartConfig(tasks=cfg.out / "train_tasks.jsonl", out=cfg.out / "sft", model_path=student,
+                                         holdout=0.0, epochs=cfg.sft_epochs, check_before=False, episode=cfg.episode,
+                                         seed=cfg.seed), progress=progress)
+    steps = cfg.steps if cfg.steps is not None else (None if cfg.minutes else cfg.llm_steps)
     rl = run_rl(index, RLConfig(tasks=cfg.out / "train_tasks.jsonl", out=cfg.out / "rl", model_path=sft["model_dir"],
-                                max_steps=cfg.rl_steps or 10, episode=cfg.episode, seed=cfg.seed), progress=progress)
+                                max_steps=steps, minutes=cfg.minutes, episode=cfg.episode, seed=cfg.seed),
+                progress=progress)
     evals: dict[str, dict[str, Any]] = {}
     evals["heuristic"] = run_heldout(index, held, cfg.episode, policy="heuristic", progress=progress)[0].to_dict()
     for name, path in (("sft", sft["model_dir"]), ("sft+rl", rl["model_dir"])):
@@ -181,4 +263,4 @@ def _llm_route(cfg: PipelineConfig, index: Any, synth: Any, train_tasks: list[di
             "sft_model": sft["model_dir"], "rl_steps": rl["steps"]}
 
 
-__all__ = ["PipelineConfig", "run_pipeline"]
+__all__ = ["PipelineConfig", "learned_report", "run_pipeline"]

@@ -28,13 +28,22 @@ logger = logging.getLogger(__name__)
 
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")
 
+DEFAULT_STEPS = 100
+"""GRPO steps of a run given neither ``max_steps`` nor ``minutes``."""
+
+_NO_CAP = 1_000_000  # TRL needs a step count; under a time budget alone, the budget ends the run first
+
 
 @dataclass
 class RLConfig:
     tasks: Path = field(default=Path("tasks.jsonl"), metadata={"help": "Tasks JSONL."})
     out: Path = field(default=Path("runs/rl"), metadata={"help": "Output folder; the model goes to OUT/model."})
     model_path: str | None = field(default=None, metadata={"help": "Start policy HF folder (e.g. runs/sft/model)."})
-    max_steps: int = field(default=100, metadata={"help": "Optimizer steps (one generation batch each)."})
+    max_steps: int | None = field(default=None, metadata={
+        "help": f"Most optimizer steps (one generation batch each); unset: {DEFAULT_STEPS}, or no cap when `minutes` "
+                "is set (the time budget ends the run)."})
+    minutes: float | None = field(default=None, metadata={
+        "help": "Wall-clock budget of training; rewards anneal over it, and it stops when spent (the model is saved)."})
     questions_per_step: int = field(default=2, metadata={"help": "Questions per step (Context-1: 128)."})
     num_generations: int = field(default=4, metadata={"help": "Rollouts per question, the GRPO group (Context-1: 8)."})
     micro_batches: int = field(default=1, metadata={
@@ -71,7 +80,9 @@ class RLConfig:
             raise InvalidInput(f"Expected loss_type in {LOSS_TYPES}, got {self.loss_type!r}")
         if self.num_generations < 2:
             raise InvalidInput(f"Expected num_generations >= 2 (GRPO needs a group), got {self.num_generations}")
-        if self.max_steps < 1 or self.questions_per_step < 1 or self.micro_batches < 1:
+        if self.minutes is not None and self.minutes <= 0:
+            raise InvalidInput(f"Expected minutes > 0, got {self.minutes}")
+        if self.step_cap < 1 or self.questions_per_step < 1 or self.micro_batches < 1:
             raise InvalidInput(f"Expected max_steps, questions_per_step, micro_batches >= 1, got "
                              f"{self.max_steps}, {self.questions_per_step}, {self.micro_batches}")
         if (self.questions_per_step * self.num_generations) % self.micro_batches:
@@ -81,6 +92,14 @@ class RLConfig:
             raise InvalidInput(f"Expected scale_rewards in ('group', 'batch', 'none'), got {self.scale_rewards!r}")
         if self.vllm_mode not in ("colocate", "server"):
             raise InvalidInput(f"Expected vllm_mode in ('colocate', 'server'), got {self.vllm_mode!r}")
+
+    @property
+    def step_cap(self) -> int:
+        """The step count TRL runs to: ``max_steps`` if given, effectively none under a time budget alone,
+        else :data:`DEFAULT_STEPS`."""
+        if self.max_steps is not None:
+            return self.max_steps
+        return _NO_CAP if self.minutes else DEFAULT_STEPS
 
 
 def task_rows(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -113,7 +132,7 @@ def grpo_args(cfg: RLConfig, num_processes: int = 1, reward_weights: list[float]
         if cfg.vllm_server_base_url:
             kwargs["vllm_server_base_url"] = cfg.vllm_server_base_url
     return GRPOConfig(
-        output_dir=str(cfg.out / "trainer"), max_steps=cfg.max_steps, learning_rate=cfg.learning_rate,
+        output_dir=str(cfg.out / "trainer"), max_steps=cfg.step_cap, learning_rate=cfg.learning_rate,
         per_device_train_batch_size=per_device, gradient_accumulation_steps=cfg.micro_batches,
         steps_per_generation=cfg.micro_batches, num_generations=cfg.num_generations, num_iterations=1,
         loss_type=cfg.loss_type, beta=cfg.beta, epsilon_high=eps_high, temperature=cfg.temperature,
@@ -126,18 +145,29 @@ def grpo_args(cfg: RLConfig, num_processes: int = 1, reward_weights: list[float]
     )
 
 
-def time_limit_callback(max_seconds: float) -> Any:
-    """Stops training cleanly (the model is still saved) once ``max_seconds`` of wall time have passed."""
+def time_limit_callback(max_seconds: float, *, anneal: bool = False) -> Any:
+    """Stops training cleanly (the model is still saved) once ``max_seconds`` of wall time have passed.
+
+    With ``anneal`` (a time budget and no step cap), ``state.max_steps`` (what the reward's annealing
+    reads as the end of training) is kept at the step the budget is projected to end at, from the
+    steps' pace so far, so the schedule spans the budget rather than a cap that is never reached.
+    ``stopped_by`` says afterwards whether the time limit ended the run.
+    """
     from transformers import TrainerCallback
 
     class _TimeLimit(TrainerCallback):
         def __init__(self) -> None:
             self.t0 = time.perf_counter()
+            self.stopped_by_time = False
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            if time.perf_counter() - self.t0 > max_seconds:
+            elapsed = time.perf_counter() - self.t0
+            if elapsed > max_seconds:
                 logger.info("Time limit of %.0f s reached at step %d; stopping", max_seconds, state.global_step)
                 control.should_training_stop = True
+                self.stopped_by_time = True
+            elif anneal and state.global_step > 0:
+                state.max_steps = max(state.global_step + 1, round(state.global_step * max_seconds / elapsed))
 
     return _TimeLimit()
 
@@ -187,7 +217,7 @@ def build_trainer(index: CorpusIndex, cfg: RLConfig, tasks: list[dict[str, Any]]
         model, tokenizer, _ = load_student(cfg.model_path, cfg.bf16, index.config.models_dir)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    epochs = max(1, math.ceil(cfg.max_steps * cfg.questions_per_step / max(1, len(tasks))))
+    epochs = max(1, math.ceil(cfg.step_cap * cfg.questions_per_step / max(1, len(tasks))))
     reward_cfg = replace(cfg.reward, beta_epochs=min(cfg.reward.beta_epochs, epochs))
     reward_funcs = [get_episode_reward(reward_cfg), *(extra_reward_funcs or [])]
     weights = check_reward_weights(reward_funcs, reward_weights)
@@ -216,9 +246,10 @@ def run_rl(index: CorpusIndex, cfg: RLConfig, *, progress: bool = True, model: A
     t0 = time.perf_counter()
     tasks = read_tasks(cfg.tasks, cfg.limit)
     train_tasks, held = split_tasks(tasks, cfg.holdout, cfg.seed) if cfg.holdout > 0 else (tasks, [])
+    timer = time_limit_callback(cfg.minutes * 60, anneal=cfg.max_steps is None) if cfg.minutes else None
     trainer = build_trainer(index, cfg, train_tasks, model=model, tokenizer=tokenizer,
                             extra_reward_funcs=extra_reward_funcs, reward_weights=reward_weights,
-                            callbacks=callbacks)
+                            callbacks=[*(callbacks or []), *([timer] if timer else [])])
     trainer.train()
     model_dir = save_merged(trainer.accelerator.unwrap_model(trainer.model), trainer.processing_class,
                             cfg.out / "model")
@@ -227,6 +258,7 @@ def run_rl(index: CorpusIndex, cfg: RLConfig, *, progress: bool = True, model: A
         "model_dir": str(model_dir), "steps": trainer.state.global_step, "log": str(cfg.out / "rl_curve.jsonl"),
         "reward_first": hist[0]["reward/total"] if hist else float("nan"),
         "reward_last": hist[-1]["reward/total"] if hist else float("nan"),
+        "stopped_by": "minutes" if timer is not None and timer.stopped_by_time else "steps",
         "history": hist, "n_train_tasks": len(train_tasks), "heldout_ids": [t.get("id") for t in held],
         "seconds": round(time.perf_counter() - t0, 1),
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
@@ -235,5 +267,6 @@ def run_rl(index: CorpusIndex, cfg: RLConfig, *, progress: bool = True, model: A
     return result
 
 
-__all__ = ["LOSS_TYPES", "RLConfig", "build_trainer", "curve_callback", "grpo_args", "run_rl", "task_rows",
+__all__ = ["DEFAULT_STEPS", "LOSS_TYPES", "RLConfig", "build_trainer", "curve_callback", "grpo_args", "run_rl",
+           "task_rows",
            "time_limit_callback"]

@@ -49,7 +49,10 @@ class WarmStartConfig:
     teacher_model: str | None = field(default=None, metadata={"help": "openai teacher model name."})
     teacher_model_path: str | None = field(default=None, metadata={"help": "local teacher HF folder."})
     min_recall: float = field(default=0.5, metadata={"help": "Keep episodes with trajectory recall >= this."})
-    epochs: float = field(default=2.0, metadata={"help": "Training epochs."})
+    epochs: float = field(default=2.0, metadata={"help": "Training epochs (unless `steps` is set)."})
+    steps: int | None = field(default=None, metadata={"help": "Optimizer steps instead of `epochs` (unset: epochs)."})
+    minutes: float | None = field(default=None, metadata={
+        "help": "Wall-clock budget of training: it stops when spent (the model is saved), whatever epochs remain."})
     learning_rate: float = field(default=5e-5, metadata={"help": "Peak learning rate."})
     batch_size: int = field(default=1, metadata={"help": "Per-device batch size."})
     grad_accum: int = field(default=4, metadata={"help": "Gradient accumulation steps."})
@@ -73,6 +76,8 @@ class WarmStartConfig:
             raise InvalidInput(f"Expected 0 <= min_recall <= 1, got {self.min_recall}")
         if self.teacher not in ("heuristic", "openai", "local"):
             raise InvalidInput(f"Expected teacher in ('heuristic', 'openai', 'local'), got {self.teacher!r}")
+        if (self.steps is not None and self.steps < 1) or (self.minutes is not None and self.minutes <= 0):
+            raise InvalidInput(f"Expected steps >= 1 and minutes > 0 when set, got {self.steps}, {self.minutes}")
         if self.epochs <= 0 or self.learning_rate <= 0 or self.max_length < 64:
             raise InvalidInput(f"Expected epochs > 0, learning_rate > 0, max_length >= 64, got "
                              f"{self.epochs}, {self.learning_rate}, {self.max_length}")
@@ -202,15 +207,19 @@ def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) 
     peft_config = lora_config(cfg.lora_r) if cfg.lora else None
     cfg.out.mkdir(parents=True, exist_ok=True)
     args = TRLSFTConfig(
-        output_dir=str(cfg.out / "trainer"), num_train_epochs=cfg.epochs, learning_rate=cfg.learning_rate,
+        output_dir=str(cfg.out / "trainer"), num_train_epochs=cfg.epochs, max_steps=cfg.steps or -1,
+        learning_rate=cfg.learning_rate,
         per_device_train_batch_size=cfg.batch_size, gradient_accumulation_steps=cfg.grad_accum,
         lr_scheduler_type="cosine", warmup_steps=0.05, logging_steps=5, save_strategy="no", report_to=[],
         bf16=cfg.bf16, use_cpu=not _has_gpu(), seed=cfg.seed, max_length=None, dataset_num_proc=None,
         disable_tqdm=not progress, activation_checkpointing=cfg.gradient_checkpointing,
     )
     model.train()
+    from sieve.train.rl import time_limit_callback
+
+    timer = time_limit_callback(cfg.minutes * 60) if cfg.minutes else None
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok,
-                         peft_config=peft_config)
+                         peft_config=peft_config, callbacks=[timer] if timer else None)
     train_out = trainer.train()
     model_dir = save_merged(trainer.model, tok, cfg.out / "model")
     from sieve.agent.backends.local import LocalBackend
@@ -222,6 +231,9 @@ def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) 
         "n_tasks": len(tasks), "n_train_tasks": len(train_tasks), "n_kept_episodes": len(kept),
         "teacher_traj_recall": sum(r for _, _, r in episodes) / max(1, len(episodes)),
         "n_train_examples": len(rows), "train_loss": float(train_out.training_loss),
+        "steps": trainer.state.global_step,
+        "stopped_by": ("minutes" if timer is not None and timer.stopped_by_time
+                       else "steps" if cfg.steps else "epochs"),
         "heldout": after.to_dict() if after else {}, "heldout_before": before.to_dict() if before else {},
         "heldout_ids": [t["id"] for t in held], "seconds": round(time.perf_counter() - t0, 1),
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()},

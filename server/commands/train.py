@@ -13,6 +13,7 @@ from sieve.server.commands._common import (
     ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedderOpt, JsonOpt, cli_errors, plural, print_json, settings_from,
 )
 from sieve.train.config import EpisodeConfig
+from sieve.train.pipeline import PipelineConfig
 
 if TYPE_CHECKING:
     from sieve.retriever import CorpusIndex
@@ -33,9 +34,13 @@ def _check_choice(value: str, valid: tuple[str, ...], flag: str) -> str:
     return value
 
 
+def _field(config: type, name: str) -> Any:
+    return next(f for f in fields(config) if f.name == name)
+
+
 def _episode_option(name: str) -> Any:
     """A flag for ``EpisodeConfig.<name>`` with that field's default and help: defined once, for sft and rl."""
-    field = next(f for f in fields(EpisodeConfig) if f.name == name)
+    field = _field(EpisodeConfig, name)
     return typer.Option(field.default, "--" + name.replace("_", "-"), help=field.metadata["help"])
 
 
@@ -48,13 +53,58 @@ SearchKOpt = _episode_option("search_k")
 SearchTokensOpt = _episode_option("search_tokens")
 
 
+# One vocabulary of flags: the same knob has the same name in `train all`, `synth`, `sft` and `rl`
+# (`--n` tasks, `--minutes` of wall clock, `--steps` of the optimiser, `--init` the starting point).
+# Their defaults live in the config dataclasses; an unset flag leaves the config's default in force.
+def _minutes_option(what: str) -> Any:
+    return typer.Option(None, "--minutes", help=f"Wall-clock budget of {what}; it ends the run (the model is "
+                        "saved). With --minutes and no --steps there is no step cap.")
+
+
+def _steps_option(what: str) -> Any:
+    return typer.Option(None, "--steps", help=f"Most {what}; with --minutes too, whichever comes first ends the run "
+                        "(the summary says which).")
+
+
+def _n_option(what: str) -> Any:
+    return typer.Option(None, "--n", help=what)
+
+
+def _old_option(new_flag: str) -> Any:
+    """A hidden, deprecated spelling of ``new_flag`` (still accepted, with a warning)."""
+    return typer.Option(None, hidden=True, help=f"Deprecated: use {new_flag}.")
+
+
+def _renamed(new: Any, old: Any, old_flag: str, new_flag: str) -> Any:
+    """``new``, or ``old`` (with a deprecation warning on stderr) when only the old spelling was given."""
+    if old is None:
+        return new
+    typer.echo(f"Warning: {old_flag} is deprecated; use {new_flag}.", err=True)
+    if new is not None and new != old:
+        raise InvalidInput(f"Expected one of {new_flag} and {old_flag}, got {new_flag} {new} and {old_flag} {old}")
+    return old
+
+
+def _student_init(init: str | None) -> str:
+    """``--init`` of a language model: 'default' (SmolLM2-135M) or a folder; there is no fresh one ('none')."""
+    if init == "none":
+        raise InvalidInput("Expected --init 'default' or an HF model folder for a language model, got 'none' "
+                           "(a fresh network is the learned policy's option)")
+    return init or "default"
+
+
+def _given(**kwargs: Any) -> dict[str, Any]:
+    """The keyword arguments whose value was given (not None): the rest keep the config's defaults."""
+    return {k: v for k, v in kwargs.items() if v is not None}
+
+
 def _reward_config(collapse_penalty: float | None) -> Any:
     from sieve.train.rewards import RewardConfig
 
     return RewardConfig() if collapse_penalty is None else RewardConfig(collapse=collapse_penalty)
 
 
-def _learned_rl(s: Settings, tasks: Path, out: Path, minutes: float | None, seed: int, init: str | None, epochs: int,
+def _learned_rl(s: Settings, tasks: Path, out: Path, minutes: float | None, seed: int, init: str, epochs: int | None,
                 collapse_penalty: float | None, steps: int | None, questions: int | None, generations: int | None,
                 lr: float | None, limit: int | None, heldout_tasks: Path | None, as_json: bool) -> None:
     """``sieve train rl --policy learned``: warm start + GRPO of the small policy network (CPU)."""
@@ -64,10 +114,10 @@ def _learned_rl(s: Settings, tasks: Path, out: Path, minutes: float | None, seed
     index = _open_index(s)
     from sieve.train.learned import LearnedRLConfig, run_learned_rl
 
-    cfg = LearnedRLConfig(tasks=tasks, out=out, init=init, updates=steps or 200, minutes=minutes,
-                          tasks_per_update=questions or 4, group=generations or 8, epochs=epochs, lr=lr or 1e-3,
-                          limit=limit, seed=seed, reward=_reward_config(collapse_penalty), heldout_tasks=heldout_tasks,
-                          command="sieve " + shlex.join(sys.argv[1:]))
+    cfg = LearnedRLConfig(tasks=tasks, out=out, init=init, updates=steps, minutes=minutes, limit=limit,
+                          seed=seed, reward=_reward_config(collapse_penalty), heldout_tasks=heldout_tasks,
+                          command="sieve " + shlex.join(sys.argv[1:]),
+                          **_given(tasks_per_update=questions, group=generations, lr=lr, epochs=epochs))
     result = run_learned_rl(index, cfg, progress=not as_json)
     if as_json:
         print_json(result)
@@ -79,7 +129,11 @@ def _learned_rl(s: Settings, tasks: Path, out: Path, minutes: float | None, seed
     if "heldout_end" in result:
         msg += (f"; held-apart recall@{cfg.k} {result['heldout_start']['recall']:.3f} -> "
                 f"{result['heldout_end']['recall']:.3f}")
-    typer.echo(msg + f"; curves in {out / 'curve.md'}")
+    if "screen" in result:
+        sc = result["screen"]
+        msg += (f"; screen: the start policy solved {sc['solved']} of {sc['tasks']} tasks, trained on {sc['kept']} "
+                f"({sc['kept_unsolved']} unsolved + {sc['kept_solved']} solved)")
+    typer.echo(msg + f"; {result['stop']}; curves in {out / 'curve.md'}")
 
 
 def register(app: typer.Typer) -> None:
@@ -137,14 +191,16 @@ def register(app: typer.Typer) -> None:
         tasks: Path = typer.Option(..., "--tasks", help="Tasks JSONL (from `sieve train synth`)."),
         collection: Optional[str] = CollectionOpt,
         out: Path = typer.Option(Path("runs/sft"), "--out", help="Output folder (merged HF checkpoint in OUT/model)."),
-        model_path: Optional[str] = typer.Option(None, "--model-path", help="Student HF folder (default SmolLM2-135M)."),
+        init: str = typer.Option("default", "--init", help="Student: 'default' (SmolLM2-135M) or an HF folder."),
+        n: Optional[int] = _n_option("Use only the first N tasks."),
+        steps: Optional[int] = _steps_option("optimizer steps (unset: --epochs decide)"),
+        minutes: Optional[float] = _minutes_option("SFT"),
         teacher: str = typer.Option("heuristic", "--teacher", help="heuristic | openai | local (trajectory source)."),
         min_recall: float = typer.Option(0.5, "--min-recall", help="Keep teacher episodes with trajectory recall >= this."),
         epochs: float = typer.Option(2.0, "--epochs", help="SFT epochs."),
         lr: float = typer.Option(5e-5, "--lr", help="Learning rate."),
         max_length: int = typer.Option(2048, "--max-length", help="Longest training sequence (tokens)."),
         holdout: float = typer.Option(0.2, "--holdout", help="Share of tasks held out to measure valid tool calls."),
-        limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N tasks."),
         lora: bool = typer.Option(False, "--lora", help="Train a LoRA adapter (merged into the saved model)."),
         bf16: bool = typer.Option(False, "--bf16", help="bfloat16 autocast (GPUs; CPUs with AVX512-BF16)."),
         base_url: Optional[str] = typer.Option(None, "--base-url", help="openai teacher: endpoint."),
@@ -153,17 +209,22 @@ def register(app: typer.Typer) -> None:
         search_k: int = SearchKOpt, search_tokens: int = SearchTokensOpt,
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
+        model_path: Optional[str] = _old_option("--init"), limit: Optional[int] = _old_option("--n"),
     ) -> None:
         """Warm-start the student on teacher trajectories (TRL SFTTrainer), then measure its valid tool-call rate."""
         from sieve.train.sft import WarmStartConfig, run_sft
 
         _check_choice(teacher, ("heuristic", "openai", "local"), "--teacher")
+        init = _student_init(_renamed(None if init == "default" else init, model_path, "--model-path", "--init"))
+        n = _renamed(n, limit, "--limit", "--n")
         index = _open_index(settings_from(data_dir, chroma_url, embedder, collection=collection))
         episode = EpisodeConfig(budget_tokens=budget_tokens, max_turns=max_turns, max_new_tokens=max_new_tokens,
                                 search_k=search_k, search_tokens=search_tokens)
-        cfg = WarmStartConfig(tasks=tasks, out=out, model_path=model_path, teacher=teacher,  # type: ignore[arg-type]
-                              min_recall=min_recall, epochs=epochs, learning_rate=lr, max_length=max_length,
-                              holdout=holdout, limit=limit, lora=lora, bf16=bf16, teacher_base_url=base_url,
+        cfg = WarmStartConfig(tasks=tasks, out=out, model_path=None if init == "default" else init,
+                              teacher=teacher,  # type: ignore[arg-type]
+                              min_recall=min_recall, epochs=epochs, steps=steps, minutes=minutes, learning_rate=lr,
+                              max_length=max_length, holdout=holdout, limit=n, lora=lora, bf16=bf16,
+                              teacher_base_url=base_url,
                               teacher_model=teacher_model, episode=episode)
         result = run_sft(index, cfg, progress=not as_json)
         if as_json:
@@ -186,17 +247,19 @@ def register(app: typer.Typer) -> None:
         policy: str = typer.Option("learned", "--policy", help="learned (small network, CPU: minutes) | "
                                    "llm (a language model via TRL GRPO; GPU route)."),
         out: Path = typer.Option(Path("runs/rl"), "--out", help="Run folder (checkpoint in OUT/model; a rerun resumes)."),
-        minutes: Optional[float] = typer.Option(None, "--minutes", help="learned: wall-clock budget of RL."),
+        minutes: Optional[float] = _minutes_option("the run (learned: set-up, screen and checks included)"),
+        steps: Optional[int] = _steps_option("updates (unset: learned 200, llm 100; no cap with --minutes)"),
+        n: Optional[int] = _n_option("Use only the first N tasks."),
         seed: int = typer.Option(0, "--seed", help="Seed (task order, sampling, network init)."),
-        init: Optional[str] = typer.Option(None, "--init", help="learned: start checkpoint folder, or 'default' "
-                                           "(the shipped one); none: fresh network warm-started on the heuristic."),
-        epochs: int = typer.Option(4, "--epochs", help="learned: optimiser steps per batch of rollouts."),
+        init: str = typer.Option("default", "--init", help="Where training starts. learned: 'default' (the shipped "
+                                 "checkpoint), 'none' (a fresh network, warm-started on the heuristic) or a checkpoint "
+                                 "folder; llm: 'default' (SmolLM2-135M) or an HF folder (e.g. runs/sft/model)."),
+        epochs: Optional[int] = typer.Option(None, "--epochs", help="learned: optimiser steps per batch of rollouts "
+                                             "(default 4)."),
         heldout_tasks: Optional[Path] = typer.Option(None, "--heldout-tasks", help="learned: tasks for the greedy "
                                                      "held-apart checks (default: 15% of --tasks, not trained on)."),
         collapse_penalty: Optional[float] = typer.Option(None, "--collapse-penalty",
                                                          help="Single-search collapse penalty (default 0.5)."),
-        model_path: Optional[str] = typer.Option(None, "--model-path", help="llm: start policy (e.g. runs/sft/model)."),
-        steps: Optional[int] = typer.Option(None, "--steps", help="Updates (learned: 200; llm: 100 GRPO steps)."),
         questions_per_step: Optional[int] = typer.Option(None, "--questions", help="Tasks per update "
                                                          "(learned: 4; llm: 2; Context-1: 128)."),
         num_generations: Optional[int] = typer.Option(None, "--num-generations", help="Rollouts per task, the GRPO "
@@ -212,33 +275,40 @@ def register(app: typer.Typer) -> None:
         vllm_url: Optional[str] = typer.Option(None, "--vllm-server-url", help="server mode: http://host:8000."),
         use_vllm: bool = typer.Option(False, "--use-vllm", help="Generate with vLLM (GPU); see train/configs/."),
         vllm_mode: str = typer.Option("colocate", "--vllm-mode", help="colocate | server."),
-        limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N tasks."),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
+        model_path: Optional[str] = _old_option("--init"), limit: Optional[int] = _old_option("--n"),
     ) -> None:
         """GRPO over the Sieve harness: groups of real episodes rewarded on recall (the learned policy by default)."""
         _check_choice(policy, ("learned", "llm"), "--policy")
+        init = _renamed(None if init == "default" else init, model_path, "--model-path", "--init") or "default"
+        if policy == "llm":
+            init = _student_init(None if init == "default" else init)
+        n = _renamed(n, limit, "--limit", "--n")
         s = settings_from(data_dir, chroma_url, embedder, collection=collection)
         if policy == "learned":
             _learned_rl(s, tasks, out, minutes, seed, init, epochs, collapse_penalty, steps, questions_per_step,
-                        num_generations, lr, limit, heldout_tasks, as_json)
+                        num_generations, lr, n, heldout_tasks, as_json)
             return
         from sieve.train.rl import RLConfig, run_rl
 
         index = _open_index(s)
         episode = EpisodeConfig(budget_tokens=budget_tokens, max_turns=max_turns, max_new_tokens=max_new_tokens,
                                 search_k=search_k, search_tokens=search_tokens)
-        cfg = RLConfig(tasks=tasks, out=out, model_path=model_path, max_steps=steps or 100,
-                       questions_per_step=questions_per_step or 2, num_generations=num_generations or 4,
-                       loss_type=loss_type, beta=beta, learning_rate=lr or 1e-6, episode=episode, lora=lora, bf16=bf16,
+        cfg = RLConfig(tasks=tasks, out=out, model_path=None if init == "default" else init, max_steps=steps,
+                       minutes=minutes, loss_type=loss_type, beta=beta, episode=episode, lora=lora, bf16=bf16,
                        micro_batches=micro_batches, use_vllm=use_vllm, vllm_mode=vllm_mode,
-                       vllm_server_base_url=vllm_url, limit=limit, seed=seed, reward=_reward_config(collapse_penalty))
+                       vllm_server_base_url=vllm_url, limit=n, seed=seed, reward=_reward_config(collapse_penalty),
+                       **_given(questions_per_step=questions_per_step, num_generations=num_generations,
+                                learning_rate=lr))
         result = run_rl(index, cfg, progress=not as_json)
         if as_json:
             print_json(result)
             return
-        typer.echo(f"GRPO {plural(result['steps'], 'step')} -> {result['model_dir']}; mean reward first/last step: "
-                   f"{result['reward_first']:.3f} / {result['reward_last']:.3f}; curve in {result['log']}")
+        stop = "the time budget" if result["stopped_by"] == "minutes" else "the step cap"
+        typer.echo(f"GRPO {plural(result['steps'], 'step')} -> {result['model_dir']} (ended by {stop}); mean reward "
+                   f"first/last step: {result['reward_first']:.3f} / {result['reward_last']:.3f}; curve in "
+                   f"{result['log']}")
 
     @train.command("all")
     @cli_errors
@@ -246,35 +316,56 @@ def register(app: typer.Typer) -> None:
         corpus: Path = typer.Option(..., "--corpus", help="File or folder to index (.jsonl .txt .md .html .pdf)."),
         collection: Optional[str] = CollectionOpt,
         out: Path = typer.Option(Path("runs/train"), "--out", help="Run folder (tasks, sft/, rl/, eval/)."),
-        n_tasks: int = typer.Option(60, "--n-tasks", help="Tasks to synthesize."),
+        n: Optional[int] = _n_option(f"{_field(PipelineConfig, 'n').metadata['help'][:-1]} "
+                                     f"(default {_field(PipelineConfig, 'n').default})."),
         generator: str = typer.Option("auto", "--generator", help="auto (multi-hop templates, then claims for what "
                                       "they leave) | heuristic | claims."),
-        rl_steps: Optional[int] = typer.Option(None, "--rl-steps", help="GRPO updates (learned: 200; --llm: 10)."),
-        rl_minutes: Optional[float] = typer.Option(None, "--rl-minutes", help="learned: wall-clock budget of RL."),
+        minutes: Optional[float] = _minutes_option("the whole run (learned: training gets what indexing, synthesis "
+                                                   "and the checks leave)"),
+        steps: Optional[int] = _steps_option("GRPO updates (unset: learned 200, --llm 10; no cap with --minutes)"),
+        init: str = typer.Option("default", "--init", help="Where training starts. learned: 'default' (the shipped "
+                                 "checkpoint, which the verdict compares against), 'none' (a fresh network) or a "
+                                 "checkpoint folder; --llm: 'default' (SmolLM2-135M) or an HF folder."),
         eval_tasks: Optional[Path] = typer.Option(None, "--eval-tasks", help="Labelled questions of this corpus to "
-                                                  "report on too (never trained on)."),
+                                                  "report on too (never trained on); they decide the verdict."),
         llm: bool = typer.Option(False, "--llm", help="The language-model route (SFT + GRPO; for GPU machines) "
                                  "instead of the learned policy network."),
-        model_path: Optional[str] = typer.Option(None, "--model-path", help="--llm: student HF folder "
-                                                 "(default SmolLM2-135M)."),
         seed: int = typer.Option(0, "--seed", help="Synthesis and training seed."),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
+        n_tasks: Optional[int] = _old_option("--n"), rl_steps: Optional[int] = _old_option("--steps"),
+        rl_minutes: Optional[float] = _old_option("--minutes"), model_path: Optional[str] = _old_option("--init"),
     ) -> None:
-        """Index CORPUS, synthesize tasks, train by RL (learned policy; --llm: SFT + GRPO), report on held-out tasks."""
-        from sieve.train.pipeline import PipelineConfig, run_pipeline
+        """Index CORPUS, synthesize tasks, train by RL (learned policy; --llm: SFT + GRPO), then compare with the
+        shipped default on held-apart tasks (and --eval-tasks): the retrained policy is recommended only if better."""
+        from sieve.train.pipeline import run_pipeline
 
         _check_choice(generator, ("auto", "heuristic", "claims"), "--generator")
+        n = _renamed(n, n_tasks, "--n-tasks", "--n")
+        steps = _renamed(steps, rl_steps, "--rl-steps", "--steps")
+        minutes = _renamed(minutes, rl_minutes, "--rl-minutes", "--minutes")
+        init = _renamed(None if init == "default" else init, model_path, "--model-path", "--init") or "default"
+        if llm:
+            init = _student_init(None if init == "default" else init)
         s = settings_from(data_dir, chroma_url, embedder, collection=collection)
-        cfg = PipelineConfig(corpus=corpus, collection=s.collection, out=out, n_tasks=n_tasks, rl_steps=rl_steps,
+        cfg = PipelineConfig(corpus=corpus, collection=s.collection, out=out,
                              generator=generator,  # type: ignore[arg-type]
-                             model_path=model_path, seed=seed, route="llm" if llm else "learned",
-                             rl_minutes=rl_minutes, eval_tasks=eval_tasks)
+                             init=init, seed=seed, route="llm" if llm else "learned", steps=steps, minutes=minutes,
+                             eval_tasks=eval_tasks, **_given(n=n))
         result = run_pipeline(cfg, s.retriever_config(), progress=not as_json)
         if as_json:
             print_json(result)
             return
-        typer.echo(f"Done: model {result['model_dir']}; report {result['report']}")
+        if "verdict" in result:
+            v = result["verdict"]
+            typer.echo(("Better than the shipped default: " if v["better"] else "Not better than the shipped default "
+                        "(keep it): ") + "; ".join(v["reasons"]))
+            use = result["policy_path"]
+            typer.echo(f"Use: --policy learned --policy-path {use}" if use else
+                       f"Retrained checkpoint kept for inspection: {result['model_dir']}")
+        else:
+            typer.echo(f"Done: model {result['model_dir']}")
+        typer.echo(f"Report: {result['report']}; summary: {result['summary']}")
 
     app.add_typer(train)
 

@@ -90,11 +90,16 @@ def test_imitation_labels_are_valid_choices(batch) -> None:
 def test_learned_rl_run_resumes_and_serves(sample_index, session_data_dir, tmp_path) -> None:
     from sieve.train.learned import LearnedRLConfig, run_learned_rl
 
-    cfg = LearnedRLConfig(tasks="data/sample/tasks.jsonl", out=tmp_path / "run", updates=2, tasks_per_update=1,
-                          group=2, epochs=1, holdout=0.0, save_every=1, table_every=1, limit=4, seed=3,
+    cfg = LearnedRLConfig(tasks="data/sample/tasks.jsonl", out=tmp_path / "run", init="none", updates=2,
+                          tasks_per_update=1, group=2, epochs=1, holdout=0.0, save_every=1, table_every=1, limit=4,
+                          seed=3,
                           imitation=ImitationConfig(rounds=1, episodes=2, epochs=2))
     first = run_learned_rl(sample_index, cfg, progress=False)
     assert first["updates"] == 2 and not first["resumed"] and first["imitation"]["rounds"]
+    assert first["stopped_by"] == "steps" and first["stop"] == "stopped at the step cap (2 updates)"
+    screen = first["screen"]  # the screen keeps every unsolved task and a share of the solved ones (at least 1 task)
+    assert screen["tasks"] == 4 and screen["kept"] == screen["kept_unsolved"] + screen["kept_solved"] >= 1
+    assert screen["kept_unsolved"] == 4 - screen["solved"]
     rows = [json.loads(line) for line in (tmp_path / "run" / "curve.jsonl").read_text().splitlines()]
     assert [r["update"] for r in rows] == [1, 2] and all(r["searches"] >= 1 for r in rows)
     assert (tmp_path / "run" / "curve.png").stat().st_size > 0 and "| 2 |" in (tmp_path / "run" / "curve.md").read_text()
@@ -118,7 +123,7 @@ def test_train_rl_cli_learned(sample_index, session_data_dir, tmp_path) -> None:
     res = CliRunner().invoke(app, ["train", "rl", "--policy", "learned", "-c", "sample", "--data-dir",
                                    str(session_data_dir), "--tasks", "data/sample/tasks.jsonl", "--out",
                                    str(tmp_path / "rl"), "--init", str(start), "--steps", "1", "--questions", "1",
-                                   "--num-generations", "2", "--limit", "3", "--json"])
+                                   "--num-generations", "2", "--n", "3", "--json"])
     assert res.exit_code == 0, res.output
     body = json.loads(res.stdout[res.stdout.index("{"):])
     assert body["updates"] == 1 and (tmp_path / "rl" / "model" / "model.safetensors").is_file()
@@ -161,3 +166,19 @@ def test_rl_checks_judge_the_policys_own_ranking_not_the_floor(sample_index, sam
                               t["gold_ids"], k) for t in tasks) / len(tasks)
     assert floored > own + 0.3  # the floor would have lifted it: the test can tell the two apart
     assert checked["recall"] == pytest.approx(own)
+
+
+def test_train_rl_time_budget_ends_the_run_and_says_so(sample_index, session_data_dir, tmp_path) -> None:
+    base = ["train", "rl", "-c", "sample", "--data-dir", str(session_data_dir), "--tasks", "data/sample/tasks.jsonl",
+            "--n", "3", "--questions", "1", "--num-generations", "2", "--json"]
+    # --minutes alone: no step cap; the budget (set-up included) ends the run, after at least one update.
+    res = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "budget"), "--minutes", "0.01"])
+    assert res.exit_code == 0, res.output
+    body = json.loads(res.stdout[res.stdout.index("{"):])
+    assert body["stopped_by"] == "minutes" and body["updates"] >= 1 and "time budget (0.01 min)" in body["stop"]
+    assert "imitation" not in body  # --init default: the shipped checkpoint, no warm start from scratch
+    # both: the step cap came first, and the summary says so
+    res = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "both"), "--minutes", "30", "--steps", "1"])
+    assert res.exit_code == 0, res.output
+    body = json.loads(res.stdout[res.stdout.index("{"):])
+    assert body["stopped_by"] == "steps" and body["updates"] == 1 and body["stop"].endswith("of 30 minutes")

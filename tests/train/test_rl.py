@@ -60,3 +60,20 @@ def test_grpo_smoke_run_through_the_harness(sample_index, tiny_model_dir, tmp_pa
     config = AgentConfig(local_model=ckpt, max_turns=1, max_new_tokens=8, budget_tokens=1024)
     trace = SearchAgent(sample_index, make_policy("local", config), config).run("Who directed Mirror?")
     assert trace.turns and trace.stop_reason in ("no_tool_call", "finished", "max_turns")
+
+
+@pytest.mark.slow
+def test_grpo_time_budget_alone_ends_the_run(sample_index, tiny_model_dir, tmp_path):
+    """--minutes without --steps: no step cap (TRL runs to a cap it never reaches); the budget ends the run."""
+    from sieve.train.config import EpisodeConfig
+    from sieve.train.rl import DEFAULT_STEPS, RLConfig, run_rl
+
+    cfg = RLConfig(tasks=Path("data/sample/tasks.jsonl"), out=tmp_path / "rl", model_path=str(tiny_model_dir),
+                   minutes=0.01, questions_per_step=1, num_generations=2, limit=2, rollout_workers=2,
+                   episode=EpisodeConfig(budget_tokens=1024, max_turns=1, search_k=2, search_tokens=256,
+                                         max_new_tokens=8))
+    assert cfg.step_cap > DEFAULT_STEPS
+    result = run_rl(sample_index, cfg, progress=False, extra_reward_funcs=[distinct_token_reward],
+                    reward_weights=[1.0, 1.0])
+    assert result["stopped_by"] == "minutes" and 1 <= result["steps"] < DEFAULT_STEPS
+    assert (tmp_path / "rl" / "model" / "config.json").is_file()

@@ -33,18 +33,24 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+DEFAULT_UPDATES = 200
+"""GRPO updates of a run given neither ``updates`` nor ``minutes``."""
+
 
 @dataclass
 class LearnedRLConfig:
     tasks: Path = field(default=Path("tasks.jsonl"), metadata={"help": "Tasks JSONL (e.g. from `sieve train synth`)."})
     out: Path = field(default=Path("runs/learned"), metadata={"help": "Run folder; the checkpoint is OUT/model."})
-    init: str | None = field(default=None, metadata={
-        "help": "Start checkpoint folder, or 'default' for the shipped one; none: a fresh network."})
+    init: str = field(default="default", metadata={
+        "help": "Start: 'default' (the shipped checkpoint), 'none' (a fresh network), or a checkpoint folder."})
     warm_start: bool = field(default=True, metadata={
-        "help": "Fresh networks first imitate the heuristic (ignored with --init)."})
-    updates: int = field(default=200, metadata={"help": "GRPO updates (one batch of B tasks x G rollouts each)."})
+        "help": "A fresh network (init 'none') first imitates the heuristic."})
+    updates: int | None = field(default=None, metadata={
+        "help": f"Most GRPO updates (one batch of B tasks x G rollouts each); unset: {DEFAULT_UPDATES}, or no cap "
+                "when `minutes` is set (the time budget ends the run)."})
     minutes: float | None = field(default=None, metadata={
-        "help": "Wall-clock budget of the RL stage; rewards anneal over it, and it stops when spent."})
+        "help": "Wall-clock budget of the run (set-up, screen and checks included); the updates get what those "
+                "leave, rewards anneal over it, and the run stops when it is spent."})
     tasks_per_update: int = field(default=4, metadata={"help": "Tasks per update (B)."})
     group: int = field(default=8, metadata={"help": "Rollouts per task, the GRPO group (G)."})
     epochs: int = field(default=4, metadata={"help": "Optimiser steps per batch (clipped ratios keep them close)."})
@@ -54,8 +60,12 @@ class LearnedRLConfig:
     temperature: float = field(default=1.5, metadata={
         "help": "Rollout sampling temperature (logits / T; the ratios use the same T). Serving is greedy."})
     skip_solved: float = field(default=0.75, metadata={
-        "help": "Chance of skipping a task whose last group all found every gold document (no signal); "
-                "before RL, one greedy episode per task marks the ones the start policy already solves."})
+        "help": "Chance of skipping a task whose last group all found every gold document (no signal)."})
+    screen: bool = field(default=True, metadata={
+        "help": "Before RL, one greedy episode per task: train on the tasks the start policy does not solve "
+                "(every gold document in its top k), plus `keep_solved` of the solved ones."})
+    keep_solved: float = field(default=0.1, metadata={
+        "help": "Share of the screened-solved tasks kept in training (against forgetting what they teach)."})
     max_grad_norm: float = field(default=1.0, metadata={"help": "Gradient-norm clip."})
     k: int = field(default=10, metadata={"help": "Returned evidence per episode (what F-beta scores)."})
     budget_tokens: int = field(default=8192, metadata={"help": "Episode context budget (as served)."})
@@ -75,9 +85,10 @@ class LearnedRLConfig:
     def __post_init__(self) -> None:
         self.tasks, self.out = Path(self.tasks), Path(self.out)
         self.heldout_tasks = Path(self.heldout_tasks) if self.heldout_tasks is not None else None
+        self.init = "none" if self.init is None else str(self.init)
         if self.group < 2:
             raise InvalidInput(f"Expected num_generations >= 2 (GRPO needs a group), got {self.group}")
-        if self.updates < 1 or self.tasks_per_update < 1 or self.epochs < 1:
+        if (self.updates is not None and self.updates < 1) or self.tasks_per_update < 1 or self.epochs < 1:
             raise InvalidInput(f"Expected updates, tasks_per_update, epochs >= 1, got "
                              f"{self.updates}, {self.tasks_per_update}, {self.epochs}")
         if self.minutes is not None and self.minutes <= 0:
@@ -87,6 +98,20 @@ class LearnedRLConfig:
                                f"{self.skip_solved}")
         if not 0 < self.clip < 1 or self.lr <= 0:
             raise InvalidInput(f"Expected 0 < clip < 1 and lr > 0, got {self.clip}, {self.lr}")
+        if not 0 <= self.keep_solved <= 1:
+            raise InvalidInput(f"Expected 0 <= keep_solved <= 1, got {self.keep_solved}")
+
+    @property
+    def update_cap(self) -> int | None:
+        """The step cap in force: ``updates`` if given, none under a time budget, else :data:`DEFAULT_UPDATES`."""
+        if self.updates is not None:
+            return self.updates
+        return None if self.minutes else DEFAULT_UPDATES
+
+    @property
+    def fresh(self) -> bool:
+        """Whether the run starts from a fresh network (``init`` 'none')."""
+        return self.init == "none"
 
 
 class _TaskStream:
@@ -145,9 +170,16 @@ def _agent(index: Any, policy: Any, cfg: LearnedRLConfig) -> Any:
     return SearchAgent(index, policy, config)
 
 
-def policy_check(index: Any, policy: Any, tasks: list[dict[str, Any]], rl: LearnedRLConfig,
-                 progress: float = 1.0) -> dict[str, float]:
-    """A policy as served (greedy) on ``tasks``: recall, all-gold, reward (converged weights), searches."""
+_SCORES = ("reward", "recall", "all_gold", "traj_recall", "searches")
+
+
+def policy_scores(index: Any, policy: Any, tasks: list[dict[str, Any]], rl: LearnedRLConfig,
+                  progress: float = 1.0) -> list[dict[str, Any]]:
+    """A policy as served (greedy) on each of ``tasks``: one row per task (``id`` and :data:`_SCORES`).
+
+    The rows pair task by task between two policies, which is what a before/after verdict needs
+    (:mod:`sieve.train.verdict`); :func:`policy_check` averages them.
+    """
     from sieve.eval.metrics import all_found_at_k, recall_at_k
     from sieve.train.rewards import Gold, score_episode
 
@@ -157,11 +189,30 @@ def policy_check(index: Any, policy: Any, tasks: list[dict[str, Any]], rl: Learn
         trace = agent.run(t["question"])
         gold = Gold.from_task(t)
         br = score_episode(trace, gold, rl.reward, progress)
-        rows.append((br.total, recall_at_k(trace.returned_doc_ids, gold.doc_ids, rl.k),
-                     all_found_at_k(trace.returned_doc_ids, gold.doc_ids, rl.k), br.traj_recall, br.n_searches))
+        rows.append({"id": _task_id(t), "reward": br.total,
+                     "recall": recall_at_k(trace.returned_doc_ids, gold.doc_ids, rl.k),
+                     "all_gold": all_found_at_k(trace.returned_doc_ids, gold.doc_ids, rl.k),
+                     "traj_recall": br.traj_recall, "searches": float(br.n_searches)})
+    return rows
+
+
+def mean_scores(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """The mean of each of :data:`_SCORES` over per-task rows, and ``n``.
+
+    Example:
+        >>> rows = [{"reward": 1.0, "recall": 1.0, "all_gold": 1.0, "traj_recall": 1.0, "searches": 2.0},
+        ...         {"reward": 0.0, "recall": 0.5, "all_gold": 0.0, "traj_recall": 0.5, "searches": 1.0}]
+        >>> mean_scores(rows)["recall"], mean_scores(rows)["n"]
+        (0.75, 2)
+    """
     n = max(1, len(rows))
-    return {name: sum(r[i] for r in rows) / n for i, name in
-            enumerate(("reward", "recall", "all_gold", "traj_recall", "searches"))} | {"n": len(rows)}
+    return {name: sum(r[name] for r in rows) / n for name in _SCORES} | {"n": len(rows)}
+
+
+def policy_check(index: Any, policy: Any, tasks: list[dict[str, Any]], rl: LearnedRLConfig,
+                 progress: float = 1.0) -> dict[str, float]:
+    """A policy as served (greedy) on ``tasks``: recall, all-gold, reward (converged weights), searches."""
+    return mean_scores(policy_scores(index, policy, tasks, rl, progress))
 
 
 def greedy_check(index: Any, net: PolicyNetwork, config: LearnedConfig, tasks: list[dict[str, Any]],
@@ -183,6 +234,25 @@ def _screen(index: Any, policy: Any, tasks: list[dict[str, Any]], cfg: LearnedRL
         if all_found_at_k(trace.returned_doc_ids, set(t["gold_ids"]), cfg.k) == 1.0:
             solved.add(_task_id(t))
     return solved
+
+
+def keep_after_screen(tasks: list[dict[str, Any]], solved: set[str], keep_solved: float, seed: int,
+                      min_tasks: int = 1) -> list[dict[str, Any]]:
+    """The tasks to train on: every unsolved one, plus a seeded ``keep_solved`` share of the solved ones.
+
+    At least ``min_tasks`` are kept (solved ones fill up when too few are unsolved), in the input order.
+
+    Example:
+        >>> ts = [{"id": str(i), "question": "q"} for i in range(10)]
+        >>> [t["id"] for t in keep_after_screen(ts, {str(i) for i in range(8)}, 0.25, 0)]
+        ['1', '4', '8', '9']
+    """
+    solved_ids = [_task_id(t) for t in tasks if _task_id(t) in solved]
+    random.Random(seed).shuffle(solved_ids)
+    n_unsolved = len(tasks) - len(solved_ids)
+    n_keep = min(len(solved_ids), max(round(keep_solved * len(solved_ids)), min_tasks - n_unsolved))
+    keep = set(solved_ids[:n_keep])
+    return [t for t in tasks if _task_id(t) not in solved or _task_id(t) in keep]
 
 
 def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool = True) -> dict[str, Any]:
@@ -208,7 +278,7 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
     meta: dict[str, Any] = {}
     if resumed:
         net, pcfg, meta = load_checkpoint(out / "model")
-    elif cfg.init:
+    elif not cfg.fresh:
         net, pcfg, meta = load_checkpoint(default_checkpoint() if cfg.init == "default" else Path(cfg.init))
     else:
         net, pcfg = PolicyNetwork(cfg.policy.hidden), cfg.policy
@@ -224,44 +294,66 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
     if resumed:
         st = torch.load(state_path, weights_only=False)
         optimizer.load_state_dict(st["optimizer"])
-        stream = _TaskStream(train_tasks, cfg.seed, st["epoch"], st["pos"], set(st.get("solved", ())), cfg.skip_solved)
+        kept = set(st["kept"]) if st.get("kept") is not None else None
+        stream = _TaskStream([t for t in train_tasks if kept is None or _task_id(t) in kept], cfg.seed, st["epoch"],
+                             st["pos"], set(st.get("solved", ())), cfg.skip_solved)
         start_update, elapsed_before = st["update"], st["elapsed"]
         summary.update({k: v for k, v in st.get("summary", {}).items() if k != "resumed"})
         logger.info("Resuming %s at update %d", out, start_update)
     else:
         (out / "curve.jsonl").write_text("", encoding="utf-8")
-        if not cfg.init and cfg.warm_start:
+        if cfg.fresh and cfg.warm_start:
             t0 = time.perf_counter()
             summary["imitation"] = warm_start(agent, policy, train_tasks, cfg.imitation, cfg.seed, progress)
             summary["imitation"]["seconds"] = round(time.perf_counter() - t0, 1)
             cached.save()
-        if cfg.skip_solved > 0:
+        if cfg.screen:
             t0 = time.perf_counter()
-            stream.solved = _screen(cached, LearnedPolicy(net, pcfg), train_tasks, cfg, progress)
-            summary["screen"] = {"tasks": len(train_tasks), "solved": len(stream.solved),
+            solved = _screen(cached, LearnedPolicy(net, pcfg), train_tasks, cfg, progress)
+            kept_tasks = keep_after_screen(train_tasks, solved, cfg.keep_solved, cfg.seed, cfg.tasks_per_update)
+            stream = _TaskStream(kept_tasks, cfg.seed, skip_solved=cfg.skip_solved)
+            n_kept_solved = sum(_task_id(t) in solved for t in kept_tasks)
+            summary["screen"] = {"tasks": len(train_tasks), "solved": len(solved), "kept": len(kept_tasks),
+                                 "kept_unsolved": len(kept_tasks) - n_kept_solved, "kept_solved": n_kept_solved,
                                  "seconds": round(time.perf_counter() - t0, 1)}
+            logger.info("Screen: the start policy solves %d of %d training tasks; training on %d (%d unsolved + %d "
+                        "solved)", len(solved), len(train_tasks), len(kept_tasks), len(kept_tasks) - n_kept_solved,
+                        n_kept_solved)
             cached.save()
         if held:
             from sieve.agent.config import AgentConfig
             from sieve.agent.policies.heuristic import HeuristicPolicy
 
-            summary["heldout_heuristic"] = policy_check(cached, HeuristicPolicy(AgentConfig(k=cfg.k)), held, cfg)
-            summary["heldout_start"] = greedy_check(cached, net, pcfg, held, cfg)
+            rows = {"heuristic": policy_scores(cached, HeuristicPolicy(AgentConfig(k=cfg.k)), held, cfg)}
+            t0 = time.perf_counter()
+            rows["start"] = policy_scores(cached, LearnedPolicy(net, pcfg), held, cfg)
+            summary["end_check_seconds"] = round(time.perf_counter() - t0, 1)  # what the end check will cost
+            summary["heldout_heuristic"], summary["heldout_start"] = mean_scores(rows["heuristic"]), mean_scores(
+                rows["start"])
+            summary["heldout_scores"] = rows
+        summary["setup_seconds"] = round(time.perf_counter() - t_start, 1)
         save_checkpoint(out / "warm_start", net, pcfg, {"stage": "start", "init": cfg.init})
         (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
         for name in ("heldout_heuristic", "heldout_start"):
             if name in summary:
                 logger.info("%s: %s", name, {k: round(v, 3) for k, v in summary[name].items()})
-    budget_s = cfg.minutes * 60 if cfg.minutes else None
+    # The time budget covers the whole run: set-up (warm start, screen, first checks) and the final
+    # check come out of it, and the updates get the rest (at least one update runs).
+    budget_s = (max(0.0, cfg.minutes * 60 - summary.get("setup_seconds", 0.0) - summary.get("end_check_seconds", 0.0))
+                if cfg.minutes else None)
     t_rl = time.perf_counter() - elapsed_before
-    bar = tqdm(total=cfg.updates, initial=start_update, desc="GRPO updates", disable=not progress)
+    cap = cfg.update_cap
+    bar = tqdm(total=cap, initial=start_update, desc="GRPO updates", disable=not progress)
     u = start_update
     ep_seed = cfg.seed * 1_000_000_007 + start_update * 10_000
-    while u < cfg.updates:
+    stopped_by = "steps"
+    while cap is None or u < cap:
         elapsed = time.perf_counter() - t_rl
-        if budget_s is not None and elapsed >= budget_s:
+        if budget_s is not None and elapsed >= budget_s and u > start_update:
+            stopped_by = "minutes"
             break
-        prog = min(1.0, elapsed / budget_s) if budget_s else u / cfg.updates
+        prog = (min(1.0, elapsed / budget_s) if budget_s > 0 else 1.0) if budget_s is not None \
+            else u / cap  # type: ignore[operator]
         t0, c0 = time.perf_counter(), time.process_time()
         rollouts = []
         for gi, task in enumerate(stream.take(cfg.tasks_per_update)):
@@ -281,7 +373,7 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
         total_q = cached.hits + cached.misses
         stats.cache_hit_rate = cached.hits / total_q if total_q else 0.0
         u += 1
-        if held and cfg.eval_every and u % cfg.eval_every == 0 and u < cfg.updates:
+        if held and cfg.eval_every and u % cfg.eval_every == 0 and (cap is None or u < cap):
             stats.extra = {f"heldout_{k}": v for k, v in greedy_check(cached, net, pcfg, held, cfg, prog).items()}
         with (out / "curve.jsonl").open("a", encoding="utf-8") as f:
             f.write(json.dumps(stats.to_dict()) + "\n")
@@ -293,8 +385,12 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
     rl_seconds = time.perf_counter() - t_rl
     summary["updates"] = u
     summary["rl_seconds"] = round(rl_seconds, 1)
+    summary["stopped_by"] = stopped_by
+    summary["stop"] = stop_message(cfg, stopped_by, u, rl_seconds)
     if held:
-        summary["heldout_end"] = greedy_check(cached, net, pcfg, held, cfg)
+        end = policy_scores(cached, LearnedPolicy(net, pcfg), held, cfg)
+        summary["heldout_end"] = mean_scores(end)
+        summary.setdefault("heldout_scores", {})["end"] = end
     _save(out, net, pcfg, optimizer, stream, u, rl_seconds, summary, cfg, meta, cached)
     rows = [json.loads(line) for line in (out / "curve.jsonl").read_text(encoding="utf-8").splitlines() if line]
     summary.update(write_curve_outputs(out, rows, cfg.table_every, title=str(cfg.tasks)))
@@ -302,6 +398,20 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
     summary["model_dir"] = str(out / "model")
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     return summary
+
+
+def stop_message(cfg: LearnedRLConfig, stopped_by: str, updates: int, seconds: float) -> str:
+    """What ended the run, in words: the time budget or the step cap (and which, when both were set).
+
+    Example:
+        >>> stop_message(LearnedRLConfig(updates=50, minutes=10), "steps", 50, 300.0)
+        'stopped at the step cap (50 updates) after 5.0 of 10 minutes'
+    """
+    if stopped_by == "minutes":
+        msg = f"stopped by the time budget ({cfg.minutes:.3g} min) after {updates} updates"
+        return msg + (f" of the {cfg.updates} allowed" if cfg.updates is not None else "")
+    msg = f"stopped at the step cap ({updates} updates)"
+    return msg + (f" after {seconds / 60:.1f} of {cfg.minutes:.3g} minutes" if cfg.minutes else "")
 
 
 def _save(out: Path, net: PolicyNetwork, pcfg: LearnedConfig, optimizer: torch.optim.Optimizer, stream: _TaskStream,
@@ -314,10 +424,12 @@ def _save(out: Path, net: PolicyNetwork, pcfg: LearnedConfig, optimizer: torch.o
     save_checkpoint(out / "model", net, pcfg, trained)
     tmp = out / "trainer_state.pt.tmp"
     torch.save({"optimizer": optimizer.state_dict(), "epoch": stream.epoch, "pos": stream.pos,
-                "solved": sorted(stream.solved), "update": update_i,
+                "solved": sorted(stream.solved), "kept": sorted({_task_id(t) for t in stream.tasks}),
+                "update": update_i,
                 "elapsed": elapsed, "summary": summary,
                 "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()}}, tmp)
     tmp.replace(out / "trainer_state.pt")
 
 
-__all__ = ["LearnedRLConfig", "greedy_check", "policy_check", "run_learned_rl"]
+__all__ = ["DEFAULT_UPDATES", "LearnedRLConfig", "greedy_check", "keep_after_screen", "mean_scores", "policy_check",
+           "policy_scores", "run_learned_rl", "stop_message"]

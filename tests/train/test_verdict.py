@@ -1,0 +1,104 @@
+"""The verdict of ``sieve train all``: a retrained policy is recommended only when it beats the shipped one."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from sieve.errors import InvalidInput
+from sieve.train.verdict import PairedDiff, SetComparison, VerdictConfig, decide
+
+CFG = VerdictConfig()
+
+
+def _rows(recalls: list[float], rewards: list[float] | None = None) -> list[dict]:
+    rewards = rewards if rewards is not None else recalls
+    return [{"id": f"t{i}", "recall": r, "reward": w, "all_gold": float(r == 1.0)}
+            for i, (r, w) in enumerate(zip(recalls, rewards))]
+
+
+def _set(name: str, shipped: list[float], retrained: list[float], shipped_reward=None, retrained_reward=None):
+    return SetComparison.of(name, _rows(shipped, shipped_reward), _rows(retrained, retrained_reward), CFG)
+
+
+def test_paired_noise_is_two_standard_errors_of_the_mean_difference() -> None:
+    p = PairedDiff.of([0.0, 0.5, 0.5, 1.0], [0.5, 0.5, 1.0, 1.0], 2.0)
+    d = [0.5, 0.0, 0.5, 0.0]
+    se = math.sqrt(sum((x - 0.25) ** 2 for x in d) / 3 / 4)
+    assert p.diff == pytest.approx(0.25) and p.noise == pytest.approx(2 * se)
+    assert (p.shipped, p.retrained) == (0.5, 0.75)
+    assert PairedDiff.of([1.0], [0.0], 2.0).noise == math.inf  # one task: no noise estimate, never "above" it
+
+
+def test_a_worse_retrained_policy_is_not_recommended() -> None:
+    # The issue's case: recall flat at 1.000, reward down (1.475 -> 1.429): the default stays.
+    held = _set("held-apart synthesized tasks", [1.0] * 24, [1.0] * 24, [1.5, 1.45] * 12, [1.45, 1.41] * 12)
+    v = decide([held], held.name, CFG)
+    assert not v.better
+    assert any("not above the noise" in r for r in v.reasons)
+    assert any("tasks saturated: the shipped policy already solves 24 of 24" in r for r in v.reasons)
+    worse = _set("held", [1.0, 1.0, 0.5, 1.0] * 6, [0.5, 0.5, 0.5, 0.5] * 6)
+    v = decide([worse], "held", CFG)
+    assert not v.better and "is lower" in v.reasons[0]
+    assert "not better than the shipped default: the default stays" in v.headline()
+
+
+def test_a_better_retrained_policy_is_recommended() -> None:
+    better = _set("held", [0.5, 0.5, 1.0, 0.0] * 6, [1.0, 0.5, 1.0, 0.5] * 6)
+    v = decide([better], "held", CFG)
+    assert v.better and v.deciding_set == "held" and "better than the shipped default: recommended" in v.headline()
+    assert not any("saturated" in r or "weak" in r for r in v.reasons)
+
+
+def test_noise_and_the_reward_tie_break() -> None:
+    # One task of 24 gains: within the noise, and the reward did not move either: not better.
+    one = _set("held", [0.5] * 24, [1.0] + [0.5] * 23)
+    assert not decide([one], "held", CFG).better
+    # Recall equal, reward up on every task: the tie-break recommends it.
+    tie = _set("held", [0.5] * 24, [0.5] * 24, [1.0, 1.1] * 12, [1.2, 1.3] * 12)
+    v = decide([tie], "held", CFG)
+    assert v.better and "within the noise; reward" in v.reasons[0]
+    # Recall slightly lower (within the noise): no tie-break, whatever the reward.
+    lower = _set("held", [0.5] * 23 + [1.0], [0.5] * 24, [1.0] * 24, [2.0] * 24)
+    assert not decide([lower], "held", CFG).better
+
+
+def test_the_labelled_questions_decide_and_no_set_may_get_worse() -> None:
+    held_up = _set("held", [0.5, 0.0] * 12, [1.0, 0.5] * 12)
+    real_flat = _set("real", [0.5, 1.0] * 12, [0.5, 1.0] * 12)
+    assert not decide([held_up, real_flat], "real", CFG).better  # synthetic gains alone do not decide
+    real_up = _set("real", [0.5, 0.0] * 12, [1.0, 0.5] * 12)
+    held_down = _set("held", [1.0, 0.5] * 12, [0.5, 0.0] * 12)
+    v = decide([held_down, real_up], "real", CFG)
+    assert not v.better and any("recall@10 on held is lower" in r for r in v.reasons)
+    assert decide([held_up, real_up], "real", CFG).better
+    with pytest.raises(InvalidInput, match="deciding set"):
+        decide([held_up], "real", CFG)
+    with pytest.raises(InvalidInput, match="same tasks"):
+        SetComparison.of("held", _rows([1.0, 1.0]), _rows([1.0]), CFG)
+
+
+def test_few_tasks_are_flagged() -> None:
+    v = decide([_set("held", [0.0, 0.5, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0])], "held", CFG)
+    assert v.better and any("only 4 tasks in held: a weak verdict" in r for r in v.reasons)
+
+
+def test_the_report_recommends_only_a_better_model(tmp_path: Path) -> None:
+    from sieve.train.pipeline import PipelineConfig, learned_report
+
+    cfg = PipelineConfig(corpus=tmp_path, out=tmp_path / "run")
+    scores = {"reward": 1.0, "recall": 0.5, "all_gold": 0.5, "traj_recall": 0.5, "searches": 2.0, "n": 24}
+    result = {"n_tasks": 96, "n_train": 72, "n_heldout": 24, "model_dir": "run/rl/model",
+              "rl": {"updates": 3, "rl_seconds": 60.0, "stop": "stopped by the time budget (1 min) after 3 updates",
+                     "screen": {"tasks": 72, "solved": 60, "kept": 18, "kept_unsolved": 12, "kept_solved": 6}},
+              "evals": {"held": {"learned (shipped)": scores, "learned (retrained)": scores}}}
+    worse = decide([_set("held", [1.0, 0.5] * 12, [0.5, 0.5] * 12)], "held", CFG)
+    text = learned_report(cfg, result, worse, 10)
+    assert "Keep the shipped default" in text and "--policy-path run/rl/model" not in text
+    assert "24 held out" in text and "solves 60 of 72 training tasks; trained on 18 (12 unsolved + 6 solved" in text
+    assert "stopped by the time budget (1 min)" in text and worse.rule in text
+    better = decide([_set("held", [0.5, 0.0] * 12, [1.0, 0.5] * 12)], "held", CFG)
+    text = learned_report(cfg, result, better, 10)
+    assert "--policy-path run/rl/model" in text and "Keep the shipped default" not in text
