@@ -1,11 +1,15 @@
-"""Benchmark: the heuristic policy against single-shot hybrid retrieval at the same returned-set size.
+"""Benchmark: policies and their closing rankers against single-shot hybrid, quality beside latency.
 
-    python -m sieve.eval.bench_policy --data ../shared/eval/2wikimultihopqa --limit 60
+    python -m sieve.eval.bench_policy --data ../shared/eval/hotpotqa --limit 100 \
+        --policies heuristic,learned --floors fusion,interleave,off
 
-Indexes ``corpus.jsonl`` of the data folder into a cached collection (idempotent: a second run
-reuses it), then for each task compares doc-level recall@5/@10 and the all-gold rate of
-hybrid top-k (de-duplicated by document, cut at k) with the agent's returned set. The agent
-never sees gold labels; they are read here only to score.
+Opens the data folder's corpus as ``sieve eval``'s cached collection (indexed on first use), then
+for each task compares doc-level recall@5/@k and the all-gold rate of hybrid top-k
+(de-duplicated by document, cut at k) with each agent's returned set (grouped by document), and
+prints p50 / p95 milliseconds per system: the quality/latency trade-off of each policy and
+closing ranker (``fusion``: the learned fusion model; ``interleave``: the fixed per-document
+interleave; ``off``: the policy's own ranking). The agent never sees gold labels; they are read
+here only to score.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ import argparse
 import dataclasses
 import json
 import logging
-import os
 import sys
 import time
 from pathlib import Path
@@ -40,17 +43,13 @@ def _parse_sets(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
-def open_index(data: Path, data_dir: Path, collection: str | None = None):
-    """The cached collection of ``data/corpus.jsonl`` (indexed on first use)."""
-    from sieve.retriever import CorpusIndex, RetrieverConfig
+def open_index(data: Path, data_dir: Path | None = None):
+    """``sieve eval``'s cached collection of ``data/corpus.jsonl`` (indexed on first use)."""
+    from sieve.eval.data import load_sets, open_eval_index
+    from sieve.settings import load_settings
 
-    cfg = RetrieverConfig(data_dir=data_dir, embed_backend="torch", embed_dtype="bfloat16")
-    name = collection or f"bench-{data.name.replace('_', '-')}"
-    index = CorpusIndex.open(cfg, name, create=True)
-    report = index.index_path(data / "corpus.jsonl", progress=True)
-    if report.chunks_written:
-        logger.info("Indexed %s: %d chunks in %.0fs", name, report.chunks_written, report.seconds)
-    return index
+    sets, maps = load_sets([data])
+    return open_eval_index(sets, maps, load_settings(data_dir=data_dir).retriever_config())
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -58,8 +57,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--data", type=Path, required=True, help="Folder with corpus.jsonl and tasks.jsonl.")
     ap.add_argument("--limit", type=int, default=None, help="First N tasks only.")
     ap.add_argument("--offset", type=int, default=0, help="Skip the first N tasks.")
-    ap.add_argument("--data-dir", type=Path, default=Path(os.path.expanduser("~/.cache/sieve-bench")))
-    ap.add_argument("--collection", default=None)
+    ap.add_argument("--data-dir", type=Path, default=None, help="Data folder (default $SIEVE_DATA_DIR).")
+    ap.add_argument("--policies", default="heuristic,learned", help="Agent policies to time and score.")
+    ap.add_argument("--floors", default="fusion", help="Closing rankers: fusion, interleave, off (comma-separated).")
     ap.add_argument("-k", type=int, default=10, help="Returned-set size (documents).")
     ap.add_argument("--budget", type=int, default=8192)
     ap.add_argument("--rollouts", type=int, default=1)
@@ -71,51 +71,70 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _score(sums: dict[str, float], docs: list[str], seen: list[str], gold: set[str], k: int, searches: int,
+def _score(rows: dict[str, list[float]], docs: list[str], seen: list[str], gold: set[str], k: int, searches: int,
            ms: float) -> None:
-    """Add one task's figures to a system's running sums."""
-    sums["r5"] += _recall(docs, gold, 5)
-    sums["r10"] += _recall(docs, gold, k)
-    sums["all"] += float(gold <= set(docs))
-    sums["seen"] += _recall(seen, gold, len(seen) or 1)
-    sums["searches"] += searches
-    sums["ms"] += ms
+    """Add one task's figures to a system's rows."""
+    rows["r5"].append(_recall(docs, gold, 5))
+    rows["r10"].append(_recall(docs, gold, k))
+    rows["all"].append(float(gold <= set(docs[:k])))
+    rows["seen"].append(_recall(seen, gold, len(seen) or 1))
+    rows["searches"].append(searches)
+    rows["ms"].append(ms)
 
 
-def run(args: argparse.Namespace, tasks: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Per system, the sums over ``tasks`` of recall@5, recall@k, all-gold, seen-recall, searches and ms."""
+def _agents(args: argparse.Namespace, index: Any) -> dict[str, Any]:
     from sieve.agent import AgentConfig, HeuristicConfig, SearchAgent, make_policy
 
-    index = open_index(args.data, args.data_dir, args.collection)
     heur = dataclasses.replace(HeuristicConfig(), **_parse_sets(args.set))
-    config = AgentConfig(k=args.k, budget_tokens=args.budget, heuristic=heur, **_parse_sets(args.agent_set))
-    agent = SearchAgent(index, make_policy("heuristic", config), config)
-    sums = {name: dict.fromkeys(("r5", "r10", "all", "seen", "searches", "ms"), 0.0) for name in ("hybrid", "heuristic")}
+    agents = {}
+    for policy in [p.strip() for p in args.policies.split(",") if p.strip()]:
+        for floor in [f.strip() for f in args.floors.split(",") if f.strip()]:
+            config = AgentConfig(k=args.k, budget_tokens=args.budget, heuristic=heur, **_parse_sets(args.agent_set))
+            fc = dataclasses.replace(config.floor, enabled=floor != "off",
+                                     method=floor if floor != "off" else config.floor.method)
+            config = dataclasses.replace(config, floor=fc)
+            agents[f"{policy}/{floor}"] = SearchAgent(index, make_policy(policy, config), config)
+    return agents
+
+
+def run(args: argparse.Namespace, tasks: list[dict[str, Any]]) -> dict[str, dict[str, list[float]]]:
+    """Per system, per task: recall@5, recall@k, all-gold, seen-recall, searches and ms."""
+    index = open_index(args.data, args.data_dir)
+    agents = _agents(args, index)
+    keys = ("r5", "r10", "all", "seen", "searches", "ms")
+    rows = {name: {key: [] for key in keys} for name in ("hybrid", *agents)}
     for task in tqdm(tasks, desc="tasks", unit="task"):
         gold = set(task["gold_ids"])
         t0 = time.perf_counter()
         hits = index.search(task["question"], 50, mode="hybrid")
         hyb = list(dict.fromkeys(h.doc_id for h in hits))[: args.k]
-        _score(sums["hybrid"], hyb, hyb, gold, args.k, 1, (time.perf_counter() - t0) * 1000)
-        t0 = time.perf_counter()
-        trace = agent.run_fused(task["question"], args.rollouts) if args.rollouts > 1 else agent.run(task["question"])
-        _score(sums["heuristic"], trace.returned_doc_ids[: args.k], list(trace.seen_doc_ids), gold, args.k,
-               trace.n_searches, (time.perf_counter() - t0) * 1000)
-    return sums
+        _score(rows["hybrid"], hyb, hyb, gold, args.k, 1, (time.perf_counter() - t0) * 1000)
+        for name, agent in agents.items():
+            t0 = time.perf_counter()
+            trace = agent.run_fused(task["question"], args.rollouts, group_by_doc=True)
+            _score(rows[name], trace.returned_doc_ids[: args.k], list(trace.seen_doc_ids), gold, args.k,
+                   trace.n_searches, (time.perf_counter() - t0) * 1000)
+    return rows
 
 
-def _print(args: argparse.Namespace, n_tasks: int, sums: dict[str, dict[str, float]]) -> None:
-    n = max(1, n_tasks)
-    rows = {name: {key: round(v / n, 4) for key, v in s.items()} for name, s in sums.items()}
+def _print(args: argparse.Namespace, n_tasks: int, rows: dict[str, dict[str, list[float]]]) -> None:
+    from sieve.eval.metrics import percentile
+
     out = sys.stdout
-    out.write(f"\n{args.data.name}: {n_tasks} tasks, k={args.k}, budget={args.budget}, rollouts={args.rollouts}\n")
-    out.write(f"{'system':<12}{'recall@5':>10}{f'recall@{args.k}':>11}{'all-gold':>10}{'seen-recall':>13}"
-              f"{'searches':>10}{'ms/task':>10}\n")
+    out.write(f"\n{args.data.name}: {n_tasks} tasks, k={args.k}, budget={args.budget}, rollouts={args.rollouts}\n\n")
+    out.write(f"| system | recall@5 | recall@{args.k} | all-gold@{args.k} | seen-recall | searches | p50 ms | p95 ms |\n")
+    out.write("|---|---:|---:|---:|---:|---:|---:|---:|\n")
+    table = {}
     for name, r in rows.items():
-        out.write(f"{name:<12}{r['r5']:>10.3f}{r['r10']:>11.3f}{r['all']:>10.3f}{r['seen']:>13.3f}"
-                  f"{r['searches']:>10.1f}{r['ms']:>10.0f}\n")
+        n = max(1, len(r["ms"]))
+        m = {key: sum(v) / n for key, v in r.items()}
+        m["p50"] = percentile(r["ms"], 50) if r["ms"] else 0.0
+        m["p95"] = percentile(r["ms"], 95) if r["ms"] else 0.0
+        table[name] = {key: round(v, 4) for key, v in m.items()}
+        out.write(f"| {name} | {m['r5']:.3f} | {m['r10']:.3f} | {m['all']:.3f} | {m['seen']:.3f} | "
+                  f"{m['searches']:.1f} | {m['p50']:.0f} | {m['p95']:.0f} |\n")
     if args.json:
-        out.write(json.dumps({"data": args.data.name, "tasks": n_tasks, **rows}) + "\n")
+        out.write(json.dumps({"data": args.data.name, "tasks": n_tasks, **table}) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
