@@ -120,48 +120,51 @@ def read_pdf(path: Path) -> tuple[str, str]:
     return "", "\n\n".join((page.extract_text() or "") for page in reader.pages).strip()
 
 
+def _docx_cell_text(cell) -> str:
+    """A table cell's paragraphs and nested tables' cells, as one line."""
+    from docx.table import Table
+
+    parts: list[str] = []
+    for item in cell.iter_inner_content():
+        if isinstance(item, Table):
+            parts += _docx_rows(item)
+        elif item.text.strip():
+            parts.append(item.text.strip())
+    return " ".join(parts)
+
+
+def _docx_rows(table) -> list[str]:
+    """One line per row, cells joined by `` | ``; a merged cell (repeated per grid column it spans) once."""
+    lines = []
+    for row in table.rows:
+        seen: list = []  # the cells' XML elements: held, so identity is stable
+        cells = []
+        for cell in row.cells:
+            if any(cell._tc is tc for tc in seen):
+                continue
+            seen.append(cell._tc)
+            cells.append(_docx_cell_text(cell))
+        line = " | ".join(c for c in cells if c)
+        if line:
+            lines.append(line)
+    return lines
+
+
 def read_docx(path: Path) -> tuple[str, str]:
-    """Paragraphs and tables (one line per row, cells joined by `` | ``) in document order."""
+    """Paragraphs and table rows in document order (page headers and footers are boilerplate: left out)."""
     import docx
     from docx.table import Table
 
     document = docx.Document(str(path))
     blocks: list[str] = []
+    for item in document.iter_inner_content():
+        if isinstance(item, Table):
+            blocks += _docx_rows(item)
+        elif item.text.strip():
+            blocks.append(item.text.strip())
     title = (document.core_properties.title or "").strip()
-
-    def walk(container) -> None:
-        for item in container.iter_inner_content():
-            if isinstance(item, Table):
-                for row in item.rows:
-                    cells: list[str] = []
-                    seen: set[int] = set()
-                    for cell in row.cells:  # a merged cell appears once per grid column it spans
-                        if id(cell._tc) in seen:
-                            continue
-                        seen.add(id(cell._tc))
-                        inner: list[str] = []
-                        _cell_text(cell, inner)
-                        cells.append(" ".join(inner))
-                    line = " | ".join(c for c in cells if c)
-                    if line:
-                        blocks.append(line)
-            else:
-                text = item.text.strip()
-                if text:
-                    blocks.append(text)
-
-    def _cell_text(cell, out: list[str]) -> None:
-        for item in cell.iter_inner_content():
-            if isinstance(item, Table):
-                for row in item.rows:
-                    for inner_cell in row.cells:
-                        _cell_text(inner_cell, out)
-            elif item.text.strip():
-                out.append(item.text.strip())
-
-    walk(document)
     if not title:
-        styled = [p.text.strip() for p in document.paragraphs if p.style is not None and p.style.name == "Title"]
+        styled = (p.text.strip() for p in document.paragraphs if p.style is not None and p.style.name == "Title")
         title = next((t for t in styled if t), "")
     return title, "\n\n".join(blocks)
 
@@ -170,7 +173,7 @@ def read_docx(path: Path) -> tuple[str, str]:
 
 # Sphinx directives whose content is navigation or a pointer to other files: dropped whole.
 _RST_DROPPED = {
-    "toctree", "index", "include", "literalinclude", "only", "tabularcolumns", "highlight", "currentmodule",
+    "toctree", "index", "include", "literalinclude", "tabularcolumns", "highlight", "currentmodule",
     "module", "automodule", "autoclass", "autofunction", "automethod", "autoattribute", "autodata",
     "autoexception", "autosummary", "codeauthor", "sectionauthor", "moduleauthor", "default-role", "default-domain",
 }

@@ -176,6 +176,19 @@ def test_docx_paragraphs_and_table_cells_in_document_order(tmp_path):
                                   "North | 10 | 12", "South | 7", "Costs were flat."]
 
 
+def test_docx_nested_tables_are_read_inside_their_cell(tmp_path):
+    import docx
+
+    document = docx.Document()
+    outer = document.add_table(rows=1, cols=2)
+    outer.cell(0, 0).text = "Outer"
+    inner = outer.cell(0, 1).add_table(rows=1, cols=2)
+    inner.cell(0, 0).text, inner.cell(0, 1).text = "inner a", "inner b"
+    f = tmp_path / "nested.docx"
+    document.save(str(f))
+    assert read_file(f)[1] == "Outer | inner a | inner b"
+
+
 def test_docx_title_from_its_properties(tmp_path):
     import docx
 
