@@ -144,9 +144,9 @@ def _doc_id_for(path: Path, root: Path) -> str:
 
 
 def _jsonl_records(path: Path) -> int:
-    """Records a JSONL file holds (its non-blank lines), counted without decoding."""
+    """Records a JSONL file holds: its non-blank lines, as the reader splits them (on ``\\n`` only)."""
     with path.open("rb") as fh:
-        return sum(1 for line in fh if line.strip())
+        return sum(1 for line in fh if line.decode("utf-8", "replace").strip())
 
 
 class DocumentStream:
@@ -267,7 +267,8 @@ class DocumentStream:
         except UnicodeDecodeError as exc:
             self._skip(str(path), f"not valid UTF-8 ({exc.reason} at byte {exc.start})", inputs=_jsonl_records(path))
             return
-        for lineno, line in enumerate(raw.splitlines(), start=1):
+        # split("\n"), not splitlines(): JSON strings may hold U+2028 and other line separators raw.
+        for lineno, line in enumerate(raw.split("\n"), start=1):
             if not line.strip():
                 continue
             where = f"{path}:{lineno}"

@@ -257,3 +257,14 @@ def test_a_stream_touches_nothing_until_iterated_and_counts_its_inputs(tmp_path)
     assert stream.total == 5  # two files, three JSONL records (the blank line is none)
     assert [d.doc_id for d in stream] == ["a.txt", "c1", "c3"]
     assert (stream.decided, stream.yielded, stream.skipped) == (5, 3, 2)
+
+
+def test_a_jsonl_record_may_hold_unicode_line_separators(tmp_path):
+    f = tmp_path / "seps.jsonl"
+    text = "before\u2028after\u0085next\x0cpage"
+    f.write_text(json.dumps({"id": "s", "text": text}, ensure_ascii=False) + "\r\n"
+                 + json.dumps({"id": "t", "text": "second"}) + "\n", encoding="utf-8")
+    stream = iter_documents(f)
+    assert stream.total == 2
+    assert [(d.doc_id, d.text) for d in stream] == [("s", text), ("t", "second")]
+    assert stream.report.skipped == []
