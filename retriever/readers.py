@@ -1,7 +1,8 @@
 """Readers: one file's title and text, per format.
 
 ``.txt`` and ``.md`` are read as they are (strict UTF-8: a latin-1 file is reported, not garbled);
-``.html``/``.htm`` through :func:`~sieve.retriever.html.html_text` (main content, no navigation);
+``.html``/``.htm`` through :func:`~sieve.retriever.html.html_text` (main content, no navigation;
+UTF-8, or the charset the page itself declares);
 ``.rst`` through docutils (markup, comments, tables of contents and Sphinx-only directives'
 syntax removed, their content kept); ``.docx`` through python-docx (paragraphs and table cells in
 document order; page headers and footers left out); ``.pdf`` through pypdf.
@@ -106,10 +107,38 @@ def read_text(path: Path) -> tuple[str, str]:
     return (_markdown_title(text) if path.suffix.lower() == ".md" else ""), text
 
 
+_DECLARED_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9._:-]+)|<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9._:-]+)""",
+                               re.IGNORECASE)
+
+
+def _declared_charset(data: bytes) -> str | None:
+    """The encoding a page declares in its first 4 KB (``<meta charset>``, ``http-equiv``, ``<?xml encoding>``),
+    if Python knows it."""
+    import codecs
+
+    m = _DECLARED_CHARSET.search(data[:4096])
+    if m is None:
+        return None
+    name = (m.group(1) or m.group(2)).decode("ascii")
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return None
+
+
 def read_html(path: Path) -> tuple[str, str]:
+    """UTF-8, or the charset the page declares (old manuals say ISO-8859-1); undeclared non-UTF-8 is an error."""
     from sieve.retriever.html import html_text
 
-    return html_text(read_utf8(path))
+    data = path.read_bytes()
+    try:
+        raw = data.decode("utf-8")
+    except UnicodeDecodeError:
+        charset = _declared_charset(data)
+        if charset is None or charset == "utf-8":
+            raise
+        raw = data.decode(charset, errors="replace")  # what the author declared; single-byte charsets never fail
+    return html_text(raw)
 
 
 def read_pdf(path: Path) -> tuple[str, str]:

@@ -87,6 +87,18 @@ def test_html_that_declares_another_encoding_is_still_read_as_the_utf8_it_is():
     assert html_text(raw)[1] == "Caf\u00e9 cr\u00e8me, na\u00efve r\u00e9sum\u00e9."
 
 
+def test_html_in_a_declared_single_byte_charset_is_decoded_by_it(tmp_path):
+    page = "<html><head><meta http-equiv='Content-Type' content='text/html; charset=ISO-8859-1'>" \
+           "<title>Caf\u00e9</title></head><body><p>Copyright \u00a9 2001 John Fleck, caf\u00e9 cr\u00e8me.</p></body></html>"
+    declared = tmp_path / "old.html"
+    declared.write_bytes(page.encode("latin-1"))
+    assert read_file(declared)[:2] == ("Caf\u00e9", "Copyright \u00a9 2001 John Fleck, caf\u00e9 cr\u00e8me.")
+    undeclared = tmp_path / "guess.html"
+    undeclared.write_bytes("<p>caf\u00e9</p>".encode("latin-1"))
+    with pytest.raises(UnicodeDecodeError):  # never guessed: reported as not UTF-8
+        read_file(undeclared)
+
+
 RST = """\
 =================
 Installing Sieve
