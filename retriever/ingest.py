@@ -90,17 +90,16 @@ class IngestReport:
         return text
 
     def ignored_summary(self) -> str:
-        """``"ignored 12 files: 7 .png, 3 .js, 2 (no suffix)"``, or ``""`` when none was ignored.
+        """``"ignored 12 files: 7 .png, 3 .js, 2 (no suffix)"``, or ``""`` when none was ignored for its type
+        (hidden files alone are no news: a documentation folder in git has hundreds).
 
         Example:
             >>> IngestReport(ignored=["a.png", "b.png", "Makefile"], hidden=4).ignored_summary()
             'ignored 3 files: 2 .png, 1 (no suffix) (and 4 hidden files)'
         """
-        if not self.ignored and not self.hidden:
+        if not self.ignored:
             return ""
-        text = f"ignored {_plural(len(self.ignored), 'file')}"
-        if self.ignored:
-            text += f": {self.ignored_counts()}"
+        text = f"ignored {_plural(len(self.ignored), 'file')}: {self.ignored_counts()}"
         if self.hidden:
             text += f" (and {_plural(self.hidden, 'hidden file')})"
         return text

@@ -63,15 +63,15 @@ def _report_index(report, as_json: bool) -> None:
         by_file: dict[str, list[str]] = {}
         for where, message in ing.warnings:
             by_file.setdefault(where, []).append(message)
-        typer.secho(f"Read with warnings from its library (indexed; check the text): {plural(len(by_file), 'file')}",
-                    fg=typer.colors.YELLOW, err=True)
+        typer.secho(f"Indexed despite warnings of the library that read them (the text may be incomplete): "
+                    f"{plural(len(by_file), 'file')}", fg=typer.colors.YELLOW, err=True)
         for where, messages in by_file.items():
             more = f" (+{len(messages) - 1} more; -v shows all)" if len(messages) > 1 else ""
             typer.secho(f"  {where}: {messages[0]}{more}", fg=typer.colors.YELLOW, err=True)
-    if ing.ignored or ing.hidden:
+    summary = ing.ignored_summary()
+    if summary:
         from sieve.retriever.ingest import SUPPORTED_SUFFIXES
 
-        summary = ing.ignored_summary()
         typer.echo(f"{summary[0].upper()}{summary[1:]}; Sieve reads {' '.join(SUPPORTED_SUFFIXES)} "
                    f"(--json lists every path)", err=True)
 

@@ -74,7 +74,7 @@ def test_the_report_lists_all_skips_warnings_and_ignored_suffixes(run, messy):
     assert f"  {messy / 'bin' / 'broken.pdf'}: unreadable .pdf file" in err
     assert f"  {messy / 'latin.txt'}: not valid UTF-8" in err
     # pypdf's warnings: one line for the file, through Sieve's report, with no log timestamp or level.
-    assert "Read with warnings from its library (indexed; check the text): 1 file" in err
+    assert "Indexed despite warnings of the library that read them (the text may be incomplete): 1 file" in err
     assert re.search(rf"  {re.escape(str(messy / 'damaged.pdf'))}: pypdf: .*startxref", err)
     assert not TIMESTAMP.search(err) and "WARNING" not in err
     assert "Ignored 3 files: 2 .png, 1 (no suffix); Sieve reads .txt .md .rst" in err

@@ -228,6 +228,7 @@ def test_ignored_files_are_counted_by_suffix_and_hidden_ones_only_by_number(tmp_
     assert report.ignored_by_suffix() == {".png": 7, ".js": 3, "(no suffix)": 2}
     assert report.ignored_summary() == "ignored 12 files: 7 .png, 3 .js, 2 (no suffix) (and 4 hidden files)"
     assert len(report.ignored) == 12 and report.hidden == 4
+    assert IngestReport(hidden=4).ignored_summary() == ""  # hidden files alone are no news
 
 
 def test_many_suffixes_are_summed_past_the_tenth():
