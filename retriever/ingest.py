@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from sieve.errors import InvalidInput, NotFound
 from sieve.retriever.metadata import validate_metadata
-from sieve.retriever.readers import READERS, read_file, read_utf8
+from sieve.retriever.readers import read_file, read_utf8
 from sieve.retriever.types import Document
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SUPPORTED_SUFFIXES = (".txt", ".md", ".rst", ".jsonl", ".html", ".htm", ".docx", ".pdf")
+SUPPORTED_SUFFIXES = (".txt", ".md", ".rst", ".jsonl", ".html", ".htm", ".docx", ".pdf")  # readers.READERS + .jsonl
 NO_SUFFIX = "(no suffix)"
 _SUFFIXES_SHOWN = 10  # by-suffix counts on one line; the JSON report has every ignored path
 
@@ -310,6 +310,6 @@ def load_documents(path: str | Path) -> tuple[list[Document], IngestReport]:
 
 
 __all__ = [
-    "DocumentStream", "IngestReport", "NO_SUFFIX", "READERS", "SUPPORTED_SUFFIXES", "content_hash", "iter_documents",
+    "DocumentStream", "IngestReport", "NO_SUFFIX", "SUPPORTED_SUFFIXES", "content_hash", "iter_documents",
     "load_documents",
 ]

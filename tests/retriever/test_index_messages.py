@@ -12,8 +12,7 @@ from typer.testing import CliRunner
 from sieve.retriever.embeddings import Embedder
 from sieve.server.cli import app
 
-from test_ingest import minimal_pdf
-from test_readers import SITE_PAGE, TEXINFO_PAGE, _pdf_with_a_wrong_startxref
+from _ingest_files import SITE_PAGE, TEXINFO_PAGE, minimal_pdf, pdf_with_a_wrong_startxref
 
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d")
 
@@ -39,7 +38,7 @@ def messy(tmp_path):
     (root / "bin").mkdir(parents=True)
     (root / "guide.html").write_text(SITE_PAGE, encoding="utf-8")
     (root / "notes.md").write_text("# Notes\n\nMarkdown notes about martens.", encoding="utf-8")
-    _pdf_with_a_wrong_startxref(root / "damaged.pdf")
+    pdf_with_a_wrong_startxref(root / "damaged.pdf")
     (root / "bin" / "broken.pdf").write_bytes(b"%PDF-1.4\n this is not a pdf body")
     (root / "latin.txt").write_bytes("caf\xe9".encode("latin-1"))
     for name in ("a.png", "b.png", "Makefile"):

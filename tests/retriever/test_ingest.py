@@ -12,31 +12,10 @@ from sieve.errors import NotFound
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents, load_documents
 from sieve.retriever.types import Document
 
+from _ingest_files import minimal_pdf
+
 if TYPE_CHECKING:
     from pathlib import Path
-
-
-def minimal_pdf(text: str) -> bytes:
-    """A one-page PDF showing ``text`` in Helvetica, written by hand (no PDF-writing dependency)."""
-    content = f"BT /F1 12 Tf 72 712 Td ({text}) Tj ET".encode("latin-1")
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> "
-        b"/Contents 5 0 R >>",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
 
 
 def _ingest(path: Path) -> tuple[dict[str, Document], IngestReport]:

@@ -5,51 +5,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from pathlib import Path
 
 import pytest
 
 from sieve.retriever.html import html_text
-from sieve.retriever.readers import captured_library_logs, read_file
+from sieve.retriever.ingest import SUPPORTED_SUFFIXES
+from sieve.retriever.readers import READERS, captured_library_logs, read_file
 
-from test_ingest import minimal_pdf
-
-ARTICLE = ("Otters hold hands while they sleep so that they do not drift apart on the current. "
-           "A group of resting otters is called a raft, and a raft may hold more than a hundred animals. ")
-
-# A documentation page as site generators write it: banner, menu, breadcrumbs, sidebar, article, footer.
-SITE_PAGE = f"""<!DOCTYPE html>
-<html><head><title>Otters | Field Guide</title><meta charset="utf-8">
-<style>body {{ font-family: serif }}</style><script>var tracker = "analytics";</script></head>
-<body>
-<header><a href="/">Field Guide home</a> <span>Sign in to your account</span></header>
-<nav class="menu"><ul><li><a href="/beavers">Beavers menu entry</a></li><li><a href="/stoats">Stoats menu entry</a></li></ul></nav>
-<div role="navigation">Breadcrumb trail: Mammals / Mustelids</div>
-<main><article>
-<h1>Sea otters</h1>
-<p>{ARTICLE * 3}</p>
-<p>They use stones as tools to open shellfish, and each otter keeps a favourite stone in a pouch of skin under its arm.</p>
-<pre>otters = ["sea", "river"]</pre>
-</article></main>
-<aside>Related: Top ten rodents sidebar</aside>
-<footer>Copyright 2026 Field Guide footer. Privacy policy. Terms of use.</footer>
-</body></html>"""
-
-# makeinfo --html (the libffi manual's shape): a "Next: … Previous: … Up: …" header on every page.
-TEXINFO_PAGE = """<html><head><title>The Basics (libffi)</title></head><body lang="en">
-<div class="section" id="The-Basics"><div class="header"><p>
-Next: <a href="Simple-Example.html" accesskey="n" rel="next">Simple Example</a>,
-Previous: <a href="Introduction.html" rel="prev">What is libffi?</a>,
-Up: <a href="Using-libffi.html" accesskey="u" rel="up">Using libffi</a> &nbsp; [<a href="Index.html">Index</a>]</p>
-</div><hr><h3 class="section">2.1 The Basics</h3>
-<p><code>libffi</code> assumes that you have a pointer to the function you wish to call and that you know the
-number and types of arguments to pass it, as well as the return type of the function.</p>
-<p>The first thing you must do is create an <code>ffi_cif</code> object that matches the signature of the
-function you wish to call. This is a separate step because it is common to make multiple calls using a single
-<code>ffi_cif</code>. The cif in ffi_cif stands for Call InterFace.</p>
-<ul class="section-toc"><li><a href="Simple-Example.html">Simple Example</a></li></ul>
-</div></body></html>"""
-
+from _ingest_files import SITE_PAGE, TEXINFO_PAGE, pdf_with_a_wrong_startxref
 
 def test_html_keeps_the_article_and_drops_menus_headers_sidebars_and_footers():
     title, text = html_text(SITE_PAGE)
@@ -212,15 +175,9 @@ def test_docx_title_from_its_properties(tmp_path):
     assert read_file(f)[:2] == ("Set in properties", "Body text.")
 
 
-def _pdf_with_a_wrong_startxref(path: Path) -> None:
-    data = minimal_pdf("Damaged but readable")
-    start = data.rindex(b"startxref\n") + len(b"startxref\n")
-    path.write_bytes(data[:start] + b"12" + data[data.index(b"\n", start):])
-
-
 def test_library_warnings_come_back_with_the_file_and_are_not_logged(tmp_path, caplog, capsys):
     f = tmp_path / "damaged.pdf"
-    _pdf_with_a_wrong_startxref(f)
+    pdf_with_a_wrong_startxref(f)
     with caplog.at_level(logging.WARNING):
         title, text, warnings = read_file(f)
     assert text == "Damaged but readable"
@@ -257,3 +214,7 @@ def test_captures_are_per_thread():
     t.join(5)
     assert main == ["pypdf: from the main thread"] and other == [["pypdf: from the worker"]]
     assert logging.getLogger("pypdf").propagate and not logging.getLogger("pypdf").handlers
+
+
+def test_every_supported_suffix_has_a_reader():
+    assert set(SUPPORTED_SUFFIXES) == set(READERS) | {".jsonl"}  # .jsonl holds many documents: ingest reads it
