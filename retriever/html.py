@@ -14,10 +14,8 @@ visible text is used instead, from the same cleaned tree, so a page is never los
 
 from __future__ import annotations
 
-import logging
 import re
-
-logger = logging.getLogger(__name__)
+from copy import deepcopy
 
 
 def _has_class(tag: str, name: str) -> str:
@@ -84,7 +82,7 @@ def _main_text(tree) -> str:
     import trafilatura
 
     text = trafilatura.extract(
-        tree, output_format="txt", include_comments=False, include_tables=True, include_images=False,
+        deepcopy(tree), output_format="txt",  # a copy: the fallback reads the tree as it was include_comments=False, include_tables=True, include_images=False,
         include_links=False, deduplicate=False, with_metadata=False,
     )
     return (text or "").strip()
