@@ -21,8 +21,6 @@ from pathlib import Path
 from threading import RLock
 from typing import TYPE_CHECKING, Any
 
-from tqdm.auto import tqdm
-
 from sieve.errors import EmbedderMismatch, EmptyCorpus, InvalidInput, NotFound, StoreLocked
 from sieve.retriever.base import validate_k
 from sieve.retriever.bm25 import BM25Builder, BM25Retriever, SparseBM25, tokenize
@@ -32,6 +30,7 @@ from sieve.retriever.embeddings import EmbedderIdentity
 from sieve.retriever.hybrid import HybridRetriever
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents
 from sieve.retriever.metadata import validate_metadata
+from sieve.retriever.progress import IndexProgress
 from sieve.retriever.store import (
     ChromaStore, CollectionState, make_client, validate_collection_name,
 )
@@ -270,8 +269,8 @@ class CorpusIndex:
             states = self.store.doc_states()
             pending: list[tuple[Document, str, list[Chunk]]] = []
             seen: set[str] = set()
-            bar = tqdm(desc=f"Indexing {self.name}", unit="chunk", disable=not progress)
-            for doc in docs:
+            bar = IndexProgress(f"Indexing {self.name}", docs, enabled=progress)  # drawn at the first document
+            for doc in bar.track(docs):
                 if doc.doc_id in seen:
                     raise InvalidInput(f"Expected unique document ids, got {doc.doc_id!r} twice")
                 seen.add(doc.doc_id)
@@ -280,10 +279,12 @@ class CorpusIndex:
                 state = states.get(doc.doc_id)
                 if state is not None and state.doc_hash == h and state.complete:
                     report.unchanged += 1
+                    bar.done(1)
                     continue
                 chunks = self.chunker.chunk(doc)
                 if not chunks:
                     report.ingest.skip(doc.doc_id, "no tokens after chunking")
+                    bar.done(1)
                     continue
                 if state is None:
                     report.added += 1
@@ -294,11 +295,11 @@ class CorpusIndex:
                 pending.append((doc, h, chunks))
                 if sum(len(c) for _, _, c in pending) >= self.config.index_batch_size:
                     report.chunks_written += self._write(pending, states)
-                    bar.update(sum(len(c) for _, _, c in pending))
+                    bar.done(len(pending), chunks=report.chunks_written)
                     pending = []
             if pending:
                 report.chunks_written += self._write(pending, states)
-                bar.update(sum(len(c) for _, _, c in pending))
+                bar.done(len(pending), chunks=report.chunks_written)
             bar.close()
             if report.chunks_written:
                 self.store.bump_generation()  # the finished state gets a generation of its own
@@ -492,14 +493,9 @@ def _checked(docs: Sequence[Document]) -> Sequence[Document]:
 def _nothing_to_index(path: str | Path, report: IngestReport) -> str:
     from sieve.retriever.ingest import SUPPORTED_SUFFIXES
 
-    parts = []
-    if report.skipped:
-        parts.append(f"{len(report.skipped)} skipped ({report.skipped[0][0]}: {report.skipped[0][1]}"
-                     + (", ..." if len(report.skipped) > 1 else "") + ")")
-    if report.ignored:
-        parts.append(f"{len(report.ignored)} ignored for their suffix (e.g. {report.ignored[0]})")
+    lines = report.problem_lines()  # every skip with its reason, ignored files by suffix
     return (f"Expected at least one readable document ({' '.join(SUPPORTED_SUFFIXES)}) in {str(path)!r}, "
-            f"got none" + (": " + "; ".join(parts) if parts else ""))
+            f"got none" + (":\n" + "\n".join(lines) if lines else ""))
 
 
 def _bm25_dir(config: RetrieverConfig, collection: str) -> Path:

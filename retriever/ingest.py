@@ -1,10 +1,12 @@
 """Turn files and folders into :class:`Document` objects.
 
-Supported: ``.txt``, ``.md`` (one document each), ``.jsonl`` (one record a line with ``id``,
-``title``, ``text`` and optional ``source``/``metadata``), ``.html``/``.htm`` (visible text via
-BeautifulSoup) and ``.pdf`` (text via pypdf). A file that cannot be read (not UTF-8, broken PDF,
-bad JSON line, metadata Chroma cannot hold, an id seen earlier in the same run) is skipped and
-reported in :class:`IngestReport`, never dropped silently; the rest is indexed.
+Supported: ``.txt``, ``.md``, ``.rst``, ``.html``/``.htm`` (main content only: navigation, menus and
+footers are left out), ``.docx`` and ``.pdf`` (one document each; see
+:mod:`sieve.retriever.readers`), and ``.jsonl`` (one record a line with ``id``, ``title``, ``text``
+and optional ``source``/``metadata``). A file that cannot be read (not UTF-8, broken PDF, bad JSON
+line, metadata Chroma cannot hold, an id seen earlier in the same run) is skipped and reported in
+:class:`IngestReport`, never dropped silently; the rest is indexed. Files of other types are
+counted by suffix; hidden files and files in hidden folders (``.git``) only by number.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ import hashlib
 import json
 import logging
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sieve.errors import InvalidInput, NotFound
 from sieve.retriever.metadata import validate_metadata
+from sieve.retriever.readers import read_file, read_utf8
 from sieve.retriever.types import Document
 
 if TYPE_CHECKING:
@@ -26,21 +30,102 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SUPPORTED_SUFFIXES = (".txt", ".md", ".jsonl", ".html", ".htm", ".pdf")
+SUPPORTED_SUFFIXES = (".txt", ".md", ".rst", ".jsonl", ".html", ".htm", ".docx", ".pdf")  # readers.READERS + .jsonl
+NO_SUFFIX = "(no suffix)"
+_SUFFIXES_SHOWN = 10  # by-suffix counts on one line; the JSON report has every ignored path
 
 
 @dataclass
 class IngestReport:
+    """What a run read, skipped (with the reason) and ignored (by type).
+
+    Attributes:
+        files_read: files of a supported type that were opened.
+        documents: documents produced.
+        skipped: ``(path[:line], reason)`` for every input that was not indexed.
+        ignored: paths of files whose type Sieve does not read.
+        hidden: hidden files and files in hidden folders of an unsupported type (not listed).
+        warnings: ``(path, message)``: what a reader's library warned about a file it still read.
+    """
+
     files_read: int = 0
     documents: int = 0
-    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path[:line], reason)
-    ignored: list[str] = field(default_factory=list)  # unsupported suffixes
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    hidden: int = 0
+    warnings: list[tuple[str, str]] = field(default_factory=list)
 
     def skip(self, where: str, reason: str) -> None:
         self.skipped.append((where, reason))
         # INFO, not WARNING: the report lists every skip and callers show it (the CLI prints it
         # once, after the progress bar); a warning here printed each one twice.
         logger.info("Skipped %s: %s", where, reason)
+
+    def warn(self, where: str, message: str) -> None:
+        self.warnings.append((where, message))
+        logger.info("Read %s with a warning: %s", where, message)
+
+    def ignored_by_suffix(self) -> dict[str, int]:
+        """Ignored files per suffix, most frequent first (``"(no suffix)"`` for ``Makefile``).
+
+        Example:
+            >>> IngestReport(ignored=["a.png", "b.PNG", "Makefile"]).ignored_by_suffix()
+            {'.png': 2, '(no suffix)': 1}
+        """
+        counts = Counter(Path(p).suffix.lower() or NO_SUFFIX for p in self.ignored)
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def ignored_counts(self) -> str:
+        """``"7 .png, 3 .js, 2 (no suffix)"``: ignored files by suffix, the ten most frequent named.
+
+        Example:
+            >>> IngestReport(ignored=["a.png", "b.png", "Makefile"]).ignored_counts()
+            '2 .png, 1 (no suffix)'
+        """
+        counts = list(self.ignored_by_suffix().items())
+        text = ", ".join(f"{n:,} {suffix}" for suffix, n in counts[:_SUFFIXES_SHOWN])
+        rest = counts[_SUFFIXES_SHOWN:]
+        if rest:
+            text += f", {sum(n for _, n in rest):,} with {len(rest)} other suffixes"
+        return text
+
+    def ignored_summary(self) -> str:
+        """``"ignored 12 files: 7 .png, 3 .js, 2 (no suffix)"``, or ``""`` when none was ignored for its type
+        (hidden files alone are no news: a documentation folder in git has hundreds).
+
+        Example:
+            >>> IngestReport(ignored=["a.png", "b.png", "Makefile"], hidden=4).ignored_summary()
+            'ignored 3 files: 2 .png, 1 (no suffix) (and 4 hidden files)'
+        """
+        if not self.ignored:
+            return ""
+        text = f"ignored {_plural(len(self.ignored), 'file')}: {self.ignored_counts()}"
+        if self.hidden:
+            text += f" (and {_plural(self.hidden, 'hidden file')})"
+        return text
+
+    def problem_lines(self) -> list[str]:
+        """Every skip with its reason, then the ignored files by suffix: one line each, nothing elided.
+
+        Example:
+            >>> IngestReport(skipped=[("a.txt", "no text")], ignored=["b.png"]).problem_lines()
+            ['1 skipped:', '  a.txt: no text', '1 ignored for its type: 1 .png (e.g. b.png)']
+        """
+        lines: list[str] = []
+        if self.skipped:
+            lines.append(f"{len(self.skipped):,} skipped:")
+            lines += [f"  {where}: {reason}" for where, reason in self.skipped]
+        if self.ignored:
+            its = "its" if len(self.ignored) == 1 else "their"
+            lines.append(f"{len(self.ignored):,} ignored for {its} type: {self.ignored_counts()} "
+                         f"(e.g. {self.ignored[0]})")
+        if self.hidden:
+            lines.append(f"{_plural(self.hidden, 'hidden file')} (or files in hidden folders) passed over")
+        return lines
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def content_hash(doc: Document) -> str:
@@ -57,120 +142,164 @@ def _doc_id_for(path: Path, root: Path) -> str:
     return re.sub(r"[^A-Za-z0-9._/-]+", "-", rel.as_posix())
 
 
-def _read_text(path: Path) -> str:
-    return path.read_bytes().decode("utf-8")  # strict: a latin-1 file is reported, not garbled
+def _jsonl_records(path: Path) -> int:
+    """Records a JSONL file holds: its non-blank lines, as the reader splits them (on ``\\n`` only)."""
+    with path.open("rb") as fh:
+        return sum(1 for line in fh if line.decode("utf-8", "replace").strip())
 
 
-def _html_text(raw: str) -> tuple[str, str]:
-    from bs4 import BeautifulSoup
+class DocumentStream:
+    """The documents of a file or folder, read one at a time.
 
-    soup = BeautifulSoup(raw, "html.parser")
-    for tag in soup(["script", "style", "noscript", "template"]):
-        tag.decompose()
-    title = soup.title.get_text(strip=True) if soup.title else ""
-    text = re.sub(r"\n\s*\n+", "\n\n", soup.get_text("\n")).strip()
-    return title, text
+    Nothing is touched until the stream is first iterated (or :attr:`total` is read): then the
+    path is checked and its files listed, so :class:`NotFound` surfaces where the documents are
+    consumed (``CorpusIndex.index_path`` cleans up a new collection there), and a caller that
+    draws a progress bar at the first document draws none for a path that fails. Files are read
+    as the stream is consumed.
 
-
-def _pdf_text(path: Path) -> str:
-    from pypdf import PdfReader
-
-    reader = PdfReader(str(path))
-    return "\n\n".join((page.extract_text() or "") for page in reader.pages).strip()
-
-
-def _markdown_title(text: str) -> str:
-    m = re.search(r"^#\s+(.+)$", text, flags=re.MULTILINE)
-    return m.group(1).strip() if m else ""
-
-
-def _jsonl_docs(path: Path, report: IngestReport) -> Iterator[tuple[Document, str]]:
-    try:
-        raw = _read_text(path)
-    except UnicodeDecodeError as exc:
-        report.skip(str(path), f"not valid UTF-8 ({exc.reason} at byte {exc.start})")
-        return
-    for lineno, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            report.skip(where, f"invalid JSON ({exc.msg})")
-            continue
-        if not isinstance(rec, dict) or not isinstance(rec.get("text"), str) or "id" not in rec:
-            report.skip(where, "expected an object with 'id' and a string 'text'")
-            continue
-        if not rec["text"].strip():
-            report.skip(where, "empty text")
-            continue
-        try:
-            meta = validate_metadata(rec.get("metadata"))
-        except InvalidInput as exc:
-            report.skip(where, exc.message)
-            continue
-        yield Document(
-            doc_id=str(rec["id"]), text=rec["text"], title=str(rec.get("title") or ""),
-            source=str(rec.get("source") or f"{path.name}:{lineno}"), metadata=meta,
-        ), where
-
-
-def iter_documents(path: str | Path, report: IngestReport | None = None) -> Iterator[Document]:
-    """Documents from a file or (recursively, in sorted order) a folder.
-
-    Raises:
-        NotFound: the path does not exist.
+    Attributes:
+        report: where skips, ignored files and warnings are recorded.
+        decided: inputs decided so far: yielded as a document or skipped.
+        yielded: documents yielded so far.
     """
-    root = Path(path).expanduser()
-    report = report if report is not None else IngestReport()
-    if not root.exists():
-        raise NotFound(f"Expected a file or folder to index, got {str(path)!r} (does not exist)")
-    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
-    base = root.parent if root.is_file() else root
-    first_seen: dict[str, str] = {}  # doc id -> where it first came from, in this run
 
-    def fresh(doc: Document, where: str) -> bool:
-        first = first_seen.setdefault(doc.doc_id, where)
+    def __init__(self, path: str | Path, report: IngestReport | None = None) -> None:
+        self.path = path
+        self.report = report if report is not None else IngestReport()
+        self.decided = 0
+        self.yielded = 0
+        self._files: list[Path] | None = None
+        self._total = 0
+        self._base = Path(".")
+        self._first_seen: dict[str, str] = {}  # doc id -> where it first came from, in this run
+        self._documents: Iterator[Document] | None = None
+
+    def _list(self) -> list[Path]:
+        if self._files is not None:
+            return self._files
+        root = Path(self.path).expanduser()
+        if not root.exists():
+            raise NotFound(f"Expected a file or folder to index, got {str(self.path)!r} (does not exist)")
+        self._base = root.parent if root.is_file() else root
+        candidates = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+        files: list[Path] = []
+        for f in candidates:
+            if f.suffix.lower() in SUPPORTED_SUFFIXES:
+                files.append(f)
+            elif any(part.startswith(".") for part in f.relative_to(self._base).parts):
+                self.report.hidden += 1
+            else:
+                self.report.ignored.append(str(f))
+        self._total = sum(_jsonl_records(f) if f.suffix.lower() == ".jsonl" else 1 for f in files)
+        self._files = files
+        return files
+
+    @property
+    def files(self) -> list[Path]:
+        """The files of a supported type, in reading order."""
+        return self._list()
+
+    @property
+    def total(self) -> int:
+        """Inputs the stream decides on: one per file, one per JSONL record."""
+        self._list()
+        return self._total
+
+    def __iter__(self) -> DocumentStream:
+        return self
+
+    def __next__(self) -> Document:
+        if self._documents is None:
+            self._documents = self._generate(self._list())
+        return next(self._documents)
+
+    @property
+    def skipped(self) -> int:
+        """Inputs decided without a document (skipped)."""
+        return self.decided - self.yielded
+
+    def _skip(self, where: str, reason: str, inputs: int = 1) -> None:
+        self.report.skip(where, reason)
+        self.decided += inputs
+
+    def _fresh(self, doc: Document, where: str) -> bool:
+        first = self._first_seen.setdefault(doc.doc_id, where)
         if first != where:
-            report.skip(where, f"duplicate id {doc.doc_id!r} (first at {first}; that one is indexed)")
+            self._skip(where, f"duplicate id {doc.doc_id!r} (first at {first}; that one is indexed)")
             return False
         return True
 
-    for f in files:
-        suffix = f.suffix.lower()
-        if suffix not in SUPPORTED_SUFFIXES:
-            if not f.name.startswith("."):
-                report.ignored.append(str(f))
-            continue
-        report.files_read += 1
-        if suffix == ".jsonl":
-            for doc, where in _jsonl_docs(f, report):
-                if fresh(doc, where):
-                    report.documents += 1
-                    yield doc
-            continue
+    def _emit(self, doc: Document) -> Document:
+        self.decided += 1
+        self.yielded += 1
+        self.report.documents += 1
+        return doc
+
+    def _generate(self, files: list[Path]) -> Iterator[Document]:
+        for f in files:
+            self.report.files_read += 1
+            if f.suffix.lower() == ".jsonl":
+                for doc, where in self._jsonl_docs(f):
+                    if self._fresh(doc, where):
+                        yield self._emit(doc)
+                continue
+            try:
+                title, text, warnings = read_file(f)
+            except UnicodeDecodeError as exc:
+                self._skip(str(f), f"not valid UTF-8 ({exc.reason} at byte {exc.start}); re-encode it as UTF-8")
+                continue
+            except Exception as exc:  # pypdf, python-docx, docutils raise many types for broken files
+                self._skip(str(f), f"unreadable {f.suffix.lower()} file ({type(exc).__name__}: {exc})")
+                continue
+            for message in warnings:
+                self.report.warn(str(f), message)
+            if not text.strip():
+                self._skip(str(f), "no text")
+                continue
+            doc = Document(doc_id=_doc_id_for(f, self._base), text=text, title=title or f.stem, source=str(f))
+            if self._fresh(doc, str(f)):
+                yield self._emit(doc)
+
+    def _jsonl_docs(self, path: Path) -> Iterator[tuple[Document, str]]:
         try:
-            if suffix == ".pdf":
-                title, text = "", _pdf_text(f)
-            elif suffix in (".html", ".htm"):
-                title, text = _html_text(_read_text(f))
-            else:
-                text = _read_text(f)
-                title = _markdown_title(text) if suffix == ".md" else ""
+            raw = read_utf8(path)
         except UnicodeDecodeError as exc:
-            report.skip(str(f), f"not valid UTF-8 ({exc.reason} at byte {exc.start}); re-encode it as UTF-8")
-            continue
-        except Exception as exc:  # pypdf raises many types for broken files; report them all
-            report.skip(str(f), f"unreadable {suffix} file ({type(exc).__name__}: {exc})")
-            continue
-        if not text.strip():
-            report.skip(str(f), "no text")
-            continue
-        doc = Document(doc_id=_doc_id_for(f, base), text=text, title=title or f.stem, source=str(f))
-        if fresh(doc, str(f)):
-            report.documents += 1
-            yield doc
+            self._skip(str(path), f"not valid UTF-8 ({exc.reason} at byte {exc.start})", inputs=_jsonl_records(path))
+            return
+        # split("\n"), not splitlines(): JSON strings may hold U+2028 and other line separators raw.
+        for lineno, line in enumerate(raw.split("\n"), start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                self._skip(where, f"invalid JSON ({exc.msg})")
+                continue
+            if not isinstance(rec, dict) or not isinstance(rec.get("text"), str) or "id" not in rec:
+                self._skip(where, "expected an object with 'id' and a string 'text'")
+                continue
+            if not rec["text"].strip():
+                self._skip(where, "empty text")
+                continue
+            try:
+                meta = validate_metadata(rec.get("metadata"))
+            except InvalidInput as exc:
+                self._skip(where, exc.message)
+                continue
+            yield Document(
+                doc_id=str(rec["id"]), text=rec["text"], title=str(rec.get("title") or ""),
+                source=str(rec.get("source") or f"{path.name}:{lineno}"), metadata=meta,
+            ), where
+
+
+def iter_documents(path: str | Path, report: IngestReport | None = None) -> DocumentStream:
+    """Documents from a file or (recursively, in sorted order) a folder, read as they are iterated.
+
+    Raises:
+        NotFound: the path does not exist (when the result is first iterated).
+    """
+    return DocumentStream(path, report)
 
 
 def load_documents(path: str | Path) -> tuple[list[Document], IngestReport]:
@@ -180,4 +309,7 @@ def load_documents(path: str | Path) -> tuple[list[Document], IngestReport]:
     return docs, report
 
 
-__all__ = ["IngestReport", "SUPPORTED_SUFFIXES", "content_hash", "iter_documents", "load_documents"]
+__all__ = [
+    "DocumentStream", "IngestReport", "NO_SUFFIX", "SUPPORTED_SUFFIXES", "content_hash", "iter_documents",
+    "load_documents",
+]

@@ -38,10 +38,14 @@ def index_json(report) -> dict:
     return {"added": report.added, "updated": report.updated, "unchanged": report.unchanged,
             "resumed": report.resumed, "chunks_written": report.chunks_written,
             "seconds": round(report.seconds, 2), "files_read": ing.files_read, "documents": ing.documents,
-            "skipped": [{"where": w, "reason": r} for w, r in ing.skipped], "ignored": ing.ignored}
+            "skipped": [{"where": w, "reason": r} for w, r in ing.skipped], "ignored": ing.ignored,
+            "ignored_by_suffix": ing.ignored_by_suffix(), "hidden": ing.hidden,
+            "warnings": [{"where": w, "message": m} for w, m in ing.warnings]}
 
 
 def _report_index(report, as_json: bool) -> None:
+    """The run's summary on stdout; every skip with its reason, library warnings (one line per file)
+    and ignored files by suffix on stderr, after the progress bar."""
     ing = report.ingest
     if as_json:
         print_json(index_json(report))
@@ -55,16 +59,28 @@ def _report_index(report, as_json: bool) -> None:
                     err=True)
         for where, reason in ing.skipped:
             typer.secho(f"  {where}: {reason}", fg=typer.colors.YELLOW, err=True)
-    if ing.ignored:
-        typer.echo(f"Ignored {plural(len(ing.ignored), 'file')} with unsupported suffixes (e.g. {ing.ignored[0]})",
-                   err=True)
+    if ing.warnings:
+        by_file: dict[str, list[str]] = {}
+        for where, message in ing.warnings:
+            by_file.setdefault(where, []).append(message)
+        typer.secho(f"Indexed despite warnings of the library that read them (the text may be incomplete): "
+                    f"{plural(len(by_file), 'file')}", fg=typer.colors.YELLOW, err=True)
+        for where, messages in by_file.items():
+            more = f" (+{len(messages) - 1} more; -v shows all)" if len(messages) > 1 else ""
+            typer.secho(f"  {where}: {messages[0]}{more}", fg=typer.colors.YELLOW, err=True)
+    summary = ing.ignored_summary()
+    if summary:
+        from sieve.retriever.ingest import SUPPORTED_SUFFIXES
+
+        typer.echo(f"{summary[0].upper()}{summary[1:]}; Sieve reads {' '.join(SUPPORTED_SUFFIXES)} "
+                   f"(--json lists every path)", err=True)
 
 
 def register(app: typer.Typer) -> None:
     @app.command("index")
     @cli_errors
     def index_cmd(
-        path: Path = typer.Argument(..., help="File or folder (.txt .md .jsonl .html .pdf)."),
+        path: Path = typer.Argument(..., help="File or folder (.txt .md .rst .jsonl .html .docx .pdf)."),
         collection: Optional[str] = CollectionOpt, data_dir: Optional[Path] = DataDirOpt,
         chroma_url: Optional[str] = ChromaUrlOpt, embedder: Optional[str] = EmbedderOpt,
         embed_backend: Optional[str] = EmbedBackendOpt, embed_dtype: Optional[str] = EmbedDtypeOpt, bf16: bool = Bf16Opt,
@@ -75,9 +91,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Index a file or folder into COLLECTION (idempotent, resumable).
 
-        Unreadable inputs (bad JSONL lines, repeated ids, metadata Chroma cannot hold, non-UTF-8
-        files) are skipped and listed; the rest is indexed. A run that fails, or finds nothing to
-        index, leaves no new collection behind.
+        HTML is indexed by its main content (no navigation, menus or footers). Unreadable inputs
+        (bad JSONL lines, repeated ids, metadata Chroma cannot hold, non-UTF-8 files, broken PDFs)
+        are skipped and each is listed with its reason; files of other types are counted by
+        suffix. A run that fails, or finds nothing to index, leaves no new collection behind.
         """
         from sieve.retriever import CorpusIndex
 

@@ -1,4 +1,5 @@
-"""Ingestion of .txt/.md/.jsonl/.html/.pdf; unreadable inputs are reported, never dropped silently."""
+"""Ingestion of .txt/.md/.rst/.jsonl/.html/.docx/.pdf; unreadable inputs are reported, never dropped silently;
+files of other types are counted by suffix."""
 
 from __future__ import annotations
 
@@ -11,31 +12,10 @@ from sieve.errors import NotFound
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents, load_documents
 from sieve.retriever.types import Document
 
+from _ingest_files import minimal_pdf
+
 if TYPE_CHECKING:
     from pathlib import Path
-
-
-def minimal_pdf(text: str) -> bytes:
-    """A one-page PDF showing ``text`` in Helvetica, written by hand (no PDF-writing dependency)."""
-    content = f"BT /F1 12 Tf 72 712 Td ({text}) Tj ET".encode("latin-1")
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> "
-        b"/Contents 5 0 R >>",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
 
 
 def _ingest(path: Path) -> tuple[dict[str, Document], IngestReport]:
@@ -54,6 +34,12 @@ def test_every_supported_format(tmp_path):
         encoding="utf-8",
     )
     (tmp_path / "paper.pdf").write_bytes(minimal_pdf("Sieve reads portable documents"))
+    (tmp_path / "howto.rst").write_text("How to\n======\n\nRead *restructured* text.\n", encoding="utf-8")
+    import docx
+
+    word = docx.Document()
+    word.add_paragraph("Word documents about martens.")
+    word.save(str(tmp_path / "memo.docx"))
     (tmp_path / "recs.jsonl").write_text(
         json.dumps({"id": "r1", "title": "Stoats", "text": "Stoats turn white.", "metadata": {"topic": "animals"}})
         + "\n\n"  # blank lines are not records
@@ -64,7 +50,7 @@ def test_every_supported_format(tmp_path):
     (tmp_path / ".hidden.png").write_bytes(b"")
 
     docs, report = _ingest(tmp_path)
-    assert sorted(docs) == ["2", "guide.md", "notes.txt", "paper.pdf", "r1", "sub/page.html"]
+    assert sorted(docs) == ["2", "guide.md", "howto.rst", "memo.docx", "notes.txt", "paper.pdf", "r1", "sub/page.html"]
     assert docs["notes.txt"].text == "Plain text about otters.\n"
     assert docs["notes.txt"].title == "notes" and docs["notes.txt"].source == str(tmp_path / "notes.txt")
     assert docs["guide.md"].title == "The Guide"
@@ -73,10 +59,13 @@ def test_every_supported_format(tmp_path):
     assert "Badgers dig setts." in html.text and "They are nocturnal." in html.text
     assert "hidden" not in html.text and "color" not in html.text
     assert docs["paper.pdf"].text == "Sieve reads portable documents"
+    assert (docs["howto.rst"].title, docs["howto.rst"].text) == ("How to", "How to\n\nRead restructured text.")
+    assert (docs["memo.docx"].title, docs["memo.docx"].text) == ("memo", "Word documents about martens.")
     assert (docs["r1"].title, docs["r1"].metadata, docs["r1"].source) == ("Stoats", {"topic": "animals"}, "recs.jsonl:1")
     assert (docs["2"].title, docs["2"].source) == ("", "field-notes")
-    assert report.files_read == 5 and report.documents == 6 and report.skipped == []
+    assert report.files_read == 7 and report.documents == 8 and report.skipped == []
     assert report.ignored == [str(tmp_path / "image.png")]  # listed, not silently passed over
+    assert report.hidden == 1  # .hidden.png: counted, not listed
 
 
 def test_single_file_gets_its_name_as_id(tmp_path):
@@ -202,3 +191,60 @@ def test_content_hash_tracks_everything_that_changes_chunks():
     ]
     hashes = {content_hash(v) for v in variants}
     assert len(hashes) == len(variants) and content_hash(base) not in hashes
+
+
+def test_ignored_files_are_counted_by_suffix_and_hidden_ones_only_by_number(tmp_path):
+    for name in ("a.png", "b.png", "c.PNG", "d.png", "e.png", "f.png", "g.png", "x.js", "y.js", "z.js",
+                 "Makefile", "LICENSE", "keep.md"):
+        (tmp_path / name).write_text("x", encoding="utf-8")
+    (tmp_path / ".git" / "objects").mkdir(parents=True)
+    for name in ("HEAD", "config", "objects/ab12"):
+        (tmp_path / ".git" / name).write_text("x", encoding="utf-8")
+    (tmp_path / ".env").write_text("SECRET=1", encoding="utf-8")
+
+    docs, report = _ingest(tmp_path)
+    assert list(docs) == ["keep.md"]
+    assert report.ignored_by_suffix() == {".png": 7, ".js": 3, "(no suffix)": 2}
+    assert report.ignored_summary() == "ignored 12 files: 7 .png, 3 .js, 2 (no suffix) (and 4 hidden files)"
+    assert len(report.ignored) == 12 and report.hidden == 4
+    assert IngestReport(hidden=4).ignored_summary() == ""  # hidden files alone are no news
+
+
+def test_many_suffixes_are_summed_past_the_tenth():
+    report = IngestReport(ignored=[f"f{i}.s{i:02d}" for i in range(12)] + ["more.s00"])
+    assert report.ignored_counts().endswith("1 .s09, 2 with 2 other suffixes")
+    assert report.ignored_counts().startswith("2 .s00, 1 .s01")
+
+
+def test_problem_lines_list_every_skip_with_its_reason(tmp_path):
+    report = IngestReport(skipped=[(f"bad{i}.pdf", f"reason number {i}") for i in range(30)], ignored=["a.png"])
+    lines = report.problem_lines()
+    assert lines[0] == "30 skipped:" and len(lines) == 32
+    assert [line.strip() for line in lines[1:31]] == [f"bad{i}.pdf: reason number {i}" for i in range(30)]
+    assert lines[-1] == "1 ignored for its type: 1 .png (e.g. a.png)"
+    assert "..." not in "\n".join(lines)
+
+
+def test_a_stream_touches_nothing_until_iterated_and_counts_its_inputs(tmp_path):
+    stream = iter_documents(tmp_path / "later")  # no error yet: index_path cleans up where it is consumed
+    with pytest.raises(NotFound):
+        next(stream)
+    (tmp_path / "a.txt").write_text("alpha", encoding="utf-8")
+    (tmp_path / "b.txt").write_bytes(b"\xff")
+    (tmp_path / "c.jsonl").write_text('{"id": "c1", "text": "x"}\n\n{"id": "c2"}\n{"id": "c3", "text": "y"}\n',
+                                      encoding="utf-8")
+    stream = iter_documents(tmp_path)
+    assert stream.total == 5  # two files, three JSONL records (the blank line is none)
+    assert [d.doc_id for d in stream] == ["a.txt", "c1", "c3"]
+    assert (stream.decided, stream.yielded, stream.skipped) == (5, 3, 2)
+
+
+def test_a_jsonl_record_may_hold_unicode_line_separators(tmp_path):
+    f = tmp_path / "seps.jsonl"
+    text = "before\u2028after\u0085next\x0cpage"
+    f.write_text(json.dumps({"id": "s", "text": text}, ensure_ascii=False) + "\r\n"
+                 + json.dumps({"id": "t", "text": "second"}) + "\n", encoding="utf-8")
+    stream = iter_documents(f)
+    assert stream.total == 2
+    assert [(d.doc_id, d.text) for d in stream] == [("s", text), ("t", "second")]
+    assert stream.report.skipped == []

@@ -1,0 +1,313 @@
+"""Readers: one file's title and text, per format.
+
+``.txt`` and ``.md`` are read as they are (strict UTF-8: a latin-1 file is reported, not garbled);
+``.html``/``.htm`` through :func:`~sieve.retriever.html.html_text` (main content, no navigation;
+UTF-8, or the charset the page itself declares);
+``.rst`` through docutils (markup, comments, tables of contents and Sphinx-only directives'
+syntax removed, their content kept); ``.docx`` through python-docx (paragraphs and table cells in
+document order; page headers and footers left out); ``.pdf`` through pypdf.
+
+What a library logs while it reads (pypdf's "Ignoring wrong pointing object …", say) is not
+printed: :func:`read_file` returns it with the text, so ingestion reports it once, beside the file
+it concerns, through Sieve's own logging.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+import threading
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from pathlib import Path
+
+# Loggers of the libraries the readers call; their records are captured per file.
+_LIBRARY_LOGGERS = ("pypdf", "trafilatura", "htmldate", "courlan", "justext", "docx", "docutils")
+
+
+class _PerThread(logging.Handler):
+    """Routes a library's records to the capture of the thread that logged them; records of a
+    thread that captures nothing go on to the root logger's handlers, as if never intercepted."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.NOTSET)
+        self.captures: dict[int, list[str]] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        messages = self.captures.get(record.thread or 0)
+        if messages is None:
+            logging.getLogger().handle(record)
+            return
+        if record.levelno < logging.WARNING:
+            return
+        try:
+            message = f"{record.name.split('.')[0]}: {record.getMessage()}"
+        except Exception:  # a malformed record must not fail the read
+            message = f"{record.name}: {record.msg!r}"
+        if message not in messages:
+            messages.append(message)
+
+
+_router = _PerThread()
+_router_lock = threading.Lock()
+_saved_propagate: dict[str, bool] = {}
+
+
+@contextmanager
+def captured_library_logs() -> Iterator[list[str]]:
+    """Collect what the readers' libraries log at WARNING and above, in this thread, instead of printing it.
+
+    Thread-safe: each thread gets its own list; the loggers are restored when the last capture ends.
+
+    Yields:
+        The list the messages are appended to (``"pypdf: …"``), each once.
+    """
+    messages: list[str] = []
+    me = threading.get_ident()
+    with _router_lock:
+        if not _router.captures:
+            for name in _LIBRARY_LOGGERS:
+                lg = logging.getLogger(name)
+                _saved_propagate[name] = lg.propagate
+                lg.addHandler(_router)
+                lg.propagate = False
+        outer = _router.captures.get(me)
+        _router.captures[me] = messages
+    try:
+        yield messages
+    finally:
+        with _router_lock:
+            if outer is None:
+                del _router.captures[me]
+            else:
+                _router.captures[me] = outer
+            if not _router.captures:
+                for name in _LIBRARY_LOGGERS:
+                    lg = logging.getLogger(name)
+                    lg.removeHandler(_router)
+                    lg.propagate = _saved_propagate.pop(name, True)
+
+
+def read_utf8(path: Path) -> str:
+    """The file's text; ``UnicodeDecodeError`` when it is not UTF-8 (never replaced characters)."""
+    return path.read_bytes().decode("utf-8")
+
+
+def _markdown_title(text: str) -> str:
+    m = re.search(r"^#\s+(.+)$", text, flags=re.MULTILINE)
+    return m.group(1).strip() if m else ""
+
+
+def read_text(path: Path) -> tuple[str, str]:
+    text = read_utf8(path)
+    return (_markdown_title(text) if path.suffix.lower() == ".md" else ""), text
+
+
+_DECLARED_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9._:-]+)|<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9._:-]+)""",
+                               re.IGNORECASE)
+
+
+def _declared_charset(data: bytes) -> str | None:
+    """The encoding a page declares in its first 4 KB (``<meta charset>``, ``http-equiv``, ``<?xml encoding>``),
+    if Python knows it."""
+    import codecs
+
+    m = _DECLARED_CHARSET.search(data[:4096])
+    if m is None:
+        return None
+    name = (m.group(1) or m.group(2)).decode("ascii")
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return None
+
+
+def read_html(path: Path) -> tuple[str, str]:
+    """UTF-8, or the charset the page declares (old manuals say ISO-8859-1); undeclared non-UTF-8 is an error."""
+    from sieve.retriever.html import html_text
+
+    data = path.read_bytes()
+    try:
+        raw = data.decode("utf-8")
+    except UnicodeDecodeError:
+        charset = _declared_charset(data)
+        if charset is None or charset == "utf-8":
+            raise
+        raw = data.decode(charset, errors="replace")  # what the author declared; single-byte charsets never fail
+    return html_text(raw)
+
+
+def read_pdf(path: Path) -> tuple[str, str]:
+    from pypdf import PdfReader
+
+    reader = PdfReader(str(path))
+    # No title from the info dictionary: it is often a generator's ("Microsoft Word - draft.docx").
+    return "", "\n\n".join((page.extract_text() or "") for page in reader.pages).strip()
+
+
+def _docx_cell_text(cell) -> str:
+    """A table cell's paragraphs and nested tables' cells, as one line."""
+    from docx.table import Table
+
+    parts: list[str] = []
+    for item in cell.iter_inner_content():
+        if isinstance(item, Table):
+            parts += _docx_rows(item)
+        elif item.text.strip():
+            parts.append(item.text.strip())
+    return " ".join(parts)
+
+
+def _docx_rows(table) -> list[str]:
+    """One line per row, cells joined by `` | ``; a merged cell (repeated per grid column it spans) once."""
+    lines = []
+    for row in table.rows:
+        seen: list = []  # the cells' XML elements: held, so identity is stable
+        cells = []
+        for cell in row.cells:
+            if any(cell._tc is tc for tc in seen):
+                continue
+            seen.append(cell._tc)
+            cells.append(_docx_cell_text(cell))
+        line = " | ".join(c for c in cells if c)
+        if line:
+            lines.append(line)
+    return lines
+
+
+def read_docx(path: Path) -> tuple[str, str]:
+    """Paragraphs and table rows in document order (page headers and footers are boilerplate: left out)."""
+    import docx
+    from docx.table import Table
+
+    document = docx.Document(str(path))
+    blocks: list[str] = []
+    for item in document.iter_inner_content():
+        if isinstance(item, Table):
+            blocks += _docx_rows(item)
+        elif item.text.strip():
+            blocks.append(item.text.strip())
+    title = (document.core_properties.title or "").strip()
+    if not title:
+        styled = (p.text.strip() for p in document.paragraphs if p.style is not None and p.style.name == "Title")
+        title = next((t for t in styled if t), "")
+    return title, "\n\n".join(blocks)
+
+
+# reStructuredText ---------------------------------------------------------------------------------
+
+# Sphinx directives whose content is navigation or a pointer to other files: dropped whole.
+_RST_DROPPED = {
+    "toctree", "index", "include", "literalinclude", "tabularcolumns", "highlight", "currentmodule",
+    "module", "automodule", "autoclass", "autofunction", "automethod", "autoattribute", "autodata",
+    "autoexception", "autosummary", "codeauthor", "sectionauthor", "moduleauthor", "default-role", "default-domain",
+}
+_ROLE = re.compile(r"^:(?:[\w.+-]+:)+`(.*)`$", re.DOTALL)
+_DIRECTIVE = re.compile(r"^\.\.\s+([\w:.+-]+)::[ \t]*(.*)$")
+
+
+def _role_text(raw: str) -> str:
+    """``:ref:`Title <label>``` -> ``Title``; ``:func:`~pkg.mod.f``` -> ``f``; other markup unwrapped."""
+    m = _ROLE.match(raw.strip())
+    inner = m.group(1) if m else raw.strip().strip("`_|")
+    titled = re.match(r"^(.*?)\s*<[^<>]*>$", inner, flags=re.DOTALL)
+    if titled and titled.group(1):
+        return titled.group(1)
+    if inner.startswith("~"):
+        return inner[1:].rsplit(".", 1)[-1]
+    return inner.lstrip("!")
+
+
+def _unknown_directive_text(block: str, depth: int) -> str:
+    """What an unknown directive (Sphinx's ``versionadded``, ``py:function``, …) says, without its syntax."""
+    lines = block.splitlines()
+    m = _DIRECTIVE.match(lines[0]) if lines else None
+    if m is None:
+        return ""
+    name, argument = m.group(1), m.group(2).strip()
+    if name.split(":")[-1] in _RST_DROPPED:
+        return ""
+    body = lines[1:]
+    while body and re.match(r"^\s+:[\w-]+:", body[0]):  # the directive's options
+        body = body[1:]
+    import textwrap
+
+    content = textwrap.dedent("\n".join(body)).strip()
+    parts = [argument] if argument else []
+    if content:
+        parts.append(_rst_text(content, depth + 1)[1] if depth < 3 else content)
+    return "\n\n".join(parts)
+
+
+def _rst_text(source: str, depth: int = 0) -> tuple[str, str]:
+    from docutils import nodes
+    from docutils.core import publish_doctree
+
+    doctree = publish_doctree(source, settings_overrides={
+        "report_level": 5, "halt_level": 5, "warning_stream": io.StringIO(), "file_insertion_enabled": False,
+        "raw_enabled": False, "_disable_config": True, "syntax_highlight": "none", "input_encoding": "unicode",
+        "doctitle_xform": depth == 0,
+    })
+    for node in list(doctree.findall(nodes.problematic)):  # an unknown role (Sphinx's :ref:, :func:)
+        node.parent.replace(node, nodes.Text(_role_text(node.astext())))
+    for node in list(doctree.findall(nodes.system_message)):
+        literal = next(iter(node.findall(nodes.literal_block)), None)
+        kept = _unknown_directive_text(literal.astext(), depth) if literal is not None else ""
+        if kept and node.parent is not None:
+            node.parent.replace(node, nodes.paragraph(text=kept))
+        elif node.parent is not None:
+            node.parent.remove(node)
+    dropped: tuple[Callable[[nodes.Node], bool], ...] = (
+        lambda n: isinstance(n, (nodes.comment, nodes.substitution_definition, nodes.raw, nodes.target,
+                                 nodes.pending, nodes.image)),
+        lambda n: isinstance(n, nodes.topic) and "contents" in n.get("classes", ()),  # .. contents::
+    )
+    for node in list(doctree.findall(lambda n: any(test(n) for test in dropped))):
+        if node.parent is not None:
+            node.parent.remove(node)
+    text = re.sub(r"\n{3,}", "\n\n", doctree.astext()).strip()
+    return str(doctree.get("title") or ""), text
+
+
+def read_rst(path: Path) -> tuple[str, str]:
+    """reStructuredText as its readable text (a file docutils cannot parse is read as it is)."""
+    source = read_utf8(path)
+    try:
+        return _rst_text(source)
+    except Exception as exc:  # docutils raises many types on odd input; the plain text is still worth indexing
+        logging.getLogger(__name__).info("%s: docutils failed (%s: %s); reading it as plain text",
+                                         path, type(exc).__name__, exc)
+        return "", source
+
+
+READERS: dict[str, Callable[[Path], tuple[str, str]]] = {
+    ".txt": read_text, ".md": read_text, ".rst": read_rst, ".html": read_html, ".htm": read_html,
+    ".docx": read_docx, ".pdf": read_pdf,
+}
+
+
+def read_file(path: Path) -> tuple[str, str, list[str]]:
+    """A file's title, text and what its library warned about while reading it.
+
+    Args:
+        path: a file whose suffix (lower-cased) is in :data:`READERS`.
+
+    Returns:
+        ``(title, text, warnings)``; ``title`` may be empty (the caller names the document after
+        the file then).
+
+    Raises:
+        UnicodeDecodeError: a text format that is not UTF-8.
+        Exception: whatever the format's library raises for a broken file.
+    """
+    reader = READERS[path.suffix.lower()]
+    with captured_library_logs() as warnings:
+        title, text = reader(path)
+    return title, text, list(warnings)
+
+
+__all__ = ["READERS", "captured_library_logs", "read_file", "read_utf8"]

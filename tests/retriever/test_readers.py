@@ -1,0 +1,220 @@
+"""Readers: HTML by its main content, reStructuredText without markup, .docx paragraphs and tables,
+and library warnings returned with the file instead of printed."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+
+from sieve.retriever.html import html_text
+from sieve.retriever.ingest import SUPPORTED_SUFFIXES
+from sieve.retriever.readers import READERS, captured_library_logs, read_file
+
+from _ingest_files import SITE_PAGE, TEXINFO_PAGE, pdf_with_a_wrong_startxref
+
+def test_html_keeps_the_article_and_drops_menus_headers_sidebars_and_footers():
+    title, text = html_text(SITE_PAGE)
+    assert title == "Otters | Field Guide"
+    assert "Otters hold hands while they sleep" in text and "favourite stone" in text
+    for boilerplate in ("Field Guide home", "Sign in", "menu entry", "Breadcrumb", "sidebar", "footer", "Privacy",
+                        "analytics", "font-family"):
+        assert boilerplate not in text, boilerplate
+
+
+def test_texinfo_navigation_header_is_not_content():
+    title, text = html_text(TEXINFO_PAGE)
+    assert title == "The Basics (libffi)"
+    assert "create an ffi_cif object" in text and "Call InterFace" in text
+    assert "Next:" not in text and "Previous:" not in text and "Up:" not in text and "Simple Example" not in text
+
+
+def test_a_page_too_small_for_main_content_keeps_its_visible_text():
+    title, text = html_text("<html><head><title>Badgers</title><style>p{color:red}</style></head><body>"
+                            "<script>var hidden = 1;</script><p>Badgers dig setts.</p><nav>Next: Otters</nav>"
+                            "<p>They are nocturnal.</p></body></html>")
+    assert title == "Badgers"
+    assert "Badgers dig setts." in text and "They are nocturnal." in text
+    assert "hidden" not in text and "color" not in text and "Otters" not in text
+
+
+@pytest.mark.parametrize("raw", ["", "   ", "<html><body><nav>Only navigation</nav></body></html>"])
+def test_a_page_without_text_reads_as_empty(raw):
+    assert html_text(raw)[1] == ""
+
+
+def test_html_that_declares_another_encoding_is_still_read_as_the_utf8_it_is():
+    raw = '<?xml version="1.0" encoding="ISO-8859-1"?><html><head><meta charset="iso-8859-1"></head>' \
+          "<body><p>Caf\u00e9 cr\u00e8me, na\u00efve r\u00e9sum\u00e9.</p></body></html>"
+    assert html_text(raw)[1] == "Caf\u00e9 cr\u00e8me, na\u00efve r\u00e9sum\u00e9."
+
+
+def test_html_in_a_declared_single_byte_charset_is_decoded_by_it(tmp_path):
+    page = "<html><head><meta http-equiv='Content-Type' content='text/html; charset=ISO-8859-1'>" \
+           "<title>Caf\u00e9</title></head><body><p>Copyright \u00a9 2001 John Fleck, caf\u00e9 cr\u00e8me.</p></body></html>"
+    declared = tmp_path / "old.html"
+    declared.write_bytes(page.encode("latin-1"))
+    assert read_file(declared)[:2] == ("Caf\u00e9", "Copyright \u00a9 2001 John Fleck, caf\u00e9 cr\u00e8me.")
+    undeclared = tmp_path / "guess.html"
+    undeclared.write_bytes("<p>caf\u00e9</p>".encode("latin-1"))
+    with pytest.raises(UnicodeDecodeError):  # never guessed: reported as not UTF-8
+        read_file(undeclared)
+
+
+RST = """\
+=================
+Installing Sieve
+=================
+
+.. contents::
+
+.. toctree::
+   :maxdepth: 2
+
+   quickstart
+   reference
+
+Sieve needs *Python 3.10* and reads :ref:`your documents <formats>`; see :func:`~sieve.retriever.index_path`
+and ``sieve index``.
+
+.. _formats:
+
+Formats
+-------
+
+.. note:: HTML is read by its main content.
+
+.. versionadded:: 0.2
+   Word documents are **read** too.
+
+.. code-block:: bash
+
+   sieve index docs/
+
+.. |tool| replace:: the indexer
+
+Run |tool| again to update.
+
+.. a comment nobody should search for
+
+.. image:: diagram.png
+"""
+
+
+def test_rst_is_read_without_markup_comments_or_tables_of_contents(tmp_path):
+    f = tmp_path / "install.rst"
+    f.write_text(RST, encoding="utf-8")
+    title, text, warnings = read_file(f)
+    text = " ".join(text.split())  # source line breaks stay in the text; the chunker does not mind
+    assert title == "Installing Sieve" and warnings == []
+    assert "Sieve needs Python 3.10 and reads your documents; see index_path and sieve index." in text
+    assert "HTML is read by its main content." in text
+    assert "Word documents are read too." in text  # an unknown (Sphinx) directive keeps its content ...
+    assert "sieve index docs/" in text and "Run the indexer again to update." in text
+    for markup in ("..", ":ref:", ":func:", "toctree", "maxdepth", "quickstart", "Contents", "comment nobody",
+                   "diagram.png", "**", "``", "versionadded"):  # ... but none of its syntax
+        assert markup not in text, markup
+
+
+def test_rst_docutils_cannot_parse_is_read_as_plain_text(tmp_path, monkeypatch):
+    import sieve.retriever.readers as readers
+
+    def broken(source: str, depth: int = 0):
+        raise RuntimeError("docutils gave up")
+
+    monkeypatch.setattr(readers, "_rst_text", broken)
+    f = tmp_path / "odd.rst"
+    f.write_text("Some *odd* text.\n", encoding="utf-8")
+    assert read_file(f)[:2] == ("", "Some *odd* text.\n")
+
+
+def test_docx_paragraphs_and_table_cells_in_document_order(tmp_path):
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("Quarterly report", style="Title")
+    document.add_paragraph("Revenue grew in the northern region.")
+    table = document.add_table(rows=3, cols=3)
+    for r, row in enumerate([("Region", "Q1", "Q2"), ("North", "10", "12"), ("South", "7", "")]):
+        for c, value in enumerate(row):
+            table.cell(r, c).text = value
+    table.cell(2, 1).merge(table.cell(2, 2))  # a merged cell is read once
+    document.add_paragraph("Costs were flat.")
+    document.sections[0].footer.paragraphs[0].text = "Confidential page footer"
+    f = tmp_path / "report.docx"
+    document.save(str(f))
+
+    title, text, warnings = read_file(f)
+    assert title == "Quarterly report" and warnings == []
+    assert text.split("\n\n") == ["Quarterly report", "Revenue grew in the northern region.", "Region | Q1 | Q2",
+                                  "North | 10 | 12", "South | 7", "Costs were flat."]
+
+
+def test_docx_nested_tables_are_read_inside_their_cell(tmp_path):
+    import docx
+
+    document = docx.Document()
+    outer = document.add_table(rows=1, cols=2)
+    outer.cell(0, 0).text = "Outer"
+    inner = outer.cell(0, 1).add_table(rows=1, cols=2)
+    inner.cell(0, 0).text, inner.cell(0, 1).text = "inner a", "inner b"
+    f = tmp_path / "nested.docx"
+    document.save(str(f))
+    assert read_file(f)[1] == "Outer | inner a | inner b"
+
+
+def test_docx_title_from_its_properties(tmp_path):
+    import docx
+
+    document = docx.Document()
+    document.core_properties.title = "Set in properties"
+    document.add_paragraph("Body text.")
+    f = tmp_path / "p.docx"
+    document.save(str(f))
+    assert read_file(f)[:2] == ("Set in properties", "Body text.")
+
+
+def test_library_warnings_come_back_with_the_file_and_are_not_logged(tmp_path, caplog, capsys):
+    f = tmp_path / "damaged.pdf"
+    pdf_with_a_wrong_startxref(f)
+    with caplog.at_level(logging.WARNING):
+        title, text, warnings = read_file(f)
+    assert text == "Damaged but readable"
+    assert warnings and all(w.startswith("pypdf: ") for w in warnings) and len(set(warnings)) == len(warnings)
+    assert "startxref" in " ".join(warnings)
+    assert not [r for r in caplog.records if r.name.startswith("pypdf")]
+    assert "startxref" not in capsys.readouterr().err
+    # Outside a read, the library logs as usual again.
+    with caplog.at_level(logging.WARNING):
+        from pypdf import PdfReader
+
+        PdfReader(str(f))
+    assert [r for r in caplog.records if r.name.startswith("pypdf")]
+
+
+def test_captures_are_per_thread():
+    log = logging.getLogger("pypdf.test")
+    other: list[list[str]] = []
+    inside, release = threading.Event(), threading.Event()
+
+    def worker() -> None:
+        with captured_library_logs() as mine:
+            inside.set()
+            release.wait(5)
+            log.warning("from the worker")
+        other.append(mine)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    inside.wait(5)
+    with captured_library_logs() as main:
+        log.warning("from the main thread")
+    release.set()
+    t.join(5)
+    assert main == ["pypdf: from the main thread"] and other == [["pypdf: from the worker"]]
+    assert logging.getLogger("pypdf").propagate and not logging.getLogger("pypdf").handlers
+
+
+def test_every_supported_suffix_has_a_reader():
+    assert set(SUPPORTED_SUFFIXES) == set(READERS) | {".jsonl"}  # .jsonl holds many documents: ingest reads it
