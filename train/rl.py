@@ -20,6 +20,7 @@ from sieve.errors import InvalidInput
 from sieve.eval.data import read_tasks
 from sieve.train.config import EpisodeConfig, split_tasks
 from sieve.train.rewards import RewardConfig, check_reward_weights, get_episode_reward
+from sieve.train.time_budget import time_limit_callback
 
 if TYPE_CHECKING:
     from sieve.retriever.index import CorpusIndex
@@ -143,33 +144,6 @@ def grpo_args(cfg: RLConfig, num_processes: int = 1, reward_weights: list[float]
         activation_checkpointing=cfg.gradient_checkpointing, lr_scheduler_type="constant", warmup_steps=0,
         disable_tqdm=True, log_completions=False, reward_weights=reward_weights, **kwargs,
     )
-
-
-def time_limit_callback(max_seconds: float, *, anneal: bool = False) -> Any:
-    """Stops training cleanly (the model is still saved) once ``max_seconds`` of wall time have passed.
-
-    With ``anneal`` (a time budget and no step cap), ``state.max_steps`` (what the reward's annealing
-    reads as the end of training) is kept at the step the budget is projected to end at, from the
-    steps' pace so far, so the schedule spans the budget rather than a cap that is never reached.
-    ``stopped_by`` says afterwards whether the time limit ended the run.
-    """
-    from transformers import TrainerCallback
-
-    class _TimeLimit(TrainerCallback):
-        def __init__(self) -> None:
-            self.t0 = time.perf_counter()
-            self.stopped_by_time = False
-
-        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            elapsed = time.perf_counter() - self.t0
-            if elapsed > max_seconds:
-                logger.info("Time limit of %.0f s reached at step %d; stopping", max_seconds, state.global_step)
-                control.should_training_stop = True
-                self.stopped_by_time = True
-            elif anneal and state.global_step > 0:
-                state.max_steps = max(state.global_step + 1, round(state.global_step * max_seconds / elapsed))
-
-    return _TimeLimit()
 
 
 def curve_callback(trainer_ref: list, path: Path) -> Any:

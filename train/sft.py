@@ -215,7 +215,7 @@ def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) 
         disable_tqdm=not progress, activation_checkpointing=cfg.gradient_checkpointing,
     )
     model.train()
-    from sieve.train.rl import time_limit_callback
+    from sieve.train.time_budget import time_limit_callback
 
     timer = time_limit_callback(cfg.minutes * 60) if cfg.minutes else None
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok,
