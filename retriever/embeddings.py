@@ -20,6 +20,7 @@ import hashlib
 import json
 import logging
 import os
+import tempfile
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -94,7 +95,7 @@ def model_fingerprint(path: Path) -> str:
         64
     """
     h = hashlib.sha256()
-    for f in sorted(p for p in path.rglob("*") if p.is_file() and "onnx" not in p.parts and p.suffix != ".md"):
+    for f in _model_files(path):
         h.update(str(f.relative_to(path)).encode())
         digest = hashlib.sha256()
         with f.open("rb") as fh:
@@ -102,6 +103,59 @@ def model_fingerprint(path: Path) -> str:
                 digest.update(block)
         h.update(digest.digest())
     return h.hexdigest()
+
+
+def _model_files(path: Path) -> list[Path]:
+    return sorted(p for p in path.rglob("*") if p.is_file() and "onnx" not in p.parts and p.suffix != ".md")
+
+
+FINGERPRINT_CACHE = "fingerprints.json"
+
+
+def _stat_signature(path: Path) -> str:
+    """A digest of the folder's file names, sizes, modification and change times, and inodes."""
+    h = hashlib.sha256()
+    for f in _model_files(path):
+        st = f.stat()
+        h.update(f"{f.relative_to(path)}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\n".encode())
+    return h.hexdigest()
+
+
+def cached_model_fingerprint(path: Path, cache_dir: Path | None) -> str:
+    """:func:`model_fingerprint`, remembered in ``<cache_dir>/fingerprints.json`` while the folder is unchanged.
+
+    Hashing MiniLM's 90 MB costs 0.1 s of every process that embeds a query; a stat of its
+    dozen files costs a millisecond. "Unchanged" means every file keeps its size, modification
+    and change time and inode (the change time cannot be set back by a user tool, so a rewritten
+    file always misses the cache). Without a ``cache_dir``, or where it is read-only, it hashes.
+    """
+    if cache_dir is None:
+        return model_fingerprint(path)
+    key, signature = str(path.resolve()), _stat_signature(path)
+    store = cache_dir / FINGERPRINT_CACHE
+    try:
+        entries = json.loads(store.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        entries = {}
+    entries = entries if isinstance(entries, dict) else {}
+    entry = entries.get(key)
+    if isinstance(entry, dict) and entry.get("stat") == signature and isinstance(entry.get("sha256"), str):
+        return entry["sha256"]
+    fingerprint = model_fingerprint(path)
+    entries[key] = {"stat": signature, "sha256": fingerprint}
+    tmp = None
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{FINGERPRINT_CACHE}.", dir=cache_dir)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(entries, fh)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; the cache is shared by the data dir's users
+        os.replace(tmp, store)  # atomic: a concurrent reader sees the old file or the new one
+    except OSError:
+        logger.debug("Could not write %s; the model is hashed in every process", store)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+    return fingerprint
 
 
 def model_display_name(path: Path) -> str:
@@ -269,9 +323,9 @@ class Embedder:
 
     @property
     def fingerprint(self) -> str:
-        """The model folder's content hash (reads the files once; imports no model library)."""
+        """The model folder's content hash (cached on disk by file stats; imports no model library)."""
         if self._fingerprint is None:
-            self._fingerprint = model_fingerprint(Path(self.path))
+            self._fingerprint = cached_model_fingerprint(Path(self.path), self.cache_dir)
         return self._fingerprint
 
     def loaded(self) -> Encoder:
@@ -359,5 +413,5 @@ class Embedder:
         return np.stack([self.embed_query(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
 
 
-__all__ = ["Embedder", "EmbedderIdentity", "Encoder", "TorchEncoder", "config_dim", "cpu_threads", "model_fingerprint",
-           "quiet_hf_progress"]
+__all__ = ["Embedder", "EmbedderIdentity", "Encoder", "TorchEncoder", "cached_model_fingerprint", "config_dim",
+           "cpu_threads", "load_encoder", "model_fingerprint", "quiet_hf_progress"]

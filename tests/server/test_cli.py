@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -33,7 +34,8 @@ def _modules_after(args: list[str], data_dir: Path | None = None) -> tuple[set[s
             "sys.exit(code)")
     env_args = [*args, "--data-dir", str(data_dir)] if data_dir else args
     proc = subprocess.run([sys.executable, "-c", code, *env_args], capture_output=True, text=True, timeout=600,
-                          env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HOME": str(data_dir or ROOT)})
+                          env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HOME": str(data_dir or ROOT),
+                               "SIEVE_MODEL_DIR": os.environ["SIEVE_MODEL_DIR"]})
     line = next((ln for ln in proc.stderr.splitlines() if ln.startswith("MODULES=")), None)
     assert line is not None, proc.stderr[-3000:]
     return set(json.loads(line.removeprefix("MODULES="))), proc
@@ -60,6 +62,17 @@ def test_listing_and_bm25_never_load_the_embedder(sample_data_copy: Path) -> Non
     assert [r["rank"] for r in json.loads(proc.stdout)["results"]] == [1, 2, 3]
     assert loaded.isdisjoint(set(MODEL_LIBS) - {"chromadb"}), loaded
     assert "Loading weights" not in proc.stderr
+
+
+def test_onnx_queries_never_import_torch_or_transformers(sample_data_copy: Path) -> None:
+    """Dense, hybrid and agentic queries on the default ONNX backend tokenize with ``tokenizers`` alone:
+    importing transformers (and with it torch) was 4 of the 7 seconds such a process took."""
+    for args in (["retrieve", "Charles Lindbergh aircraft", "--mode", "hybrid"], ["search", "Charles Lindbergh"]):
+        loaded, proc = _modules_after([*args, "-c", "sample", "-k", "3", "--json"], sample_data_copy)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert len(json.loads(proc.stdout)["results"]) == 3
+        assert {"onnxruntime", "chromadb"} <= loaded, loaded  # the model did run
+        assert loaded.isdisjoint({"torch", "transformers", "sentence_transformers"}), (args[0], loaded)
 
 
 def test_reading_a_trace_needs_no_model_library(tmp_path: Path) -> None:
@@ -274,3 +287,4 @@ def test_every_command_but_serve_takes_json_and_collection_commands_take_c() -> 
 def test_console_script_runs(tmp_path: Path) -> None:
     proc = subprocess.run([*sieve_command(), "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "Usage: sieve" in proc.stdout
+
