@@ -9,22 +9,13 @@ import typer
 
 from sieve.data import DEMO_QUESTION, SAMPLE_DIR
 from sieve.server.commands._common import (
-    Bf16Opt, ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, cli_errors,
-    embed_overrides, plural, print_json, settings_from, shorten,
+    Bf16Opt, ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, WideOpt,
+    cli_errors, embed_overrides, plural, print_json, print_results, settings_from,
 )
 
 
-
-def _hits_table(hits: list, title: str) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title, show_lines=False)
-    for col in ("#", "score", "chunk", "title", "text"):
-        table.add_column(col, overflow="fold" if col == "text" else "ellipsis")
-    for h in hits:
-        table.add_row(str(h.rank), f"{h.score:.4f}", h.chunk_id, shorten(h.chunk.title, 40), shorten(h.chunk.text, 110))
-    Console().print(table)
+def _hits_table(hits: list, title: str, wide: bool = False) -> None:
+    print_results([(h.rank, h.score, h.chunk_id, h.chunk.title, h.chunk.text) for h in hits], title, wide=wide)
 
 
 def hit_json(h) -> dict:
@@ -95,7 +86,7 @@ def register(app: typer.Typer) -> None:
         collection: Optional[str] = CollectionOpt, data_dir: Optional[Path] = DataDirOpt,
         chroma_url: Optional[str] = ChromaUrlOpt, embedder: Optional[str] = EmbedderOpt,
         embed_backend: Optional[str] = EmbedBackendOpt, embed_dtype: Optional[str] = EmbedDtypeOpt, bf16: bool = Bf16Opt,
-        as_json: bool = JsonOpt,
+        wide: bool = WideOpt, as_json: bool = JsonOpt,
     ) -> None:
         """Plain (non-agentic) retrieval: one query, top-k chunks."""
         from sieve.retriever import CorpusIndex
@@ -108,7 +99,7 @@ def register(app: typer.Typer) -> None:
             print_json({"query": query, "mode": mode, "collection": s.collection,
                         "results": [hit_json(h) for h in hits]})
         else:
-            _hits_table(hits, f"{mode} results for: {query}")
+            _hits_table(hits, f"{mode} results for: {query}", wide=wide)
 
     @app.command("collections")
     @cli_errors
@@ -152,7 +143,7 @@ def register(app: typer.Typer) -> None:
         question: str = typer.Option(DEMO_QUESTION, "--question", "-q", help="Question to ask."),
         collection: str = typer.Option("sample", "--collection", "-c", help="Collection for the sample corpus."),
         data_dir: Optional[Path] = DataDirOpt, k: int = typer.Option(5, "-k", help="Results to show."),
-        as_json: bool = JsonOpt,
+        wide: bool = WideOpt, as_json: bool = JsonOpt,
     ) -> None:
         """Index the shipped sample corpus into COLLECTION (default: sample) and compare hybrid and agent results."""
         from sieve.retriever import CorpusIndex
@@ -165,9 +156,9 @@ def register(app: typer.Typer) -> None:
                      "hybrid": [hit_json(h) for h in hits]}
         if not as_json:
             _report_index(report, False)
-            _hits_table(hits, f"hybrid results for: {question}")
+            _hits_table(hits, f"hybrid results for: {question}", wide=wide)
         for extra in DEMO_EXTRAS:
-            out.update(extra(index, question, k, as_json))
+            out.update(extra(index, question, k, as_json, wide=wide))
         if as_json:
             print_json(out)
         else:
@@ -175,8 +166,9 @@ def register(app: typer.Typer) -> None:
                        f"or sieve serve -c {index.name} and open the playground at http://127.0.0.1:8000/", err=True)
 
 
-# Later stages (the agent) append demo steps here: callables (index, question, k, as_json) returning
-# a dict merged into `sieve demo --json`'s output (and printing their tables when not as_json).
+# Later stages (the agent) append demo steps here: callables (index, question, k, as_json, *, wide)
+# returning a dict merged into `sieve demo --json`'s output (and printing their tables when not
+# as_json; compact ones unless wide).
 DEMO_EXTRAS: list = []
 
 __all__ = ["DEMO_EXTRAS", "hit_json", "index_json", "register"]

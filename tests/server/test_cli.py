@@ -6,6 +6,7 @@ never by timing; ``eval/bench_cli.py`` measures wall times.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -288,3 +289,53 @@ def test_console_script_runs(tmp_path: Path) -> None:
     proc = subprocess.run([*sieve_command(), "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "Usage: sieve" in proc.stdout
 
+
+LONG_TEXT = "Charles Augustus Lindbergh was an American aviator,\nmilitary officer, and author. " * 6
+ROWS = [(i, 1 / i, f"wiki-charles-augustus-lindbergh#{i}", "Charles Lindbergh, aviator and author", LONG_TEXT)
+        for i in range(1, 11)]
+
+
+def _render(width: int, **kwargs: bool) -> list[str]:
+    from rich.console import Console
+
+    from sieve.server.commands._common import print_results
+
+    console = Console(width=width, record=True, file=io.StringIO())
+    print_results(ROWS, "hybrid results for: which aircraft did Lindbergh fly across the Atlantic?", console=console,
+                  **kwargs)
+    return console.export_text().splitlines()
+
+
+@pytest.mark.parametrize("width", [80, 50, 160])
+def test_result_tables_take_one_line_per_result_and_fit_the_width(width: int) -> None:
+    from rich.cells import cell_len
+
+    lines = _render(width)
+    assert len(lines) == 3 + len(ROWS), "\n".join(lines)  # title, header, rule, then one line per result
+    assert max(cell_len(ln) for ln in lines) <= width
+    for (rank, _, chunk_id, _, _), line in zip(ROWS, lines[3:]):
+        assert line.split()[0] == str(rank) and f"#{rank}" in line  # ids are cut in the middle, keeping #position
+        assert line.rstrip().endswith("…")  # the text was cut to fit, not wrapped
+    assert "wiki-charles-augustus-lindbergh#10" in "\n".join(_render(200))  # room enough: whole ids
+
+
+def test_wide_tables_wrap_the_text_as_before() -> None:
+    lines = _render(80, wide=True)
+    assert len(lines) > 3 * len(ROWS)  # several lines per result
+    assert any("military officer" in ln for ln in lines) and any(ln.startswith("┏") for ln in lines)
+
+
+def test_retrieve_and_search_print_compact_tables_by_default(sample_index, session_data_dir: Path) -> None:
+    runner = CliRunner(env={"COLUMNS": "80"})
+    common = ["-c", "sample", "-k", "4", "--data-dir", str(session_data_dir)]
+    res = runner.invoke(app, ["retrieve", "Charles Lindbergh aircraft", "--mode", "bm25", *common])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert len(lines) == 3 + 4 and max(len(ln) for ln in lines) <= 80, res.stdout
+    wide = runner.invoke(app, ["retrieve", "Charles Lindbergh aircraft", "--mode", "bm25", "--wide", *common])
+    assert wide.exit_code == 0 and len(wide.stdout.splitlines()) > 2 * len(lines)
+
+    res = runner.invoke(app, ["search", "Charles Lindbergh aircraft", "-q", *common])
+    assert res.exit_code == 0, res.output
+    rows = [ln for ln in res.stdout.splitlines() if re.match(r"^ ?\d+ +0\.\d{4} ", ln)]
+    assert len(rows) == 4 and len(res.stdout.splitlines()) == 3 + 4, res.stdout
