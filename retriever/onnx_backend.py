@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from sieve.errors import ModelUnavailable
+from sieve.retriever.device import DeviceChoice, cuda_unavailable, resolve_device
 from sieve.retriever.fast_tokenizer import BatchTokenizer, model_max_length, read_json_object
 
 if TYPE_CHECKING:
@@ -186,21 +187,28 @@ class OnnxEncoder:
     """
 
     def __init__(self, session: Any, model_path: Path, modules: StModules, inputs: Sequence[str],
-                 fast: BatchTokenizer | None = None) -> None:
+                 fast: BatchTokenizer | None = None, device: DeviceChoice | None = None) -> None:
         self.session = session
         self.model_path = model_path
         self.modules = modules
         self.inputs = list(inputs)
         self.fast = fast
+        self.device = device or DeviceChoice("cpu", "cpu", "asked for")
         self._tokenizer: Any = None
         self._tokenizer_lock = Lock()
         limit = model_max_length(read_json_object(model_path / "tokenizer_config.json"))
         self.max_length = fast.max_length if fast is not None else min(modules.max_seq_length, limit)
 
     @classmethod
-    def load(cls, onnx_path: Path, model_path: Path, threads: int) -> OnnxEncoder:
+    def load(cls, onnx_path: Path, model_path: Path, threads: int, device: str = "cpu") -> OnnxEncoder:
+        """A session on ``device`` (``auto``, ``cpu`` or ``cuda``; see :mod:`sieve.retriever.device`).
+
+        Raises:
+            ModelUnavailable: ``cuda`` asked for and ONNX Runtime cannot run on a GPU here.
+        """
         import onnxruntime as ort
 
+        choice = resolve_device(device, "onnx")
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
@@ -209,11 +217,18 @@ class OnnxEncoder:
         # Spinning threads burn their time slice whenever another process wants the CPU (the
         # same reason the torch path sets OMP_WAIT_POLICY=PASSIVE).
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        session = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
+        providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if choice.device == "cuda" \
+            else ["CPUExecutionProvider"]
+        session = ort.InferenceSession(str(onnx_path), opts, providers=providers)
+        if choice.device == "cuda" and "CUDAExecutionProvider" not in session.get_providers():
+            # onnxruntime-gpu lists the provider even where no GPU or CUDA library is usable.
+            if choice.requested == "cuda":
+                raise cuda_unavailable("onnx", "an ONNX Runtime CUDAExecutionProvider that failed to start")
+            choice = DeviceChoice("auto", "cpu", "auto: ONNX Runtime's CUDAExecutionProvider failed to start")
         modules = read_st_modules(model_path)
         meta = json.loads((onnx_path.parent / "sieve_export.json").read_text(encoding="utf-8"))
         fast = BatchTokenizer.load(model_path, modules.max_seq_length)
-        return cls(session, model_path, modules, meta["inputs"], fast=fast)
+        return cls(session, model_path, modules, meta["inputs"], fast=fast, device=choice)
 
     @property
     def tokenizer(self) -> Any:

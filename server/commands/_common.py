@@ -32,6 +32,8 @@ EmbedBackendOpt = typer.Option(None, "--embed-backend",
 EmbedDtypeOpt = typer.Option(None, "--embed-dtype", help="float32 | int8 (onnx), float32 | bfloat16 (torch); "
                                                          "default $SIEVE_EMBED_DTYPE or the backend's default.")
 Bf16Opt = typer.Option(False, "--bf16", help="Shorthand for --embed-backend torch --embed-dtype bfloat16.")
+DeviceOpt = typer.Option(None, "--device", help="Embedding device: auto | cpu | cuda (default $SIEVE_DEVICE or auto: "
+                                                "CUDA when the backend's runtime sees a GPU, else the CPU).")
 WideOpt = typer.Option(False, "--wide", help="Wrap each result's text over several lines instead of one line per "
                                              "result cut to the terminal width.")
 
@@ -199,6 +201,6 @@ def shorten(text: str, n: int = 160) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-__all__ = ["Bf16Opt", "ChromaUrlOpt", "CollectionOpt", "DataDirOpt", "EmbedBackendOpt", "EmbedDtypeOpt",
+__all__ = ["Bf16Opt", "ChromaUrlOpt", "CollectionOpt", "DataDirOpt", "DeviceOpt", "EmbedBackendOpt", "EmbedDtypeOpt",
            "EmbedderOpt", "JsonOpt", "ResultRow", "WideOpt", "cli_errors", "embed_overrides", "parse_assignments",
            "plural", "print_json", "print_problem", "print_results", "settings_from", "shorten"]

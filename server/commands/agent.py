@@ -9,7 +9,7 @@ from typing import Any, Optional
 import typer
 
 from sieve.server.commands._common import (
-    ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, WideOpt,
+    ChromaUrlOpt, CollectionOpt, DataDirOpt, DeviceOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, WideOpt,
     cli_errors, embed_overrides, plural, print_json, print_results, settings_from, shorten,
 )
 
@@ -138,7 +138,7 @@ def register(app: typer.Typer) -> None:
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No step log."),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
         embedder: Optional[str] = EmbedderOpt, embed_backend: Optional[str] = EmbedBackendOpt,
-        embed_dtype: Optional[str] = EmbedDtypeOpt, wide: bool = WideOpt,
+        embed_dtype: Optional[str] = EmbedDtypeOpt, device: Optional[str] = DeviceOpt, wide: bool = WideOpt,
         as_json: bool = JsonOpt,
     ) -> None:
         """Agentic search: iterative search, read and prune within a token budget; prints ranked evidence."""
@@ -148,7 +148,7 @@ def register(app: typer.Typer) -> None:
 
         s = settings_from(data_dir, chroma_url, embedder, collection=collection, openai_base_url=base_url,
                           openai_model=model, local_model=str(local_model) if local_model else None, floor=floor,
-                          policy_path=str(policy_path) if policy_path else None,
+                          policy_path=str(policy_path) if policy_path else None, device=device,
                           **embed_overrides(embed_backend, embed_dtype))
         # Episode flags go straight onto the AgentConfig: it validates them with its own messages.
         flags = {"budget_tokens": budget, "k": k, "max_turns": max_turns}

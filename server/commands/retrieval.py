@@ -9,8 +9,8 @@ import typer
 
 from sieve.data import DEMO_QUESTION, SAMPLE_DIR
 from sieve.server.commands._common import (
-    Bf16Opt, ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, WideOpt,
-    cli_errors, embed_overrides, plural, print_json, print_results, settings_from,
+    Bf16Opt, ChromaUrlOpt, CollectionOpt, DataDirOpt, DeviceOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt,
+    WideOpt, cli_errors, embed_overrides, plural, print_json, print_results, settings_from,
 )
 
 
@@ -59,6 +59,7 @@ def register(app: typer.Typer) -> None:
         collection: Optional[str] = CollectionOpt, data_dir: Optional[Path] = DataDirOpt,
         chroma_url: Optional[str] = ChromaUrlOpt, embedder: Optional[str] = EmbedderOpt,
         embed_backend: Optional[str] = EmbedBackendOpt, embed_dtype: Optional[str] = EmbedDtypeOpt, bf16: bool = Bf16Opt,
+        device: Optional[str] = DeviceOpt,
         chunk_tokens: Optional[int] = typer.Option(None, help="Chunk size in tokens (default $SIEVE_CHUNK_TOKENS or 200)."),
         chunk_overlap: Optional[int] = typer.Option(None, help="Chunk overlap in tokens (default $SIEVE_CHUNK_OVERLAP "
                                                                "or 32)."),
@@ -73,9 +74,17 @@ def register(app: typer.Typer) -> None:
         from sieve.retriever import CorpusIndex
 
         s = settings_from(data_dir, chroma_url, embedder, **embed_overrides(embed_backend, embed_dtype, bf16),
-                          chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap, collection=collection)
+                          chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap, collection=collection, device=device)
         index = CorpusIndex.open(s.retriever_config(), s.collection, create=True)
-        _report_index(index.index_path(path, progress=not as_json), as_json)
+        report = index.index_path(path, progress=not as_json)
+        # Which device embedded (auto resolves at load); an index run that embedded nothing loaded no model.
+        used = index.embedder.device_choice if index.embedder.is_loaded else None
+        if as_json:
+            print_json({**index_json(report), "device": used.device if used else None})
+            return
+        _report_index(report, False)
+        if used is not None:
+            typer.echo(f"Embedding device: {used.describe()}", err=True)
 
     @app.command("retrieve")
     @cli_errors
@@ -86,12 +95,12 @@ def register(app: typer.Typer) -> None:
         collection: Optional[str] = CollectionOpt, data_dir: Optional[Path] = DataDirOpt,
         chroma_url: Optional[str] = ChromaUrlOpt, embedder: Optional[str] = EmbedderOpt,
         embed_backend: Optional[str] = EmbedBackendOpt, embed_dtype: Optional[str] = EmbedDtypeOpt, bf16: bool = Bf16Opt,
-        wide: bool = WideOpt, as_json: bool = JsonOpt,
+        device: Optional[str] = DeviceOpt, wide: bool = WideOpt, as_json: bool = JsonOpt,
     ) -> None:
         """Plain (non-agentic) retrieval: one query, top-k chunks."""
         from sieve.retriever import CorpusIndex
 
-        s = settings_from(data_dir, chroma_url, embedder, collection=collection,
+        s = settings_from(data_dir, chroma_url, embedder, collection=collection, device=device,
                           **embed_overrides(embed_backend, embed_dtype, bf16))
         index = CorpusIndex.open(s.retriever_config(), s.collection)
         hits = index.search(query, s.k if k is None else k, mode=mode)  # type: ignore[arg-type]
@@ -143,12 +152,12 @@ def register(app: typer.Typer) -> None:
         question: str = typer.Option(DEMO_QUESTION, "--question", "-q", help="Question to ask."),
         collection: str = typer.Option("sample", "--collection", "-c", help="Collection for the sample corpus."),
         data_dir: Optional[Path] = DataDirOpt, k: int = typer.Option(5, "-k", help="Results to show."),
-        wide: bool = WideOpt, as_json: bool = JsonOpt,
+        device: Optional[str] = DeviceOpt, wide: bool = WideOpt, as_json: bool = JsonOpt,
     ) -> None:
         """Index the shipped sample corpus into COLLECTION (default: sample) and compare hybrid and agent results."""
         from sieve.retriever import CorpusIndex
 
-        s = settings_from(data_dir)
+        s = settings_from(data_dir, device=device)
         index = CorpusIndex.open(s.retriever_config(), collection, create=True)
         report = index.index_path(SAMPLE_DIR / "corpus.jsonl", progress=not as_json)
         hits = index.search(question, k, mode="hybrid")
