@@ -6,7 +6,9 @@ it prints one markdown table with the min / median / max wall seconds of
 * ``sieve --help``
 * ``sieve collections``
 * ``sieve retrieve QUERY --mode bm25 -c sample``
+* ``sieve retrieve QUERY --mode dense -c sample``
 * ``sieve retrieve QUERY --mode hybrid -c sample``
+* ``sieve search QUERY -c sample`` (the default policy, step log on)
 
 Before/after: ``--baseline`` names another ``sieve`` executable (say, one installed from ``main`` in its
 own venv) and ``--baseline-data-dir`` its data folder, where that version's ``sieve demo`` ran (both data
@@ -42,7 +44,7 @@ class CliBenchConfig:
         "help": "--data-dir for --sieve (default: its SIEVE_DATA_DIR or default folder)."})
     baseline: str = field(default="", metadata={"help": "A second sieve executable to compare with (before)."})
     baseline_data_dir: str = field(default="", metadata={"help": "--data-dir for --baseline."})
-    commands: str = field(default="help,collections,bm25,hybrid", metadata={"help": "Which rows to run."})
+    commands: str = field(default="help,collections,bm25,dense,hybrid,search", metadata={"help": "Which rows to run."})
 
 
 def sieve_executable(given: str = "") -> str:
@@ -58,7 +60,9 @@ def commands(cfg: CliBenchConfig) -> dict[str, list[str]]:
         "help": ["--help"],
         "collections": ["collections"],
         "bm25": ["retrieve", QUERY, "--mode", "bm25", "-c", cfg.collection],
+        "dense": ["retrieve", QUERY, "--mode", "dense", "-c", cfg.collection],
         "hybrid": ["retrieve", QUERY, "--mode", "hybrid", "-c", cfg.collection],
+        "search": ["search", QUERY, "-c", cfg.collection],
     }
     wanted = [c.strip() for c in cfg.commands.split(",") if c.strip()]
     unknown = sorted(set(wanted) - set(rows))

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 from sieve.errors import InvalidInput
+from sieve.retriever.device import validate_device
 
 EmbedBackend = Literal["torch", "onnx"]
 EmbedDtype = Literal["float32", "bfloat16", "int8"]
@@ -84,6 +85,12 @@ class RetrieverConfig:
                           "float32 for both backends. Speed and recall of each in "
                           "eval/bench_retriever.py."},
     )
+    device: Literal["auto", "cpu", "cuda"] = field(
+        default="auto",
+        metadata={"help": "Where the embedder runs: auto (CUDA when the backend's runtime sees a GPU, else the "
+                          "CPU) | cpu | cuda (an error when there is no GPU). On CUDA the torch backend uses "
+                          "float16 weights and batches of at least 256."},
+    )
     model_dir: Path | None = field(
         default=None,
         metadata={"help": "Folder of converted models (the embedder's ONNX exports, SmolLM2); default "
@@ -124,6 +131,7 @@ class RetrieverConfig:
         if self.embed_dtype == "auto":
             self.embed_dtype = DEFAULT_EMBED_DTYPE.get(self.embed_backend, "float32")  # type: ignore[assignment]
         validate_backend(self.embed_backend, self.embed_dtype)
+        validate_device(self.device)
         if self.write_lock_timeout_s < 0:
             raise InvalidInput(f"Expected write_lock_timeout_s >= 0, got {self.write_lock_timeout_s}")
         if self.rrf_k < 1 or self.candidates < 1:

@@ -20,6 +20,7 @@ import hashlib
 import json
 import logging
 import os
+import tempfile
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -32,6 +33,7 @@ from tqdm.auto import tqdm
 
 from sieve.errors import EmbedderMismatch, InvalidInput, ModelUnavailable
 from sieve.retriever.config import validate_backend
+from sieve.retriever.device import CUDA_BATCH_SIZE, DeviceChoice, resolve_device, validate_device
 from sieve.runtime import prepare_runtime
 
 if TYPE_CHECKING:
@@ -94,7 +96,7 @@ def model_fingerprint(path: Path) -> str:
         64
     """
     h = hashlib.sha256()
-    for f in sorted(p for p in path.rglob("*") if p.is_file() and "onnx" not in p.parts and p.suffix != ".md"):
+    for f in _model_files(path):
         h.update(str(f.relative_to(path)).encode())
         digest = hashlib.sha256()
         with f.open("rb") as fh:
@@ -102,6 +104,59 @@ def model_fingerprint(path: Path) -> str:
                 digest.update(block)
         h.update(digest.digest())
     return h.hexdigest()
+
+
+def _model_files(path: Path) -> list[Path]:
+    return sorted(p for p in path.rglob("*") if p.is_file() and "onnx" not in p.parts and p.suffix != ".md")
+
+
+FINGERPRINT_CACHE = "fingerprints.json"
+
+
+def _stat_signature(path: Path) -> str:
+    """A digest of the folder's file names, sizes, modification and change times, and inodes."""
+    h = hashlib.sha256()
+    for f in _model_files(path):
+        st = f.stat()
+        h.update(f"{f.relative_to(path)}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\n".encode())
+    return h.hexdigest()
+
+
+def cached_model_fingerprint(path: Path, cache_dir: Path | None) -> str:
+    """:func:`model_fingerprint`, remembered in ``<cache_dir>/fingerprints.json`` while the folder is unchanged.
+
+    Hashing MiniLM's 90 MB costs 0.1 s of every process that embeds a query; a stat of its
+    dozen files costs a millisecond. "Unchanged" means every file keeps its size, modification
+    and change time and inode (the change time cannot be set back by a user tool, so a rewritten
+    file always misses the cache). Without a ``cache_dir``, or where it is read-only, it hashes.
+    """
+    if cache_dir is None:
+        return model_fingerprint(path)
+    key, signature = str(path.resolve()), _stat_signature(path)
+    store = cache_dir / FINGERPRINT_CACHE
+    try:
+        entries = json.loads(store.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        entries = {}
+    entries = entries if isinstance(entries, dict) else {}
+    entry = entries.get(key)
+    if isinstance(entry, dict) and entry.get("stat") == signature and isinstance(entry.get("sha256"), str):
+        return entry["sha256"]
+    fingerprint = model_fingerprint(path)
+    entries[key] = {"stat": signature, "sha256": fingerprint}
+    tmp = None
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{FINGERPRINT_CACHE}.", dir=cache_dir)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(entries, fh)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; the cache is shared by the data dir's users
+        os.replace(tmp, store)  # atomic: a concurrent reader sees the old file or the new one
+    except OSError:
+        logger.debug("Could not write %s; the model is hashed in every process", store)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+    return fingerprint
 
 
 def model_display_name(path: Path) -> str:
@@ -113,6 +168,7 @@ class Encoder(Protocol):
     """A loaded model that turns texts into unit vectors."""
 
     tokenizer: Any
+    device: DeviceChoice
 
     @property
     def dim(self) -> int: ...
@@ -121,23 +177,35 @@ class Encoder(Protocol):
 
 
 class TorchEncoder:
-    """``SentenceTransformer`` on CPU (it sorts each call's texts by length itself)."""
+    """``SentenceTransformer`` on the CPU or a GPU (it sorts each call's texts by length itself)."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, device: DeviceChoice | None = None) -> None:
         self.model = model
         self.tokenizer = model.tokenizer
+        self.device = device or DeviceChoice("cpu", "cpu", "asked for")
 
     @classmethod
-    def load(cls, path: Path, dtype: str) -> TorchEncoder:
+    def load(cls, path: Path, dtype: str, device: str = "cpu") -> TorchEncoder:
+        """The model on ``device`` (``auto``, ``cpu`` or ``cuda``).
+
+        On CUDA a float32 embedder runs with float16 weights (bfloat16 stays bfloat16): half the
+        memory traffic, and its vectors count as the float32 embedder's (README, "Embedding
+        backends": the cosine between them is unmeasured until a GPU run checks it).
+
+        Raises:
+            ModelUnavailable: ``cuda`` asked for and torch sees no CUDA device.
+        """
         prepare_runtime()  # offline hub, passive OpenMP waiting: before torch is first imported
         import torch
         from sentence_transformers import SentenceTransformer
 
+        choice = resolve_device(device, "torch")
         with quiet_hf_progress():
-            model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-        if dtype == "bfloat16":
-            model = model.to(torch.bfloat16)
-        return cls(model)
+            model = SentenceTransformer(str(path), device=choice.device, local_files_only=True)
+        weights = torch_weights_dtype(dtype, choice.device)
+        if weights != "float32":
+            model = model.to(getattr(torch, weights))
+        return cls(model, choice)
 
     @property
     def dim(self) -> int:
@@ -195,14 +263,37 @@ def cpu_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def load_encoder(path: Path, backend: str, dtype: str, cache_root: Path, fingerprint: str) -> Encoder:
+def torch_weights_dtype(dtype: str, device: str) -> str:
+    """The torch dtype of the weights for an embedder ``dtype`` on ``device`` (``cpu`` or ``cuda``).
+
+    Example:
+        >>> torch_weights_dtype("float32", "cpu"), torch_weights_dtype("float32", "cuda")
+        ('float32', 'float16')
+    """
+    if dtype == "bfloat16":
+        return "bfloat16"
+    return "float16" if device == "cuda" else "float32"
+
+
+def device_batch_size(batch_size: int, device: str) -> int:
+    """Passages per forward pass: as configured on the CPU, at least :data:`CUDA_BATCH_SIZE` on a GPU.
+
+    Example:
+        >>> device_batch_size(32, "cpu"), device_batch_size(32, "cuda"), device_batch_size(512, "cuda")
+        (32, 256, 512)
+    """
+    return max(batch_size, CUDA_BATCH_SIZE) if device == "cuda" else batch_size
+
+
+def load_encoder(path: Path, backend: str, dtype: str, cache_root: Path, fingerprint: str,
+                 device: str = "cpu") -> Encoder:
     if backend == "torch":
-        return TorchEncoder.load(path, dtype)
+        return TorchEncoder.load(path, dtype, device)
     from sieve.retriever.onnx_backend import OnnxEncoder, ensure_onnx_model, read_st_modules
 
     read_st_modules(path)  # refuse unsupported module stacks before spending a minute exporting
     onnx_path = ensure_onnx_model(path, cache_root, model_display_name(path), fingerprint, dtype)  # type: ignore[arg-type]
-    return OnnxEncoder.load(onnx_path, path, threads=cpu_threads())
+    return OnnxEncoder.load(onnx_path, path, threads=cpu_threads(), device=device)
 
 
 @dataclass
@@ -219,6 +310,7 @@ class Embedder:
     dtype: str = "float32"
     batch_size: int = 32
     cache_dir: Path | None = None
+    device: str = "auto"
     query_cache_size: int = 4096
     _encoder: Encoder | None = field(default=None, repr=False)
     _identity: EmbedderIdentity | None = field(default=None, repr=False)
@@ -229,7 +321,7 @@ class Embedder:
 
     @classmethod
     def load(cls, path: str, *, backend: str = "torch", dtype: str = "float32", batch_size: int = 32,
-             cache_dir: Path | None = None, lazy: bool = False) -> Embedder:
+             cache_dir: Path | None = None, device: str = "auto", lazy: bool = False) -> Embedder:
         """A local sentence-transformers folder; never touches a model hub.
 
         Args:
@@ -238,13 +330,16 @@ class Embedder:
             dtype: ``float32`` or ``bfloat16`` (torch), ``float32`` or ``int8`` (onnx).
             batch_size: passages per forward pass.
             cache_dir: where ONNX exports are cached (``<cache_dir>/onnx``); required for onnx.
+            device: ``auto`` (CUDA when the backend's runtime sees a GPU), ``cpu`` or ``cuda``;
+                resolved when the model loads (:mod:`sieve.retriever.device`).
             lazy: check the arguments and the folder now, load the model on first use.
 
         Raises:
             ModelUnavailable: ``path`` is not a folder, or the model cannot run on ``backend``.
-            InvalidInput: an unknown backend or dtype.
+            InvalidInput: an unknown backend, dtype or device.
         """
         validate_backend(backend, dtype)
+        validate_device(device)
         if not Path(path).is_dir():
             raise ModelUnavailable(
                 f"Expected a local sentence-transformers model folder, got {path!r} (not a directory). "
@@ -252,7 +347,7 @@ class Embedder:
             )
         if backend == "onnx" and cache_dir is None:
             raise InvalidInput("Expected a cache_dir for the ONNX export of the embedder, got None")
-        emb = cls(path=path, backend=backend, dtype=dtype, batch_size=batch_size, cache_dir=cache_dir)
+        emb = cls(path=path, backend=backend, dtype=dtype, batch_size=batch_size, cache_dir=cache_dir, device=device)
         if not lazy:
             emb.loaded()
         return emb
@@ -261,7 +356,8 @@ class Embedder:
     def from_config(cls, config: RetrieverConfig, *, lazy: bool = False) -> Embedder:
         """The configured model. Loading costs seconds: build one and share it between indexes."""
         return cls.load(config.embedder_path, backend=config.embed_backend, dtype=config.embed_dtype,
-                        batch_size=config.embed_batch_size, cache_dir=config.models_dir, lazy=lazy)
+                        batch_size=config.embed_batch_size, cache_dir=config.models_dir, device=config.device,
+                        lazy=lazy)
 
     @property
     def is_loaded(self) -> bool:
@@ -269,9 +365,9 @@ class Embedder:
 
     @property
     def fingerprint(self) -> str:
-        """The model folder's content hash (reads the files once; imports no model library)."""
+        """The model folder's content hash (cached on disk by file stats; imports no model library)."""
         if self._fingerprint is None:
-            self._fingerprint = model_fingerprint(Path(self.path))
+            self._fingerprint = cached_model_fingerprint(Path(self.path), self.cache_dir)
         return self._fingerprint
 
     def loaded(self) -> Encoder:
@@ -282,17 +378,27 @@ class Embedder:
                     folder = Path(self.path)
                     prepare_runtime()  # offline hub, passive OpenMP waiting: before torch is first imported
                     encoder = load_encoder(folder, self.backend, self.dtype, self.cache_dir or folder,
-                                           self.fingerprint)
+                                           self.fingerprint, self.device)
                     if self._identity is not None and self._identity.dim != encoder.dim:
                         raise ModelUnavailable(f"Expected the embedder at {self.path!r} to output "
                                                f"{self._identity.dim} dimensions as its config says, got {encoder.dim}")
                     self._encoder = encoder
-                    logger.info("Loaded embedder %s", self.identity.describe())
+                    logger.info("Loaded embedder %s on %s", self.identity.describe(), encoder.device.describe())
         return self._encoder
 
     @property
     def encoder(self) -> Encoder:
         return self.loaded()
+
+    @property
+    def device_choice(self) -> DeviceChoice:
+        """The device the model runs on and why (loads the model if it was not yet)."""
+        return self.loaded().device
+
+    @property
+    def effective_batch_size(self) -> int:
+        """Passages per forward pass on the loaded model's device (see :func:`device_batch_size`)."""
+        return device_batch_size(self.batch_size, self.loaded().device.device)
 
     @property
     def identity(self) -> EmbedderIdentity:
@@ -323,12 +429,13 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         # Large inputs go in slices so the bar moves; each slice is length-sorted by the encoder.
-        step = max(self.batch_size * 8, 1)
+        batch_size = self.effective_batch_size
+        step = max(batch_size * 8, 1)
         parts = []
         with tqdm(total=len(texts), desc="Embedding", unit="text", disable=not progress) as bar:
             for i in range(0, len(texts), step):
                 with self._lock:  # inference is not faster when two threads share the cores
-                    parts.append(self.loaded().encode(texts[i : i + step], self.batch_size))
+                    parts.append(self.loaded().encode(texts[i : i + step], batch_size))
                 bar.update(len(parts[-1]))
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
@@ -359,5 +466,6 @@ class Embedder:
         return np.stack([self.embed_query(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
 
 
-__all__ = ["Embedder", "EmbedderIdentity", "Encoder", "TorchEncoder", "config_dim", "cpu_threads", "model_fingerprint",
-           "quiet_hf_progress"]
+__all__ = ["Embedder", "EmbedderIdentity", "Encoder", "TorchEncoder", "cached_model_fingerprint", "config_dim",
+           "cpu_threads", "device_batch_size", "load_encoder", "model_fingerprint", "quiet_hf_progress",
+           "torch_weights_dtype"]

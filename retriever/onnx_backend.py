@@ -24,11 +24,14 @@ import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from threading import Lock
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from sieve.errors import ModelUnavailable
+from sieve.retriever.device import DeviceChoice, cuda_unavailable, resolve_device
+from sieve.retriever.fast_tokenizer import BatchTokenizer, model_max_length, read_json_object
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -177,21 +180,35 @@ def _quantize(source: Path, out: Path) -> None:
 class OnnxEncoder:
     """An ONNX Runtime session plus the model's tokenizer, pooling and normalisation.
 
-    Batches are formed from texts sorted by token length, so padding is small.
+    Batches are formed from texts sorted by token length, so padding is small. Texts are
+    tokenized by :class:`~sieve.retriever.fast_tokenizer.BatchTokenizer` (``tokenizers`` alone, no
+    transformers or torch import) where the folder has a ``tokenizer.json``; :attr:`tokenizer`, the
+    transformers tokenizer the chunker needs for offsets, loads on first use only (indexing).
     """
 
-    def __init__(self, session: Any, tokenizer: Any, modules: StModules, inputs: Sequence[str]) -> None:
+    def __init__(self, session: Any, model_path: Path, modules: StModules, inputs: Sequence[str],
+                 fast: BatchTokenizer | None = None, device: DeviceChoice | None = None) -> None:
         self.session = session
-        self.tokenizer = tokenizer
+        self.model_path = model_path
         self.modules = modules
         self.inputs = list(inputs)
-        self.max_length = min(modules.max_seq_length, int(getattr(tokenizer, "model_max_length", 10**6)))
+        self.fast = fast
+        self.device = device or DeviceChoice("cpu", "cpu", "asked for")
+        self._tokenizer: Any = None
+        self._tokenizer_lock = Lock()
+        limit = model_max_length(read_json_object(model_path / "tokenizer_config.json"))
+        self.max_length = fast.max_length if fast is not None else min(modules.max_seq_length, limit)
 
     @classmethod
-    def load(cls, onnx_path: Path, model_path: Path, threads: int) -> OnnxEncoder:
-        import onnxruntime as ort
-        from transformers import AutoTokenizer
+    def load(cls, onnx_path: Path, model_path: Path, threads: int, device: str = "cpu") -> OnnxEncoder:
+        """A session on ``device`` (``auto``, ``cpu`` or ``cuda``; see :mod:`sieve.retriever.device`).
 
+        Raises:
+            ModelUnavailable: ``cuda`` asked for and ONNX Runtime cannot run on a GPU here.
+        """
+        import onnxruntime as ort
+
+        choice = resolve_device(device, "onnx")
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
@@ -200,16 +217,48 @@ class OnnxEncoder:
         # Spinning threads burn their time slice whenever another process wants the CPU (the
         # same reason the torch path sets OMP_WAIT_POLICY=PASSIVE).
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        session = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
-        tokenizer = AutoTokenizer.from_pretrained(str(model_path), local_files_only=True)
+        providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if choice.device == "cuda" \
+            else ["CPUExecutionProvider"]
+        session = ort.InferenceSession(str(onnx_path), opts, providers=providers)
+        if choice.device == "cuda" and "CUDAExecutionProvider" not in session.get_providers():
+            # onnxruntime-gpu lists the provider even where no GPU or CUDA library is usable.
+            if choice.requested == "cuda":
+                raise cuda_unavailable("onnx", "an ONNX Runtime CUDAExecutionProvider that failed to start")
+            choice = DeviceChoice("auto", "cpu", "auto: ONNX Runtime's CUDAExecutionProvider failed to start")
+        modules = read_st_modules(model_path)
         meta = json.loads((onnx_path.parent / "sieve_export.json").read_text(encoding="utf-8"))
-        return cls(session, tokenizer, read_st_modules(model_path), meta["inputs"])
+        fast = BatchTokenizer.load(model_path, modules.max_seq_length)
+        return cls(session, model_path, modules, meta["inputs"], fast=fast, device=choice)
+
+    @property
+    def tokenizer(self) -> Any:
+        """The model's transformers tokenizer (loaded on first use: it imports transformers and torch)."""
+        if self._tokenizer is None:
+            with self._tokenizer_lock:
+                if self._tokenizer is None:
+                    from transformers import AutoTokenizer
+
+                    self._tokenizer = AutoTokenizer.from_pretrained(str(self.model_path), local_files_only=True)
+        return self._tokenizer
 
     @property
     def dim(self) -> int:
         return int(self.session.get_outputs()[0].shape[-1])
 
     def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
+        if self.fast is None:
+            return self._encode_hf(texts, batch_size)
+        encodings = self.fast.encode(texts)
+        order = np.argsort([len(e.ids) for e in encodings], kind="stable")[::-1]
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), batch_size):
+            idx = order[start : start + batch_size]
+            enc = self.fast.pad([encodings[i] for i in idx])
+            out[idx] = self._run(enc)
+        return out
+
+    def _encode_hf(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
+        """The transformers tokenizer's path, for folders without a ``tokenizer.json``."""
         lengths = [len(ids) for ids in self.tokenizer(list(texts), truncation=True, max_length=self.max_length,
                                                       return_attention_mask=False, verbose=False)["input_ids"]]
         order = np.argsort(lengths, kind="stable")[::-1]
@@ -218,9 +267,12 @@ class OnnxEncoder:
             idx = order[start : start + batch_size]
             enc = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=self.max_length,
                                  return_tensors="np")
-            hidden = self.session.run(None, {n: enc[n].astype(np.int64) for n in self.inputs})[0]
-            out[idx] = self._pool(hidden, enc["attention_mask"])
+            out[idx] = self._run(enc)
         return out
+
+    def _run(self, enc: Any) -> np.ndarray:
+        hidden = self.session.run(None, {n: np.asarray(enc[n]).astype(np.int64, copy=False) for n in self.inputs})[0]
+        return self._pool(hidden, np.asarray(enc["attention_mask"]))
 
     def _pool(self, hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
         if self.modules.pooling == "cls":

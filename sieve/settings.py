@@ -51,6 +51,9 @@ class Settings(BaseSettings):
                                                     description="Embedding runtime: `onnx` (ONNX Runtime) or `torch`.")
     embed_dtype: Literal["auto", "float32", "bfloat16", "int8"] = Field(
         default="auto", description="`auto` (float32), `int8` (onnx only), `bfloat16` (torch only).")
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        default="auto", description="Embedder device: `auto` (CUDA when the backend's runtime sees a GPU, else the "
+                                    "CPU), `cpu`, or `cuda` (an error without a GPU).")
     model_dir: Path | None = Field(default=None, description="Converted models (the embedder's ONNX exports, "
                                                              "SmolLM2); default `<data dir>/models`.")
     chunk_tokens: int = Field(default=200, description="Chunk size in embedder tokens.")
@@ -144,8 +147,8 @@ class Settings(BaseSettings):
     def retriever_config(self) -> RetrieverConfig:
         return RetrieverConfig(
             data_dir=self.data_dir, chroma_url=self.chroma_url, embedder_path=self.embedder,
-            embed_backend=self.embed_backend, embed_dtype=self.embed_dtype, model_dir=self.model_dir,
-            chunk_tokens=self.chunk_tokens, chunk_overlap=self.chunk_overlap,
+            embed_backend=self.embed_backend, embed_dtype=self.embed_dtype, device=self.device,
+            model_dir=self.model_dir, chunk_tokens=self.chunk_tokens, chunk_overlap=self.chunk_overlap,
             write_lock_timeout_s=self.write_lock_timeout_s,
         )
 

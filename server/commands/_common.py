@@ -13,7 +13,7 @@ import typer
 from sieve.errors import SieveError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from sieve.settings import Settings
 
@@ -32,6 +32,10 @@ EmbedBackendOpt = typer.Option(None, "--embed-backend",
 EmbedDtypeOpt = typer.Option(None, "--embed-dtype", help="float32 | int8 (onnx), float32 | bfloat16 (torch); "
                                                          "default $SIEVE_EMBED_DTYPE or the backend's default.")
 Bf16Opt = typer.Option(False, "--bf16", help="Shorthand for --embed-backend torch --embed-dtype bfloat16.")
+DeviceOpt = typer.Option(None, "--device", help="Embedding device: auto | cpu | cuda (default $SIEVE_DEVICE or auto: "
+                                                "CUDA when the backend's runtime sees a GPU, else the CPU).")
+WideOpt = typer.Option(False, "--wide", help="Wrap each result's text over several lines instead of one line per "
+                                             "result cut to the terminal width.")
 
 
 def embed_overrides(backend: str | None, dtype: str | None, bf16: bool = False) -> dict[str, str | None]:
@@ -126,6 +130,62 @@ def print_problem(code: str, detail: str, status: int) -> None:
     print_json(problem_body(status, detail, code))
 
 
+ResultRow = tuple[int, float, str, str, str]
+"""One result as the tables show it: rank, score, chunk id, title, text."""
+
+
+def _cut_id(chunk_id: str, width: int) -> str:
+    """``chunk_id`` in ``width`` characters, cut in the middle so its ``#position`` stays readable.
+
+    Example:
+        >>> _cut_id("wiki-charles-lindbergh#12", 12)
+        'wiki-cha…#12'
+    """
+    if len(chunk_id) <= width:
+        return chunk_id
+    head, sep, tail = chunk_id.rpartition("#")
+    tail = sep + tail if head and len(tail) + 2 < width else ""
+    return chunk_id[: max(width - 1 - len(tail), 0)] + "…" + tail
+
+
+def print_results(rows: Sequence[ResultRow], title: str, *, wide: bool = False, console: Any = None) -> None:
+    """Ranked results as a table on ``console`` (default: stdout's).
+
+    Compact (the default): one line per result, the table as wide as the terminal, every cell
+    cut with an ellipsis (chunk ids in the middle, keeping their ``#position``). ``wide``: the
+    text wraps over several lines, up to 110 characters a result.
+    """
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = console or Console()
+    if wide:
+        table = Table(title=title, show_lines=False)
+        for col in ("#", "score", "chunk", "title", "text"):
+            table.add_column(col, overflow="fold" if col == "text" else "ellipsis")
+        for rank, score, chunk_id, doc_title, text in rows:
+            table.add_row(str(rank), f"{score:.4f}", chunk_id, shorten(doc_title, 40), shorten(text, 110))
+        console.print(table)
+        return
+    width = console.width
+    id_width = max(8, min(max((len(r[2]) for r in rows), default=5), width // 4))
+    title_width = max(6, min(max((len(r[3]) for r in rows), default=5), width // 7))
+    table = Table(title=Text(" ".join(title.split()), no_wrap=True, overflow="ellipsis"), expand=True,
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True, padding=(0, 1))
+    table.add_column("#", no_wrap=True, justify="right")
+    table.add_column("score", no_wrap=True)
+    table.add_column("chunk", no_wrap=True, overflow="ellipsis", max_width=id_width)
+    table.add_column("title", no_wrap=True, overflow="ellipsis", max_width=title_width)
+    table.add_column("text", no_wrap=True, overflow="ellipsis", ratio=1)
+    for rank, score, chunk_id, doc_title, text in rows:
+        # Whitespace (newlines included) folds to single spaces: a cell must never take two lines.
+        table.add_row(str(rank), f"{score:.4f}", _cut_id(chunk_id, id_width), shorten(doc_title, width),
+                      shorten(text, 2 * width))
+    console.print(table)
+
+
 def plural(n: int, noun: str, plural_form: str | None = None) -> str:
     """``n`` and the noun in the right number.
 
@@ -141,6 +201,6 @@ def shorten(text: str, n: int = 160) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-__all__ = ["Bf16Opt", "ChromaUrlOpt", "CollectionOpt", "DataDirOpt", "EmbedBackendOpt", "EmbedDtypeOpt", "EmbedderOpt",
-           "JsonOpt", "cli_errors", "embed_overrides", "parse_assignments", "plural", "print_json", "print_problem",
-           "settings_from", "shorten"]
+__all__ = ["Bf16Opt", "ChromaUrlOpt", "CollectionOpt", "DataDirOpt", "DeviceOpt", "EmbedBackendOpt", "EmbedDtypeOpt",
+           "EmbedderOpt", "JsonOpt", "ResultRow", "WideOpt", "cli_errors", "embed_overrides", "parse_assignments",
+           "plural", "print_json", "print_problem", "print_results", "settings_from", "shorten"]

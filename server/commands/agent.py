@@ -11,8 +11,8 @@ import typer
 from sieve.defaults import DEFAULT_POLICY
 
 from sieve.server.commands._common import (
-    ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, cli_errors,
-    embed_overrides, plural, print_json, settings_from, shorten,
+    ChromaUrlOpt, CollectionOpt, DataDirOpt, DeviceOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, WideOpt,
+    cli_errors, embed_overrides, plural, print_json, print_results, settings_from, shorten,
 )
 
 
@@ -48,16 +48,10 @@ def _step_logger(stream: Any = None) -> Any:
     return log
 
 
-def evidence_table(trace: Any, title: str) -> None:
+def evidence_table(trace: Any, title: str, wide: bool = False) -> None:
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(title=title)
-    for col in ("#", "score", "chunk", "title", "text"):
-        table.add_column(col, overflow="fold" if col == "text" else "ellipsis")
-    for e in trace.returned:
-        table.add_row(str(e.rank), f"{e.score:.4f}", e.chunk_id, shorten(e.title, 40), shorten(e.text, 110))
-    Console().print(table)
+    print_results([(e.rank, e.score, e.chunk_id, e.title, e.text) for e in trace.returned], title, wide=wide)
     for warning in trace.warnings:
         Console(stderr=True).print(f"[yellow]warning:[/yellow] {warning}", markup=True, highlight=False)
     summary = (f"{trace.stop_reason}: {plural(len(trace.turns), 'turn')}, {plural(len(trace.tool_calls), 'tool call')} "
@@ -83,7 +77,7 @@ def trace_json(trace: Any, question: str, collection: str) -> dict[str, Any]:
 DEMO_POLICY = DEFAULT_POLICY  # the demo shows what `sieve search` does by default
 
 
-def demo_agent(index: Any, question: str, k: int, as_json: bool = False) -> dict[str, Any]:
+def demo_agent(index: Any, question: str, k: int, as_json: bool = False, *, wide: bool = False) -> dict[str, Any]:
     """``sieve demo`` step: the agent on the same question, with its step log (tables unless ``as_json``).
 
     It runs the shipped learned policy (with the floor, as served): zero-shot it matches or beats
@@ -95,7 +89,7 @@ def demo_agent(index: Any, question: str, k: int, as_json: bool = False) -> dict
     agent = SearchAgent(index, make_policy(DEMO_POLICY, config), config)
     trace = agent.run(question, on_event=None if as_json else _step_logger())
     if not as_json:
-        evidence_table(trace, f"agent ({DEMO_POLICY}) evidence for: {question}")
+        evidence_table(trace, f"agent ({DEMO_POLICY}) evidence for: {question}", wide=wide)
     return {"agent": trace_json(trace, question, index.name)}
 
 
@@ -148,7 +142,8 @@ def register(app: typer.Typer) -> None:
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No step log."),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
         embedder: Optional[str] = EmbedderOpt, embed_backend: Optional[str] = EmbedBackendOpt,
-        embed_dtype: Optional[str] = EmbedDtypeOpt, as_json: bool = JsonOpt,
+        embed_dtype: Optional[str] = EmbedDtypeOpt, device: Optional[str] = DeviceOpt, wide: bool = WideOpt,
+        as_json: bool = JsonOpt,
     ) -> None:
         """Agentic search: iterative search, read and prune within a token budget; prints ranked evidence."""
         from sieve.agent import SearchAgent, make_policy
@@ -157,7 +152,7 @@ def register(app: typer.Typer) -> None:
 
         s = settings_from(data_dir, chroma_url, embedder, collection=collection, openai_base_url=base_url,
                           openai_model=model, local_model=str(local_model) if local_model else None, floor=floor,
-                          policy_path=str(policy_path) if policy_path else None,
+                          policy_path=str(policy_path) if policy_path else None, device=device,
                           **embed_overrides(embed_backend, embed_dtype))
         # Episode flags go straight onto the AgentConfig: it validates them with its own messages.
         flags = {"budget_tokens": budget, "k": k, "max_turns": max_turns}
@@ -180,7 +175,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(trace_json(trace, question, s.collection))
         else:
-            evidence_table(trace, f"{trace.policy} evidence for: {question}")
+            evidence_table(trace, f"{trace.policy} evidence for: {question}", wide=wide)
 
 
 __all__ = ["demo_agent", "evidence_table", "register", "trace_json"]

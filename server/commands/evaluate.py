@@ -11,8 +11,8 @@ import typer
 
 from sieve.errors import InvalidInput
 from sieve.server.commands._common import (
-    Bf16Opt, ChromaUrlOpt, DataDirOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, cli_errors, embed_overrides,
-    parse_assignments, plural, print_json, settings_from,
+    Bf16Opt, ChromaUrlOpt, DataDirOpt, DeviceOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, cli_errors,
+    embed_overrides, parse_assignments, plural, print_json, settings_from,
 )
 
 
@@ -37,6 +37,7 @@ def register(app: typer.Typer) -> None:
         limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N tasks of each data dir."),
         out: Path = typer.Option(Path("report"), "--out", help="Report folder; a rerun resumes from its results.jsonl."),
         embed_backend: Optional[str] = EmbedBackendOpt, embed_dtype: Optional[str] = EmbedDtypeOpt, bf16: bool = Bf16Opt,
+        device: Optional[str] = DeviceOpt,
         no_exports: bool = typer.Option(False, "--no-exports", help="Skip the BrowseComp-Plus and TREC run files."),
         no_plots: bool = typer.Option(False, "--no-plots", help="Skip the PNG plots."),
         policy_path: Optional[Path] = typer.Option(None, "--policy-path", help="agent:learned checkpoint folder "
@@ -53,7 +54,8 @@ def register(app: typer.Typer) -> None:
         from sieve.eval.runner import EvalConfig, run_eval
 
         ks = _parse_ks(k)
-        s = settings_from(data_dir, chroma_url, embedder, **embed_overrides(embed_backend, embed_dtype, bf16))
+        s = settings_from(data_dir, chroma_url, embedder, device=device,
+                          **embed_overrides(embed_backend, embed_dtype, bf16))
         config = EvalConfig(data=list(data), systems=[systems], ks=ks, limit=limit, out=out,
                             exports=not no_exports, plots=not no_plots, progress=not as_json,
                             command="sieve " + shlex.join(sys.argv[1:]), policy_path=policy_path,

@@ -9,22 +9,13 @@ import typer
 
 from sieve.data import DEMO_QUESTION, SAMPLE_DIR
 from sieve.server.commands._common import (
-    Bf16Opt, ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, cli_errors,
-    embed_overrides, plural, print_json, settings_from, shorten,
+    Bf16Opt, ChromaUrlOpt, CollectionOpt, DataDirOpt, DeviceOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt,
+    WideOpt, cli_errors, embed_overrides, plural, print_json, print_results, settings_from,
 )
 
 
-
-def _hits_table(hits: list, title: str) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title, show_lines=False)
-    for col in ("#", "score", "chunk", "title", "text"):
-        table.add_column(col, overflow="fold" if col == "text" else "ellipsis")
-    for h in hits:
-        table.add_row(str(h.rank), f"{h.score:.4f}", h.chunk_id, shorten(h.chunk.title, 40), shorten(h.chunk.text, 110))
-    Console().print(table)
+def _hits_table(hits: list, title: str, wide: bool = False) -> None:
+    print_results([(h.rank, h.score, h.chunk_id, h.chunk.title, h.chunk.text) for h in hits], title, wide=wide)
 
 
 def hit_json(h) -> dict:
@@ -84,6 +75,7 @@ def register(app: typer.Typer) -> None:
         collection: Optional[str] = CollectionOpt, data_dir: Optional[Path] = DataDirOpt,
         chroma_url: Optional[str] = ChromaUrlOpt, embedder: Optional[str] = EmbedderOpt,
         embed_backend: Optional[str] = EmbedBackendOpt, embed_dtype: Optional[str] = EmbedDtypeOpt, bf16: bool = Bf16Opt,
+        device: Optional[str] = DeviceOpt,
         chunk_tokens: Optional[int] = typer.Option(None, help="Chunk size in tokens (default $SIEVE_CHUNK_TOKENS or 200)."),
         chunk_overlap: Optional[int] = typer.Option(None, help="Chunk overlap in tokens (default $SIEVE_CHUNK_OVERLAP "
                                                                "or 32)."),
@@ -99,9 +91,17 @@ def register(app: typer.Typer) -> None:
         from sieve.retriever import CorpusIndex
 
         s = settings_from(data_dir, chroma_url, embedder, **embed_overrides(embed_backend, embed_dtype, bf16),
-                          chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap, collection=collection)
+                          chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap, collection=collection, device=device)
         index = CorpusIndex.open(s.retriever_config(), s.collection, create=True)
-        _report_index(index.index_path(path, progress=not as_json), as_json)
+        report = index.index_path(path, progress=not as_json)
+        # Which device embedded (auto resolves at load); an index run that embedded nothing loaded no model.
+        used = index.embedder.device_choice if index.embedder.is_loaded else None
+        if as_json:
+            print_json({**index_json(report), "device": used.device if used else None})
+            return
+        _report_index(report, False)
+        if used is not None:
+            typer.echo(f"Embedding device: {used.describe()}", err=True)
 
     @app.command("retrieve")
     @cli_errors
@@ -112,12 +112,12 @@ def register(app: typer.Typer) -> None:
         collection: Optional[str] = CollectionOpt, data_dir: Optional[Path] = DataDirOpt,
         chroma_url: Optional[str] = ChromaUrlOpt, embedder: Optional[str] = EmbedderOpt,
         embed_backend: Optional[str] = EmbedBackendOpt, embed_dtype: Optional[str] = EmbedDtypeOpt, bf16: bool = Bf16Opt,
-        as_json: bool = JsonOpt,
+        device: Optional[str] = DeviceOpt, wide: bool = WideOpt, as_json: bool = JsonOpt,
     ) -> None:
         """Plain (non-agentic) retrieval: one query, top-k chunks."""
         from sieve.retriever import CorpusIndex
 
-        s = settings_from(data_dir, chroma_url, embedder, collection=collection,
+        s = settings_from(data_dir, chroma_url, embedder, collection=collection, device=device,
                           **embed_overrides(embed_backend, embed_dtype, bf16))
         index = CorpusIndex.open(s.retriever_config(), s.collection)
         hits = index.search(query, s.k if k is None else k, mode=mode)  # type: ignore[arg-type]
@@ -125,7 +125,7 @@ def register(app: typer.Typer) -> None:
             print_json({"query": query, "mode": mode, "collection": s.collection,
                         "results": [hit_json(h) for h in hits]})
         else:
-            _hits_table(hits, f"{mode} results for: {query}")
+            _hits_table(hits, f"{mode} results for: {query}", wide=wide)
 
     @app.command("collections")
     @cli_errors
@@ -169,12 +169,12 @@ def register(app: typer.Typer) -> None:
         question: str = typer.Option(DEMO_QUESTION, "--question", "-q", help="Question to ask."),
         collection: str = typer.Option("sample", "--collection", "-c", help="Collection for the sample corpus."),
         data_dir: Optional[Path] = DataDirOpt, k: int = typer.Option(5, "-k", help="Results to show."),
-        as_json: bool = JsonOpt,
+        device: Optional[str] = DeviceOpt, wide: bool = WideOpt, as_json: bool = JsonOpt,
     ) -> None:
         """Index the shipped sample corpus into COLLECTION (default: sample) and compare hybrid and agent results."""
         from sieve.retriever import CorpusIndex
 
-        s = settings_from(data_dir)
+        s = settings_from(data_dir, device=device)
         index = CorpusIndex.open(s.retriever_config(), collection, create=True)
         report = index.index_path(SAMPLE_DIR / "corpus.jsonl", progress=not as_json)
         hits = index.search(question, k, mode="hybrid")
@@ -182,9 +182,9 @@ def register(app: typer.Typer) -> None:
                      "hybrid": [hit_json(h) for h in hits]}
         if not as_json:
             _report_index(report, False)
-            _hits_table(hits, f"hybrid results for: {question}")
+            _hits_table(hits, f"hybrid results for: {question}", wide=wide)
         for extra in DEMO_EXTRAS:
-            out.update(extra(index, question, k, as_json))
+            out.update(extra(index, question, k, as_json, wide=wide))
         if as_json:
             print_json(out)
         else:
@@ -192,8 +192,9 @@ def register(app: typer.Typer) -> None:
                        f"or sieve serve -c {index.name} and open the playground at http://127.0.0.1:8000/", err=True)
 
 
-# Later stages (the agent) append demo steps here: callables (index, question, k, as_json) returning
-# a dict merged into `sieve demo --json`'s output (and printing their tables when not as_json).
+# Later stages (the agent) append demo steps here: callables (index, question, k, as_json, *, wide)
+# returning a dict merged into `sieve demo --json`'s output (and printing their tables when not
+# as_json; compact ones unless wide).
 DEMO_EXTRAS: list = []
 
 __all__ = ["DEMO_EXTRAS", "hit_json", "index_json", "register"]

@@ -8,8 +8,8 @@ from typing import Optional
 import typer
 
 from sieve.server.commands._common import (
-    Bf16Opt, ChromaUrlOpt, DataDirOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, cli_errors, embed_overrides,
-    plural, settings_from,
+    Bf16Opt, ChromaUrlOpt, DataDirOpt, DeviceOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, cli_errors,
+    embed_overrides, plural, settings_from,
 )
 
 
@@ -36,6 +36,7 @@ def register(app: typer.Typer) -> None:
         max_k: Optional[int] = typer.Option(None, "--max-k", help="Largest k a request may ask for."),
         timeout: Optional[float] = typer.Option(None, "--timeout", help="Per-request time limit in seconds."),
         embed_backend: Optional[str] = EmbedBackendOpt, embed_dtype: Optional[str] = EmbedDtypeOpt, bf16: bool = Bf16Opt,
+        device: Optional[str] = DeviceOpt,
         no_mcp: bool = typer.Option(False, "--no-mcp", help="Do not mount the MCP endpoint at /mcp."),
         log_level: Optional[str] = typer.Option(None, "--log-level", help="uvicorn log level (default info)."),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
@@ -55,7 +56,7 @@ def register(app: typer.Typer) -> None:
             data_dir, chroma_url, embedder, host=host, port=port, workers=workers, collection=collection,
             preload=preload or None, policy=policy, policy_path=policy_path, openai_base_url=openai_base_url,
             openai_model=openai_model, budget_tokens=budget_tokens, max_k=max_k, request_timeout_s=timeout,
-            **embed_overrides(embed_backend, embed_dtype, bf16),
+            **embed_overrides(embed_backend, embed_dtype, bf16), device=device,
             mcp=False if no_mcp else None, log_level=log_level,
         )
         if s.workers > 1 and not s.chroma_url:
@@ -64,6 +65,10 @@ def register(app: typer.Typer) -> None:
             raise InvalidInput(f"Expected --chroma-url with --workers {s.workers}, got the embedded store, which only "
                                "one process may open; start a server (`chroma run --path DIR --port 8001`) and pass "
                                "--chroma-url http://127.0.0.1:8001")
+        if s.device == "cuda":  # the model loads at the first request: fail now, not then
+            from sieve.retriever.device import resolve_device
+
+            resolve_device(s.device, s.embed_backend)
         auth = "on all" if s.require_auth else "on writes" if s.api_key else "off"
         typer.echo(f"Sieve on http://{s.host}:{s.port} (playground at /, API docs at /docs; "
                    f"{plural(s.workers, 'worker')}; collection {s.collection!r}; policy {s.policy}; auth {auth})",

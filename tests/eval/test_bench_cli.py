@@ -25,3 +25,11 @@ def test_a_failing_command_stops_with_its_error(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="exited 2"):
         main(["--commands", "bm25", "--runs", "1", "--warmup", "0", "--collection", "never-made",
               "--data-dir", str(tmp_path / "data")])
+
+
+def test_every_mode_is_a_row_by_default() -> None:
+    from sieve.eval.bench_cli import CliBenchConfig, commands
+
+    rows = commands(CliBenchConfig(collection="sample"))
+    assert list(rows) == ["help", "collections", "bm25", "dense", "hybrid", "search"]
+    assert rows["dense"][:4] == ["retrieve", rows["dense"][1], "--mode", "dense"] and rows["search"][0] == "search"

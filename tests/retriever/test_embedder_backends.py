@@ -167,3 +167,25 @@ def test_bm25_on_a_stamped_collection_loads_no_embedder(make_index, onnx_int8, m
     with pytest.raises(EmbedderMismatch):
         other.search("orchard cider", 3, mode="dense")
     assert not lazy.is_loaded  # a mismatch is found from the identity alone, before any embedding
+
+
+def test_the_fingerprint_is_cached_until_a_file_changes(tmp_path: Path) -> None:
+    from sieve.retriever.embeddings import FINGERPRINT_CACHE, cached_model_fingerprint, model_fingerprint
+
+    model, cache = tmp_path / "model", tmp_path / "cache"
+    model.mkdir()
+    (model / "config.json").write_text("{}", encoding="utf-8")
+    (model / "weights.bin").write_bytes(b"\x00" * 1000)
+    first = cached_model_fingerprint(model, cache)
+    assert first == model_fingerprint(model) and (cache / FINGERPRINT_CACHE).is_file()
+    entry = json.loads((cache / FINGERPRINT_CACHE).read_text(encoding="utf-8"))[str(model.resolve())]
+    assert entry["sha256"] == first
+
+    # A hit is served from the file: a planted value comes back while no file of the model changed.
+    entry["sha256"] = "planted"
+    (cache / FINGERPRINT_CACHE).write_text(json.dumps({str(model.resolve()): entry}), encoding="utf-8")
+    assert cached_model_fingerprint(model, cache) == "planted"
+    # Rewriting a file (same size) moves its change time: the folder is hashed again.
+    (model / "weights.bin").write_bytes(b"\x01" * 1000)
+    assert cached_model_fingerprint(model, cache) == model_fingerprint(model) != first
+    assert cached_model_fingerprint(model, None) == model_fingerprint(model)

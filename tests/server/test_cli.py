@@ -6,8 +6,10 @@ never by timing; ``eval/bench_cli.py`` measures wall times.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -33,7 +35,8 @@ def _modules_after(args: list[str], data_dir: Path | None = None) -> tuple[set[s
             "sys.exit(code)")
     env_args = [*args, "--data-dir", str(data_dir)] if data_dir else args
     proc = subprocess.run([sys.executable, "-c", code, *env_args], capture_output=True, text=True, timeout=600,
-                          env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HOME": str(data_dir or ROOT)})
+                          env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HOME": str(data_dir or ROOT),
+                               "SIEVE_MODEL_DIR": os.environ["SIEVE_MODEL_DIR"]})
     line = next((ln for ln in proc.stderr.splitlines() if ln.startswith("MODULES=")), None)
     assert line is not None, proc.stderr[-3000:]
     return set(json.loads(line.removeprefix("MODULES="))), proc
@@ -60,6 +63,17 @@ def test_listing_and_bm25_never_load_the_embedder(sample_data_copy: Path) -> Non
     assert [r["rank"] for r in json.loads(proc.stdout)["results"]] == [1, 2, 3]
     assert loaded.isdisjoint(set(MODEL_LIBS) - {"chromadb"}), loaded
     assert "Loading weights" not in proc.stderr
+
+
+def test_onnx_queries_never_import_torch_or_transformers(sample_data_copy: Path) -> None:
+    """Dense, hybrid and agentic queries on the default ONNX backend tokenize with ``tokenizers`` alone:
+    importing transformers (and with it torch) was 4 of the 7 seconds such a process took."""
+    for args in (["retrieve", "Charles Lindbergh aircraft", "--mode", "hybrid"], ["search", "Charles Lindbergh"]):
+        loaded, proc = _modules_after([*args, "-c", "sample", "-k", "3", "--json"], sample_data_copy)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert len(json.loads(proc.stdout)["results"]) == 3
+        assert {"onnxruntime", "chromadb"} <= loaded, loaded  # the model did run
+        assert loaded.isdisjoint({"torch", "transformers", "sentence_transformers"}), (args[0], loaded)
 
 
 def test_reading_a_trace_needs_no_model_library(tmp_path: Path) -> None:
@@ -274,3 +288,54 @@ def test_every_command_but_serve_takes_json_and_collection_commands_take_c() -> 
 def test_console_script_runs(tmp_path: Path) -> None:
     proc = subprocess.run([*sieve_command(), "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "Usage: sieve" in proc.stdout
+
+
+LONG_TEXT = "Charles Augustus Lindbergh was an American aviator,\nmilitary officer, and author. " * 6
+ROWS = [(i, 1 / i, f"wiki-charles-augustus-lindbergh#{i}", "Charles Lindbergh, aviator and author", LONG_TEXT)
+        for i in range(1, 11)]
+
+
+def _render(width: int, **kwargs: bool) -> list[str]:
+    from rich.console import Console
+
+    from sieve.server.commands._common import print_results
+
+    console = Console(width=width, record=True, file=io.StringIO())
+    print_results(ROWS, "hybrid results for: which aircraft did Lindbergh fly across the Atlantic?", console=console,
+                  **kwargs)
+    return console.export_text().splitlines()
+
+
+@pytest.mark.parametrize("width", [80, 50, 160])
+def test_result_tables_take_one_line_per_result_and_fit_the_width(width: int) -> None:
+    from rich.cells import cell_len
+
+    lines = _render(width)
+    assert len(lines) == 3 + len(ROWS), "\n".join(lines)  # title, header, rule, then one line per result
+    assert max(cell_len(ln) for ln in lines) <= width
+    for (rank, _, chunk_id, _, _), line in zip(ROWS, lines[3:]):
+        assert line.split()[0] == str(rank) and f"#{rank}" in line  # ids are cut in the middle, keeping #position
+        assert line.rstrip().endswith("…")  # the text was cut to fit, not wrapped
+    assert "wiki-charles-augustus-lindbergh#10" in "\n".join(_render(200))  # room enough: whole ids
+
+
+def test_wide_tables_wrap_the_text_as_before() -> None:
+    lines = _render(80, wide=True)
+    assert len(lines) > 3 * len(ROWS)  # several lines per result
+    assert any("military officer" in ln for ln in lines) and any(ln.startswith("┏") for ln in lines)
+
+
+def test_retrieve_and_search_print_compact_tables_by_default(sample_index, session_data_dir: Path) -> None:
+    runner = CliRunner(env={"COLUMNS": "80"})
+    common = ["-c", "sample", "-k", "4", "--data-dir", str(session_data_dir)]
+    res = runner.invoke(app, ["retrieve", "Charles Lindbergh aircraft", "--mode", "bm25", *common])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert len(lines) == 3 + 4 and max(len(ln) for ln in lines) <= 80, res.stdout
+    wide = runner.invoke(app, ["retrieve", "Charles Lindbergh aircraft", "--mode", "bm25", "--wide", *common])
+    assert wide.exit_code == 0 and len(wide.stdout.splitlines()) > 2 * len(lines)
+
+    res = runner.invoke(app, ["search", "Charles Lindbergh aircraft", "-q", *common])
+    assert res.exit_code == 0, res.output
+    rows = [ln for ln in res.stdout.splitlines() if re.match(r"^ ?\d+ +0\.\d{4} ", ln)]
+    assert len(rows) == 4 and len(res.stdout.splitlines()) == 3 + 4, res.stdout
