@@ -109,7 +109,9 @@ def features(items: Sequence[PoolItem], cos: Sequence[float], agree: float, hybr
 
 @dataclass
 class FusionModel:
-    """A logistic regression over :data:`FEATURES`: ``p = sigmoid(intercept + coef . x)``.
+    """A logistic regression over :data:`FEATURES` (``p = sigmoid(intercept + coef . x)``), optionally
+    after a few small tanh layers (a multi-layer perceptron, for the interactions a linear model
+    cannot weigh: trust the policy's places *when* it agrees with hybrid).
 
     Example:
         >>> m = FusionModel(coef=[0.0] * len(FEATURES), intercept=0.0)
@@ -123,19 +125,25 @@ class FusionModel:
     mean: list[float] | None = None  # feature standardisation fitted with the weights
     scale: list[float] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    # Hidden tanh layers before the output unit (none: a logistic regression): (weights, biases) each,
+    # weights shaped (inputs, units); ``coef`` then has one weight per last hidden unit.
+    hidden: list[tuple[list[list[float]], list[float]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if tuple(self.names) != FEATURES:
             raise InvalidInput(f"Expected fusion features {list(FEATURES)}, got {list(self.names)}; "
                                "refit with python -m sieve.train.fusion")
-        if len(self.coef) != len(FEATURES):
-            raise InvalidInput(f"Expected {len(FEATURES)} fusion weights, got {len(self.coef)}")
+        width = len(self.hidden[-1][1]) if self.hidden else len(FEATURES)
+        if len(self.coef) != width:
+            raise InvalidInput(f"Expected {width} output weights in the fusion model, got {len(self.coef)}")
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Probability of being evidence, per row."""
         z = x
         if self.mean is not None and self.scale is not None:
             z = (x - np.asarray(self.mean)) / np.asarray(self.scale)
+        for w, b in self.hidden:
+            z = np.tanh(z @ np.asarray(w) + np.asarray(b))
         logits = z @ np.asarray(self.coef) + self.intercept
         return 1.0 / (1.0 + np.exp(-np.clip(logits, -40, 40)))
 
@@ -149,13 +157,13 @@ class FusionModel:
             raise InvalidInput(f"Expected a fusion model JSON at {str(path)!r}, got {type(exc).__name__}: {exc}") from None
         return cls(coef=[float(c) for c in raw["coef"]], intercept=float(raw["intercept"]),
                    names=tuple(raw.get("names", FEATURES)), mean=raw.get("mean"), scale=raw.get("scale"),
-                   meta=raw.get("meta", {}))
+                   meta=raw.get("meta", {}), hidden=[(h["w"], h["b"]) for h in raw.get("hidden", [])])
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
-        path.write_text(json.dumps({"names": list(self.names), "coef": self.coef, "intercept": self.intercept,
-                                    "mean": self.mean, "scale": self.scale, "meta": self.meta}, indent=1),
-                        encoding="utf-8")
+        body = {"names": list(self.names), "coef": self.coef, "intercept": self.intercept, "mean": self.mean,
+                "scale": self.scale, "hidden": [{"w": w, "b": b} for w, b in self.hidden], "meta": self.meta}
+        path.write_text(json.dumps(body), encoding="utf-8")
         return path
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import pickle
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,7 +53,7 @@ def _labels(task: EvalTask, items: list[Any], ranges: dict[str, tuple[int, int]]
 
 
 def collect(index: CorpusIndex, tasks: list[EvalTask], policies: list[str], *, k: int = 20, hybrid_depth: int = 30,
-            data: FusionData | None = None, progress: bool = True) -> FusionData:
+            data: FusionData | None = None, progress: bool = True, source: str = "") -> FusionData:
     """Run every policy (floor off) on every task and add each episode's pool to ``data``."""
     from sieve.agent import AgentConfig, SearchAgent, make_policy
     from sieve.agent.floor import hit_evidence
@@ -76,28 +77,58 @@ def collect(index: CorpusIndex, tasks: list[EvalTask], policies: list[str], *, k
             data.x.append(x)
             data.y.append(_labels(task, items, ranges))
             data.episodes.append({"policy": name, "task": task, "returned": trace.returned, "hybrid": hybrid,
-                                  "cos": cos, "ranges": ranges})
+                                  "cos": cos, "ranges": ranges, "source": source or task.source})
     return data
 
 
-def fit(data: FusionData, *, c: float = 1.0) -> FusionModel:
-    """A logistic regression on the pooled rows (features standardised; the scale is kept in the model)."""
-    from sklearn.linear_model import LogisticRegression
+def _weights(data: FusionData) -> np.ndarray:
+    """Row weights that give every source the same total weight (mean 1), so no one set decides the model."""
+    sources = [ep["source"] for ep in data.episodes]
+    per_source: dict[str, int] = {}
+    for src, x in zip(sources, data.x):
+        per_source[src] = per_source.get(src, 0) + len(x)
+    total = sum(per_source.values())
+    return np.concatenate([np.full(len(x), total / (len(per_source) * per_source[src]))
+                           for src, x in zip(sources, data.x)])
 
+
+def fit(data: FusionData, *, c: float = 1.0, hidden: int = 0, seed: int = 0) -> FusionModel:
+    """The fusion model on the pooled rows (features standardised; the scale is kept in the model).
+
+    ``hidden=0``: a logistic regression (``c``: inverse regularisation). ``hidden=n``: one tanh layer
+    of ``n`` units (sklearn's MLPClassifier, L2 ``1 / c``), exported as plain weights.
+    """
     x = np.concatenate(data.x)
     y = np.concatenate(data.y)
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale == 0] = 1.0
+    z = (x - mean) / scale
+    meta = {"rows": int(len(y)), "positives": int(y.sum()), "episodes": len(data.x), "C": c, "hidden": hidden,
+            "seed": seed}
+    if hidden:
+        from sklearn.neural_network import MLPClassifier
+
+        # MLPClassifier takes no sample weights: each source is resampled to the same number of rows.
+        rng = np.random.default_rng(seed)
+        w = _weights(data)
+        idx = rng.choice(len(y), size=len(y), replace=True, p=w / w.sum())
+        mlp = MLPClassifier(hidden_layer_sizes=(hidden,), activation="tanh", alpha=1.0 / c, max_iter=300,
+                            early_stopping=True, random_state=seed)
+        mlp.fit(z[idx], y[idx])
+        return FusionModel(coef=[float(v) for v in mlp.coefs_[1][:, 0]], intercept=float(mlp.intercepts_[1][0]),
+                           names=FEATURES, mean=[float(v) for v in mean], scale=[float(v) for v in scale], meta=meta,
+                           hidden=[(mlp.coefs_[0].tolist(), mlp.intercepts_[0].tolist())])
+    from sklearn.linear_model import LogisticRegression
+
     clf = LogisticRegression(C=c, max_iter=2000)
-    clf.fit((x - mean) / scale, y)
+    clf.fit(z, y, sample_weight=_weights(data))
     return FusionModel(coef=[float(v) for v in clf.coef_[0]], intercept=float(clf.intercept_[0]), names=FEATURES,
-                       mean=[float(v) for v in mean], scale=[float(v) for v in scale],
-                       meta={"rows": int(len(y)), "positives": int(y.sum()), "episodes": len(data.x), "C": c})
+                       mean=[float(v) for v in mean], scale=[float(v) for v in scale], meta=meta)
 
 
 def recall_table(data: FusionData, model: FusionModel, ks: tuple[int, ...] = (5, 10, 20)) -> dict[str, dict[str, float]]:
-    """Per policy: document recall@k of hybrid, the policy alone and the fused ranking (grouped by document)."""
+    """Per source and policy: document recall@k of hybrid, the policy alone and the fused ranking (by document)."""
     from sieve.eval.metrics import recall_at_k
 
     out: dict[str, dict[str, list[float]]] = {}
@@ -106,7 +137,7 @@ def recall_table(data: FusionData, model: FusionModel, ks: tuple[int, ...] = (5,
         fused = fuse(ep["returned"], ep["hybrid"], ep["cos"], model, max(ks), group_by_doc=True)
         for system, ranking in (("hybrid", ep["hybrid"]), ("policy", ep["returned"]), ("fused", fused)):
             docs = [e.doc_id for e in ranking]
-            row = out.setdefault(f"{ep['policy']}/{system}", {})
+            row = out.setdefault(f"{ep['source']}/{ep['policy']}/{system}", {})
             for k in ks:
                 row.setdefault(f"R@{k}", []).append(recall_at_k(docs, task.gold_ids, k))
     return {name: {m: float(np.mean(v)) for m, v in row.items()} for name, row in out.items()}
@@ -122,17 +153,29 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--policies", default="learned,heuristic", help="Policies whose episodes are pooled.")
     ap.add_argument("--k", type=int, default=20, help="Evidence set size of the episodes (the eval's depth).")
     ap.add_argument("--c", type=float, default=1.0, help="Inverse regularisation strength.")
+    ap.add_argument("--hidden", type=int, default=0, help="Units of one tanh layer (0: logistic regression).")
+    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, required=True, help="Where to write the model JSON.")
+    ap.add_argument("--episodes", type=Path, default=None,
+                    help="Pickle of the collected episodes: read when it exists (refit without rerunning), else written.")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    config = RetrieverConfig()
-    data = FusionData()
-    for d in args.data:
-        sets, maps = load_sets([d])
-        tasks = sets[0].tasks[: args.limit] if args.limit else sets[0].tasks
-        index = open_eval_index(sets, maps, config)
-        collect(index, tasks, [p.strip() for p in args.policies.split(",") if p.strip()], k=args.k, data=data)
-    model = fit(data, c=args.c)
+    if args.episodes is not None and args.episodes.is_file():
+        with args.episodes.open("rb") as f:
+            data = pickle.load(f)
+    else:
+        config = RetrieverConfig()
+        data = FusionData()
+        for d in args.data:
+            sets, maps = load_sets([d])
+            tasks = sets[0].tasks[: args.limit] if args.limit else sets[0].tasks
+            index = open_eval_index(sets, maps, config)
+            collect(index, tasks, [p.strip() for p in args.policies.split(",") if p.strip()], k=args.k, data=data,
+                    source=f"{Path(d).parent.name}/{Path(d).name}")
+        if args.episodes is not None:
+            with args.episodes.open("wb") as f:
+                pickle.dump(data, f)
+    model = fit(data, c=args.c, hidden=args.hidden, seed=args.seed)
     model.meta["data"] = [str(d) for d in args.data]
     model.meta["limit"] = args.limit
     model.meta["policies"] = args.policies

@@ -69,11 +69,31 @@ def test_model_round_trip_and_bad_files(tmp_path):
         FusionModel.load(tmp_path / "missing.json")
 
 
+def test_hidden_layer_round_trip_and_by_hand(tmp_path):
+    n = len(FEATURES)
+    w = [[0.0] * 2 for _ in range(n)]
+    w[FEATURES.index("cos")] = [1.0, -1.0]
+    m = FusionModel(coef=[2.0, 0.5], intercept=-0.1, hidden=[(w, [0.0, 0.2])])
+    x = np.zeros((1, n))
+    x[0, FEATURES.index("cos")] = 0.3
+    expected = 1 / (1 + np.exp(-(2.0 * np.tanh(0.3) + 0.5 * np.tanh(-0.3 + 0.2) - 0.1)))
+    assert m.predict(x)[0] == pytest.approx(expected)
+    back = FusionModel.load(m.save(tmp_path / "mlp.json"))
+    assert back.predict(x)[0] == pytest.approx(expected)
+    with pytest.raises(InvalidInput, match="output weights"):
+        FusionModel(coef=[1.0] * n, intercept=0.0, hidden=[(w, [0.0, 0.2])])
+
+
 def test_shipped_model_is_fitted_and_prefers_agreeing_evidence():
     model = FusionModel.load(DEFAULT_FUSION)
     assert model.meta.get("rows", 0) > 1000, "the shipped model was fitted (python -m sieve.train.fusion)"
-    w = dict(zip(FEATURES, model.coef))
-    assert w["hybrid_rr"] > 0 and w["cos"] > 0  # the question's own evidence counts
+    # The question's own evidence counts: a higher hybrid place or cosine never lowers a chunk's score.
+    base = pool([ev("a#0"), ev("x#0")], [ev("a#0"), ev("b#0")])
+    x = features(base, [0.5, 0.5, 0.5], 0.5)
+    up = x.copy()
+    up[:, FEATURES.index("cos")] += 0.1
+    up[:, FEATURES.index("cos_gap")] += 0.1
+    assert (model.predict(up) >= model.predict(x)).all()
     # A chunk both rankings put first beats one only the policy holds, all else equal.
     items = pool([ev("a#0"), ev("x#0")], [ev("a#0"), ev("b#0")])
     p = model.predict(features(items, [0.5, 0.5, 0.5], 0.5))

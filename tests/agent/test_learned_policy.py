@@ -126,3 +126,27 @@ def test_shipped_checkpoint_finds_the_demo_answer_document(sample_index) -> None
     assert trace.stop_reason == "finished" and trace.n_searches >= 2
     assert "wiki-st-louis" in trace.returned_doc_ids
     assert "wiki-charles-lindbergh" in trace.returned_doc_ids
+
+
+def test_numpy_serving_network_equals_the_torch_one():
+    """Serving runs the shipped weights in numpy (no torch import); every head gives the torch network's scores."""
+    import numpy as np
+
+    from sieve.agent.policies.learned import NumpyNetwork, default_checkpoint
+    from sieve.agent.policies.learned.features import CANDIDATE_FEATURES, CHUNK_FEATURES, STATE_FEATURES
+
+    torch_net, _, _ = load_checkpoint(default_checkpoint())
+    np_net, _, _ = NumpyNetwork.load(default_checkpoint())
+    rng = np.random.default_rng(0)
+    cands = rng.random((7, len(CANDIDATE_FEATURES)), dtype=np.float32)
+    chunks = rng.random((9, len(CHUNK_FEATURES)), dtype=np.float32)
+    state = rng.random(len(STATE_FEATURES), dtype=np.float32)
+    with torch.no_grad():
+        want = (torch_net.select_scores(torch.from_numpy(cands), torch.from_numpy(state)).numpy(),
+                torch_net.prune_logits(torch.from_numpy(chunks), torch.from_numpy(state)).numpy(),
+                torch_net.rank_scores(torch.from_numpy(chunks)).numpy())
+    got = (np_net.select_scores(cands, state), np_net.prune_logits(chunks, state), np_net.rank_scores(chunks))
+    for w, g in zip(want, got):
+        assert w.shape == g.shape and np.allclose(w, g, atol=1e-5)
+    assert isinstance(LearnedPolicy.load(None).net, NumpyNetwork)
+    assert not isinstance(LearnedPolicy.load(None, sample=True).net, NumpyNetwork)

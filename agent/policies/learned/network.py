@@ -17,44 +17,22 @@ re-score any batch of them with the current weights (the PPO ratio of GRPO train
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from torch import nn
 
+from sieve.agent.policies.learned.decisions import (
+    FORMAT, VERSION, Decision, DecisionKind, LearnedConfig, draw_bernoulli, draw_sequence, read_checkpoint,
+)
 from sieve.agent.policies.learned.features import CANDIDATE_FEATURES, CHUNK_FEATURES, STATE_FEATURES
-from sieve.errors import InvalidInput, NotFound
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-FORMAT = "sieve-learned-policy"
-VERSION = 1
-DecisionKind = Literal["select", "prune", "rank"]
-
-
-@dataclass
-class LearnedConfig:
-    """Shape of the network and of the episodes the learned policy runs (saved with each checkpoint)."""
-
-    hidden: int = field(default=64, metadata={"help": "Width of each head's two hidden layers."})
-    max_search_turns: int = field(default=4, metadata={"help": "Turns that may search; the next one finishes."})
-    max_picks: int = field(default=6, metadata={"help": "Most searches/reads issued in one turn."})
-    seed_chunks: int = field(default=5, metadata={"help": "Best chunks whose mentions become candidate queries."})
-    mentions_per_chunk: int = field(default=5, metadata={"help": "Mentions of one chunk offered as candidates."})
-    max_candidates: int = field(default=32, metadata={"help": "Candidate actions scored per turn."})
-    hop_k: int = field(default=3, metadata={"help": "Chunks shown by a search other than the question's own."})
-    prune_margin: int = field(default=5, metadata={
-        "help": "Chunks ranked within k + this margin are never pruned (they may be returned)."})
-
-    def __post_init__(self) -> None:
-        bad = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) < (0 if f.name ==
-               "prune_margin" else 1)}
-        if bad:
-            raise InvalidInput(f"Expected positive LearnedConfig values, got {bad}")
 
 
 def _mlp(n_in: int, hidden: int) -> nn.Sequential:
@@ -89,82 +67,6 @@ class PolicyNetwork(nn.Module):
 
     def n_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
-
-
-@dataclass
-class Decision:
-    """One decision of an episode, with what is needed to re-score it.
-
-    ``picks``: *select* — indices into ``[END] + items`` in draw order (0 = END); *rank* — indices
-    into ``items`` in draw order; *prune* — one 0/1 action per item. ``groups`` (rank): the
-    document of each item (drawing one removes its whole group). ``end_first``: *select* — whether
-    END could be drawn first. ``step_logps``: log-probability of each step as sampled.
-    """
-
-    kind: DecisionKind
-    items: np.ndarray
-    state: np.ndarray
-    picks: list[int]
-    step_logps: list[float]
-    groups: list[int] | None = None
-    end_first: bool = True
-    temperature: float = 1.0  # logits were divided by this when sampling (exploration in training)
-    episode: int = 0  # index of the episode in a training batch (set by the trainer)
-
-    @property
-    def logp(self) -> float:
-        return float(sum(self.step_logps))
-
-
-# -- choosing (numpy, at decision time) ------------------------------------------------------------
-
-def _log_softmax(x: np.ndarray) -> np.ndarray:
-    m = x.max()
-    return x - m - np.log(np.exp(x - m).sum())
-
-
-def draw_sequence(scores: np.ndarray, n_draws: int, *, groups: Sequence[int] | None = None, stop_index: int | None = None,
-                  stop_first: bool = True, rng: np.random.Generator | None = None) -> tuple[list[int], list[float]]:
-    """Draw up to ``n_draws`` items without replacement (Plackett-Luce), or take the best (``rng=None``).
-
-    Drawing ``stop_index`` ends the sequence (it may not come first unless ``stop_first``); after
-    ``n_draws`` other items the sequence ends without it. Drawing an item removes every item of its
-    group. Returns (picks, log-probability of each pick).
-
-    Example:
-        >>> draw_sequence(np.array([0.0, 2.0, 1.0]), 2, stop_index=0)[0]
-        [1, 2]
-    """
-    n = len(scores)
-    groups = list(groups) if groups is not None else list(range(n))
-    avail = np.ones(n, dtype=bool)
-    picks: list[int] = []
-    logps: list[float] = []
-    while len(picks) < n_draws and avail.any():
-        mask = avail.copy()
-        if stop_index is not None and not picks and not stop_first:
-            mask[stop_index] = False
-        if not mask.any():
-            break
-        idx = np.flatnonzero(mask)
-        lp = _log_softmax(scores[idx].astype(np.float64))
-        j = int(np.argmax(lp)) if rng is None else int(rng.choice(len(idx), p=np.exp(lp)))
-        pick = int(idx[j])
-        picks.append(pick)
-        logps.append(float(lp[j]))
-        if pick == stop_index:
-            break
-        g = groups[pick]
-        avail &= np.array([gg != g for gg in groups])
-    return picks, logps
-
-
-def draw_bernoulli(logits: np.ndarray, rng: np.random.Generator | None = None) -> tuple[list[int], list[float]]:
-    """One 0/1 action per logit (``rng=None``: 1 where the logit is positive) and its log-probability."""
-    p = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
-    acts = (p > 0.5) if rng is None else (rng.random(len(p)) < p)
-    lp = np.where(acts, np.log(np.clip(p, 1e-12, 1.0)), np.log(np.clip(1.0 - p, 1e-12, 1.0)))
-    return [int(a) for a in acts], [float(x) for x in lp]
 
 
 # -- re-scoring (torch, batched) --------------------------------------------------------------------
@@ -300,7 +202,9 @@ def save_checkpoint(folder: str | Path, net: PolicyNetwork, config: LearnedConfi
 
 
 def load_checkpoint(folder: str | Path) -> tuple[PolicyNetwork, LearnedConfig, dict[str, Any]]:
-    """Read a checkpoint folder written by :func:`save_checkpoint`.
+    """Read a checkpoint folder written by :func:`save_checkpoint` into a torch network (training).
+
+    Serving loads the same files without torch: :meth:`NumpyNetwork.load`.
 
     Raises:
         NotFound: the folder lacks ``config.json`` or ``model.safetensors``.
@@ -308,27 +212,12 @@ def load_checkpoint(folder: str | Path) -> tuple[PolicyNetwork, LearnedConfig, d
     """
     from safetensors.torch import load_file
 
-    folder = Path(folder)
-    cfg_path, weights = folder / "config.json", folder / "model.safetensors"
-    if not cfg_path.is_file() or not weights.is_file():
-        raise NotFound(f"Expected a learned-policy checkpoint folder with config.json and model.safetensors, "
-                       f"got {str(folder)!r}")
-    try:
-        body = json.loads(cfg_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"Expected JSON in {cfg_path}, got {exc}") from None
-    if body.get("format") != FORMAT:
-        raise InvalidInput(f"Expected format {FORMAT!r} in {cfg_path}, got {body.get('format')!r}")
-    want = {"chunk": list(CHUNK_FEATURES), "candidate": list(CANDIDATE_FEATURES), "state": list(STATE_FEATURES)}
-    if body.get("features") != want:
-        raise InvalidInput(f"Expected a checkpoint of this version's features {want}, got {body.get('features')}; "
-                           "retrain it with `sieve train rl --policy learned`")
-    config = LearnedConfig(**body.get("policy", {}))
+    config, meta, weights = read_checkpoint(folder)
     net = PolicyNetwork(config.hidden)
     net.load_state_dict(load_file(str(weights)))
     net.eval()
-    return net, config, body.get("meta", {})
+    return net, config, meta
 
 
-__all__ = ["Decision", "DecisionKind", "KindBatch", "LearnedConfig", "PolicyNetwork", "Scored", "collate",
+__all__ = ["FORMAT", "VERSION", "Decision", "DecisionKind", "KindBatch", "LearnedConfig", "PolicyNetwork", "Scored", "collate",
            "draw_bernoulli", "draw_sequence", "load_checkpoint", "save_checkpoint", "score_batch", "score_decisions"]

@@ -21,13 +21,12 @@ from threading import Lock
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from sieve.agent.backends.base import ParsedToolCall
 from sieve.agent.policies.base import PolicyStep, render_calls
 from sieve.agent.policies.learned.features import EpisodeFeatures, TextCache
-from sieve.agent.policies.learned.network import (
-    Decision, LearnedConfig, PolicyNetwork, draw_bernoulli, draw_sequence, load_checkpoint,
+from sieve.agent.policies.learned.decisions import (
+    Decision, LearnedConfig, NumpyNetwork, draw_bernoulli, draw_sequence,
 )
 from sieve.errors import InvalidInput
 from sieve.pruning.budget import TokenBudget
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
 
     from sieve.agent.loop import Episode
     from sieve.agent.policies.learned.features import Candidate
+    from sieve.agent.policies.learned.network import PolicyNetwork
     from sieve.pruning.context import ChunkEntry
     from sieve.pruning.tokens import TokenCounter
 
@@ -61,7 +61,7 @@ class LearnedPolicy:
 
     name = "learned"
 
-    def __init__(self, net: PolicyNetwork, config: LearnedConfig | None = None, *, sample: bool = False,
+    def __init__(self, net: PolicyNetwork | NumpyNetwork, config: LearnedConfig | None = None, *, sample: bool = False,
                  record: bool = False, temperature: float = 1.0, path: Path | None = None,
                  meta: dict[str, Any] | None = None, prefetch: Callable[[list[str]], Any] | None = None) -> None:
         if temperature <= 0:
@@ -86,7 +86,13 @@ class LearnedPolicy:
              temperature: float = 1.0) -> LearnedPolicy:
         """The policy saved in ``path`` (a checkpoint folder; ``None``: the shipped default)."""
         folder = Path(path) if path is not None else default_checkpoint()
-        net, config, meta = load_checkpoint(folder)
+        if sample or record:  # training: the torch network, whose decisions can be re-scored with gradients
+            from sieve.agent.policies.learned.network import load_checkpoint
+
+            net: PolicyNetwork | NumpyNetwork
+            net, config, meta = load_checkpoint(folder)
+        else:  # serving: the same weights in numpy, so a search never imports torch
+            net, config, meta = NumpyNetwork.load(folder)
         return cls(net, config, sample=sample, record=record, temperature=temperature, path=folder, meta=meta)
 
     def token_counter(self) -> TokenCounter:
@@ -105,17 +111,28 @@ class LearnedPolicy:
             return self._decisions.pop(seed, [])
 
     # -- scoring (no gradient) ------------------------------------------------------------------
-    @torch.no_grad()
     def _select(self, items: np.ndarray, state: np.ndarray) -> np.ndarray:
-        return self.net.select_scores(torch.from_numpy(items), torch.from_numpy(state)).numpy()
+        if isinstance(self.net, NumpyNetwork):
+            return self.net.select_scores(items, state)
+        return _torch_call(self.net.select_scores, items, state)
 
-    @torch.no_grad()
     def _prune(self, items: np.ndarray, state: np.ndarray) -> np.ndarray:
-        return self.net.prune_logits(torch.from_numpy(items), torch.from_numpy(state)).numpy()
+        if isinstance(self.net, NumpyNetwork):
+            return self.net.prune_logits(items, state)
+        return _torch_call(self.net.prune_logits, items, state)
 
-    @torch.no_grad()
     def _rank(self, items: np.ndarray) -> np.ndarray:
-        return self.net.rank_scores(torch.from_numpy(items)).numpy()
+        if isinstance(self.net, NumpyNetwork):
+            return self.net.rank_scores(items)
+        return _torch_call(self.net.rank_scores, items)
+
+
+def _torch_call(fn: Callable[..., Any], *arrays: np.ndarray) -> np.ndarray:
+    """``fn`` of a torch network on numpy inputs, without gradient (training's sampling path)."""
+    import torch
+
+    with torch.no_grad():
+        return fn(*(torch.from_numpy(a) for a in arrays)).numpy()
 
 
 class _Session:
