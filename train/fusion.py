@@ -127,6 +127,23 @@ def fit(data: FusionData, *, c: float = 1.0, hidden: int = 0, seed: int = 0) -> 
                        mean=[float(v) for v in mean], scale=[float(v) for v in scale], meta=meta)
 
 
+def split(data: FusionData, share: float, seed: int = 0) -> tuple[FusionData, FusionData]:
+    """(fit part, check part): whole tasks go to one side (both policies' episodes of a task together)."""
+    import hashlib
+
+    def held(ep: dict[str, Any]) -> bool:
+        h = hashlib.sha256(f"{seed}/{ep['source']}/{ep['task'].task_id}".encode()).digest()
+        return h[0] / 256 < share
+
+    a, b = FusionData(), FusionData()
+    for x, y, ep in zip(data.x, data.y, data.episodes):
+        part = b if held(ep) else a
+        part.x.append(x)
+        part.y.append(y)
+        part.episodes.append(ep)
+    return a, b
+
+
 def recall_table(data: FusionData, model: FusionModel, ks: tuple[int, ...] = (5, 10, 20)) -> dict[str, dict[str, float]]:
     """Per source and policy: document recall@k of hybrid, the policy alone and the fused ranking (by document)."""
     from sieve.eval.metrics import recall_at_k
@@ -155,6 +172,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--c", type=float, default=1.0, help="Inverse regularisation strength.")
     ap.add_argument("--hidden", type=int, default=0, help="Units of one tanh layer (0: logistic regression).")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--check", type=float, default=0.3,
+                    help="Share of tasks held apart to print an out-of-sample table before the final fit on all.")
     ap.add_argument("--out", type=Path, required=True, help="Where to write the model JSON.")
     ap.add_argument("--episodes", type=Path, default=None,
                     help="Pickle of the collected episodes: read when it exists (refit without rerunning), else written.")
@@ -175,13 +194,20 @@ def main(argv: list[str] | None = None) -> None:
         if args.episodes is not None:
             with args.episodes.open("wb") as f:
                 pickle.dump(data, f)
+    if args.check > 0:
+        part, held = split(data, args.check, args.seed)
+        trial = fit(part, c=args.c, hidden=args.hidden, seed=args.seed)
+        logger.info("held-apart tasks (%d episodes), model fitted on the other %d:", len(held.x), len(part.x))
+        for name, row in recall_table(held, trial).items():
+            logger.info("  %-48s %s", name, "  ".join(f"{m} {v:.3f}" for m, v in row.items()))
     model = fit(data, c=args.c, hidden=args.hidden, seed=args.seed)
     model.meta["data"] = [str(d) for d in args.data]
     model.meta["limit"] = args.limit
     model.meta["policies"] = args.policies
     model.save(args.out)
+    logger.info("all tasks, in sample:")
     for name, row in recall_table(data, model).items():
-        logger.info("%-22s %s", name, "  ".join(f"{m} {v:.3f}" for m, v in row.items()))
+        logger.info("  %-48s %s", name, "  ".join(f"{m} {v:.3f}" for m, v in row.items()))
     logger.info("weights: %s", dict(zip(FEATURES, (round(c, 3) for c in model.coef))))
     logger.info("wrote %s", args.out)
 
