@@ -32,11 +32,9 @@ from sieve.retriever.embeddings import EmbedderIdentity
 from sieve.retriever.hybrid import HybridRetriever
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents
 from sieve.retriever.metadata import validate_metadata
-from sieve.retriever.store import (
-    ChromaStore, CollectionState, make_client, validate_collection_name,
-)
+from sieve.retriever.handle import StoreHandle, open_store, store_tag, store_write_lock
+from sieve.retriever.store import ChromaStore, CollectionState, validate_collection_name
 from sieve.retriever.types import Chunk, Hit, passage_text
-from sieve.retriever.writelock import WriteLock
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Sequence
@@ -102,20 +100,23 @@ class CorpusIndex:
     @classmethod
     def open(
         cls, config: RetrieverConfig, collection: str = "default", *, create: bool = False,
-        embedder: Embedder | None = None, client: Any | None = None,
+        embedder: Embedder | None = None, client: StoreHandle | Any | None = None,
     ) -> CorpusIndex:
         """Open ``collection``; with ``create=False`` an unknown name raises :class:`UnknownCollection`.
 
         Without an ``embedder`` one is made lazily: the model loads on the first embedding or
-        chunking, so BM25 search, listing and reading never load torch.
+        chunking, so BM25 search, listing and reading never load torch. The store is reached through
+        this process's :class:`~sieve.retriever.handle.StoreHandle` of ``config``'s store (``client``
+        may name it; a bare Chroma client from :func:`~sieve.retriever.store.make_client` of the same
+        config stands for it), which follows what other processes write.
         """
         from sieve.retriever.embeddings import Embedder
 
         validate_collection_name(collection)
         if embedder is None:
             embedder = Embedder.from_config(config, lazy=True)  # checks the folder now, loads later
-        client = client if client is not None else make_client(config)
-        store = ChromaStore.open(client, collection, create=create)
+        handle = client if isinstance(client, StoreHandle) else open_store(config)
+        store = ChromaStore.open(handle, collection, create=create, lock=store_write_lock(config))
         return cls(config, store, embedder, _bm25_dir(config, collection))
 
     @property
@@ -135,7 +136,10 @@ class CorpusIndex:
         try:
             with self.write_lock.hold(lock_timeout_s), self._lock:
                 try:
-                    self.store.client.delete_collection(self.name)
+                    with self.store.handle.session() as client:
+                        self.store.handle.mark_written()
+                        client.delete_collection(self.name)
+                        self.store.handle.mark_written()
                 except Exception as exc:  # already gone: nothing left to undo
                     logger.debug("drop %s: %s", self.name, exc)
                 shutil.rmtree(self.bm25_dir, ignore_errors=True)
@@ -461,20 +465,6 @@ class CorpusIndex:
         return sorted(self.store.get_where(where), key=lambda c: c.position)
 
 
-def _store_location(config: RetrieverConfig) -> str:
-    return config.chroma_url or str(config.data_dir / "chroma")
-
-
-def _store_tag(config: RetrieverConfig) -> str:
-    return hashlib.sha256(_store_location(config).encode()).hexdigest()[:10]
-
-
-def store_write_lock(config: RetrieverConfig) -> WriteLock:
-    """The write lock of the configured store (one per embedded folder or Chroma server URL)."""
-    return WriteLock(config.data_dir / "locks" / f"store-{_store_tag(config)}.lock", _store_location(config),
-                     timeout_s=config.write_lock_timeout_s)
-
-
 def _checked(docs: Sequence[Document]) -> Sequence[Document]:
     """``docs`` if every id is unique and all metadata is storable; else InvalidInput naming the first problem."""
     seen: set[str] = set()
@@ -504,20 +494,23 @@ def _nothing_to_index(path: str | Path, report: IngestReport) -> str:
 
 def _bm25_dir(config: RetrieverConfig, collection: str) -> Path:
     # Keyed by store location too, so two Chroma servers' collections of one name never share a cache.
-    tag = _store_tag(config)
+    tag = store_tag(config)
     if len(collection) > 100:
         # File names cap at 255 bytes, collection names at 512: keep a readable prefix plus a hash.
         collection = f"{collection[:100]}~{hashlib.sha256(collection.encode()).hexdigest()[:10]}"
     return config.data_dir / "bm25" / f"{collection}-{tag}"
 
 
-def delete_collection(config: RetrieverConfig, name: str, client: Any | None = None) -> None:
+def delete_collection(config: RetrieverConfig, name: str, client: StoreHandle | Any | None = None) -> None:
     import shutil
 
-    client = client if client is not None else make_client(config)
+    handle = client if isinstance(client, StoreHandle) else open_store(config)
     with store_write_lock(config).hold():
-        ChromaStore.open(client, name, create=False)  # raises UnknownCollection with the valid names
-        client.delete_collection(name)
+        ChromaStore.open(handle, name, create=False)  # raises UnknownCollection with the valid names
+        with handle.session() as chroma:
+            handle.mark_written()
+            chroma.delete_collection(name)
+            handle.mark_written()
         shutil.rmtree(_bm25_dir(config, name), ignore_errors=True)
 
 
