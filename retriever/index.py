@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+MAX_OFFSET = 2**31 - 1  # Chroma takes page offsets as 32-bit integers (a larger one overflowed: a 500)
+
 
 @dataclass
 class IndexReport:
@@ -276,6 +278,7 @@ class CorpusIndex:
             seen: set[str] = set()
             bar = tqdm(desc=f"Indexing {self.name}", unit="chunk", disable=not progress)
             for doc in docs:
+                validate_doc_id(doc.doc_id)
                 if doc.doc_id in seen:
                     raise InvalidInput(f"Expected unique document ids, got {doc.doc_id!r} twice")
                 seen.add(doc.doc_id)
@@ -355,10 +358,11 @@ class CorpusIndex:
         metadata; no text) with the document's chunk count, in store order.
 
         Raises:
-            InvalidInput: a negative ``offset`` or a ``limit`` outside 1..1000.
+            InvalidInput: an ``offset`` outside 0..MAX_OFFSET or a ``limit`` outside 1..1000.
         """
-        if offset < 0 or not 1 <= limit <= 1000:
-            raise InvalidInput(f"Expected offset >= 0 and 1 <= limit <= 1000, got offset={offset}, limit={limit}")
+        if not 0 <= offset <= MAX_OFFSET or not 1 <= limit <= 1000:
+            raise InvalidInput(f"Expected 0 <= offset <= {MAX_OFFSET} and 1 <= limit <= 1000, got offset={offset}, "
+                               f"limit={limit}")
         total = len(self.store.ids_where({"position": 0}))
         return total, self.store.first_chunks(limit=limit, offset=offset)
 
@@ -465,10 +469,30 @@ class CorpusIndex:
         return sorted(self.store.get_where(where), key=lambda c: c.position)
 
 
+def validate_doc_id(doc_id: str) -> str:
+    """Return ``doc_id`` unless it has the form of a chunk id (``doc#position``), else :class:`InvalidInput`.
+
+    Chunk ids are ``f"{doc_id}#{position}"``: a document ``collide#0`` would be indistinguishable from
+    the first chunk of ``collide`` (reading one returned the other, deleting one removed the other).
+
+    Example:
+        >>> validate_doc_id("notes#draft"), validate_doc_id("a#b#c")
+        ('notes#draft', 'a#b#c')
+    """
+    try:
+        base, position = split_chunk_id(doc_id)
+    except ValueError:
+        return doc_id
+    raise InvalidInput(f"Expected a document id not ending in '#<digits>' (the form of chunk ids, doc#position), "
+                       f"got {doc_id!r}; it would name chunk {position} of document {base!r}: rename it, e.g. "
+                       f"{base + '-' + str(position)!r}")
+
+
 def _checked(docs: Sequence[Document]) -> Sequence[Document]:
-    """``docs`` if every id is unique and all metadata is storable; else InvalidInput naming the first problem."""
+    """``docs`` if every id is unique and valid and all metadata is storable; else InvalidInput naming the first problem."""
     seen: set[str] = set()
     for doc in docs:
+        validate_doc_id(doc.doc_id)
         if doc.doc_id in seen:
             raise InvalidInput(f"Expected unique document ids, got {doc.doc_id!r} twice")
         seen.add(doc.doc_id)
@@ -514,4 +538,5 @@ def delete_collection(config: RetrieverConfig, name: str, client: StoreHandle | 
         shutil.rmtree(_bm25_dir(config, name), ignore_errors=True)
 
 
-__all__ = ["CorpusIndex", "IndexReport", "delete_collection", "split_chunk_id", "store_write_lock"]
+__all__ = ["MAX_OFFSET", "CorpusIndex", "IndexReport", "delete_collection", "split_chunk_id", "store_write_lock",
+           "validate_doc_id"]

@@ -183,8 +183,9 @@ class ChromaStore:
                     raise
                 created = cls._create(handle, name, lock)
         except NotFoundError as exc:
+            # The user's collections only: `sieve eval`'s caches are listed nowhere unless asked for.
             with handle.session() as client:
-                names = list_collection_names(client)
+                names = [n for n in list_collection_names(client) if not is_eval_cache(n)]
             raise UnknownCollection(f"Expected an existing collection, got {name!r}; valid: {names}") from exc
         except SieveError:
             raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Path, Query
 
 from sieve.errors import InvalidInput, NotFound
+from sieve.retriever.index import MAX_OFFSET
 from sieve.retriever.store import validate_collection_name
 from sieve.retriever.types import Document
 from sieve.server.convert import chunk_out, document_out
@@ -33,7 +34,8 @@ async def list_collections(
 @router.get("/v1/collections/{name}/documents", response_model=DocumentsPage, dependencies=[ReadAuth],
             summary="List a collection's documents (paged)")
 async def list_documents(
-    state: StateDep, name: str = NamePath, offset: int = Query(default=0, ge=0),
+    state: StateDep, name: str = NamePath,
+    offset: int = Query(default=0, ge=0, le=MAX_OFFSET, description="Documents to skip (Chroma pages are 32-bit)."),
     limit: int = Query(default=50, ge=1, le=1000),
 ) -> DocumentsPage:
     def work() -> DocumentsPage:
