@@ -121,8 +121,8 @@ class StoreHandle:
         self._token_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._token_path.with_name(f"{self._token_path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(token, encoding="utf-8")
-        tmp.replace(self._token_path)
-        with self._cond:
+        with self._cond:  # sessions compare the token under this lock: none sees the file ahead of _seen
+            tmp.replace(self._token_path)
             self._seen = token
 
     # -- sessions -------------------------------------------------------------------------------

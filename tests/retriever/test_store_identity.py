@@ -75,3 +75,34 @@ def test_first_writers_of_a_new_store_all_succeed(tmp_path) -> None:
         index = CorpusIndex.open(RetrieverConfig(data_dir=data, **RESUME_CONFIG), "writers")
         assert set(index.documents()) == {f"new-{i}" for i in range(2 * n)}
         assert len(index.get_vectors([f"new-{i}#0" for i in range(2 * n)])) == 2 * n
+
+
+def test_a_foreign_write_reopens_the_client_once_the_sessions_in_progress_end(tmp_path) -> None:
+    """The handle's protocol, without Chroma's side: another process's token means a fresh client;
+    this process's own writes do not; a reopen never pulls a client from under a session."""
+    import threading
+
+    from sieve.retriever.handle import open_store
+
+    handle = open_store(RetrieverConfig(data_dir=tmp_path / "data"))
+    with handle.session() as first:
+        handle.mark_written()  # our own write: no reopen
+    with handle.session() as same:
+        assert same is first and handle.reopens == 0
+    got: dict = {}
+
+    def reader() -> None:
+        with handle.session() as client:
+            got["client"] = client
+
+    with handle.session() as held:
+        handle._token_path.write_text("written-by-another-process")  # as another writer would
+        thread = threading.Thread(target=reader)
+        thread.start()
+        thread.join(0.5)
+        assert thread.is_alive() and "client" not in got  # it waits: our session's client stays open
+        with handle.session() as nested:  # a nested session of ours never waits (nor reopens)
+            assert nested is held
+    thread.join(10)
+    assert got["client"] is not first and handle.reopens == 1
+    assert got["client"].heartbeat()  # the fresh client works
