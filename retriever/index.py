@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from threading import RLock
 from typing import TYPE_CHECKING, Any
@@ -35,6 +34,7 @@ from sieve.retriever.metadata import validate_metadata
 from sieve.retriever.handle import StoreHandle, open_store, store_tag, store_write_lock
 from sieve.retriever.store import ChromaStore, CollectionState, validate_collection_name
 from sieve.retriever.types import Chunk, Hit, passage_text
+from sieve.retriever.upsert import IndexReport, UpsertMixin, checked_documents, validate_doc_id
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Sequence
@@ -50,24 +50,7 @@ logger = logging.getLogger(__name__)
 MAX_OFFSET = 2**31 - 1  # Chroma takes page offsets as 32-bit integers (a larger one overflowed: a 500)
 
 
-@dataclass
-class IndexReport:
-    """What one indexing run did."""
-
-    added: int = 0  # documents new to the collection
-    updated: int = 0  # documents whose content changed (old chunks replaced)
-    unchanged: int = 0  # skipped: same content hash, all chunks present
-    resumed: int = 0  # documents an interrupted run had left incomplete
-    chunks_written: int = 0
-    seconds: float = 0.0
-    ingest: IngestReport = field(default_factory=IngestReport)
-
-    @property
-    def chunks_per_second(self) -> float:
-        return self.chunks_written / self.seconds if self.seconds else 0.0
-
-
-class CorpusIndex:
+class CorpusIndex(UpsertMixin):
     """Index, search, grep and read one collection. Build with :meth:`open`.
 
     Example:
@@ -250,7 +233,7 @@ class CorpusIndex:
         """
         try:
             if isinstance(docs, (list, tuple)):
-                docs = _checked(docs)
+                docs = checked_documents(docs)
             report = self._index_documents(docs, progress=progress)
         except KeyboardInterrupt:
             # Ctrl-C keeps what was written (the next run resumes it), but not an empty new collection.
@@ -313,9 +296,11 @@ class CorpusIndex:
         report.seconds = time.perf_counter() - t0
         return report
 
-    def _write(self, batch: list[tuple[Document, str, list[Chunk]]], states: dict) -> int:
+    def _write(self, batch: list[tuple[Document, str, list[Chunk]]], states: dict, vectors: np.ndarray | None = None
+               ) -> int:
         chunks = [c for _, _, cs in batch for c in cs]
-        vectors = self.embedder.embed_passages([passage_text(c.title, c.text) for c in chunks])
+        if vectors is None:
+            vectors = self._embed(chunks)
         if self.store.embedder is None:
             self._adopt_embedder(states)
         self.store.bump_generation()  # also writes the embedder stamp
@@ -326,6 +311,9 @@ class CorpusIndex:
             chunks, vectors, {d.doc_id: h for d, h, _ in batch}, {d.doc_id: len(cs) for d, _, cs in batch}
         )
         return len(chunks)
+
+    def _embed(self, chunks: Sequence[Chunk]) -> np.ndarray:
+        return self.embedder.embed_passages([passage_text(c.title, c.text) for c in chunks])
 
     def _adopt_embedder(self, states: dict) -> None:
         if states:
@@ -467,40 +455,6 @@ class CorpusIndex:
         lo, hi = chunk.position - window, chunk.position + window
         where = {"$and": [{"doc_id": chunk.doc_id}, {"position": {"$gte": lo}}, {"position": {"$lte": hi}}]}
         return sorted(self.store.get_where(where), key=lambda c: c.position)
-
-
-def validate_doc_id(doc_id: str) -> str:
-    """Return ``doc_id`` unless it has the form of a chunk id (``doc#position``), else :class:`InvalidInput`.
-
-    Chunk ids are ``f"{doc_id}#{position}"``: a document ``collide#0`` would be indistinguishable from
-    the first chunk of ``collide`` (reading one returned the other, deleting one removed the other).
-
-    Example:
-        >>> validate_doc_id("notes#draft"), validate_doc_id("a#b#c")
-        ('notes#draft', 'a#b#c')
-    """
-    try:
-        base, position = split_chunk_id(doc_id)
-    except ValueError:
-        return doc_id
-    raise InvalidInput(f"Expected a document id not ending in '#<digits>' (the form of chunk ids, doc#position), "
-                       f"got {doc_id!r}; it would name chunk {position} of document {base!r}: rename it, e.g. "
-                       f"{base + '-' + str(position)!r}")
-
-
-def _checked(docs: Sequence[Document]) -> Sequence[Document]:
-    """``docs`` if every id is unique and valid and all metadata is storable; else InvalidInput naming the first problem."""
-    seen: set[str] = set()
-    for doc in docs:
-        validate_doc_id(doc.doc_id)
-        if doc.doc_id in seen:
-            raise InvalidInput(f"Expected unique document ids, got {doc.doc_id!r} twice")
-        seen.add(doc.doc_id)
-        try:
-            validate_metadata(doc.metadata)
-        except InvalidInput as exc:
-            raise InvalidInput(f"Document {doc.doc_id!r}: {exc.message}") from None
-    return docs
 
 
 def _nothing_to_index(path: str | Path, report: IngestReport) -> str:

@@ -50,6 +50,10 @@ class AppState:
                              wait_s=settings.queue_wait_s, metrics=self.metrics)
         self.retrievals = Gate("retrievals", limit=settings.max_retrievals, queue=settings.retrieval_queue,
                                wait_s=settings.queue_wait_s, metrics=self.metrics)
+        # Document writes take turns on the store's lock anyway: a few run (or wait for the lock) at
+        # once, a bounded queue waits without a thread, and reads never wait behind them.
+        self.writes = Gate("writes", limit=settings.max_writes, queue=settings.write_queue,
+                           wait_s=settings.queue_wait_s, metrics=self.metrics)
         self._embedder = embedder
         self._store: StoreHandle | None = None
         self._indexes: dict[str, CorpusIndex] = {}

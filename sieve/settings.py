@@ -106,6 +106,9 @@ class Settings(BaseSettings):
     max_retrievals: int = Field(default=32, ge=1, description="Plain retrievals run at once (`/v1/retrieve`, "
                                                               "`/retrieve`).")
     retrieval_queue: int = Field(default=64, ge=0, description="Retrievals that may wait for a free place.")
+    max_writes: int = Field(default=2, ge=1, description="Document writes run at once (they take turns on the store's "
+                                                         "lock; each waiting one holds a worker thread).")
+    write_queue: int = Field(default=16, ge=0, description="Document writes that may wait for a free place.")
     queue_wait_s: float = Field(default=5.0, gt=0, description="Longest wait in an admission queue (then 503).")
 
     # Connections: slow or idle clients cannot hold the server
