@@ -114,6 +114,9 @@ class Settings(BaseSettings):
     # Connections: slow or idle clients cannot hold the server
     max_connections: int = Field(default=256, ge=1, description="Open connections (and requests in progress) "
                                                                 "beyond which uvicorn answers 503.")
+    max_client_connections: int = Field(default=64, ge=0, description="Open connections one client address may "
+                                        "hold (beyond them it gets 503 at once); 0 = no per-client limit (e.g. "
+                                        "behind a proxy, where every client has the proxy's address).")
     header_timeout_s: float = Field(default=10.0, gt=0, description="Time a client has to send a request's headers "
                                                                     "(then 408, connection closed).")
     body_timeout_s: float = Field(default=30.0, gt=0, description="Time a client has to send a request's body "

@@ -1,11 +1,13 @@
 """Issue 24, item 7: the document routes' edges, over real sockets against real uvicorn.
 
 Huge numbers are a 422, never a 500; a document id never passes for a chunk id; collection names
-reach only callers who could list them.
+reach only callers who could list them; one client's idle connections cannot lock out the others.
 """
 
 from __future__ import annotations
 
+import socket
+import time
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -109,3 +111,37 @@ def test_an_unknown_collection_404_lists_the_users_collections_only(open_reads) 
     r = httpx.get(f"{open_reads.url}/v1/collections/nowhere/documents", timeout=30)
     body = assert_problem(r, 404, "unknown_collection")
     assert TINY in body["detail"] and EVAL_CACHE not in body["detail"], body["detail"]
+
+
+@pytest.fixture(scope="module")
+def crowded(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[LiveServer]:
+    srv = start_server(embedder, tmp_path_factory.mktemp("edges-crowded"), collection=TINY, max_connections=16,
+                       max_client_connections=4, header_timeout_s=8.0)
+    yield srv
+    srv.stop()
+
+
+def _get_from(srv: LiveServer, address: str) -> httpx.Response:
+    with httpx.Client(transport=httpx.HTTPTransport(local_address=address), timeout=10) as client:
+        return client.get(f"{srv.url}/healthz")
+
+
+def test_one_clients_idle_connections_do_not_lock_out_the_others(crowded) -> None:
+    host, port = crowded.url.removeprefix("http://").split(":")
+    idle = [socket.create_connection((host, int(port)), timeout=10) for _ in range(20)]  # more than the global 16
+    try:
+        refused = []
+        for sock in idle[4:]:  # beyond its 4, this client's connections are refused at once
+            refused.append(sock.recv(200))
+        assert all(r.startswith(b"HTTP/1.1 503 ") for r in refused), refused[:2]
+        t0 = time.monotonic()
+        other = _get_from(crowded, "127.0.0.2")  # another client address is served as if nothing happened
+        assert other.status_code == 200 and time.monotonic() - t0 < 2, other.text
+        assert _get_from(crowded, "127.0.0.1").status_code == 503  # the crowding client waits for its own
+    finally:
+        for sock in idle:
+            sock.close()
+    deadline = time.monotonic() + 10
+    while _get_from(crowded, "127.0.0.1").status_code != 200:  # its places come back as it closes them
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
