@@ -217,10 +217,8 @@ class UpsertMixin:
             self.bm25_index()
 
 
-
 def _unchanged(state: DocState | None, doc_hash: str) -> bool:
     return state is not None and state.doc_hash == doc_hash and state.complete
-
 
 
 __all__ = ["IndexReport", "UpsertMixin", "checked_documents", "validate_doc_id"]

@@ -95,6 +95,8 @@ def shared_store(tmp_path_factory: pytest.TempPathFactory) -> dict:
             time.sleep(1.0)
         r = httpx.post(f"{url}/v1/collections/{NAME}/documents", json={"documents": last}, timeout=120)
         out["last_write"] = (r.status_code, r.text)
+    print(f"CLI documents found after {out['seen_after_s']:.2f} s: "  # the measurement the issue asks for (-s)
+          + ", ".join(f"{mode} {len(found)}/{len(by_cli)}" for mode, found in out["found"].items()))
     return out
 
 
