@@ -13,7 +13,9 @@ process behave as the only one, one write at a time:
 * every user of the store, reader or writer, goes through :meth:`StoreHandle.session`, which
   compares the token with the one its client was opened at and, when another process changed
   it, closes the client and opens a fresh one (which reads what is on disk) before going on.
-  A writer does so under the lock, so it never writes from a stale index.
+  A writer does so under the lock, so it never writes from a stale index; a reader waits until the
+  other writer has released the lock (answering meanwhile from what it had), so that a long write
+  costs it one reopen, not one per batch.
 
 Creating a new store (Chroma's SQLite schema) runs under the lock too, and is marked done by a
 ``.ready`` file, so two processes creating one store never race. A Chroma server (``HttpClient``)
@@ -97,6 +99,7 @@ class StoreHandle:
         self._reopening = False
         self._local = threading.local()  # this thread's session depth: nested sessions never wait
         self.epoch = 0  # +1 per (re)open: a ChromaStore re-fetches its collection when it changes
+        self._write_lock: WriteLock | None = None
         self.reopens = 0
 
     @classmethod
@@ -143,7 +146,8 @@ class StoreHandle:
         with self._cond:
             while self._reopening:
                 self._cond.wait()
-            stale = self._client is None or (self.embedded and self.token() != self._seen)
+            stale = self._client is None or (self.embedded and self.token() != self._seen
+                                             and not self._another_writer_busy())
             if stale:
                 self._reopening = True  # new sessions wait; the ones in progress finish first
                 while self._users:
@@ -170,6 +174,19 @@ class StoreHandle:
                 self._users -= 1
                 if not self._users:
                     self._cond.notify_all()
+
+    def _another_writer_busy(self) -> bool:
+        """Whether another writer holds the store's lock right now (this thread's own hold never counts).
+
+        A reader then keeps its client until that write is over (its last token bump comes with it):
+        reopening after every batch of a long ``sieve index`` would reload the vector index from disk
+        each time and stall the server, for a view the writer has not finished. A writer holds the
+        lock itself, so it always reopens before writing.
+        """
+        if self._write_lock is None:
+            self._write_lock = store_write_lock(self.config)  # type: ignore[arg-type]
+        with self._write_lock.try_hold() as held:
+            return not held
 
     @property
     def client(self) -> Any:

@@ -106,3 +106,29 @@ def test_a_foreign_write_reopens_the_client_once_the_sessions_in_progress_end(tm
     thread.join(10)
     assert got["client"] is not first and handle.reopens == 1
     assert got["client"].heartbeat()  # the fresh client works
+
+
+def test_a_reader_reopens_once_the_other_writer_is_done_not_after_each_of_its_batches(tmp_path) -> None:
+    import threading
+
+    from sieve.retriever.handle import open_store, store_write_lock
+
+    cfg = RetrieverConfig(data_dir=tmp_path / "data")
+    handle = open_store(cfg)
+    first = handle.client
+    held, release = threading.Event(), threading.Event()
+
+    def writer() -> None:  # another thread holds the lock as another process would (filelock is per thread)
+        with store_write_lock(cfg).hold():
+            handle._token_path.write_text("batch-1")
+            held.set()
+            release.wait(10)
+            handle._token_path.write_text("done")
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    assert held.wait(10)
+    assert handle.client is first and handle.reopens == 0  # mid-write: keep answering from what we had
+    release.set()
+    thread.join(10)
+    assert handle.client is not first and handle.reopens == 1  # the write is over: one reopen
