@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from threading import RLock
 from typing import TYPE_CHECKING, Any
@@ -30,12 +29,11 @@ from sieve.retriever.embeddings import EmbedderIdentity
 from sieve.retriever.hybrid import HybridRetriever
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents
 from sieve.retriever.metadata import validate_metadata
+from sieve.retriever.handle import StoreHandle, open_store, store_tag, store_write_lock
 from sieve.retriever.progress import IndexProgress
-from sieve.retriever.store import (
-    ChromaStore, CollectionState, make_client, validate_collection_name,
-)
+from sieve.retriever.store import ChromaStore, CollectionState, validate_collection_name
 from sieve.retriever.types import Chunk, Hit, passage_text
-from sieve.retriever.writelock import WriteLock
+from sieve.retriever.upsert import IndexReport, UpsertMixin, checked_documents, validate_doc_id
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Sequence
@@ -48,25 +46,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-
-@dataclass
-class IndexReport:
-    """What one indexing run did."""
-
-    added: int = 0  # documents new to the collection
-    updated: int = 0  # documents whose content changed (old chunks replaced)
-    unchanged: int = 0  # skipped: same content hash, all chunks present
-    resumed: int = 0  # documents an interrupted run had left incomplete
-    chunks_written: int = 0
-    seconds: float = 0.0
-    ingest: IngestReport = field(default_factory=IngestReport)
-
-    @property
-    def chunks_per_second(self) -> float:
-        return self.chunks_written / self.seconds if self.seconds else 0.0
+MAX_OFFSET = 2**31 - 1  # Chroma takes page offsets as 32-bit integers (a larger one overflowed: a 500)
 
 
-class CorpusIndex:
+class CorpusIndex(UpsertMixin):
     """Index, search, grep and read one collection. Build with :meth:`open`.
 
     Example:
@@ -101,20 +84,23 @@ class CorpusIndex:
     @classmethod
     def open(
         cls, config: RetrieverConfig, collection: str = "default", *, create: bool = False,
-        embedder: Embedder | None = None, client: Any | None = None,
+        embedder: Embedder | None = None, client: StoreHandle | Any | None = None,
     ) -> CorpusIndex:
         """Open ``collection``; with ``create=False`` an unknown name raises :class:`UnknownCollection`.
 
         Without an ``embedder`` one is made lazily: the model loads on the first embedding or
-        chunking, so BM25 search, listing and reading never load torch.
+        chunking, so BM25 search, listing and reading never load torch. The store is reached through
+        this process's :class:`~sieve.retriever.handle.StoreHandle` of ``config``'s store (``client``
+        may name it; a bare Chroma client from :func:`~sieve.retriever.store.make_client` of the same
+        config stands for it), which follows what other processes write.
         """
         from sieve.retriever.embeddings import Embedder
 
         validate_collection_name(collection)
         if embedder is None:
             embedder = Embedder.from_config(config, lazy=True)  # checks the folder now, loads later
-        client = client if client is not None else make_client(config)
-        store = ChromaStore.open(client, collection, create=create)
+        handle = client if isinstance(client, StoreHandle) else open_store(config)
+        store = ChromaStore.open(handle, collection, create=create, lock=store_write_lock(config))
         return cls(config, store, embedder, _bm25_dir(config, collection))
 
     @property
@@ -134,7 +120,10 @@ class CorpusIndex:
         try:
             with self.write_lock.hold(lock_timeout_s), self._lock:
                 try:
-                    self.store.client.delete_collection(self.name)
+                    with self.store.handle.session() as client:
+                        self.store.handle.mark_written()
+                        client.delete_collection(self.name)
+                        self.store.handle.mark_written()
                 except Exception as exc:  # already gone: nothing left to undo
                     logger.debug("drop %s: %s", self.name, exc)
                 shutil.rmtree(self.bm25_dir, ignore_errors=True)
@@ -243,7 +232,7 @@ class CorpusIndex:
         """
         try:
             if isinstance(docs, (list, tuple)):
-                docs = _checked(docs)
+                docs = checked_documents(docs)
             report = self._index_documents(docs, progress=progress)
         except KeyboardInterrupt:
             # Ctrl-C keeps what was written (the next run resumes it), but not an empty new collection.
@@ -271,6 +260,7 @@ class CorpusIndex:
             seen: set[str] = set()
             bar = IndexProgress(f"Indexing {self.name}", docs, enabled=progress)  # drawn at the first document
             for doc in bar.track(docs):
+                validate_doc_id(doc.doc_id)
                 if doc.doc_id in seen:
                     raise InvalidInput(f"Expected unique document ids, got {doc.doc_id!r} twice")
                 seen.add(doc.doc_id)
@@ -307,9 +297,11 @@ class CorpusIndex:
         report.seconds = time.perf_counter() - t0
         return report
 
-    def _write(self, batch: list[tuple[Document, str, list[Chunk]]], states: dict) -> int:
+    def _write(self, batch: list[tuple[Document, str, list[Chunk]]], states: dict, vectors: np.ndarray | None = None
+               ) -> int:
         chunks = [c for _, _, cs in batch for c in cs]
-        vectors = self.embedder.embed_passages([passage_text(c.title, c.text) for c in chunks])
+        if vectors is None:
+            vectors = self._embed(chunks)
         if self.store.embedder is None:
             self._adopt_embedder(states)
         self.store.bump_generation()  # also writes the embedder stamp
@@ -320,6 +312,9 @@ class CorpusIndex:
             chunks, vectors, {d.doc_id: h for d, h, _ in batch}, {d.doc_id: len(cs) for d, _, cs in batch}
         )
         return len(chunks)
+
+    def _embed(self, chunks: Sequence[Chunk]) -> np.ndarray:
+        return self.embedder.embed_passages([passage_text(c.title, c.text) for c in chunks])
 
     def _adopt_embedder(self, states: dict) -> None:
         if states:
@@ -352,10 +347,11 @@ class CorpusIndex:
         metadata; no text) with the document's chunk count, in store order.
 
         Raises:
-            InvalidInput: a negative ``offset`` or a ``limit`` outside 1..1000.
+            InvalidInput: an ``offset`` outside 0..MAX_OFFSET or a ``limit`` outside 1..1000.
         """
-        if offset < 0 or not 1 <= limit <= 1000:
-            raise InvalidInput(f"Expected offset >= 0 and 1 <= limit <= 1000, got offset={offset}, limit={limit}")
+        if not 0 <= offset <= MAX_OFFSET or not 1 <= limit <= 1000:
+            raise InvalidInput(f"Expected 0 <= offset <= {MAX_OFFSET} and 1 <= limit <= 1000, got offset={offset}, "
+                               f"limit={limit}")
         total = len(self.store.ids_where({"position": 0}))
         return total, self.store.first_chunks(limit=limit, offset=offset)
 
@@ -462,34 +458,6 @@ class CorpusIndex:
         return sorted(self.store.get_where(where), key=lambda c: c.position)
 
 
-def _store_location(config: RetrieverConfig) -> str:
-    return config.chroma_url or str(config.data_dir / "chroma")
-
-
-def _store_tag(config: RetrieverConfig) -> str:
-    return hashlib.sha256(_store_location(config).encode()).hexdigest()[:10]
-
-
-def store_write_lock(config: RetrieverConfig) -> WriteLock:
-    """The write lock of the configured store (one per embedded folder or Chroma server URL)."""
-    return WriteLock(config.data_dir / "locks" / f"store-{_store_tag(config)}.lock", _store_location(config),
-                     timeout_s=config.write_lock_timeout_s)
-
-
-def _checked(docs: Sequence[Document]) -> Sequence[Document]:
-    """``docs`` if every id is unique and all metadata is storable; else InvalidInput naming the first problem."""
-    seen: set[str] = set()
-    for doc in docs:
-        if doc.doc_id in seen:
-            raise InvalidInput(f"Expected unique document ids, got {doc.doc_id!r} twice")
-        seen.add(doc.doc_id)
-        try:
-            validate_metadata(doc.metadata)
-        except InvalidInput as exc:
-            raise InvalidInput(f"Document {doc.doc_id!r}: {exc.message}") from None
-    return docs
-
-
 def _nothing_to_index(path: str | Path, report: IngestReport) -> str:
     from sieve.retriever.ingest import SUPPORTED_SUFFIXES
 
@@ -500,21 +468,25 @@ def _nothing_to_index(path: str | Path, report: IngestReport) -> str:
 
 def _bm25_dir(config: RetrieverConfig, collection: str) -> Path:
     # Keyed by store location too, so two Chroma servers' collections of one name never share a cache.
-    tag = _store_tag(config)
+    tag = store_tag(config)
     if len(collection) > 100:
         # File names cap at 255 bytes, collection names at 512: keep a readable prefix plus a hash.
         collection = f"{collection[:100]}~{hashlib.sha256(collection.encode()).hexdigest()[:10]}"
     return config.data_dir / "bm25" / f"{collection}-{tag}"
 
 
-def delete_collection(config: RetrieverConfig, name: str, client: Any | None = None) -> None:
+def delete_collection(config: RetrieverConfig, name: str, client: StoreHandle | Any | None = None) -> None:
     import shutil
 
-    client = client if client is not None else make_client(config)
+    handle = client if isinstance(client, StoreHandle) else open_store(config)
     with store_write_lock(config).hold():
-        ChromaStore.open(client, name, create=False)  # raises UnknownCollection with the valid names
-        client.delete_collection(name)
+        ChromaStore.open(handle, name, create=False)  # raises UnknownCollection with the valid names
+        with handle.session() as chroma:
+            handle.mark_written()
+            chroma.delete_collection(name)
+            handle.mark_written()
         shutil.rmtree(_bm25_dir(config, name), ignore_errors=True)
 
 
-__all__ = ["CorpusIndex", "IndexReport", "delete_collection", "split_chunk_id", "store_write_lock"]
+__all__ = ["MAX_OFFSET", "CorpusIndex", "IndexReport", "delete_collection", "split_chunk_id", "store_write_lock",
+           "validate_doc_id"]

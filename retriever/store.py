@@ -8,14 +8,15 @@ results need to show (``doc_id``, ``title``, ``source``, ``position``, offsets).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
-from sieve.errors import InvalidInput, InvalidPattern, StoreUnavailable, UnknownCollection
+from sieve.errors import InvalidInput, InvalidPattern, SieveError, StoreUnavailable, UnknownCollection
+from sieve.retriever.handle import StoreHandle
 from sieve.retriever.metadata import RESERVED_KEYS
 from sieve.retriever.types import Chunk
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
     from sieve.retriever.config import RetrieverConfig
     from sieve.retriever.types import Where
+    from sieve.retriever.writelock import WriteLock
 
 logger = logging.getLogger(__name__)
 
@@ -64,28 +66,15 @@ def validate_collection_name(name: str) -> str:
 
 
 def make_client(config: RetrieverConfig) -> Any:
-    """A Chroma client for the configured location, with telemetry off."""
-    import chromadb
-    from chromadb.config import Settings
+    """The store's current Chroma client, with telemetry off, for immediate use.
 
-    settings = Settings(anonymized_telemetry=False)
-    try:
-        if config.chroma_url:
-            url = urlparse(config.chroma_url)
-            if url.scheme not in ("http", "https") or not url.hostname:
-                raise InvalidInput(f"Expected a Chroma URL like http://127.0.0.1:8000, got {config.chroma_url!r}")
-            return chromadb.HttpClient(
-                host=url.hostname, port=url.port or (443 if url.scheme == "https" else 8000),
-                ssl=url.scheme == "https", settings=settings,
-            )
-        path = config.data_dir / "chroma"
-        path.mkdir(parents=True, exist_ok=True)
-        return chromadb.PersistentClient(path=str(path), settings=settings)
-    except InvalidInput:
-        raise
-    except Exception as exc:  # chromadb raises plain ValueError/ConnectionError subclasses
-        where = config.chroma_url or str(config.data_dir / "chroma")
-        raise StoreUnavailable(f"Could not open the Chroma store at {where}: {exc}") from exc
+    It is this process's shared handle's client (:func:`~sieve.retriever.handle.open_store`), which
+    the handle replaces when another process writes the store: long-lived code keeps the handle and
+    takes the client from :meth:`~sieve.retriever.handle.StoreHandle.session` for each use.
+    """
+    from sieve.retriever.handle import open_store
+
+    return open_store(config).client
 
 
 def _to_metadata(chunk: Chunk, doc_hash: str, n_chunks: int) -> dict[str, Any]:
@@ -134,48 +123,103 @@ class DocState:
 
 
 class ChromaStore:
-    """One Chroma collection holding Sieve chunks. Build with :meth:`open`."""
+    """One Chroma collection holding Sieve chunks. Build with :meth:`open`.
 
-    def __init__(self, client: Any, collection: Any, name: str, *, created: bool = False) -> None:
-        self.client = client
-        self.collection = collection
+    Every Chroma call runs in a session of the process's :class:`~sieve.retriever.handle.StoreHandle`,
+    so it reads (and writes) through a client that is current with what other processes wrote.
+    """
+
+    def __init__(self, handle: StoreHandle, name: str, *, created: bool = False) -> None:
+        self.handle = handle
         self.name = name
         # True while the collection exists only because this store made it and no write has
         # succeeded yet: a failing first index run then removes it instead of leaving it empty.
         self.created = created
-        self.embedder: str | None = (collection.metadata or {}).get(EMBEDDER_KEY)
+        self._collection: Any | None = None
+        self._epoch = -1  # the handle's epoch _collection was fetched in
+        with self._use() as col:
+            self.embedder: str | None = (col.metadata or {}).get(EMBEDDER_KEY)
+
+    @property
+    def client(self) -> Any:
+        """The current Chroma client (for immediate use: another process's write replaces it)."""
+        return self.handle.client
+
+    @property
+    def collection(self) -> Any:
+        """The current Chroma collection object (for immediate use, as :attr:`client`)."""
+        with self._use() as col:
+            return col
+
+    @contextlib.contextmanager
+    def _use(self) -> Iterator[Any]:
+        """The collection, through a client current with the store, for one short use."""
+        with self.handle.session() as client:
+            if self._collection is None or self._epoch != self.handle.epoch:
+                self._collection = client.get_collection(self.name, embedding_function=None)
+                self._epoch = self.handle.epoch
+            yield self._collection
 
     @classmethod
-    def open(cls, client: Any, name: str, *, create: bool = True) -> ChromaStore:
+    def open(cls, handle: StoreHandle | Any, name: str, *, create: bool = True,
+             lock: WriteLock | None = None) -> ChromaStore:
+        """Open collection ``name`` of the store; with ``create``, make it (under the store's write
+        ``lock``, so that two processes creating it never race) if it does not exist.
+
+        ``handle`` may be a bare Chroma client (as :func:`make_client` returns): it is then used as is.
+        """
         from chromadb.errors import NotFoundError  # chromadb is loaded: the client came from it
 
         validate_collection_name(name)
-        created = False
+        if not isinstance(handle, StoreHandle):
+            handle = StoreHandle.wrapping(handle)
         try:
             try:
-                col = client.get_collection(name, embedding_function=None)
+                with handle.session() as client:
+                    client.get_collection(name, embedding_function=None)
+                created = False
             except NotFoundError:
                 if not create:
                     raise
-                col = client.get_or_create_collection(
+                created = cls._create(handle, name, lock)
+        except NotFoundError as exc:
+            # The user's collections only: `sieve eval`'s caches are listed nowhere unless asked for.
+            with handle.session() as client:
+                names = [n for n in list_collection_names(client) if not is_eval_cache(n)]
+            raise UnknownCollection(f"Expected an existing collection, got {name!r}; valid: {names}") from exc
+        except SieveError:
+            raise
+        except Exception as exc:
+            raise StoreUnavailable(f"Chroma failed to open collection {name!r}: {exc}") from exc
+        return cls(handle, name, created=created)
+
+    @staticmethod
+    def _create(handle: StoreHandle, name: str, lock: WriteLock | None) -> bool:
+        """Create the collection under the write lock; False when another writer made it first."""
+        from chromadb.errors import NotFoundError
+
+        with lock.hold() if lock is not None else contextlib.nullcontext(), handle.session() as client:
+            try:
+                client.get_collection(name, embedding_function=None)
+                return False
+            except NotFoundError:
+                handle.mark_written()
+                client.create_collection(
                     name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
                     metadata={GENERATION_KEY: "empty"},
                 )
-                created = True
-        except NotFoundError as exc:
-            raise UnknownCollection(
-                f"Expected an existing collection, got {name!r}; valid: {list_collection_names(client)}"
-            ) from exc
-        except Exception as exc:
-            raise StoreUnavailable(f"Chroma failed to open collection {name!r}: {exc}") from exc
-        return cls(client, col, name, created=created)
+                handle.mark_written()
+                return True
 
     # -- generation: marks every write so the BM25 cache can tell whether it is stale --------
     def state(self) -> CollectionState:
         """The collection's current id, generation and recorded embedder, in one round-trip."""
         # Chroma's NotFoundError (deleted under us) propagates as is: the server maps it to a 404 and
         # drops its cached index, as for every other Chroma call on a vanished collection.
-        col = self.client.get_collection(self.name, embedding_function=None)
+        with self.handle.session() as client:
+            col = client.get_collection(self.name, embedding_function=None)
+            if self._epoch == self.handle.epoch:
+                self._collection = col  # re-created under the same name: follow it
         meta = col.metadata or {}
         embedder = meta.get(EMBEDDER_KEY)
         if embedder:
@@ -193,7 +237,9 @@ class ChromaStore:
         gen = uuid.uuid4().hex
         # modify() replaces the whole metadata: carry the embedder stamp over.
         meta = {GENERATION_KEY: gen, **({EMBEDDER_KEY: self.embedder} if self.embedder else {})}
-        self.collection.modify(metadata=meta)
+        with self._use() as col:
+            self.handle.mark_written()  # other processes reopen before they next read or write
+            col.modify(metadata=meta)
         return gen
 
     def record_embedder(self, identity_json: str) -> None:
@@ -206,31 +252,36 @@ class ChromaStore:
                n_chunks: dict[str, int]) -> None:
         if not chunks:
             return
-        self.collection.upsert(
-            ids=[c.chunk_id for c in chunks],
-            embeddings=embeddings.tolist(),
-            documents=[c.text for c in chunks],
-            metadatas=[_to_metadata(c, doc_hashes[c.doc_id], n_chunks[c.doc_id]) for c in chunks],
-        )
+        with self._use() as col:
+            col.upsert(
+                ids=[c.chunk_id for c in chunks],
+                embeddings=embeddings.tolist(),
+                documents=[c.text for c in chunks],
+                metadatas=[_to_metadata(c, doc_hashes[c.doc_id], n_chunks[c.doc_id]) for c in chunks],
+            )
 
     def delete_docs(self, doc_ids: Sequence[str]) -> None:
         for i in range(0, len(doc_ids), 500):
-            self.collection.delete(where={"doc_id": {"$in": list(doc_ids[i : i + 500])}})
+            with self._use() as col:
+                col.delete(where={"doc_id": {"$in": list(doc_ids[i : i + 500])}})
 
     def delete_ids(self, ids: Sequence[str]) -> None:
         if ids:
-            self.collection.delete(ids=list(ids))
+            with self._use() as col:
+                col.delete(ids=list(ids))
 
     # -- reads ----------------------------------------------------------------------------------
     def count(self) -> int:
-        return int(self.collection.count())
+        with self._use() as col:
+            return int(col.count())
 
     def scan(self, *, include_text: bool = True, where: Where | None = None) -> Iterator[tuple[str, str | None, dict]]:
         """Every (id, text, metadata) of the collection, page by page."""
         include = ["metadatas", "documents"] if include_text else ["metadatas"]
         offset = 0
         while True:
-            page = self.collection.get(include=include, limit=PAGE, offset=offset, where=where)
+            with self._use() as col:  # one session per page: the consumer runs between pages
+                page = col.get(include=include, limit=PAGE, offset=offset, where=where)
             ids = page["ids"]
             if not ids:
                 return
@@ -256,7 +307,8 @@ class ChromaStore:
         """Chunks by id, in the order asked; unknown ids are left out."""
         if not ids:
             return []
-        page = self.collection.get(ids=list(ids), include=["documents", "metadatas"])
+        with self._use() as col:
+            page = col.get(ids=list(ids), include=["documents", "metadatas"])
         by_id = {cid: chunk_from_record(cid, t, m) for cid, t, m in zip(page["ids"], page["documents"], page["metadatas"])}
         return [by_id[i] for i in ids if i in by_id]
 
@@ -266,22 +318,26 @@ class ChromaStore:
 
         if not ids:
             return {}
-        page = self.collection.get(ids=list(ids), include=["embeddings"])
+        with self._use() as col:
+            page = col.get(ids=list(ids), include=["embeddings"])
         return {cid: np.asarray(vec, dtype=np.float32) for cid, vec in zip(page["ids"], page["embeddings"])}
 
     def get_where(self, where: Where, limit: int | None = None) -> list[Chunk]:
-        page = self.collection.get(where=where, include=["documents", "metadatas"], limit=limit)
+        with self._use() as col:
+            page = col.get(where=where, include=["documents", "metadatas"], limit=limit)
         return [chunk_from_record(cid, t, m) for cid, t, m in zip(page["ids"], page["documents"], page["metadatas"])]
 
     def first_chunks(self, *, limit: int, offset: int = 0) -> list[tuple[Chunk, int]]:
         """Documents' first chunks (metadata only, no text) with each document's ``n_chunks``, one page."""
-        page = self.collection.get(where={"position": 0}, include=["metadatas"], limit=limit, offset=offset)
+        with self._use() as col:
+            page = col.get(where={"position": 0}, include=["metadatas"], limit=limit, offset=offset)
         return [(chunk_from_record(cid, None, m), int((m or {}).get("n_chunks", 0)))
                 for cid, m in zip(page["ids"], page["metadatas"])]
 
     def ids_where(self, where: Where) -> set[str]:
         try:
-            return set(self.collection.get(where=where, include=[])["ids"])
+            with self._use() as col:
+                return set(col.get(where=where, include=[])["ids"])
         except (*chroma_input_errors(), TypeError, KeyError) as exc:
             raise InvalidInput(f"Expected a valid Chroma metadata filter, got {where!r}: {exc}") from exc
 
@@ -297,8 +353,9 @@ class ChromaStore:
         if n <= 0:
             return []
         try:
-            res = self.collection.query(query_embeddings=[embedding.tolist()], n_results=n, where=where,
-                                        include=["distances"])
+            with self._use() as col:
+                res = col.query(query_embeddings=[embedding.tolist()], n_results=n, where=where,
+                                include=["distances"])
         except chroma_input_errors() as exc:
             if where is None:
                 raise
@@ -314,8 +371,9 @@ class ChromaStore:
         except re.error as exc:
             raise InvalidPattern(f"Expected a valid regular expression, got {pattern!r}: {exc}") from exc
         try:
-            page = self.collection.get(where_document={"$regex": pattern}, where=where, limit=limit,
-                                       include=["documents", "metadatas"])
+            with self._use() as col:
+                page = col.get(where_document={"$regex": pattern}, where=where, limit=limit,
+                               include=["documents", "metadatas"])
         except chroma_input_errors() as exc:  # e.g. look-around: Chroma uses the Rust regex engine
             raise InvalidPattern(f"Expected a regex the Rust engine supports (no look-around), got {pattern!r}: "
                                  f"{str(exc).splitlines()[-1]}") from exc
@@ -327,16 +385,20 @@ def list_collection_names(client: Any) -> list[str]:
 
 
 def list_collections(
-    config: RetrieverConfig, client: Any | None = None, *, include_eval: bool = False,
+    config: RetrieverConfig, client: StoreHandle | Any | None = None, *, include_eval: bool = False,
 ) -> dict[str, int]:
     """Collection name -> chunk count; ``sieve eval``'s cached corpora only with ``include_eval``.
 
     It lives here, not in ``index``, so that listing (``sieve collections``) imports Chroma alone:
     ``index`` brings BM25's scipy, a second or more of start-up on a busy machine.
     """
-    client = client if client is not None else make_client(config)
-    return {name: int(client.get_collection(name, embedding_function=None).count())
-            for name in list_collection_names(client) if include_eval or not is_eval_cache(name)}
+    from sieve.retriever.handle import open_store
+
+    if client is not None and not isinstance(client, StoreHandle):
+        client = StoreHandle.wrapping(client)
+    with (client or open_store(config)).session() as chroma:
+        return {name: int(chroma.get_collection(name, embedding_function=None).count())
+                for name in list_collection_names(chroma) if include_eval or not is_eval_cache(name)}
 
 
 def is_eval_cache(name: str) -> bool:

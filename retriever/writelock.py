@@ -25,6 +25,7 @@ import logging
 import os
 import socket
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
@@ -102,11 +103,12 @@ class WriteLock:
         return holder
 
     @contextlib.contextmanager
-    def hold(self, timeout_s: float | None = None) -> Iterator[None]:
-        """Hold the lock for a write; wait (logging who holds it) at most ``timeout_s`` seconds.
+    def hold(self, timeout_s: float | None = None, *, stop: threading.Event | None = None) -> Iterator[None]:
+        """Hold the lock for a write; wait (logging who holds it) at most ``timeout_s`` seconds, and
+        no longer than until ``stop`` is set.
 
         Raises:
-            StoreLocked: another writer held the lock for the whole wait.
+            StoreLocked: another writer held the lock for the whole wait (or until ``stop``).
         """
         timeout = self.timeout_s if timeout_s is None else timeout_s
         try:
@@ -116,7 +118,7 @@ class WriteLock:
             logger.warning("Another writer holds the store %s (%s); waiting up to %g s for it to finish",
                            self.store, who.describe() if who else "holder unknown", timeout)
             try:
-                self._lock.acquire(timeout=timeout)
+                self._wait(timeout, stop)
             except Timeout:
                 who = self.holder()
                 raise StoreLocked(
@@ -134,6 +136,21 @@ class WriteLock:
                 with contextlib.suppress(OSError):
                     self.holder_path.unlink()
             self._lock.release()
+
+    def _wait(self, timeout: float, stop: threading.Event | None) -> None:
+        if stop is None:
+            self._lock.acquire(timeout=timeout)
+            return
+        deadline = time.monotonic() + timeout
+        while True:  # in short waits, so that a caller who gives up is let go at once
+            if stop.is_set():
+                raise Timeout(str(self.path))
+            try:
+                self._lock.acquire(timeout=max(0.0, min(0.1, deadline - time.monotonic())))
+                return
+            except Timeout:
+                if time.monotonic() >= deadline:
+                    raise
 
     @contextlib.contextmanager
     def try_hold(self) -> Iterator[bool]:

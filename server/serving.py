@@ -12,6 +12,7 @@ is served.
 from __future__ import annotations
 
 import asyncio
+import collections
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
@@ -23,6 +24,11 @@ if TYPE_CHECKING:
 DEFAULT_HEADER_TIMEOUT_S = 10.0
 _TIMEOUT_408 = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
                 b"content-length: 36\r\nconnection: close\r\n\r\nExpected the request headers sooner\n")
+
+
+_TOO_MANY = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
+             b"content-length: 49\r\nretry-after: 5\r\nconnection: close\r\n\r\n"
+             b"Expected fewer open connections from this client\n")
 
 
 class HeaderTimeoutProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
@@ -37,7 +43,30 @@ class HeaderTimeoutProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._header_timer: asyncio.TimerHandle | None = None
+        self._client_host: str | None = None
+        if self._over_client_limit(transport):
+            return
         self._arm_header_timer()
+
+    def _over_client_limit(self, transport: asyncio.Transport) -> bool:
+        """Count this connection against its client address; refuse it (503, closed) beyond the limit.
+
+        uvicorn's ``limit_concurrency`` is global: one client opening that many idle connections
+        had every other client refused. Each address gets ``max_client_connections`` of them.
+        """
+        limit = getattr(self.config, "max_client_connections", 0)
+        peer = transport.get_extra_info("peername")
+        if not limit or not peer:
+            return False
+        counts = self.config.client_connections
+        host = str(peer[0])
+        if counts[host] >= limit:
+            transport.write(_TOO_MANY)
+            transport.close()
+            return True
+        counts[host] += 1
+        self._client_host = host
+        return False
 
     def data_received(self, data: bytes) -> None:
         before = self.cycle
@@ -51,6 +80,13 @@ class HeaderTimeoutProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()
+        host = getattr(self, "_client_host", None)
+        if host is not None:
+            self._client_host = None
+            counts = self.config.client_connections
+            counts[host] -= 1
+            if counts[host] <= 0:
+                del counts[host]
         super().connection_lost(exc)
 
     def _arm_header_timer(self) -> None:
@@ -71,11 +107,15 @@ class HeaderTimeoutProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
 
 
 class SieveUvicornConfig(uvicorn.Config):
-    """``uvicorn.Config`` that also carries the header timeout (module level, so it pickles for workers)."""
+    """``uvicorn.Config`` that also carries the header timeout and the per-client connection limit
+    (module level, so it pickles for workers; each worker counts its own connections)."""
 
-    def __init__(self, app: Any, *, header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S, **kwargs: Any) -> None:
+    def __init__(self, app: Any, *, header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
+                 max_client_connections: int = 0, **kwargs: Any) -> None:
         super().__init__(app, **kwargs)
         self.header_timeout_s = header_timeout_s
+        self.max_client_connections = max_client_connections
+        self.client_connections: collections.Counter[str] = collections.Counter()  # address -> open connections
 
 
 def uvicorn_config(app: Any, settings: Settings, **overrides: Any) -> SieveUvicornConfig:
@@ -89,6 +129,7 @@ def uvicorn_config(app: Any, settings: Settings, **overrides: Any) -> SieveUvico
         "host": settings.host, "port": settings.port, "log_level": settings.log_level,
         "http": HeaderTimeoutProtocol, "header_timeout_s": settings.header_timeout_s,
         "limit_concurrency": settings.max_connections, "timeout_keep_alive": settings.keep_alive_s,
+        "max_client_connections": settings.max_client_connections,
         "timeout_graceful_shutdown": 10,
         # The app checks Host itself (TrustedHosts); uvicorn's proxy-header rewriting stays at its
         # default of trusting only 127.0.0.1.

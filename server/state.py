@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from sieve.retriever import CorpusIndex
     from sieve.retriever.config import RetrieverConfig
     from sieve.retriever.embeddings import Embedder
+    from sieve.retriever.handle import StoreHandle
     from sieve.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -49,8 +50,12 @@ class AppState:
                              wait_s=settings.queue_wait_s, metrics=self.metrics)
         self.retrievals = Gate("retrievals", limit=settings.max_retrievals, queue=settings.retrieval_queue,
                                wait_s=settings.queue_wait_s, metrics=self.metrics)
+        # Document writes take turns on the store's lock anyway: a few run (or wait for the lock) at
+        # once, a bounded queue waits without a thread, and reads never wait behind them.
+        self.writes = Gate("writes", limit=settings.max_writes, queue=settings.write_queue,
+                           wait_s=settings.queue_wait_s, metrics=self.metrics)
         self._embedder = embedder
-        self._client: Any | None = None
+        self._store: StoreHandle | None = None
         self._indexes: dict[str, CorpusIndex] = {}
         self._verified_at: dict[str, float] = {}
         self._policies: dict[str, Any] = {}
@@ -71,14 +76,19 @@ class AppState:
             return self._embedder
 
     @property
-    def client(self) -> Any:
-        """One Chroma client for the app (a PersistentClient must not be opened twice per path)."""
+    def store(self) -> StoreHandle:
+        """The process's handle on the store: its Chroma client follows what other processes write."""
         with self._lock:
-            if self._client is None:
-                from sieve.retriever.store import make_client
+            if self._store is None:
+                from sieve.retriever.handle import open_store
 
-                self._client = make_client(self.retriever_config)
-            return self._client
+                self._store = open_store(self.retriever_config)
+            return self._store
+
+    @property
+    def client(self) -> Any:
+        """The store's current Chroma client, for immediate use (a write by another process replaces it)."""
+        return self.store.client
 
     def collection_name(self, name: str | None) -> str:
         return name or self.settings.collection
@@ -94,7 +104,7 @@ class AppState:
             from sieve.retriever import CorpusIndex
 
             index = CorpusIndex.open(self.retriever_config, name, create=create, embedder=self.embedder,
-                                     client=self.client)
+                                     client=self.store)
             self._indexes[name] = index
             self._verified_at[name] = time.monotonic()
             return index
@@ -110,7 +120,8 @@ class AppState:
         from chromadb.errors import NotFoundError  # loaded with the client
 
         try:
-            current = self.client.get_collection(name, embedding_function=None)
+            with self.store.session() as client:
+                current = client.get_collection(name, embedding_function=None)
         except NotFoundError:
             return False
         return current.id == index.store.collection.id
@@ -128,7 +139,7 @@ class AppState:
     def collections(self, *, include_eval: bool = False) -> dict[str, int]:
         from sieve.retriever.store import list_collections
 
-        return list_collections(self.retriever_config, client=self.client, include_eval=include_eval)
+        return list_collections(self.retriever_config, client=self.store, include_eval=include_eval)
 
     def delete_collection(self, name: str) -> None:
         from sieve.retriever.index import delete_collection
@@ -136,7 +147,7 @@ class AppState:
         with self._lock:
             self._indexes.pop(name, None)
             self._verified_at.pop(name, None)
-            delete_collection(self.retriever_config, name, client=self.client)
+            delete_collection(self.retriever_config, name, client=self.store)
 
     def policy(self, name: str, config: Callable[[], Any]) -> Any:
         """A policy by name, built once per app from ``config()`` (a local model must not load per request)."""

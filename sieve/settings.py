@@ -110,11 +110,17 @@ class Settings(BaseSettings):
     max_retrievals: int = Field(default=32, ge=1, description="Plain retrievals run at once (`/v1/retrieve`, "
                                                               "`/retrieve`).")
     retrieval_queue: int = Field(default=64, ge=0, description="Retrievals that may wait for a free place.")
+    max_writes: int = Field(default=2, ge=1, description="Document writes run at once (they take turns on the store's "
+                                                         "lock; each waiting one holds a worker thread).")
+    write_queue: int = Field(default=16, ge=0, description="Document writes that may wait for a free place.")
     queue_wait_s: float = Field(default=5.0, gt=0, description="Longest wait in an admission queue (then 503).")
 
     # Connections: slow or idle clients cannot hold the server
     max_connections: int = Field(default=256, ge=1, description="Open connections (and requests in progress) "
                                                                 "beyond which uvicorn answers 503.")
+    max_client_connections: int = Field(default=64, ge=0, description="Open connections one client address may "
+                                        "hold (beyond them it gets 503 at once); 0 = no per-client limit (e.g. "
+                                        "behind a proxy, where every client has the proxy's address).")
     header_timeout_s: float = Field(default=10.0, gt=0, description="Time a client has to send a request's headers "
                                                                     "(then 408, connection closed).")
     body_timeout_s: float = Field(default=30.0, gt=0, description="Time a client has to send a request's body "

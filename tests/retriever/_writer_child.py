@@ -2,6 +2,8 @@
 
     python _writer_child.py write DATA_DIR START STOP LOCK_TIMEOUT_S   # index synthetic_docs(N_TOTAL)[START:STOP]
     python _writer_child.py hold DATA_DIR                              # hold the store's write lock until killed
+    python _writer_child.py create DATA_DIR START STOP                 # on "go": create store and collection,
+                                                                       # write chunks new-START..new-STOP
 
 ``write`` loads everything, prints ``ready`` and waits for a line on stdin before it writes (so the
 test decides who starts first, whatever the machine's load), then prints ``batch COUNT`` after every
@@ -46,6 +48,29 @@ def write(data_dir: Path, start: int, stop: int, lock_timeout_s: float) -> None:
     _say(f"done {report.chunks_written}")
 
 
+def create(data_dir: Path, start: int, stop: int) -> None:
+    """On "go", make the store and the collection and write documents START..STOP, as the first
+    writers of a new store race. The vectors are fixed ones (no model: the race is Chroma's alone);
+    everything else is the write path of ``index_documents``: the lock, the generation, the upsert."""
+    import chromadb.api.rust  # noqa: F401  (imported before "go": the processes then start within a millisecond)
+    import numpy as np
+
+    from sieve.retriever.types import Chunk
+
+    cfg = RetrieverConfig(data_dir=data_dir, **RESUME_CONFIG)
+    chunks = [Chunk(chunk_id=f"new-{i}#0", doc_id=f"new-{i}", position=0, text=f"document {i}")
+              for i in range(start, stop)]
+    vectors = np.eye(64, dtype=np.float32)[start:stop]
+    _say("ready")
+    sys.stdin.readline()
+    index = CorpusIndex.open(cfg, COLLECTION, create=True)  # the embedder stays unloaded (lazy)
+    with index.write_lock.hold():
+        index.store.bump_generation()
+        index.store.upsert(chunks, vectors, {c.doc_id: "h" for c in chunks}, {c.doc_id: 1 for c in chunks})
+        index.store.bump_generation()
+    _say(f"done {len(chunks)}")
+
+
 def hold(data_dir: Path) -> None:
     with store_write_lock(RetrieverConfig(data_dir=data_dir, **RESUME_CONFIG)).hold():
         _say("held")
@@ -57,5 +82,7 @@ if __name__ == "__main__":
     mode, data = sys.argv[1], Path(sys.argv[2])
     if mode == "write":
         write(data, int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
+    elif mode == "create":
+        create(data, int(sys.argv[3]), int(sys.argv[4]))
     else:
         hold(data)

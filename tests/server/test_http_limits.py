@@ -153,8 +153,9 @@ def test_admission_runs_one_queues_one_and_refuses_the_rest_fast(admitting) -> N
 # -- slow clients -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def strict(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[LiveServer]:
+    # Every test client is 127.0.0.1: no per-client limit here, so that the global one is what's tested.
     srv = start_server(embedder, tmp_path_factory.mktemp("strict-data"), collection=TINY, header_timeout_s=2.0,
-                       body_timeout_s=0.5, max_connections=8)
+                       body_timeout_s=0.5, max_connections=8, max_client_connections=0)
     yield srv
     srv.stop()
 

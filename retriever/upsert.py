@@ -1,0 +1,224 @@
+"""One whole, cancellable write of a list of documents: what the HTTP document route runs.
+
+:meth:`CorpusIndex.index_documents` streams a corpus in batches under the write lock, embedding as
+it goes, so that any size fits in memory and an interrupted run resumes. A request has a deadline
+instead: :meth:`UpsertMixin.upsert_documents` chunks and embeds first, outside the lock, stopping at
+the next batch once asked to; then it takes the lock, reads the store again and writes everything at
+once. The caller gets either the collection as it was or the whole write, never a write that lands
+after it gave up (issue 24, item 5).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sieve.errors import InvalidInput, StoreLocked
+from sieve.retriever.chunking import split_chunk_id
+from sieve.retriever.ingest import IngestReport, content_hash
+from sieve.retriever.metadata import validate_metadata
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import numpy as np
+
+    from sieve.retriever.chunking import Chunker
+    from sieve.retriever.config import RetrieverConfig
+    from sieve.retriever.embeddings import Embedder
+    from sieve.retriever.store import ChromaStore, CollectionState, DocState
+    from sieve.retriever.types import Chunk, Document
+    from sieve.retriever.writelock import WriteLock
+
+
+@dataclass
+class IndexReport:
+    """What one indexing run did."""
+
+    added: int = 0  # documents new to the collection
+    updated: int = 0  # documents whose content changed (old chunks replaced)
+    unchanged: int = 0  # skipped: same content hash, all chunks present
+    resumed: int = 0  # documents an interrupted run had left incomplete
+    chunks_written: int = 0
+    seconds: float = 0.0
+    ingest: IngestReport = field(default_factory=IngestReport)
+    cancelled: bool = False  # stopped before writing anything (upsert_documents): the collection is as it was
+
+    @property
+    def chunks_per_second(self) -> float:
+        return self.chunks_written / self.seconds if self.seconds else 0.0
+
+
+def validate_doc_id(doc_id: str) -> str:
+    """Return ``doc_id`` unless it has the form of a chunk id (``doc#position``), else :class:`InvalidInput`.
+
+    Chunk ids are ``f"{doc_id}#{position}"``: a document ``collide#0`` would be indistinguishable from
+    the first chunk of ``collide`` (reading one returned the other, deleting one removed the other).
+
+    Example:
+        >>> validate_doc_id("notes#draft"), validate_doc_id("a#b#c")
+        ('notes#draft', 'a#b#c')
+    """
+    try:
+        base, position = split_chunk_id(doc_id)
+    except ValueError:
+        return doc_id
+    raise InvalidInput(f"Expected a document id not ending in '#<digits>' (the form of chunk ids, doc#position), "
+                       f"got {doc_id!r}; it would name chunk {position} of document {base!r}: rename it, e.g. "
+                       f"{base + '-' + str(position)!r}")
+
+
+def checked_documents(docs: Sequence[Document]) -> Sequence[Document]:
+    """``docs`` if every id is unique and valid and all metadata is storable; else InvalidInput naming the first problem."""
+    seen: set[str] = set()
+    for doc in docs:
+        validate_doc_id(doc.doc_id)
+        if doc.doc_id in seen:
+            raise InvalidInput(f"Expected unique document ids, got {doc.doc_id!r} twice")
+        seen.add(doc.doc_id)
+        try:
+            validate_metadata(doc.metadata)
+        except InvalidInput as exc:
+            raise InvalidInput(f"Document {doc.doc_id!r}: {exc.message}") from None
+    return docs
+
+
+class UpsertMixin:
+    """:meth:`upsert_documents` for :class:`~sieve.retriever.index.CorpusIndex` (whose state it uses)."""
+
+    if TYPE_CHECKING:  # what CorpusIndex provides
+        config: RetrieverConfig
+        store: ChromaStore
+        embedder: Embedder
+        write_lock: WriteLock
+
+        @property
+        def chunker(self) -> Chunker: ...
+        def refresh(self) -> CollectionState: ...
+        def _require_embedder_match(self) -> None: ...
+        def drop(self, lock_timeout_s: float | None = None) -> None: ...
+        def bm25_index(self) -> object: ...
+        def _embed(self, chunks: Sequence[Chunk]) -> np.ndarray: ...
+        def _write(self, batch: list[tuple[Document, str, list[Chunk]]], states: dict,
+                   vectors: np.ndarray | None = None) -> int: ...
+
+    def upsert_documents(self, docs: Sequence[Document], *, stop: threading.Event | None = None) -> IndexReport:
+        """Add or update a list of documents in one short write that can be cancelled until it starts.
+
+        Chunking and embedding, the slow part, run *before* the write lock is taken and end at the
+        next batch once ``stop`` is set; then, under the lock, the store is read again and the whole
+        write is done at once (no check of ``stop`` inside it). So a caller with a deadline gets
+        either the collection as it was (``report.cancelled``) or the whole write, never a write
+        that lands after it gave up. Unlike :meth:`index_documents`, the vectors of all documents
+        are held in memory: meant for request-sized batches, not corpora.
+
+        Raises:
+            InvalidInput: see :meth:`index_documents`.
+            StoreLocked: another writer held the store for the lock's whole timeout.
+        """
+        stop = stop if stop is not None else threading.Event()
+        t0 = time.perf_counter()
+        try:
+            report = self._upsert(checked_documents(docs), stop)
+        except BaseException as exc:
+            if self.store.created:
+                self.drop(lock_timeout_s=0 if isinstance(exc, StoreLocked) else None)
+            raise
+        if report.cancelled and self.store.created:
+            self.drop()
+        elif not report.cancelled:
+            self.store.created = False
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def _upsert(self, docs: Sequence[Document], stop: threading.Event) -> IndexReport:
+        report = IndexReport()
+        self.refresh()
+        self._require_embedder_match()
+        hashes = {d.doc_id: content_hash(d) for d in docs}
+        before = self.store.doc_states()
+        prepared = self._prepare([d for d in docs if not _unchanged(before.get(d.doc_id), hashes[d.doc_id])],
+                                 report, stop)
+        if prepared is None:
+            return IndexReport(cancelled=True)
+        try:
+            with self.write_lock.hold(stop=stop):
+                if stop.is_set():
+                    return IndexReport(cancelled=True)
+                self.refresh()  # the store as it is now: another writer may have come in between
+                self._require_embedder_match()
+                states = self.store.doc_states()
+                skipped = {where for where, _ in report.ingest.skipped}
+                late = [d for d in docs if d.doc_id not in prepared and d.doc_id not in skipped
+                        and not _unchanged(states.get(d.doc_id), hashes[d.doc_id])]
+                prepared.update(self._prepare(late, report, threading.Event()) or {})
+                self._commit(docs, hashes, prepared, states, report)
+        except StoreLocked:
+            if stop.is_set():
+                return IndexReport(cancelled=True)
+            raise
+        return report
+
+    def _prepare(self, docs: Sequence[Document], report: IndexReport, stop: threading.Event
+                 ) -> dict[str, tuple[list[Chunk], np.ndarray]] | None:
+        """doc_id -> (chunks, vectors) for ``docs``; None once ``stop`` is set (checked between batches)."""
+        import numpy as np
+
+        chunked = []
+        for doc in docs:
+            chunks = self.chunker.chunk(doc)
+            if chunks:
+                chunked.append((doc, chunks))
+            else:
+                report.ingest.skip(doc.doc_id, "no tokens after chunking")
+        flat = [c for _, cs in chunked for c in cs]
+        parts = []
+        for i in range(0, len(flat), self.config.embed_batch_size):
+            if stop.is_set():
+                return None
+            parts.append(self._embed(flat[i:i + self.config.embed_batch_size]))
+        if stop.is_set():
+            return None
+        vectors = np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
+        out, at = {}, 0
+        for doc, cs in chunked:
+            out[doc.doc_id] = (cs, vectors[at:at + len(cs)])
+            at += len(cs)
+        return out
+
+    def _commit(self, docs: Sequence[Document], hashes: dict[str, str],
+                prepared: dict[str, tuple[list[Chunk], np.ndarray]], states: dict[str, DocState],
+                report: IndexReport) -> None:
+        """Write the prepared documents that still differ from the store (under the write lock)."""
+        import numpy as np
+
+        skipped = {where for where, _ in report.ingest.skipped}
+        batch: list[tuple[Document, str, list[Chunk]]] = []
+        vectors: list[np.ndarray] = []
+        for doc in docs:
+            state = states.get(doc.doc_id)
+            if doc.doc_id not in prepared or _unchanged(state, hashes[doc.doc_id]):
+                report.unchanged += doc.doc_id not in skipped
+                continue
+            report.added += state is None
+            report.resumed += state is not None and state.doc_hash == hashes[doc.doc_id]
+            report.updated += state is not None and state.doc_hash != hashes[doc.doc_id]
+            batch.append((doc, hashes[doc.doc_id], prepared[doc.doc_id][0]))
+            vectors.append(prepared[doc.doc_id][1])
+            if sum(len(c) for _, _, c in batch) >= self.config.index_batch_size:
+                report.chunks_written += self._write(batch, states, np.concatenate(vectors))
+                batch, vectors = [], []
+        if batch:
+            report.chunks_written += self._write(batch, states, np.concatenate(vectors))
+        if report.chunks_written:
+            self.store.bump_generation()
+            self.bm25_index()
+
+
+def _unchanged(state: DocState | None, doc_hash: str) -> bool:
+    return state is not None and state.doc_hash == doc_hash and state.complete
+
+
+__all__ = ["IndexReport", "UpsertMixin", "checked_documents", "validate_doc_id"]
