@@ -81,6 +81,44 @@ def collect(index: CorpusIndex, tasks: list[EvalTask], policies: list[str], *, k
     return data
 
 
+def add_offtopic(data: FusionData, indexes: dict[str, CorpusIndex], share: float = 0.5, seed: int = 0) -> int:
+    """Add episodes whose policy ranking is another question's (of the same set): what a policy that
+    drifted off the question returns. Their chunks are labelled as any other (rarely gold), so the
+    model learns that a ranking sharing nothing with the question's own search is worth little,
+    however high it places its chunks. Returns how many episodes were added.
+    """
+    from sieve.agent.vector_cache import VectorCache
+
+    rng = np.random.default_rng(seed)
+    by_source: dict[str, list[dict[str, Any]]] = {}
+    for ep in list(data.episodes):
+        by_source.setdefault(ep["source"], []).append(ep)
+    added = 0
+    for src, eps in by_source.items():
+        index = indexes.get(src)
+        if index is None or len(eps) < 2:
+            continue
+        vectors = VectorCache(index)
+        for i in rng.choice(len(eps), size=int(len(eps) * share), replace=False):
+            ep = eps[int(i)]
+            other = eps[int(rng.integers(len(eps)))]
+            if other["task"].task_id == ep["task"].task_id:
+                continue
+            foreign = [e for e in other["returned"] if e.chunk_id not in ep["cos"]]
+            chunks = index.get_chunks([e.chunk_id for e in foreign]) if foreign else []
+            cos = dict(ep["cos"])
+            cos.update(zip((c.chunk_id for c in chunks), (float(v) for v in vectors.cosine(ep["task"].question, chunks))))
+            ranges = {**ep["ranges"], **{c.chunk_id: (c.char_start, c.char_end) for c in chunks}}
+            items = pool(other["returned"], ep["hybrid"])
+            data.x.append(features(items, [cos.get(it.evidence.chunk_id, 0.0) for it in items],
+                                   agreement(other["returned"], ep["hybrid"])))
+            data.y.append(_labels(ep["task"], items, ranges))
+            data.episodes.append({**ep, "policy": f"{ep['policy']}-offtopic", "returned": other["returned"],
+                                  "cos": cos, "ranges": ranges})
+            added += 1
+    return added
+
+
 def _weights(data: FusionData) -> np.ndarray:
     """Row weights that give every source the same total weight (mean 1), so no one set decides the model."""
     sources = [ep["source"] for ep in data.episodes]
@@ -170,6 +208,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--policies", default="learned,heuristic", help="Policies whose episodes are pooled.")
     ap.add_argument("--k", type=int, default=20, help="Evidence set size of the episodes (the eval's depth).")
     ap.add_argument("--c", type=float, default=1.0, help="Inverse regularisation strength.")
+    ap.add_argument("--offtopic", type=float, default=0.0,
+                    help="Share of episodes copied with another question's policy ranking (robustness to drift).")
     ap.add_argument("--hidden", type=int, default=0, help="Units of one tanh layer (0: logistic regression).")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--check", type=float, default=0.3,
@@ -194,6 +234,13 @@ def main(argv: list[str] | None = None) -> None:
         if args.episodes is not None:
             with args.episodes.open("wb") as f:
                 pickle.dump(data, f)
+    if args.offtopic > 0:
+        config = RetrieverConfig()
+        indexes = {}
+        for d in args.data:
+            sets, maps = load_sets([d])
+            indexes[f"{Path(d).parent.name}/{Path(d).name}"] = open_eval_index(sets, maps, config, progress=False)
+        logger.info("added %d off-topic episodes", add_offtopic(data, indexes, args.offtopic, args.seed))
     if args.check > 0:
         part, held = split(data, args.check, args.seed)
         trial = fit(part, c=args.c, hidden=args.hidden, seed=args.seed)
