@@ -30,11 +30,6 @@ def test_search_errors_are_one_line(session_data_dir, sample_index):
     res = runner.invoke(app, ["search", "q", "-c", "sample", "--data-dir", str(session_data_dir), "--policy", "magic"])
     assert res.exit_code == 2 and "invalid_input" in res.stderr
 
-
-def test_policy_path_without_the_learned_policy_is_an_error(session_data_dir, sample_index, tmp_path):
-    res = CliRunner().invoke(app, ["search", "q", "-c", "sample", "--data-dir", str(session_data_dir),
-                                   "--policy", "heuristic", "--policy-path", str(tmp_path)])
-    assert res.exit_code == 2 and "--policy-path only with the learned policy" in res.stderr
     res = runner.invoke(app, ["search", "q", "-c", "sample", "--data-dir", str(session_data_dir), "-k", "0"])
     assert res.exit_code == 2 and "Expected positive" in res.stderr
 
@@ -57,3 +52,9 @@ def test_search_table_shows_scores(session_data_dir, sample_index):
                                    "--data-dir", str(session_data_dir), "-k", "3", "-q"])
     assert res.exit_code == 0, res.output
     assert "score" in res.stdout and len(re.findall(r"\b0\.\d{4}\b", res.stdout)) >= 3
+
+
+def test_policy_path_without_the_learned_policy_is_an_error(session_data_dir, sample_index, tmp_path):
+    res = CliRunner().invoke(app, ["search", "q", "-c", "sample", "--data-dir", str(session_data_dir),
+                                   "--policy", "heuristic", "--policy-path", str(tmp_path)])
+    assert res.exit_code == 2 and "--policy-path only with the learned policy" in res.stderr

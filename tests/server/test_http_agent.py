@@ -10,6 +10,7 @@ import pytest
 from live_server import TINY, assert_problem
 
 from sieve.client import iter_sse
+from sieve.defaults import DEFAULT_POLICY
 
 QUESTION = "What was the 2020 population of the city that Charles Lindbergh's transatlantic aircraft was named after?"
 # chroma-core/chroma rust/foundation-api: how Chroma parses Context-1's final answer.
@@ -27,7 +28,7 @@ def test_search_returns_ranked_evidence_and_usage(http: httpx.Client) -> None:
     r = http.post("/v1/search", json={"query": QUESTION, "k": 8})
     assert r.status_code == 200, r.text
     body = r.json()
-    assert body["collection"] == "sample" and body["policy"] == "heuristic" and body["trace"] is None
+    assert body["collection"] == "sample" and body["policy"] == DEFAULT_POLICY and body["trace"] is None
     results = body["results"]
     assert 1 <= len(results) <= 8
     assert [x["rank"] for x in results] == list(range(1, len(results) + 1))
@@ -59,7 +60,7 @@ def test_search_with_trace_and_fused_rollouts(http: httpx.Client) -> None:
     assert trace["question"] == QUESTION and len(trace["meta"]["rollouts"]) == 2
     assert [e["chunk_id"] for e in trace["returned"]] == [x["id"] for x in body["results"]]
     assert set(trace["seen_chunk_ids"]) >= {x["id"] for x in body["results"]}
-    assert body["policy"] == "heuristicx2"
+    assert body["policy"] == f"{DEFAULT_POLICY}x2"
 
 
 def test_search_stream_sends_progress_then_result(http: httpx.Client) -> None:
@@ -75,7 +76,7 @@ def test_search_stream_sends_progress_then_result(http: httpx.Client) -> None:
     assert all("content" not in res for o in obs for res in o["results"])  # sizes, not chunk text
     assert any(res["tokens"] > 0 and res["chunk_ids"] for o in obs for res in o["results"])
     final = events[-1].data
-    # The streamed result is the same episode as a plain call (the heuristic policy is deterministic).
+    # The streamed result is the same episode as a plain call (the default policy serves greedily: deterministic).
     plain = http.post("/v1/search", json={"query": QUESTION, "k": 5}).json()
     assert [x["id"] for x in final["results"]] == [x["id"] for x in plain["results"]]
     assert final["usage"]["turns"] == len([e for e in events if e.event == "usage"])
@@ -101,7 +102,7 @@ def test_context1_stream_shape(http: httpx.Client) -> None:
     assert [cid for cid, _ in blocks] == [x["id"] for x in plain["results"]]
     assert all(just for _, just in blocks)
     usage = frames[-2]["data"]
-    assert usage["model"] == "heuristic" and usage["input_tokens"] > 0 and usage["output_tokens"] >= 0
+    assert usage["model"] == DEFAULT_POLICY and usage["input_tokens"] > 0 and usage["output_tokens"] >= 0
 
 
 def test_context1_unknown_collection_fails_before_streaming(http: httpx.Client) -> None:
@@ -133,7 +134,7 @@ def test_search_filters_restrict_the_evidence(http: httpx.Client) -> None:
 def test_agent_metrics_recorded(http: httpx.Client) -> None:
     http.post("/v1/search", json={"query": QUESTION, "k": 3})
     text = http.get("/metrics").text
-    runs = re.search(r'^sieve_agent_runs_total\{policy="heuristic",stop_reason="\w+"\} ([0-9.]+)$', text, re.M)
+    runs = re.search(rf'^sieve_agent_runs_total\{{policy="{DEFAULT_POLICY}",stop_reason="\w+"\}} ([0-9.]+)$', text, re.M)
     assert runs and float(runs.group(1)) >= 1
     assert re.search(r"^sieve_agent_turns_count ([0-9.]+)$", text, re.M)
     tokens = re.search(r"^sieve_agent_tokens_sum ([0-9.e+]+)$", text, re.M)

@@ -11,6 +11,7 @@ import pytest
 from live_server import TINY, assert_problem
 
 from sieve.data import DEMO_QUESTION
+from sieve.defaults import DEFAULT_POLICY
 
 
 def test_the_page_and_its_files_are_served_from_the_package(http: httpx.Client) -> None:
@@ -28,7 +29,7 @@ def test_the_page_and_its_files_are_served_from_the_package(http: httpx.Client) 
 def test_playground_config(http: httpx.Client, live) -> None:
     cfg = http.get("/playground/config").json()
     # The two that need no model server: the heuristic and the shipped learned checkpoint.
-    assert cfg["collection"] == "sample" and cfg["policy"] == "heuristic" and cfg["policies"] == ["heuristic", "learned"]
+    assert cfg["collection"] == "sample" and cfg["policy"] == DEFAULT_POLICY and cfg["policies"] == ["heuristic", "learned"]
     assert cfg["demo_question"] == DEMO_QUESTION and cfg["budget_tokens"] == live.state.settings.budget_tokens
 
 
