@@ -5,11 +5,12 @@ the question's single hybrid search (what plain RAG returns). The fixed interlea
 merge them (:mod:`sieve.agent.floor`) had to trade one kind of question against another: it gave
 hybrid half of every top k, which protected single-hop claims but cost multi-hop questions the
 bridge passages the policy had found. The fusion model decides per *chunk* instead, from features
-that mean the same on any corpus — places in both rankings, whether the two agree, the chunk's
-cosine with the question and its gap to the best one, whether its document already holds a top
-hit — and returns the pool by its probability of being evidence.
+that mean the same on any corpus — places in both rankings, whether the two agree (in chunks), the
+chunk's cosine with the question and its gap to the best one — and returns the pool by its
+probability of being evidence.
 
-The model is a logistic regression (:class:`FusionModel`, a dozen weights in a JSON file), fitted
+The model is a logistic regression with an optional small tanh layer (:class:`FusionModel`, a
+few hundred weights in a JSON file), fitted
 by ``python -m sieve.train.fusion`` on declared training data only (``../shared/train``, SciFact's
 training claims, the tuning slices of ``eval/tuning_sets.json``); its score is a calibrated
 probability in [0, 1], so the number a user sees means something. Chunks are the unit: several
@@ -42,13 +43,15 @@ FEATURES: tuple[str, ...] = (
     "in_policy",
     "both",  # in both rankings
     "policy_only",  # found by the episode, not by the question's own search
-    "agreement",  # share of the policy's documents hybrid also holds (per episode)
+    "agreement",  # share of the policy's chunks hybrid's ranking also holds (per episode)
     "policy_rr_x_agreement",
     "cos",  # cosine with the question
     "cos_gap",  # cosine minus the best cosine in the pool
-    "doc_in_hybrid_top",  # another chunk of its document is in hybrid's top 3
-    "doc_chunks",  # share of the pool's chunks from its document (long documents hold several)
 )
+# Only what means the same on a corpus of short passages and on one of 500-page filings: places,
+# agreement counted in chunks, cosines. Per-document counts (how many chunks of its document the
+# pool holds) never vary on the passage sets the model is fitted on, so a model would extrapolate
+# them blindly on long documents.
 
 
 @dataclass(frozen=True)
@@ -71,39 +74,36 @@ def pool(policy: Sequence[Evidence], hybrid: Sequence[Evidence]) -> list[PoolIte
 
 
 def agreement(policy: Sequence[Evidence], hybrid: Sequence[Evidence]) -> float:
-    """Share of the policy's documents that the hybrid ranking also holds (0 for an empty policy set).
+    """Share of the policy's chunks that the hybrid ranking also holds (0 for an empty policy set).
+
+    Counted in chunks, not documents: inside one long filing every chunk shares its document with
+    hybrid's hits, so only the chunks themselves say whether the policy kept the question's evidence.
 
     Example:
-        >>> ev = lambda d: Evidence(chunk_id=f"{d}#0", doc_id=d, score=0.0, rank=0)
-        >>> agreement([ev("a"), ev("b")], [ev("b"), ev("c")])
+        >>> ev = lambda c: Evidence(chunk_id=c, doc_id=c.split("#")[0], score=0.0, rank=0)
+        >>> agreement([ev("a#0"), ev("b#0")], [ev("b#0"), ev("c#0")])
         0.5
+        >>> agreement([ev("f#1"), ev("f#2")], [ev("f#7"), ev("f#9")])  # one filing, other pages
+        0.0
     """
-    mine = {e.doc_id for e in policy}
-    return len(mine & {e.doc_id for e in hybrid}) / len(mine) if mine else 0.0
+    mine = {e.chunk_id for e in policy}
+    return len(mine & {e.chunk_id for e in hybrid}) / len(mine) if mine else 0.0
 
 
-def features(items: Sequence[PoolItem], cos: Sequence[float], agree: float, hybrid_top: int = 3) -> np.ndarray:
+def features(items: Sequence[PoolItem], cos: Sequence[float], agree: float) -> np.ndarray:
     """The feature matrix of a pool (rows in ``items`` order, columns :data:`FEATURES`)."""
     n = len(items)
     x = np.zeros((n, len(FEATURES)), dtype=np.float64)
     if not n:
         return x
-    top_docs: dict[str, set[str]] = {}
-    for it in items:
-        if it.hybrid_rank is not None and it.hybrid_rank < hybrid_top:
-            top_docs.setdefault(it.evidence.doc_id, set()).add(it.evidence.chunk_id)
-    per_doc: dict[str, int] = {}
-    for it in items:
-        per_doc[it.evidence.doc_id] = per_doc.get(it.evidence.doc_id, 0) + 1
     best = max(cos)
     for i, it in enumerate(items):
         h = it.hybrid_rank is not None
         p = it.policy_rank is not None
         h_rr = 1.0 / (1 + it.hybrid_rank) if h else 0.0  # type: ignore[operator]
         p_rr = 1.0 / (1 + it.policy_rank) if p else 0.0  # type: ignore[operator]
-        others = top_docs.get(it.evidence.doc_id, set()) - {it.evidence.chunk_id}
         x[i] = (h_rr, float(h), p_rr, float(p), float(h and p), float(p and not h), agree, p_rr * agree,
-                cos[i], cos[i] - best, float(bool(others)), per_doc[it.evidence.doc_id] / n)
+                cos[i], cos[i] - best)
     return x
 
 

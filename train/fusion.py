@@ -81,6 +81,14 @@ def collect(index: CorpusIndex, tasks: list[EvalTask], policies: list[str], *, k
     return data
 
 
+def refeaturize(data: FusionData) -> None:
+    """Recompute every episode's features with this version's :func:`features` (labels are unchanged:
+    the pool's order depends only on the two rankings)."""
+    data.x = [features(items, [ep["cos"].get(it.evidence.chunk_id, 0.0) for it in items],
+                       agreement(ep["returned"], ep["hybrid"]))
+              for ep in data.episodes for items in [pool(ep["returned"], ep["hybrid"])]]
+
+
 def add_offtopic(data: FusionData, indexes: dict[str, CorpusIndex], share: float = 0.5, seed: int = 0) -> int:
     """Add episodes whose policy ranking is another question's (of the same set): what a policy that
     drifted off the question returns. Their chunks are labelled as any other (rarely gold), so the
@@ -234,6 +242,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.episodes is not None:
             with args.episodes.open("wb") as f:
                 pickle.dump(data, f)
+    refeaturize(data)
     if args.offtopic > 0:
         config = RetrieverConfig()
         indexes = {}

@@ -28,15 +28,19 @@ def test_pool_is_the_union_with_both_ranks():
 
 def test_features_by_hand():
     items = pool([ev("a#0"), ev("x#0")], [ev("a#1"), ev("a#0"), ev("b#0")])
-    x = features(items, [0.5, 0.2, 0.6, 0.4], agreement([ev("a#0"), ev("x#0")], [ev("a#1"), ev("b#0")]))
+    x = features(items, [0.5, 0.2, 0.6, 0.4], agreement([ev("a#0"), ev("x#0")], [ev("a#1"), ev("a#0"), ev("b#0")]))
     f = dict(zip(FEATURES, x[0]))  # a#0: policy rank 0, hybrid rank 1
     assert f["policy_rr"] == 1.0 and f["hybrid_rr"] == 0.5 and f["both"] == 1.0 and f["policy_only"] == 0.0
-    assert f["agreement"] == 0.5 and f["policy_rr_x_agreement"] == 0.5
+    assert f["agreement"] == 0.5 and f["policy_rr_x_agreement"] == 0.5  # a#0 of the policy's a#0, x#0
     assert f["cos_gap"] == pytest.approx(0.5 - 0.6)
-    assert f["doc_in_hybrid_top"] == 1.0  # a#1 is hybrid's first hit
-    assert f["doc_chunks"] == pytest.approx(2 / 4)
     fx = dict(zip(FEATURES, x[1]))  # x#0: the policy's own find
-    assert fx["policy_only"] == 1.0 and fx["in_hybrid"] == 0.0 and fx["doc_in_hybrid_top"] == 0.0
+    assert fx["policy_only"] == 1.0 and fx["in_hybrid"] == 0.0 and fx["policy_rr"] == 0.5
+
+
+def test_agreement_is_counted_in_chunks():
+    """Inside one long filing every chunk shares its document with hybrid's: only chunks tell agreement."""
+    assert agreement([ev("f#1"), ev("f#2")], [ev("f#7"), ev("f#2")]) == 0.5
+    assert agreement([], [ev("f#7")]) == 0.0
 
 
 def test_fuse_ranks_chunks_by_probability_and_groups_on_request():
