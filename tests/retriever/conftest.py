@@ -27,3 +27,26 @@ def multi_index(tmp_path_factory: pytest.TempPathFactory, embedder) -> CorpusInd
     index = CorpusIndex.open(cfg, "multi", create=True, embedder=embedder)
     index.index_documents(MULTI_DOCS, progress=False)
     return index
+
+
+@pytest.fixture()
+def run(tmp_path, embedder, monkeypatch):
+    """``sieve ARGS --data-dir TMP`` through CliRunner (exit code checked by the caller).
+
+    Every command would load MiniLM again (seconds each); it is handed the session's real model instead.
+    """
+    from typer.testing import CliRunner
+
+    from sieve.retriever.embeddings import Embedder
+    from sieve.server.cli import app
+
+    monkeypatch.setattr(Embedder, "from_config", classmethod(lambda cls, config, **kwargs: embedder))
+    monkeypatch.delenv("SIEVE_CHROMA_URL", raising=False)
+    monkeypatch.delenv("SIEVE_COLLECTION", raising=False)
+    runner = CliRunner()
+    data = str(tmp_path / "data")
+
+    def _run(*args: str):
+        return runner.invoke(app, [*args, "--data-dir", data], catch_exceptions=False)
+
+    return _run

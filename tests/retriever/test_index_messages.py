@@ -7,28 +7,9 @@ import json
 import re
 
 import pytest
-from typer.testing import CliRunner
-
-from sieve.retriever.embeddings import Embedder
-from sieve.server.cli import app
-
 from _ingest_files import SITE_PAGE, TEXINFO_PAGE, minimal_pdf, pdf_with_a_wrong_startxref
 
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d")
-
-
-@pytest.fixture()
-def run(tmp_path, embedder, monkeypatch):
-    """``sieve ARGS --data-dir TMP`` through CliRunner, with the session's embedder (no model reload)."""
-    monkeypatch.setattr(Embedder, "from_config", classmethod(lambda cls, config, **kwargs: embedder))
-    monkeypatch.delenv("SIEVE_CHROMA_URL", raising=False)
-    monkeypatch.delenv("SIEVE_COLLECTION", raising=False)
-    runner = CliRunner()
-
-    def _run(*args: str):
-        return runner.invoke(app, [*args, "--data-dir", str(tmp_path / "data")], catch_exceptions=False)
-
-    return _run
 
 
 @pytest.fixture()

@@ -4,28 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-from typer.testing import CliRunner
-
-from sieve.retriever.embeddings import Embedder
-from sieve.server.cli import app
-
-
-@pytest.fixture()
-def run(tmp_path, embedder, monkeypatch):
-    """Invoke ``sieve`` against a temporary data folder (exit code checked by the caller)."""
-    # Every command would load MiniLM again (seconds each); hand it the session's real model instead.
-    monkeypatch.setattr(Embedder, "from_config", classmethod(lambda cls, config, **kwargs: embedder))
-    monkeypatch.delenv("SIEVE_CHROMA_URL", raising=False)
-    monkeypatch.delenv("SIEVE_COLLECTION", raising=False)
-    runner = CliRunner()
-    data = str(tmp_path / "data")
-
-    def _run(*args: str):
-        return runner.invoke(app, [*args, "--data-dir", data], catch_exceptions=False)
-
-    return _run
-
 
 def test_index_retrieve_list_delete(run, sample_dir):
     res = run("index", str(sample_dir / "docs"), "--collection", "cli-docs", "--json")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -29,9 +29,6 @@ from sieve.agent.policies.learned.decisions import (
     FORMAT, VERSION, Decision, DecisionKind, LearnedConfig, draw_bernoulli, draw_sequence, read_checkpoint,
 )
 from sieve.agent.policies.learned.features import CANDIDATE_FEATURES, CHUNK_FEATURES, STATE_FEATURES
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
 
 
 
