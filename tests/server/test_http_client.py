@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from live_server import API_KEY, TINY, TINY_DOCS
 
+from sieve.defaults import DEFAULT_POLICY
 from sieve.errors import InvalidInput, SieveError, UnknownCollection
 from sieve.retriever.types import Document
 from sieve.client import SearchResult, SieveClient, StreamEvent
@@ -30,7 +31,7 @@ def test_retrieve_and_batch(client: SieveClient) -> None:
 
 def test_search_and_stream_agree(client: SieveClient) -> None:
     res = client.search(QUESTION, k=4, include_trace=True)
-    assert res.policy == "heuristic" and 1 <= len(res.results) <= 4 and res.trace is not None
+    assert res.policy == DEFAULT_POLICY and 1 <= len(res.results) <= 4 and res.trace is not None
     events = list(client.search_stream(QUESTION, k=4))
     assert all(isinstance(e, StreamEvent) for e in events)
     assert events[-1].event == "result" and isinstance(events[-1].data, SearchResult)
