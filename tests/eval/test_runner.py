@@ -319,3 +319,17 @@ def test_gold_spans_are_read_and_checked(tmp_path):
     p.write_text(json.dumps(bad) + "\n", encoding="utf-8")
     with pytest.raises(InvalidInput, match="gold_ids"):
         load_tasks(p, "s")
+
+
+def test_agent_system_returns_chunks_with_their_ranges(sample_index):
+    """Scored per chunk, the agent returns its k best chunks with the character ranges the span metrics read."""
+    from sieve.eval.systems import AgentSystem
+
+    system = AgentSystem(sample_index, "heuristic", depth=5)
+    out = system.run(QUESTION, unit="chunks")
+    assert out.unit == "chunks" and 0 < len(out.chunk_ids) <= 5
+    chunks = {c.chunk_id: c for c in sample_index.get_chunks(out.chunk_ids)}
+    assert out.chunk_ranges == [(chunks[c].char_start, chunks[c].char_end) for c in out.chunk_ids]
+    assert out.doc_ids == [chunks[c].doc_id for c in out.chunk_ids]
+    grouped = system.run(QUESTION)
+    assert grouped.unit == "docs" and len(grouped.doc_ids) == len(set(grouped.doc_ids))
