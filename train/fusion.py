@@ -77,7 +77,7 @@ def collect(index: CorpusIndex, tasks: list[EvalTask], policies: list[str], *, k
             data.x.append(x)
             data.y.append(_labels(task, items, ranges))
             data.episodes.append({"policy": name, "task": task, "returned": trace.returned, "hybrid": hybrid,
-                                  "cos": cos, "ranges": ranges, "source": source or task.source})
+                                  "cos": cos, "ranges": ranges, "source": source or task.source, "k": k})
     return data
 
 
@@ -200,7 +200,7 @@ def recall_table(data: FusionData, model: FusionModel, ks: tuple[int, ...] = (5,
         fused = fuse(ep["returned"], ep["hybrid"], ep["cos"], model, max(ks), group_by_doc=True)
         for system, ranking in (("hybrid", ep["hybrid"]), ("policy", ep["returned"]), ("fused", fused)):
             docs = [e.doc_id for e in ranking]
-            row = out.setdefault(f"{ep['source']}/{ep['policy']}/{system}", {})
+            row = out.setdefault(f"{ep['source']}/{ep['policy']}@k{ep.get('k', 20)}/{system}", {})
             for k in ks:
                 row.setdefault(f"R@{k}", []).append(recall_at_k(docs, task.gold_ids, k))
     return {name: {m: float(np.mean(v)) for m, v in row.items()} for name, row in out.items()}
@@ -223,14 +223,22 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--check", type=float, default=0.3,
                     help="Share of tasks held apart to print an out-of-sample table before the final fit on all.")
     ap.add_argument("--out", type=Path, required=True, help="Where to write the model JSON.")
-    ap.add_argument("--episodes", type=Path, default=None,
-                    help="Pickle of the collected episodes: read when it exists (refit without rerunning), else written.")
+    ap.add_argument("--episodes", type=Path, action="append", default=[],
+                    help="Pickle of collected episodes: read when it exists (refit without rerunning), else written; "
+                         "repeat to pool several existing ones (e.g. episodes of k = 10 and of k = 20).")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    if args.episodes is not None and args.episodes.is_file():
-        with args.episodes.open("rb") as f:
-            data = pickle.load(f)
+    if args.episodes and all(p.is_file() for p in args.episodes):
+        data = FusionData()
+        for path in args.episodes:
+            with path.open("rb") as f:
+                part = pickle.load(f)
+            data.x += part.x
+            data.y += part.y
+            data.episodes += part.episodes
     else:
+        if len(args.episodes) > 1:
+            ap.error("several --episodes files must all exist (collect each with its own run first)")
         config = RetrieverConfig()
         data = FusionData()
         for d in args.data:
@@ -239,8 +247,8 @@ def main(argv: list[str] | None = None) -> None:
             index = open_eval_index(sets, maps, config)
             collect(index, tasks, [p.strip() for p in args.policies.split(",") if p.strip()], k=args.k, data=data,
                     source=f"{Path(d).parent.name}/{Path(d).name}")
-        if args.episodes is not None:
-            with args.episodes.open("wb") as f:
+        if args.episodes:
+            with args.episodes[0].open("wb") as f:
                 pickle.dump(data, f)
     refeaturize(data)
     if args.offtopic > 0:
