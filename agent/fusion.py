@@ -107,6 +107,13 @@ def features(items: Sequence[PoolItem], cos: Sequence[float], agree: float) -> n
     return x
 
 
+def pool_features(policy: Sequence[Evidence], hybrid: Sequence[Evidence],
+                  cos: dict[str, float]) -> tuple[list[PoolItem], np.ndarray]:
+    """The pool of both rankings and its feature matrix (``cos``: chunk id -> cosine with the question)."""
+    items = pool(policy, hybrid)
+    return items, features(items, [cos.get(it.evidence.chunk_id, 0.0) for it in items], agreement(policy, hybrid))
+
+
 @dataclass
 class FusionModel:
     """A logistic regression over :data:`FEATURES` (``p = sigmoid(intercept + coef . x)``), optionally
@@ -174,10 +181,9 @@ def fuse(policy: Sequence[Evidence], hybrid: Sequence[Evidence], cos: dict[str, 
     With ``group_by_doc`` each document contributes its best chunk only (``k`` documents).
     Scores are the model's probabilities, made non-increasing down the list.
     """
-    items = pool(policy, hybrid)
+    items, x = pool_features(policy, hybrid, cos)
     if not items:
         return []
-    x = features(items, [cos.get(it.evidence.chunk_id, 0.0) for it in items], agreement(policy, hybrid))
     p = model.predict(x)
     # Ties (rare with a continuous cosine) keep hybrid's order, then the policy's.
     order = sorted(range(len(items)), key=lambda i: (-p[i], items[i].hybrid_rank if items[i].hybrid_rank is not None
@@ -201,4 +207,5 @@ def fuse(policy: Sequence[Evidence], hybrid: Sequence[Evidence], cos: dict[str, 
     return out
 
 
-__all__ = ["DEFAULT_FUSION", "FEATURES", "FusionModel", "PoolItem", "agreement", "features", "fuse", "pool"]
+__all__ = ["DEFAULT_FUSION", "FEATURES", "FusionModel", "PoolItem", "agreement", "features", "fuse", "pool",
+           "pool_features"]

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from sieve.agent.trace import StopReason
     from sieve.pruning.context import ChunkEntry
     from sieve.retriever.index import CorpusIndex
+    from sieve.retriever.types import Chunk
 
 logger = logging.getLogger(__name__)
 
@@ -105,14 +106,7 @@ class SearchAgent:
             return trace
         t0 = time.perf_counter()
         if self.fusion is not None:
-            depth = min(max(cfg.hybrid_depth, k), self.index.config.max_k)
-            hits = self.index.search(trace.question, depth, mode="hybrid", where=where)
-            hybrid = [hit_evidence(h) for h in hits]
-            chunks = {h.chunk_id: h.chunk for h in hits}
-            missing = [c for c in trace.returned_chunk_ids if c not in chunks]
-            chunks.update({c.chunk_id: c for c in self.index.get_chunks(missing)} if missing else {})
-            ordered = list(chunks.values())
-            cos = dict(zip(chunks, (float(v) for v in self.vectors.cosine(trace.question, ordered)))) if ordered else {}
+            hybrid, cos, _ = self.closing_pool(trace.question, trace.returned, where=where)
             trace.returned = fuse(trace.returned, hybrid, cos, self.fusion, k, group_by_doc=grouped)
         else:
             hybrid = [hit_evidence(h) for h in floor_hits(self.index, trace.question, k, where)]
@@ -124,6 +118,20 @@ class SearchAgent:
         trace.seen_doc_ids = list(dict.fromkeys([*trace.seen_doc_ids, *(e.doc_id for e in hybrid)]))
         trace.wall_ms += (time.perf_counter() - t0) * 1000
         return trace
+
+    def closing_pool(self, question: str, returned: list[Evidence], *, where: dict[str, Any] | None = None,
+                     ) -> tuple[list[Evidence], dict[str, float], dict[str, Chunk]]:
+        """What the fusion model ranks beside the policy's ``returned`` chunks: the question's hybrid
+        ranking (``floor.hybrid_depth`` chunks, at least ``k``), every pool chunk's cosine with the
+        question, and the pool's chunks by id (serving and ``sieve.train.fusion`` share this)."""
+        depth = min(max(self.config.floor.hybrid_depth, self.config.k), self.index.config.max_k)
+        hits = self.index.search(question, depth, mode="hybrid", where=where)
+        chunks = {h.chunk_id: h.chunk for h in hits}
+        missing = [e.chunk_id for e in returned if e.chunk_id not in chunks]
+        chunks.update({c.chunk_id: c for c in self.index.get_chunks(missing)} if missing else {})
+        cos = dict(zip(chunks, (float(v) for v in self.vectors.cosine(question, list(chunks.values()))))) \
+            if chunks else {}
+        return [hit_evidence(h) for h in hits], cos, chunks
 
     @staticmethod
     def _done(trace: Trace, emit: _Emitter) -> Trace:

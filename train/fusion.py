@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from sieve.agent.fusion import FEATURES, FusionModel, agreement, features, fuse, pool
+from sieve.agent.fusion import FEATURES, FusionModel, fuse, pool_features
 from sieve.eval.metrics import span_found
 
 if TYPE_CHECKING:
@@ -52,11 +52,10 @@ def _labels(task: EvalTask, items: list[Any], ranges: dict[str, tuple[int, int]]
     return np.array([float(it.evidence.doc_id in gold) for it in items])
 
 
-def collect(index: CorpusIndex, tasks: list[EvalTask], policies: list[str], *, k: int = 20, hybrid_depth: int = 30,
+def collect(index: CorpusIndex, tasks: list[EvalTask], policies: list[str], *, k: int = 20,
             data: FusionData | None = None, progress: bool = True, source: str = "") -> FusionData:
-    """Run every policy (floor off) on every task and add each episode's pool to ``data``."""
+    """Run every policy (floor off) on every task and add each episode's pool, as serving builds it, to ``data``."""
     from sieve.agent import AgentConfig, SearchAgent, make_policy
-    from sieve.agent.floor import hit_evidence
 
     data = data or FusionData()
     for name in policies:
@@ -65,14 +64,8 @@ def collect(index: CorpusIndex, tasks: list[EvalTask], policies: list[str], *, k
         agent = SearchAgent(index, make_policy(name, config), config)
         for task in tqdm(tasks, desc=f"{name} episodes", disable=not progress):
             trace = agent.run(task.question)
-            hits = index.search(task.question, max(hybrid_depth, k), mode="hybrid")
-            hybrid = [hit_evidence(h) for h in hits]
-            chunks = {h.chunk_id: h.chunk for h in hits}
-            missing = [c for c in trace.returned_chunk_ids if c not in chunks]
-            chunks.update({c.chunk_id: c for c in index.get_chunks(missing)} if missing else {})
-            cos = dict(zip(chunks, (float(v) for v in agent.vectors.cosine(task.question, list(chunks.values())))))
-            items = pool(trace.returned, hybrid)
-            x = features(items, [cos.get(it.evidence.chunk_id, 0.0) for it in items], agreement(trace.returned, hybrid))
+            hybrid, cos, chunks = agent.closing_pool(task.question, trace.returned)
+            items, x = pool_features(trace.returned, hybrid, cos)
             ranges = {cid: (c.char_start, c.char_end) for cid, c in chunks.items()}
             data.x.append(x)
             data.y.append(_labels(task, items, ranges))
@@ -84,9 +77,7 @@ def collect(index: CorpusIndex, tasks: list[EvalTask], policies: list[str], *, k
 def refeaturize(data: FusionData) -> None:
     """Recompute every episode's features with this version's :func:`features` (labels are unchanged:
     the pool's order depends only on the two rankings)."""
-    data.x = [features(items, [ep["cos"].get(it.evidence.chunk_id, 0.0) for it in items],
-                       agreement(ep["returned"], ep["hybrid"]))
-              for ep in data.episodes for items in [pool(ep["returned"], ep["hybrid"])]]
+    data.x = [pool_features(ep["returned"], ep["hybrid"], ep["cos"])[1] for ep in data.episodes]
 
 
 def add_offtopic(data: FusionData, indexes: dict[str, CorpusIndex], share: float = 0.5, seed: int = 0) -> int:
@@ -117,9 +108,8 @@ def add_offtopic(data: FusionData, indexes: dict[str, CorpusIndex], share: float
             cos = dict(ep["cos"])
             cos.update(zip((c.chunk_id for c in chunks), (float(v) for v in vectors.cosine(ep["task"].question, chunks))))
             ranges = {**ep["ranges"], **{c.chunk_id: (c.char_start, c.char_end) for c in chunks}}
-            items = pool(other["returned"], ep["hybrid"])
-            data.x.append(features(items, [cos.get(it.evidence.chunk_id, 0.0) for it in items],
-                                   agreement(other["returned"], ep["hybrid"])))
+            items, x = pool_features(other["returned"], ep["hybrid"], cos)
+            data.x.append(x)
             data.y.append(_labels(ep["task"], items, ranges))
             data.episodes.append({**ep, "policy": f"{ep['policy']}-offtopic", "returned": other["returned"],
                                   "cos": cos, "ranges": ranges})
