@@ -146,6 +146,7 @@ class EpisodeFeatures:
         self.q_words = set(content_words(question))
         self.q_entities = [m.text for m in mentions(question) if normalise(m.text) != normalise(question)]
         self.share: Callable[[str], float] | None = None  # the corpus's term shares (set by the policy per episode)
+        self._q_names: list[str] | None = None
         self.q_entity_words = [frozenset(normalise(n).split()) for n in self.q_entities]
         self.texts = texts
         self.k = k
@@ -257,6 +258,14 @@ class EpisodeFeatures:
         return np.asarray(rows, dtype=np.float32)
 
     # -- candidates -----------------------------------------------------------------------------
+    def _question_names(self) -> list[str]:
+        """The question's names worth a search on this corpus (the term shares are fixed for an episode: once)."""
+        if self._q_names is None:
+            found = (searchable(m, self.share) for m in mentions(self.question))
+            self._q_names = list(dict.fromkeys(m.text for m in found
+                                               if m is not None and normalise(m.text) != self.q_norm.strip()))
+        return self._q_names
+
     def candidates(self, active: list[ChunkEntry]) -> list[Candidate]:
         """The searches (and reads) the policy may issue next, best prior first, at most ``max_candidates``."""
         out: dict[str, tuple[float, Candidate]] = {}
@@ -269,9 +278,7 @@ class EpisodeFeatures:
                 out[key] = (prior, cand)
 
         add(10.0, Candidate("question", self.question))
-        q_names = [m.text for m in (searchable(m, self.share) for m in mentions(self.question)) if m is not None
-                   and normalise(m.text) != self.q_norm.strip()]
-        for i, name in enumerate(dict.fromkeys(q_names)):
+        for i, name in enumerate(self._question_names()):
             add(9.0 - 0.1 * i, Candidate("entity", name, name))
         seeds = sorted(active, key=lambda e: -self.hscores.get(e.chunk_id, 0.0))[: self.seed_chunks]
         for e in seeds:
