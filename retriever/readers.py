@@ -149,17 +149,22 @@ def read_pdf(path: Path) -> tuple[str, str]:
     return "", "\n\n".join((page.extract_text() or "") for page in reader.pages).strip()
 
 
-def _docx_cell_text(cell) -> str:
-    """A table cell's paragraphs and nested tables' cells, as one line."""
+def _docx_blocks(container) -> list[str]:
+    """The non-empty paragraphs and table rows of a document or a table cell, in order."""
     from docx.table import Table
 
-    parts: list[str] = []
-    for item in cell.iter_inner_content():
+    blocks: list[str] = []
+    for item in container.iter_inner_content():
         if isinstance(item, Table):
-            parts += _docx_rows(item)
+            blocks += _docx_rows(item)
         elif item.text.strip():
-            parts.append(item.text.strip())
-    return " ".join(parts)
+            blocks.append(item.text.strip())
+    return blocks
+
+
+def _docx_cell_text(cell) -> str:
+    """A table cell's paragraphs and nested tables' cells, as one line."""
+    return " ".join(_docx_blocks(cell))
 
 
 def _docx_rows(table) -> list[str]:
@@ -182,15 +187,9 @@ def _docx_rows(table) -> list[str]:
 def read_docx(path: Path) -> tuple[str, str]:
     """Paragraphs and table rows in document order (page headers and footers are boilerplate: left out)."""
     import docx
-    from docx.table import Table
 
     document = docx.Document(str(path))
-    blocks: list[str] = []
-    for item in document.iter_inner_content():
-        if isinstance(item, Table):
-            blocks += _docx_rows(item)
-        elif item.text.strip():
-            blocks.append(item.text.strip())
+    blocks = _docx_blocks(document)
     title = (document.core_properties.title or "").strip()
     if not title:
         styled = (p.text.strip() for p in document.paragraphs if p.style is not None and p.style.name == "Title")

@@ -8,6 +8,7 @@ executables where the real ones would install something; nothing here touches th
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -68,17 +69,25 @@ def test_sourcing_only_defines_functions(tmp_path):
     assert list(tmp_path.iterdir()) == []  # nothing installed, nothing made
 
 
-def test_a_held_package_lock_is_waited_for_then_used(tmp_path):
-    lock = tmp_path / "lock-frontend"
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(lock), "2"], stdout=subprocess.PIPE, text=True)
+@contextlib.contextmanager
+def _held(lock, seconds: int):
+    """Another process holds ``lock`` (an flock, as apt/dpkg take it) for ``seconds`` while the block runs."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(lock), str(seconds)], stdout=subprocess.PIPE,
+                              text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        t0 = time.monotonic()
-        res = _bash(f". {INSTALL}; wait_for_apt_locks 30 {lock}; echo rc=$?", cwd=tmp_path)
-        waited = time.monotonic() - t0
+        yield
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_held_package_lock_is_waited_for_then_used(tmp_path):
+    lock = tmp_path / "lock-frontend"
+    with _held(lock, 2):
+        t0 = time.monotonic()
+        res = _bash(f". {INSTALL}; wait_for_apt_locks 30 {lock}; echo rc=$?", cwd=tmp_path)
+        waited = time.monotonic() - t0
     assert "rc=0" in res.stdout, res.stderr
     assert 1.0 <= waited < 15
     assert f"another apt/dpkg process holds {lock}; waiting for it (up to 30s)" in res.stderr
@@ -87,15 +96,10 @@ def test_a_held_package_lock_is_waited_for_then_used(tmp_path):
 
 def test_the_wait_is_bounded(tmp_path):
     lock = tmp_path / "lock"
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(lock), "30"], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with _held(lock, 30):
         t0 = time.monotonic()
         res = _bash(f". {INSTALL}; wait_for_apt_locks 1 {lock} || echo gave-up", cwd=tmp_path)
         assert time.monotonic() - t0 < 10
-    finally:
-        holder.kill()
-        holder.wait()
     assert "gave-up" in res.stdout and f"still held after 1s: {lock}" in res.stderr
     free = _bash(f". {INSTALL}; wait_for_apt_locks 1 {tmp_path / 'unlocked'} {lock} && echo free", cwd=tmp_path)
     assert "free" in free.stdout and free.stderr == ""  # released (and an absent lock file is no wait)
