@@ -59,7 +59,9 @@ class SearchAgent:
         self.vectors = VectorCache(index)  # shared by this agent's episodes: vectors never change per id
         floor = self.config.floor
         # Loaded once per agent: a bad model path fails here, before any episode.
-        self.fusion = FusionModel.load(floor.fusion_path) if floor.enabled and floor.method == "fusion" else None
+        # An explicit fusion_path wins; else a retrained policy's own ranker (sieve train), else the shipped one.
+        fusion_path = floor.fusion_path or getattr(policy, "ranker_path", None)
+        self.fusion = FusionModel.load(fusion_path) if floor.enabled and floor.method == "fusion" else None
 
     # -- one episode ----------------------------------------------------------------------------
     def run(self, question: str, *, on_event: Callable[[dict[str, Any]], None] | None = None,

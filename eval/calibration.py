@@ -25,6 +25,7 @@ from sieve.eval.metrics import recall_at_k, span_recall_at_k
 
 if TYPE_CHECKING:
     from sieve.eval.data import EvalTask
+    from sieve.retriever.config import RetrieverConfig
     from sieve.retriever.index import CorpusIndex
 
 logger = logging.getLogger(__name__)
@@ -71,13 +72,14 @@ def real_recall(index: CorpusIndex, tasks: list[EvalTask], k: int = 10) -> tuple
     return (float(np.mean(scores)) if scores else 0.0), ("spans" if spans else "documents")
 
 
-def calibrate(data: Path, out: Path, n: int, seed: int = 0, *, progress: bool = True) -> CalibrationRow:
+def calibrate(data: Path, out: Path, n: int, config: RetrieverConfig, seed: int = 0, *,
+              progress: bool = True) -> CalibrationRow:
+    """Write ``n`` hard tasks from ``data``'s corpus (the eval cache collection ``sieve eval`` uses) and score both."""
     from sieve.eval.data import load_sets, open_eval_index
-    from sieve.retriever.config import RetrieverConfig
     from sieve.train.synth_hard import HardConfig, synthesize_hard
 
     sets, maps = load_sets([data])
-    index = open_eval_index(sets, maps, RetrieverConfig(), progress=progress)
+    index = open_eval_index(sets, maps, config, progress=progress)
     path = out / sets[0].name / "tasks.jsonl"
     synthesize_hard(index, path, HardConfig(n=n, seed=seed), progress=progress)
     synth = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -102,7 +104,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, default=Path("runs/calibration"), help="Where the synthetic tasks go.")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    rows = [calibrate(d, args.out, args.n, args.seed) for d in args.data]
+    from sieve.settings import load_settings
+
+    config = load_settings().retriever_config()  # $SIEVE_DATA_DIR: the same cached collections as `sieve eval`
+    rows = [calibrate(d, args.out, args.n, config, args.seed) for d in args.data]
     text = table(rows)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "calibration.md").write_text(text + "\n", encoding="utf-8")

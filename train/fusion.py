@@ -45,6 +45,9 @@ class FusionData:
 
 
 def _labels(task: EvalTask, items: list[Any], ranges: dict[str, tuple[int, int]]) -> np.ndarray:
+    chunk_gold = task.meta.get("gold_chunk_ids")
+    if chunk_gold:  # synthetic tasks know their gold chunks exactly
+        return np.array([float(it.evidence.chunk_id in chunk_gold) for it in items])
     if task.gold_spans:
         return np.array([float(any(span_found(sp, [(it.evidence.doc_id, *ranges[it.evidence.chunk_id])])
                                    for sp in task.gold_spans)) for it in items])
@@ -52,16 +55,20 @@ def _labels(task: EvalTask, items: list[Any], ranges: dict[str, tuple[int, int]]
     return np.array([float(it.evidence.doc_id in gold) for it in items])
 
 
-def collect(index: CorpusIndex, tasks: list[EvalTask], policies: list[str], *, k: int = 20,
+def collect(index: CorpusIndex, tasks: list[EvalTask], policies: list[Any], *, k: int = 20,
             data: FusionData | None = None, progress: bool = True, source: str = "") -> FusionData:
-    """Run every policy (floor off) on every task and add each episode's pool, as serving builds it, to ``data``."""
+    """Run every policy (floor off) on every task and add each episode's pool, as serving builds it, to ``data``.
+
+    ``policies``: registry names (``"learned"``) or policy objects (e.g. a retrained checkpoint).
+    """
     from sieve.agent import AgentConfig, SearchAgent, make_policy
 
     data = data or FusionData()
-    for name in policies:
+    for policy in policies:
         config = AgentConfig(k=k, models_dir=index.config.models_dir)
         config = replace(config, floor=replace(config.floor, enabled=False))
-        agent = SearchAgent(index, make_policy(name, config), config)
+        name = policy if isinstance(policy, str) else policy.name
+        agent = SearchAgent(index, make_policy(policy, config) if isinstance(policy, str) else policy, config)
         for task in tqdm(tasks, desc=f"{name} episodes", disable=not progress):
             trace = agent.run(task.question)
             hybrid, cos, chunks = agent.closing_pool(task.question, trace.returned)
@@ -161,6 +168,48 @@ def fit(data: FusionData, *, c: float = 1.0, hidden: int = 0, seed: int = 0) -> 
     clf.fit(z, y, sample_weight=_weights(data))
     return FusionModel(coef=[float(v) for v in clf.coef_[0]], intercept=float(clf.intercept_[0]), names=FEATURES,
                        mean=[float(v) for v in mean], scale=[float(v) for v in scale], meta=meta)
+
+
+def finetune(data: FusionData, base: FusionModel, *, anchor: float = 1.0, steps: int = 300, lr: float = 0.01,
+             seed: int = 0) -> FusionModel:
+    """``base`` adapted to ``data`` (e.g. episodes of synthetic tasks of the user's corpus).
+
+    Full-batch Adam on the mean log-loss of ``data``'s rows plus ``anchor`` times the mean squared
+    distance of the weights from ``base``'s, keeping ``base``'s feature scaling: a few hundred
+    synthetic tasks move the model toward this corpus without forgetting what the shipped model
+    learned from thousands of declared tasks (with ``anchor`` 0 it is a plain refit from ``base``).
+    Rows are weighted per source as in :func:`fit`.
+    """
+    import torch
+
+    torch.manual_seed(seed)
+    x = torch.tensor((np.concatenate(data.x) - np.asarray(base.mean)) / np.asarray(base.scale), dtype=torch.float32)
+    y = torch.tensor(np.concatenate(data.y), dtype=torch.float32)
+    w = torch.tensor(_weights(data), dtype=torch.float32)
+    start = [torch.tensor(np.asarray(v, dtype=np.float32)) for layer in base.hidden for v in layer] + \
+        [torch.tensor(np.asarray(base.coef, dtype=np.float32)), torch.tensor([base.intercept], dtype=torch.float32)]
+    params = [t.clone().requires_grad_(True) for t in start]
+    opt = torch.optim.Adam(params, lr=lr)
+    n_start = sum(t.numel() for t in start)
+
+    def forward() -> torch.Tensor:
+        z = x
+        for i in range(len(base.hidden)):
+            z = torch.tanh(z @ params[2 * i] + params[2 * i + 1])
+        return z @ params[-2] + params[-1]
+
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = (torch.nn.functional.binary_cross_entropy_with_logits(forward(), y, reduction="none") * w).mean()
+        loss = loss + anchor * sum(((p - s0) ** 2).sum() for p, s0 in zip(params, start)) / n_start
+        loss.backward()
+        opt.step()
+    vals = [p.detach().numpy().astype(float) for p in params]
+    hidden = [(vals[2 * i].tolist(), vals[2 * i + 1].tolist()) for i in range(len(base.hidden))]
+    meta = {**base.meta, "finetuned": {"rows": int(len(y)), "positives": int(y.sum()), "episodes": len(data.x),
+                                       "anchor": anchor, "steps": steps, "lr": lr, "seed": seed}}
+    return FusionModel(coef=vals[-2].tolist(), intercept=float(vals[-1][0]), names=base.names, mean=list(base.mean),
+                       scale=list(base.scale), meta=meta, hidden=hidden)
 
 
 def split(data: FusionData, share: float, seed: int = 0) -> tuple[FusionData, FusionData]:
@@ -270,4 +319,4 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["FusionData", "collect", "fit", "main", "recall_table"]
+__all__ = ["FusionData", "collect", "finetune", "fit", "main", "recall_table"]

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+GENERATORS = ("auto", "hard", "heuristic", "claims")
+
+
 @dataclass
 class PipelineConfig:
     corpus: Path = field(default=Path("corpus.jsonl"), metadata={"help": "File or folder to index."})
@@ -37,9 +40,10 @@ class PipelineConfig:
     route: Literal["learned", "llm"] = field(default="learned", metadata={
         "help": "learned: the small policy network by GRPO (CPU); llm: SFT + GRPO of a language model (GPU)."})
     n: int = field(default=60, metadata={"help": "Tasks to synthesize."})
-    generator: Literal["auto", "heuristic", "claims"] = field(default="auto", metadata={
-        "help": "Task writer: heuristic (multi-hop templates), claims (single-hop claims from finding sentences) "
-                "or auto (templates first; claims fill up what they leave, e.g. on scientific abstracts)."})
+    generator: Literal["auto", "hard", "heuristic", "claims"] = field(default="auto", metadata={
+        "help": "Task writer: hard (keyphrase questions from any text, span gold in long documents), heuristic "
+                "(multi-hop templates), claims (single-hop claims from finding sentences) or auto (hard first; "
+                "templates, then claims fill up what it leaves)."})
     minutes: float | None = field(default=None, metadata={
         "help": "Wall-clock budget of the whole run (learned route): training gets what indexing, synthesis and "
                 "the checks leave, and no step cap ends it early unless `steps` is set."})
@@ -66,8 +70,8 @@ class PipelineConfig:
             raise InvalidInput(f"Expected --corpus to be an existing file or folder, got {str(self.corpus)!r}")
         if self.n < 4:
             raise InvalidInput(f"Expected --n >= 4 (train and held-out both need tasks), got {self.n}")
-        if self.generator not in ("auto", "heuristic", "claims"):
-            raise InvalidInput(f"Expected generator in ('auto', 'heuristic', 'claims'), got {self.generator!r}")
+        if self.generator not in GENERATORS:
+            raise InvalidInput(f"Expected generator in {GENERATORS}, got {self.generator!r}")
         if self.route not in ("learned", "llm"):
             raise InvalidInput(f"Expected route in ('learned', 'llm'), got {self.route!r}")
         if self.minutes is not None and self.minutes <= 0:
@@ -96,14 +100,14 @@ def run_pipeline(cfg: PipelineConfig, retriever_config: RetrieverConfig, *, prog
     logger.info("Indexed %s: %d chunks written, %d unchanged documents", cfg.corpus, indexed.chunks_written,
                 indexed.unchanged)
     t_synth = time.perf_counter()
-    writers = ("heuristic", "claims") if cfg.generator == "auto" else (cfg.generator,)
+    writers = ("hard", "heuristic", "claims") if cfg.generator == "auto" else (cfg.generator,)
     for generator in writers:
         synth = synthesize(index, cfg.out / "tasks.jsonl", SynthConfig(n=cfg.n, seed=cfg.seed,
                                                                        generator=generator), progress=progress)
         if synth.written + synth.existing >= cfg.n:
             break
         if generator != writers[-1]:
-            logger.info("The template writer wrote %d of %d tasks; claims fill up the rest",
+            logger.info("The %s writer wrote %d of %d tasks; the next one fills up the rest", generator,
                         synth.written + synth.existing, cfg.n)
     synth_s = time.perf_counter() - t_synth
     empty = no_tasks_message(synth, writers[-1], str(cfg.corpus))
@@ -139,59 +143,74 @@ def _rl_minutes(cfg: PipelineConfig, t_pipeline: float, reserve_s: float) -> flo
 
 def _learned_route(cfg: PipelineConfig, index: Any, synth: Any, train_tasks: list[dict[str, Any]],
                    held: list[dict[str, Any]], progress: bool, t_pipeline: float) -> dict[str, Any]:
-    """GRPO of the learned policy (from the shipped checkpoint by default); report heuristic / shipped /
-    retrained, and the verdict: is the retrained policy better than the shipped one?"""
-    from sieve.agent.config import AgentConfig
-    from sieve.agent.policies.heuristic import HeuristicPolicy
+    """GRPO of the learned policy (from the shipped checkpoint by default), then its closing ranker
+    retrained on the same tasks; the verdict compares Sieve as served (policy + ranker) before and after."""
     from sieve.agent.policies.learned import LearnedPolicy
+    from sieve.agent.policies.learned.policy import RANKER_FILE
     from sieve.eval.data import read_tasks
     from sieve.train.learned import LearnedRLConfig, run_learned_rl
-    from sieve.train.learned.trainer import mean_scores, policy_scores
+    from sieve.train.learned.trainer import mean_scores
+    from sieve.train.ranker import RankerConfig, as_eval_tasks, retrain_ranker, served_scores
 
     rl_cfg = LearnedRLConfig(tasks=cfg.out / "train_tasks.jsonl", out=cfg.out / "rl", init=cfg.init,
                              updates=cfg.steps, heldout_tasks=cfg.out / "heldout_tasks.jsonl", seed=cfg.seed)
     labelled = read_tasks(cfg.eval_tasks) if cfg.eval_tasks is not None else []
-    # Before: the labelled questions under the heuristic and the shipped policy (they do not change with
-    # training); their cost sizes the reserve for the retrained policy's pass after training.
+    sets = {name: as_eval_tasks(tasks, name) for name, tasks in ((HELD, held), (LABELLED, labelled)) if tasks}
+    # Before: the shipped Sieve as served, on every set (it does not change with training); its cost per
+    # task sizes the reserve for the retrained Sieve's pass and the ranker's episodes after training.
     t0 = time.perf_counter()
-    before = {name: policy_scores(index, p, labelled, rl_cfg) for name, p in
-              (("heuristic", HeuristicPolicy(AgentConfig(k=rl_cfg.k))), ("shipped", LearnedPolicy.load(None)))} \
-        if labelled else {}
-    rl_cfg.minutes = _rl_minutes(cfg, t_pipeline, (time.perf_counter() - t0) / 2 * 1.2)
+    served: dict[str, dict[str, list[dict[str, Any]]]] = {
+        name: {"shipped": served_scores(index, LearnedPolicy.load(None), tasks, k=SERVED_K, progress=progress)}
+        for name, tasks in sets.items()}
+    per_task = (time.perf_counter() - t0) / max(1, sum(len(t) for t in sets.values()))
+    reserve = per_task * (sum(len(t) for t in sets.values()) + 2 * len(train_tasks)) * 1.2
+    rl_cfg.minutes = _rl_minutes(cfg, t_pipeline, reserve)
     t0 = time.perf_counter()
     rl = run_learned_rl(index, rl_cfg, progress=progress)
     rl_s = time.perf_counter() - t0
-    retrained = LearnedPolicy.load(rl["model_dir"])
     t0 = time.perf_counter()
-    scores: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    if held:
-        rows = rl.get("heldout_scores") or {}  # the RL run's own checks on these tasks (summary.json agrees)
-        heuristic = rows.get("heuristic") or policy_scores(index, HeuristicPolicy(AgentConfig(k=rl_cfg.k)), held,
-                                                           rl_cfg)
-        shipped = rows.get("start") if cfg.init == "default" else None
-        scores[HELD] = {"heuristic": heuristic,
-                        "shipped": shipped or policy_scores(index, LearnedPolicy.load(None), held, rl_cfg),
-                        "retrained": rows.get("end") or policy_scores(index, retrained, held, rl_cfg)}
-    if labelled:
-        scores[LABELLED] = {**before, "retrained": policy_scores(index, retrained, labelled, rl_cfg)}
+    # The ranker learns from the retrained policy's own episodes, and is saved beside its weights, so
+    # one --policy-path serves both (LearnedPolicy.ranker_path).
+    ranker = retrain_ranker(index, LearnedPolicy.load(rl["model_dir"]), train_tasks,
+                            Path(rl["model_dir"]) / RANKER_FILE, RankerConfig(seed=cfg.seed), progress=progress)
+    ranker_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    retrained = LearnedPolicy.load(rl["model_dir"])
+    for name, tasks in sets.items():
+        served[name]["retrained"] = served_scores(index, retrained, tasks, k=SERVED_K, progress=progress)
     eval_s = time.perf_counter() - t0
     comparisons = [SetComparison.of(name, rows["shipped"], rows["retrained"], cfg.verdict)
-                   for name, rows in scores.items()]
-    verdict = decide(comparisons, LABELLED if labelled else HELD, cfg.verdict, rl_cfg.k)
-    evals = {name: {POLICY_NAMES[p]: mean_scores(r) for p, r in rows.items()} for name, rows in scores.items()}
+                   for name, rows in served.items()]
+    verdict = decide(comparisons, LABELLED if labelled else HELD, cfg.verdict, SERVED_K)
+    # The policy alone (floor off, as RL scores it) on the held-apart tasks: the RL run's own checks.
+    policy_rows = rl.get("heldout_scores") or {}
+    evals = {HELD: {POLICY_NAMES[p]: mean_scores(policy_rows[key]) for p, key in
+                    (("heuristic", "heuristic"), ("shipped", "start"), ("retrained", "end")) if key in policy_rows}} \
+        if held and policy_rows else {}
     result: dict[str, Any] = {
         "model_dir": rl["model_dir"], "policy_path": rl["model_dir"] if verdict.better else None,
-        "verdict": verdict.to_dict(), "evals": evals, "synth": synth.to_dict(),
+        "verdict": verdict.to_dict(), "served": {name: {system: served_means(r) for system, r in rows.items()}
+                                                 for name, rows in served.items()},
+        "evals": evals, "ranker": ranker, "synth": synth.to_dict(),
         "n_tasks": synth.written + synth.existing, "n_train": len(train_tasks), "n_heldout": len(held),
         "n_eval_tasks": len(labelled),
         "rl": {k: v for k, v in rl.items() if k not in ("curve_first_window", "curve_last_window", "heldout_scores")},
-        "stage_seconds": {"rl": round(rl_s, 1), "eval": round(eval_s, 1)}}
+        "stage_seconds": {"rl": round(rl_s, 1), "ranker": round(ranker_s, 1), "eval": round(eval_s, 1)}}
     report = cfg.out / "report.md"
-    report.write_text(learned_report(cfg, result, verdict, rl_cfg.k), encoding="utf-8")
+    report.write_text(learned_report(cfg, result, verdict, SERVED_K), encoding="utf-8")
     result["report"] = str(report)
     return result
 
 
+def served_means(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Means of :func:`sieve.train.ranker.served_scores` rows: recall@k, all-gold@k, recall@2k, and ``n``."""
+    n = max(1, len(rows))
+    return {"recall": sum(r["recall"] for r in rows) / n, "all_gold": sum(r["all_gold"] for r in rows) / n,
+            "recall_2k": sum(r["reward"] for r in rows) / n, "n": len(rows)}
+
+
+# Sieve as served is judged at the depth users read: recall@10 (and @20 beside it).
+SERVED_K = 10
 HELD = "held-apart synthesized tasks"
 LABELLED = "labelled questions (--eval-tasks)"
 POLICY_NAMES = {"heuristic": "heuristic", "shipped": "learned (shipped)", "retrained": "learned (retrained)"}
@@ -201,10 +220,12 @@ def learned_report(cfg: PipelineConfig, result: dict[str, Any], verdict: Verdict
     """``report.md`` of the learned route, from the same ``result`` that ``summary.json`` holds."""
     rl = result["rl"]
     start = {"default": "the shipped checkpoint", "none": "a fresh network"}.get(cfg.init, f"`{cfg.init}`")
+    ranker = result["ranker"]
     lines = [f"# sieve train all: {cfg.corpus}", "",
              f"{result['n_tasks']} synthesized tasks ({result['n_train']} train, {result['n_heldout']} held out); "
              f"{rl['updates']} GRPO updates of the learned policy from {start} in {rl['rl_seconds'] / 60:.1f} min, "
-             f"{rl.get('stop', '')} (curves: `rl/curve.md`, `rl/curve.png`).", ""]
+             f"{rl.get('stop', '')} (curves: `rl/curve.md`, `rl/curve.png`); the closing ranker retrained on "
+             f"{ranker['episodes']} episodes of the train tasks ({ranker['offtopic']} off-topic copies).", ""]
     screen = rl.get("screen")
     if screen:
         lines += [f"Screen: the start policy already solves {screen['solved']} of {screen['tasks']} training tasks; "
@@ -212,21 +233,27 @@ def learned_report(cfg: PipelineConfig, result: dict[str, Any], verdict: Verdict
                   "kept against forgetting).", ""]
     lines += ["## Verdict", "", verdict.headline(), "", "Why:", "", *[f"- {r}" for r in verdict.reasons], "",
               f"Rule: {verdict.rule}.", "",
-              "| set | tasks | recall@k shipped -> retrained | reward shipped -> retrained | solved by the shipped policy |",
-              "|---|---:|---|---|---:|"]
+              f"| set | tasks | recall@{k} shipped -> retrained | recall@{2 * k} shipped -> retrained | "
+              "all gold found by the shipped Sieve |", "|---|---:|---|---|---:|"]
     lines += [f"| {c.name} | {c.n} | {fmt_diff(c.recall)} | {fmt_diff(c.reward)} | {c.solved_by_shipped} |"
               for c in verdict.sets]
+    lines += ["", "## Sieve as served (policy + ranker, floor on)", "",
+              f"| set | system | tasks | recall@{k} | all-gold@{k} | recall@{2 * k} |", "|---|---|---:|---:|---:|---:|"]
+    lines += [f"| {s} | {system} | {r['n']} | {r['recall']:.3f} | {r['all_gold']:.3f} | {r['recall_2k']:.3f} |"
+              for s, rows in result["served"].items() for system, r in rows.items()]
     lines.append("")
     for s, rows in result["evals"].items():
-        lines += [f"## {s}", "", f"| policy | tasks | recall@{k} | all-gold@{k} | traj recall | "
-                  "searches/ep | reward |", "|---|---:|---:|---:|---:|---:|---:|"]
+        lines += [f"## The policy alone on {s} (floor off, as RL scores it)", "",
+                  f"| policy | tasks | recall@{k} | all-gold@{k} | traj recall | searches/ep | reward |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
         lines += [f"| {name} | {r['n']} | {r['recall']:.3f} | {r['all_gold']:.3f} | {r['traj_recall']:.3f} | "
                   f"{r['searches']:.2f} | {r['reward']:.3f} |" for name, r in rows.items()]
         lines.append("")
     if verdict.better:
-        lines += [f"Use it: `sieve search ... --policy learned --policy-path {result['model_dir']}`.", ""]
+        lines += [f"Use it: `sieve search ... --policy learned --policy-path {result['model_dir']}` (the folder holds "
+                  "the policy and its ranker).", ""]
     else:
-        lines += [f"Keep the shipped default (no `--policy-path`); the retrained checkpoint stays in "
+        lines += [f"Keep the shipped default (no `--policy-path`); the retrained policy and ranker stay in "
                   f"`{result['model_dir']}` for inspection.", ""]
     return "\n".join(lines)
 

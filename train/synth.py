@@ -47,12 +47,13 @@ from sieve.train.synth_pairs import ComparisonPairs, compared_chunks, gold_chunk
 
 if TYPE_CHECKING:
     from sieve.retriever import CorpusIndex
+    from sieve.train.synth_hard import HardWriter
     from sieve.retriever.types import Chunk
 
 logger = logging.getLogger(__name__)
 
-GeneratorName = Literal["heuristic", "claims", "local", "openai"]
-_GENERATOR_NAMES = ("heuristic", "claims", "local", "openai")
+GeneratorName = Literal["heuristic", "claims", "hard", "local", "openai"]
+_GENERATOR_NAMES = ("heuristic", "claims", "hard", "local", "openai")
 _WORD = re.compile(r"[A-Za-z0-9À-ÿ]+(?:['’][A-Za-z]+)?")
 _CAPS = re.compile(r"\b[A-Z][a-zA-Z0-9À-ÿ]+(?:\s+(?:of|the|de|von|van|and|[A-Z][a-zA-Z0-9À-ÿ]+))*")
 
@@ -63,8 +64,9 @@ class SynthConfig:
     seed: int = field(default=0, metadata={"help": "Seed of the bridge-chunk order (same seed, same tasks)."})
     generator: GeneratorName = field(default="heuristic", metadata={
         "help": "Question writer: heuristic (multi-hop templates, no model), claims (single-hop claims from "
-                "finding sentences, no model; for scientific or report-like text), local (transformers) or "
-                "openai (endpoint)."})
+                "finding sentences, no model; for scientific or report-like text), hard (keyphrase questions "
+                "from any text: single chunks, spans of long documents, bridges; sieve.train.synth_hard), local "
+                "(transformers) or openai (endpoint)."})
     links_per_bridge: int = field(default=2, metadata={"help": "Most links tried per bridge chunk."})
     tasks_per_target: int = field(default=2, metadata={"help": "Most tasks whose answer lies in one document."})
     min_title_chars: int = field(default=4, metadata={"help": "Shorter titles are not matched as mentions."})
@@ -289,7 +291,8 @@ def read_task_ids(path: Path) -> set[str]:
 
 def make_writer(generator: GeneratorName, *, model_path: str | None = None, base_url: str | None = None,
                 model: str | None = None, api_key: str | None = None,
-                models_dir: Path | None = None, seed: int = 0, claim_max_words: int = 20) -> QuestionWriter | ClaimWriter:
+                models_dir: Path | None = None, seed: int = 0,
+                claim_max_words: int = 20) -> QuestionWriter | ClaimWriter | HardWriter:
     """The question writer named ``generator`` (models load lazily, only for local / openai).
 
     ``models_dir`` is where the default local model is converted once (``RetrieverConfig.models_dir``);
@@ -299,6 +302,10 @@ def make_writer(generator: GeneratorName, *, model_path: str | None = None, base
         return TemplateWriter(seed=seed)
     if generator == "claims":
         return ClaimWriter(max_words=claim_max_words)
+    if generator == "hard":
+        from sieve.train.synth_hard import HardWriter
+
+        return HardWriter()
     if generator == "local":
         from sieve.agent.backends.local import LocalBackend
         from sieve.agent.backends.models import smollm2_path
@@ -407,7 +414,7 @@ def _resume_point(order: list[Chunk], tasks: list[dict[str, Any]]) -> tuple[int,
 
 
 def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None = None,
-               writer: QuestionWriter | ClaimWriter | None = None, *, progress: bool = True) -> SynthReport:
+               writer: QuestionWriter | ClaimWriter | HardWriter | None = None, *, progress: bool = True) -> SynthReport:
     """Write up to ``config.n`` verified tasks to ``out`` (appending; resumable).
 
     One pass over the chunks (in seeded order) tries each as a bridge, and as one side of a comparison
@@ -437,6 +444,13 @@ def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None =
     if need <= 0:
         report.seconds = time.perf_counter() - t0
         return report
+    if getattr(writer, "name", "") == "hard":
+        from sieve.train.synth_hard import synthesize_hard
+
+        hard = synthesize_hard(index, out, writer.config(cfg.n, cfg.seed), progress=progress)  # type: ignore[union-attr]
+        report.written, report.bridges_tried, report.drafts = len(hard.tasks), hard.tried, hard.tried
+        report.rejected.update(hard.rejected)
+        return _finish(report, out, existing_tasks, need, t0, "chunks with verifiable keyphrases")
     if isinstance(writer, ClaimWriter):
         run = synthesize_claims(index, out, need, existing_tasks, seed=cfg.seed, id_prefix=cfg.id_prefix,
                                 search_depth=cfg.claim_search_depth, writer=writer, progress=progress)

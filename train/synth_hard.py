@@ -178,21 +178,25 @@ def _adjacent(text: str, a: tuple[str, int], b: tuple[str, int]) -> bool:
     return gap.strip(" -") == "" and "\n" not in gap
 
 
-def context_of(chunk: Chunk) -> str:
-    """How a question names the source of ``chunk``: a chat turn's speaker, else its document's title
-    (users name the filing, the page or the product they ask about), else nothing."""
+def context_of(chunk: Chunk) -> tuple[str, bool]:
+    """How a question names the source of ``chunk``, and whether that is a person: a chat turn's speaker,
+    else its document's title (users name the filing, the page or the product they ask about), else
+    nothing (also for a title of filler words only, e.g. a heading "Same as:")."""
     m = _SPEAKER.match(chunk.text)
     if m and len(m.group(1).split()) <= 4:
-        return m.group(1).strip()
-    return clean_title(chunk.title) if chunk.title else ""
+        return m.group(1).strip(), True
+    title = clean_title(chunk.title).strip(" :;,.-") if chunk.title else ""
+    if not any(w.lower() not in _WEAK for w in _WORD.findall(title)):
+        return "", False
+    return title, False
 
 
-def question_for(kind: str, context: str, phrases: list[str], long_doc: bool = False) -> str:
+def question_for(kind: str, context: str, phrases: list[str], long_doc: bool = False, speaker: bool = False) -> str:
     """The question text; the wording depends only on the kind, the number of phrases and the context."""
     about = " and ".join(phrases) if kind != "span" else ", and about ".join(phrases)
     if kind == "bridge":  # the link is the answer: finding it takes both chunks
         return f"What do {phrases[0]} and {phrases[1]} have in common?"
-    if context and kind == "single" and len(context.split()) == 1:  # a chat turn's speaker
+    if context and speaker:
         return f"What did {context} say about {about}?"
     if context and (kind == "span" or long_doc):
         return f"In {context}, what is said about {about}?"
@@ -242,7 +246,7 @@ class _Writer:
 
     def try_single(self, chunk: Chunk) -> dict[str, Any] | None:
         ps = self.phrases(chunk)
-        context = context_of(chunk)
+        context, speaker = context_of(chunk)
         long_doc = len(self.by_doc[chunk.doc_id]) > 1
         ctx = tuple(tokenize(context))
         # With a context (speaker, title) one phrase must pin the chunk down; without, two together.
@@ -252,7 +256,7 @@ class _Writer:
         if chosen is None:
             return self._reject("single: no phrase that only this chunk holds")
         texts = [p.text for p in chosen]
-        question = question_for("single", context, texts, long_doc)
+        question = question_for("single", context, texts, long_doc, speaker)
         if self._copies(question, [chunk]):
             return self._reject("single: copies gold text")
         top = self.bm25.top_k(tokenize(question), 1)
@@ -280,8 +284,8 @@ class _Writer:
             if a else None
         if a is None or b is None:
             return self._reject("span: no phrase of its own in each chunk")
-        context = clean_title(chunk.title) if chunk.title else ""
-        if not context:
+        context, speaker = context_of(chunk)
+        if not context or speaker:
             return self._reject("span: untitled document")
         question = question_for("span", context, [a.text, b.text])
         gold = [chunk, nxt]

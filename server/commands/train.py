@@ -13,13 +13,13 @@ from sieve.server.commands._common import (
     ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedderOpt, JsonOpt, cli_errors, plural, print_json, settings_from,
 )
 from sieve.train.config import EpisodeConfig
-from sieve.train.pipeline import PipelineConfig
+from sieve.train.pipeline import GENERATORS, PipelineConfig
 
 if TYPE_CHECKING:
     from sieve.retriever import CorpusIndex
     from sieve.settings import Settings
 
-_GENERATORS = ("heuristic", "claims", "local", "openai")
+_GENERATORS = ("heuristic", "claims", "hard", "local", "openai")
 
 
 def _open_index(s: Settings) -> CorpusIndex:
@@ -148,7 +148,8 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(Path("tasks.jsonl"), "--out", help="Output JSONL (shared/eval tasks schema)."),
         generator: str = typer.Option("heuristic", "--generator", help="heuristic (multi-hop templates, no model) | claims "
                                        "(single-hop claims from finding sentences, no model: scientific or "
-                                       "report-like text) | local | openai."),
+                                       "report-like text) | hard (keyphrase questions from any text, with span "
+                                       "gold in long documents; no model) | local | openai."),
         seed: int = typer.Option(0, "--seed", help="Seed of the bridge order (same seed, same tasks)."),
         model_path: Optional[str] = typer.Option(None, "--model-path", help="local: HF model folder (default SmolLM2)."),
         base_url: Optional[str] = typer.Option(None, "--base-url", help="openai: endpoint, e.g. http://host:8001/v1."),
@@ -318,8 +319,8 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(Path("runs/train"), "--out", help="Run folder (tasks, sft/, rl/, eval/)."),
         n: Optional[int] = _n_option(f"{_field(PipelineConfig, 'n').metadata['help'][:-1]} "
                                      f"(default {_field(PipelineConfig, 'n').default})."),
-        generator: str = typer.Option("auto", "--generator", help="auto (multi-hop templates, then claims for what "
-                                      "they leave) | heuristic | claims."),
+        generator: str = typer.Option("auto", "--generator", help="auto (hard keyphrase questions, then multi-hop "
+                                      "templates and claims for what they leave) | hard | heuristic | claims."),
         minutes: Optional[float] = _minutes_option("the whole run (learned: training gets what indexing, synthesis "
                                                    "and the checks leave)"),
         steps: Optional[int] = _steps_option("GRPO updates (unset: learned 200, --llm 10; no cap with --minutes)"),
@@ -340,7 +341,7 @@ def register(app: typer.Typer) -> None:
         shipped default on held-apart tasks (and --eval-tasks): the retrained policy is recommended only if better."""
         from sieve.train.pipeline import run_pipeline
 
-        _check_choice(generator, ("auto", "heuristic", "claims"), "--generator")
+        _check_choice(generator, GENERATORS, "--generator")
         n = _renamed(n, n_tasks, "--n-tasks", "--n")
         steps = _renamed(steps, rl_steps, "--rl-steps", "--steps")
         minutes = _renamed(minutes, rl_minutes, "--rl-minutes", "--minutes")

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from sieve.agent.config import FloorConfig
 from sieve.agent.fusion import FEATURES, FusionModel
+from sieve.errors import InvalidInput
 from sieve.eval.data import load_tasks
-from sieve.train.fusion import collect, fit, recall_table, split
+from sieve.train.fusion import collect, finetune, fit, recall_table, split
 
 
 def test_collect_fit_and_reload(sample_index, sample_dir, tmp_path):
@@ -22,3 +25,43 @@ def test_collect_fit_and_reload(sample_index, sample_dir, tmp_path):
     assert set(table) == {"sample/heuristic@k10/hybrid", "sample/heuristic@k10/policy", "sample/heuristic@k10/fused"}
     fit_part, held = split(data, 0.5)
     assert len(fit_part.x) + len(held.x) == 8
+
+
+def _log_loss(model: FusionModel, data) -> float:
+    p = np.clip(np.concatenate([model.predict(x) for x in data.x]), 1e-6, 1 - 1e-6)
+    y = np.concatenate(data.y)
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+
+
+def test_finetune_adapts_the_shipped_ranker_and_the_anchor_holds_it_back(sample_index, sample_dir):
+    tasks = load_tasks(sample_dir / "tasks.jsonl", "sample")[:8]
+    data = collect(sample_index, tasks, ["heuristic"], k=10, progress=False)
+    base = FusionModel.load(None)
+    free = finetune(data, base, anchor=0.0, steps=200)
+    held = finetune(data, base, anchor=1e6, steps=200)
+    assert _log_loss(free, data) < _log_loss(base, data)  # it learns from the episodes
+    assert np.abs(np.asarray(held.coef) - np.asarray(base.coef)).max() < 0.02  # a strong anchor keeps the weights
+    assert free.mean == base.mean and free.scale == base.scale  # the shipped feature scaling is kept
+    assert free.meta["finetuned"]["episodes"] == 8
+
+
+def test_a_retrained_policy_folder_serves_its_own_ranker(tmp_path, sample_index):
+    import shutil
+
+    from sieve.agent import AgentConfig, SearchAgent
+    from sieve.agent.policies.learned import LearnedPolicy, default_checkpoint
+
+    folder = tmp_path / "model"
+    shutil.copytree(default_checkpoint(), folder)
+    assert LearnedPolicy.load(folder).ranker_path is None  # no fusion.json: the shipped ranker serves
+    base = FusionModel.load(None)
+    flipped = FusionModel(coef=[-c for c in base.coef], intercept=-base.intercept, names=base.names, mean=base.mean,
+                          scale=base.scale, meta={}, hidden=base.hidden)
+    flipped.save(folder / "fusion.json")
+    policy = LearnedPolicy.load(folder)
+    assert policy.ranker_path == folder / "fusion.json"
+    agent = SearchAgent(sample_index, policy, AgentConfig(k=5))
+    assert agent.fusion is not None and agent.fusion.coef == flipped.coef
+    # an explicit fusion_path wins over the folder's ranker (here a missing one: it fails clearly, before any episode)
+    with pytest.raises(InvalidInput, match="Expected a fusion model JSON"):
+        SearchAgent(sample_index, policy, AgentConfig(k=5, floor=FloorConfig(fusion_path=tmp_path / "none.json")))

@@ -75,7 +75,9 @@ def test_the_writer_is_deterministic_and_resumable(docs_index, hard_tasks, tmp_p
 
 
 def test_questions_read_as_questions_whatever_the_source():
-    assert question_for("single", "Caroline", ["support group"]) == "What did Caroline say about support group?"
+    assert question_for("single", "Caroline", ["support group"], speaker=True) == \
+        "What did Caroline say about support group?"
+    assert question_for("single", "npm-audit", ["severity"], long_doc=True) == "In npm-audit, what is said about severity?"
     assert question_for("span", "Amcor 2022 8K", ["indentures", "notes"]) == \
         "In Amcor 2022 8K, what is said about indentures, and about notes?"
     assert question_for("bridge", "", ["zstd", "media"]) == "What do zstd and media have in common?"

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 from typer.testing import CliRunner
 
@@ -71,10 +74,12 @@ def test_synth_on_text_the_template_writer_cannot_read_fails_clearly_and_leaves_
     assert not out.exists()
 
 
-def test_train_all_fills_up_with_claims_where_templates_find_nothing(abstracts_corpus, tmp_path):
-    """`train all` (generator auto) on abstracts: the template writer writes none, the claims writer fills
-    up, and the learned policy trains and is reported on them; --generator heuristic alone fails clearly.
-    summary.json and report.md tell the same story (counts, figures, verdict), and so does rl/summary.json."""
+def test_train_all_writes_hard_tasks_retrains_policy_and_ranker_and_judges_sieve_as_served(abstracts_corpus, tmp_path):
+    """`train all` (generator auto) on abstracts: the hard writer finds no phrase pairs in six one-chunk
+    abstracts, the template writer none either (alone, it fails clearly), so claims fill up; the learned
+    policy trains, its ranker is retrained beside it, and the
+    verdict compares Sieve as served before and after. summary.json and report.md tell the same story
+    (counts, figures, verdict), and so does rl/summary.json."""
     base = ["train", "all", "--corpus", str(abstracts_corpus), "-c", "abs", "--data-dir", str(tmp_path / "data"),
             "--json"]
     res = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "heur"), "--generator", "heuristic",
@@ -90,7 +95,7 @@ def test_train_all_fills_up_with_claims_where_templates_find_nothing(abstracts_c
     res = CliRunner().invoke(app, [*base, "--out", str(out), "--n", "4", "--steps", "2", "--eval-tasks", str(labelled)])
     assert res.exit_code == 0, res.output
     rows = [json.loads(line) for line in (out / "tasks.jsonl").read_text().splitlines()]
-    assert len(rows) == 4 and {r["meta"]["generator"] for r in rows} == {"claims"}
+    assert len(rows) == 4 and "claims" in {r["meta"]["generator"] for r in rows} <= {"hard", "claims"}
     body = json.loads(res.stdout[res.stdout.index("{"):])
     assert body["config"]["generator"] == "auto" and body["rl"]["updates"] == 2
     assert body["rl"]["stopped_by"] == "steps" and body["config"]["init"] == "default"
@@ -102,22 +107,50 @@ def test_train_all_fills_up_with_claims_where_templates_find_nothing(abstracts_c
     assert summary == json.loads(json.dumps(body, default=str))
     assert n_held >= 1 and summary["n_heldout"] == rl_summary["n_heldout"] == n_held
     assert f"{summary['n_train']} train, {n_held} held out" in report
+    # the policy alone, as RL scored it on the held-apart tasks
     held = summary["evals"]["held-apart synthesized tasks"]
     for name, r in held.items():
         assert f"| {name} | {r['n']} | {r['recall']:.3f} | {r['all_gold']:.3f} |" in report
     assert held["learned (retrained)"] == rl_summary["heldout_end"]
     assert held["learned (shipped)"] == rl_summary["heldout_start"]  # --init default: the start is the shipped one
-    real = summary["evals"]["labelled questions (--eval-tasks)"]
-    assert summary["n_eval_tasks"] == 3 and {r["n"] for r in real.values()} == {3}
-    assert set(real) == set(held) == {"heuristic", "learned (shipped)", "learned (retrained)"}
+    # the ranker retrained beside the policy: one --policy-path serves both
+    from sieve.agent.policies.learned import LearnedPolicy
+
+    ranker = Path(summary["model_dir"]) / "fusion.json"
+    assert summary["ranker"]["path"] == str(ranker) and ranker.is_file()
+    assert LearnedPolicy.load(summary["model_dir"]).ranker_path == ranker
+    assert json.loads(ranker.read_text())["meta"]["finetuned"]["episodes"] == summary["ranker"]["episodes"]
+    # Sieve as served, before and after, on both sets; the verdict is decided on the labelled questions
+    served = summary["served"]
+    assert list(served) == ["held-apart synthesized tasks", "labelled questions (--eval-tasks)"]
+    assert served["labelled questions (--eval-tasks)"]["shipped"]["n"] == 3 == summary["n_eval_tasks"]
+    for s, systems in served.items():
+        assert set(systems) == {"shipped", "retrained"}
+        for system, r in systems.items():
+            assert f"| {s} | {system} | {r['n']} | {r['recall']:.3f} | {r['all_gold']:.3f} | {r['recall_2k']:.3f} |" \
+                in report
     verdict = summary["verdict"]
     assert verdict["deciding_set"] == "labelled questions (--eval-tasks)" and verdict["rule"] in report
-    assert [s["name"] for s in verdict["sets"]] == list(summary["evals"])
+    assert [s["name"] for s in verdict["sets"]] == list(served)
+    for s in verdict["sets"]:
+        assert s["recall"]["shipped"] == pytest.approx(served[s["name"]]["shipped"]["recall"])
+        assert s["recall"]["retrained"] == pytest.approx(served[s["name"]]["retrained"]["recall"])
     assert all(reason in report for reason in verdict["reasons"])
     if verdict["better"]:
         assert summary["policy_path"] == summary["model_dir"] and "Use it:" in report
     else:
         assert summary["policy_path"] is None and "Keep the shipped default" in report
+
+
+def test_train_synth_hard_writes_span_tasks_from_documentation(docs_index, tmp_path):
+    out = tmp_path / "tasks.jsonl"
+    res = CliRunner().invoke(app, ["train", "synth", "-c", "docs", "--data-dir", str(docs_index.config.data_dir),
+                                   "--generator", "hard", "--n", "3", "--out", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    body = json.loads(res.stdout)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert body["written"] == len(rows) == 3 and {r["meta"]["generator"] for r in rows} == {"hard"}
+    assert any(r.get("gold_spans") for r in rows)
 
 
 def test_one_vocabulary_of_flags():

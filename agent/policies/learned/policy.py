@@ -51,6 +51,9 @@ def default_checkpoint() -> Path:
     return DEFAULT_CHECKPOINT
 
 
+RANKER_FILE = "fusion.json"
+
+
 class LearnedPolicy:
     """A :class:`PolicyNetwork` acting through the agent's tools.
 
@@ -94,6 +97,13 @@ class LearnedPolicy:
         else:  # serving: the same weights in numpy, so a search never imports torch
             net, config, meta = NumpyNetwork.load(folder)
         return cls(net, config, sample=sample, record=record, temperature=temperature, path=folder, meta=meta)
+
+    @property
+    def ranker_path(self) -> Path | None:
+        """The fusion model retrained with this checkpoint (``fusion.json`` beside its weights), if any:
+        ``sieve train`` retrains both on the user's corpus, and one ``--policy-path`` serves both."""
+        path = self.path / RANKER_FILE if self.path is not None else None
+        return path if path is not None and path.is_file() else None
 
     def token_counter(self) -> TokenCounter:
         return ApproxTokenCounter()
@@ -256,4 +266,4 @@ class _Session:
         return [active[i].handle for i in picks + rest][:k]
 
 
-__all__ = ["DEFAULT_CHECKPOINT", "LearnedPolicy", "default_checkpoint"]
+__all__ = ["DEFAULT_CHECKPOINT", "RANKER_FILE", "LearnedPolicy", "default_checkpoint"]
