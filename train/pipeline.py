@@ -59,6 +59,10 @@ class PipelineConfig:
     llm_steps: int = field(default=10, metadata={
         "help": "llm route: GRPO steps when neither `steps` nor `minutes` is set (CPU smoke size; raise on a GPU)."})
     seed: int = field(default=0, metadata={"help": "Synthesis and split seed."})
+    ranker: Literal["keep", "retrain"] = field(default="keep", metadata={
+        "help": "keep: serve the shipped closing ranker with the retrained policy; retrain: also fine-tune the ranker "
+                "on the policy's episodes of the synthetic tasks (experimental: on locomo-dev it gained on held-apart "
+                "synthetic tasks and lost on the real questions; judge it with --eval-tasks)."})
     verdict: VerdictConfig = field(default_factory=VerdictConfig, metadata={
         "help": "When the retrained policy counts as better than the shipped one (sieve.train.verdict)."})
     episode: EpisodeConfig = field(default_factory=lambda: EpisodeConfig(
@@ -72,6 +76,8 @@ class PipelineConfig:
             raise InvalidInput(f"Expected --n >= 4 (train and held-out both need tasks), got {self.n}")
         if self.generator not in GENERATORS:
             raise InvalidInput(f"Expected generator in {GENERATORS}, got {self.generator!r}")
+        if self.ranker not in ("keep", "retrain"):
+            raise InvalidInput(f"Expected ranker in ('keep', 'retrain'), got {self.ranker!r}")
         if self.route not in ("learned", "llm"):
             raise InvalidInput(f"Expected route in ('learned', 'llm'), got {self.route!r}")
         if self.minutes is not None and self.minutes <= 0:
@@ -163,7 +169,8 @@ def _learned_route(cfg: PipelineConfig, index: Any, synth: Any, train_tasks: lis
         name: {"shipped": served_scores(index, LearnedPolicy.load(None), tasks, k=SERVED_K, progress=progress)}
         for name, tasks in sets.items()}
     per_task = (time.perf_counter() - t0) / max(1, sum(len(t) for t in sets.values()))
-    reserve = per_task * (sum(len(t) for t in sets.values()) + 2 * len(train_tasks)) * 1.2
+    ranker_tasks = len(train_tasks) if cfg.ranker == "retrain" else 0
+    reserve = per_task * (sum(len(t) for t in sets.values()) + 2 * ranker_tasks) * 1.2
     rl_cfg.minutes = _rl_minutes(cfg, t_pipeline, reserve)
     t0 = time.perf_counter()
     rl = run_learned_rl(index, rl_cfg, progress=progress)
@@ -172,7 +179,8 @@ def _learned_route(cfg: PipelineConfig, index: Any, synth: Any, train_tasks: lis
     # The ranker learns from the retrained policy's own episodes, and is saved beside its weights, so
     # one --policy-path serves both (LearnedPolicy.ranker_path).
     ranker = retrain_ranker(index, LearnedPolicy.load(rl["model_dir"]), train_tasks,
-                            Path(rl["model_dir"]) / RANKER_FILE, RankerConfig(seed=cfg.seed), progress=progress)
+                            Path(rl["model_dir"]) / RANKER_FILE, RankerConfig(seed=cfg.seed), progress=progress) \
+        if cfg.ranker == "retrain" else None
     ranker_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     retrained = LearnedPolicy.load(rl["model_dir"])
@@ -221,16 +229,21 @@ def learned_report(cfg: PipelineConfig, result: dict[str, Any], verdict: Verdict
     rl = result["rl"]
     start = {"default": "the shipped checkpoint", "none": "a fresh network"}.get(cfg.init, f"`{cfg.init}`")
     ranker = result["ranker"]
+    closing = (f"the closing ranker retrained on {ranker['episodes']} episodes of the train tasks "
+               f"({ranker['offtopic']} off-topic copies)") if ranker else "the shipped closing ranker kept"
     lines = [f"# sieve train all: {cfg.corpus}", "",
              f"{result['n_tasks']} synthesized tasks ({result['n_train']} train, {result['n_heldout']} held out); "
              f"{rl['updates']} GRPO updates of the learned policy from {start} in {rl['rl_seconds'] / 60:.1f} min, "
-             f"{rl.get('stop', '')} (curves: `rl/curve.md`, `rl/curve.png`); the closing ranker retrained on "
-             f"{ranker['episodes']} episodes of the train tasks ({ranker['offtopic']} off-topic copies).", ""]
+             f"{rl.get('stop', '')} (curves: `rl/curve.md`, `rl/curve.png`); {closing}.", ""]
     screen = rl.get("screen")
     if screen:
         lines += [f"Screen: the start policy already solves {screen['solved']} of {screen['tasks']} training tasks; "
                   f"trained on {screen['kept']} ({screen['kept_unsolved']} unsolved + {screen['kept_solved']} solved, "
                   "kept against forgetting).", ""]
+    if not result["n_eval_tasks"]:
+        lines += ["Decided on synthetic tasks only: they are not users' questions (a ranker retrained on them gained "
+                  "on held-apart synthetic tasks of locomo-dev and lost on its real questions). Pass `--eval-tasks` "
+                  "with labelled questions of this corpus to confirm.", ""]
     lines += ["## Verdict", "", verdict.headline(), "", "Why:", "", *[f"- {r}" for r in verdict.reasons], "",
               f"Rule: {verdict.rule}.", "",
               f"| set | tasks | recall@{k} shipped -> retrained | recall@{2 * k} shipped -> retrained | "
@@ -250,8 +263,8 @@ def learned_report(cfg: PipelineConfig, result: dict[str, Any], verdict: Verdict
                   f"{r['searches']:.2f} | {r['reward']:.3f} |" for name, r in rows.items()]
         lines.append("")
     if verdict.better:
-        lines += [f"Use it: `sieve search ... --policy learned --policy-path {result['model_dir']}` (the folder holds "
-                  "the policy and its ranker).", ""]
+        lines += [f"Use it: `sieve search ... --policy learned --policy-path {result['model_dir']}`" +
+                  (" (the folder holds the policy and its ranker)." if ranker else "."), ""]
     else:
         lines += [f"Keep the shipped default (no `--policy-path`); the retrained policy and ranker stay in "
                   f"`{result['model_dir']}` for inspection.", ""]

@@ -331,6 +331,7 @@ def register(app: typer.Typer) -> None:
                                                   "report on too (never trained on); they decide the verdict."),
         llm: bool = typer.Option(False, "--llm", help="The language-model route (SFT + GRPO; for GPU machines) "
                                  "instead of the learned policy network."),
+        ranker: str = typer.Option("keep", "--ranker", help=_field(PipelineConfig, "ranker").metadata["help"]),
         seed: int = typer.Option(0, "--seed", help="Synthesis and training seed."),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
@@ -342,6 +343,7 @@ def register(app: typer.Typer) -> None:
         from sieve.train.pipeline import run_pipeline
 
         _check_choice(generator, GENERATORS, "--generator")
+        _check_choice(ranker, ("keep", "retrain"), "--ranker")
         n = _renamed(n, n_tasks, "--n-tasks", "--n")
         steps = _renamed(steps, rl_steps, "--rl-steps", "--steps")
         minutes = _renamed(minutes, rl_minutes, "--rl-minutes", "--minutes")
@@ -352,6 +354,7 @@ def register(app: typer.Typer) -> None:
         cfg = PipelineConfig(corpus=corpus, collection=s.collection, out=out,
                              generator=generator,  # type: ignore[arg-type]
                              init=init, seed=seed, route="llm" if llm else "learned", steps=steps, minutes=minutes,
+                             ranker=ranker,  # type: ignore[arg-type]
                              eval_tasks=eval_tasks, **_given(n=n))
         result = run_pipeline(cfg, s.retriever_config(), progress=not as_json)
         if as_json:

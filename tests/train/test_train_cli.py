@@ -92,7 +92,8 @@ def test_train_all_writes_hard_tasks_retrains_policy_and_ranker_and_judges_sieve
                                 enumerate([("Does fibre supplementation prevent colon polyps from coming back?", "a1"),
                                            ("Which gut bacteria predict who responds to PD-1 blockade?", "a4"),
                                            ("Can walking enlarge the hippocampus of elderly people?", "a5")])))
-    res = CliRunner().invoke(app, [*base, "--out", str(out), "--n", "4", "--steps", "2", "--eval-tasks", str(labelled)])
+    res = CliRunner().invoke(app, [*base, "--out", str(out), "--n", "4", "--steps", "2", "--eval-tasks", str(labelled),
+                                   "--ranker", "retrain"])
     assert res.exit_code == 0, res.output
     rows = [json.loads(line) for line in (out / "tasks.jsonl").read_text().splitlines()]
     assert len(rows) == 4 and "claims" in {r["meta"]["generator"] for r in rows} <= {"hard", "claims"}
@@ -211,3 +212,15 @@ def test_time_budget_callback_stops_and_anneals_over_the_budget(monkeypatch):
     clock[0] += 41.0
     cb.on_step_end(None, state, control)
     assert control.should_training_stop and cb.stopped_by_time
+
+
+def test_the_ranker_is_kept_unless_retraining_is_asked_for(abstracts_corpus, tmp_path):
+    from sieve.errors import InvalidInput
+    from sieve.train.pipeline import PipelineConfig
+
+    assert PipelineConfig(corpus=abstracts_corpus).ranker == "keep"  # synthetic tasks alone do not move the ranker
+    with pytest.raises(InvalidInput, match="ranker"):
+        PipelineConfig(corpus=abstracts_corpus, ranker="always")  # type: ignore[arg-type]
+    res = CliRunner().invoke(app, ["train", "all", "--corpus", str(abstracts_corpus), "--ranker", "always",
+                                   "--out", str(tmp_path / "x")])
+    assert res.exit_code == 2 and "--ranker" in res.output and not (tmp_path / "x").exists()
