@@ -266,8 +266,8 @@ def learned_report(cfg: PipelineConfig, result: dict[str, Any], verdict: Verdict
         lines += [f"Use it: `sieve search ... --policy learned --policy-path {result['model_dir']}`" +
                   (" (the folder holds the policy and its ranker)." if ranker else "."), ""]
     else:
-        lines += [f"Keep the shipped default (no `--policy-path`); the retrained policy and ranker stay in "
-                  f"`{result['model_dir']}` for inspection.", ""]
+        lines += [f"Keep the shipped default (no `--policy-path`); the retrained policy{' and ranker' if ranker else ''} "
+                  f"stay{'' if ranker else 's'} in `{result['model_dir']}` for inspection.", ""]
     return "\n".join(lines)
 
 
