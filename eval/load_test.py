@@ -35,7 +35,7 @@ from sieve.eval.data import read_tasks
 from sieve.eval.metrics import percentile
 
 logger = logging.getLogger(__name__)
-_CLI = [sys.executable, "-c", "from sieve.server.cli import main; main()"]
+_CLI = [sys.executable, "-c", "from sieve.cli.main import main; main()"]
 
 
 @dataclass

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYOUT = ("retriever", "agent", "pruning", "train", "eval", "server", "data")
+LAYOUT = ("retriever", "agent", "pruning", "train", "eval", "server", "cli", "data")
 
 
 def _pyproject() -> dict:
@@ -38,10 +38,10 @@ def test_the_wheel_has_sieve_as_its_only_top_level_name(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/", 1)[0] for n in names if not n.split("/", 1)[0].endswith(".dist-info")}
     assert tops == {"sieve"}
-    for must in ("sieve/agent/loop.py", "sieve/server/cli.py", "sieve/data/sample/corpus.jsonl",
+    for must in ("sieve/agent/loop.py", "sieve/cli/main.py", "sieve/data/sample/corpus.jsonl",
                  "sieve/data/sample/tasks.jsonl", "sieve/data/sample/docs/faq.txt",
                  "sieve/server/static/playground/index.html", "sieve/server/static/playground/app.js",
                  "sieve/server/static/playground/style.css"):
         assert must in names, must
     entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "sieve = sieve.server.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    assert "sieve = sieve.cli.main:main" in zipfile.ZipFile(wheel).read(entry).decode()

@@ -152,7 +152,7 @@ def test_the_python_api_reads_the_same_variables(monkeypatch: pytest.MonkeyPatch
 
 
 def test_the_cli_takes_its_collection_from_the_environment(sample_index, session_data_dir: Path) -> None:
-    from sieve.server.cli import app
+    from sieve.cli.main import app
 
     res = CliRunner().invoke(app, ["retrieve", "Spirit of St. Louis", "-k", "2", "--json", "--data-dir",
                                    str(session_data_dir)], env={"SIEVE_COLLECTION": "sample"})
@@ -164,7 +164,7 @@ def test_the_cli_takes_its_collection_from_the_environment(sample_index, session
 def test_one_default_policy():
     """`sieve search`, `sieve demo`, `Sieve.search`, the server and the playground share one default policy."""
     from sieve.agent.factory import DEFAULT_POLICY
-    from sieve.server.commands.agent import DEMO_POLICY
+    from sieve.cli.commands.agent import DEMO_POLICY
     from sieve.settings import Settings
 
     assert Settings.model_fields["policy"].default == DEFAULT_POLICY == DEMO_POLICY

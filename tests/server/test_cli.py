@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 from _server_process import sieve_command
 from sieve.defaults import DEFAULT_POLICY
-from sieve.server.cli import app, build_command, configure_logging, main
-from sieve.server.commands._common import plural
+from sieve.cli.main import app, build_command, configure_logging, main
+from sieve.cli.commands._common import plural
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "sentence_transformers", "transformers", "onnxruntime", "chromadb", "fastapi", "scipy", "numpy")
@@ -30,7 +30,7 @@ MODEL_LIBS = ("torch", "sentence_transformers", "transformers", "onnxruntime", "
 
 def _modules_after(args: list[str], data_dir: Path | None = None) -> tuple[set[str], subprocess.CompletedProcess]:
     """Run ``sieve ARGS`` in a fresh interpreter; return which of HEAVY it imported (and the process)."""
-    code = ("import json, sys\nfrom sieve.server.cli import main\n"
+    code = ("import json, sys\nfrom sieve.cli.main import main\n"
             "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\nelse:\n    code = 0\n"
             f"print('MODULES=' + json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)), file=sys.stderr)\n"
             "sys.exit(code)")
@@ -178,7 +178,7 @@ def test_demo_agent_evidence_holds_the_answer_document(sample_index, session_dat
 
 def test_first_local_run_says_it_converts_a_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from sieve.agent.config import AgentConfig
-    from sieve.server.commands.agent import _conversion_notice
+    from sieve.cli.commands.agent import _conversion_notice
 
     _conversion_notice("local", AgentConfig(models_dir=tmp_path))
     err = capsys.readouterr().err
@@ -299,7 +299,7 @@ ROWS = [(i, 1 / i, f"wiki-charles-augustus-lindbergh#{i}", "Charles Lindbergh, a
 def _render(width: int, **kwargs: bool) -> list[str]:
     from rich.console import Console
 
-    from sieve.server.commands._common import print_results
+    from sieve.cli.commands._common import print_results
 
     console = Console(width=width, record=True, file=io.StringIO())
     print_results(ROWS, "hybrid results for: which aircraft did Lindbergh fly across the Atlantic?", console=console,

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from sieve.agent import AgentConfig, SearchAgent
 from sieve.agent.policies.learned import LearnedConfig, LearnedPolicy, PolicyNetwork, load_checkpoint, save_checkpoint
-from sieve.server.cli import app
+from sieve.cli.main import app
 from sieve.train.learned import CachedIndex
 from sieve.train.learned.grpo import ppo_loss, run_group, update
 from sieve.train.learned.imitation import ImitationConfig, heuristic_label, imitation_loss

@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from sieve.server.cli import app
+from sieve.cli.main import app
 
 
 def test_train_synth_json(sample_index, session_data_dir, tmp_path):

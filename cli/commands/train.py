@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from sieve.errors import InvalidInput
-from sieve.server.commands._common import (
+from sieve.cli.commands._common import (
     ChromaUrlOpt, CollectionOpt, DataDirOpt, EmbedderOpt, JsonOpt, cli_errors, plural, print_json, settings_from,
 )
 from sieve.train.config import EpisodeConfig

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from sieve.server.commands._common import (
+from sieve.cli.commands._common import (
     Bf16Opt, ChromaUrlOpt, DataDirOpt, DeviceOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, cli_errors,
     embed_overrides, plural, settings_from,
 )

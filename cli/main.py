@@ -1,4 +1,4 @@
-"""The ``sieve`` command line. Each command group lives in ``server/commands/<name>.py`` and
+"""The ``sieve`` command line. Each command group lives in ``cli/commands/<name>.py`` and
 exposes ``register(app)``; this module only assembles them.
 
 Start-up is kept cheap: the command modules import nothing heavy at module level (torch, Chroma,
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from sieve.server.commands._common import print_problem
+from sieve.cli.commands._common import print_problem
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -26,7 +26,7 @@ app = typer.Typer(
 )
 
 # Command modules, in help order.
-COMMAND_MODULES = ["sieve.server.commands.retrieval", "sieve.server.commands.agent", "sieve.server.commands.evaluate", "sieve.server.commands.serve", "sieve.server.commands.train"]
+COMMAND_MODULES = ["sieve.cli.commands.retrieval", "sieve.cli.commands.agent", "sieve.cli.commands.evaluate", "sieve.cli.commands.serve", "sieve.cli.commands.train"]
 
 
 class _ProgressSafeHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -107,5 +107,5 @@ def main(argv: Sequence[str] | None = None) -> None:
 __all__ = ["app", "build_command", "configure_logging", "main"]
 
 
-if __name__ == "__main__":  # python -m sieve.server.cli, where the console script is not on PATH
+if __name__ == "__main__":  # python -m sieve.cli.main, where the console script is not on PATH
     main()

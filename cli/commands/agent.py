@@ -10,7 +10,7 @@ import typer
 
 from sieve.defaults import DEFAULT_POLICY
 
-from sieve.server.commands._common import (
+from sieve.cli.commands._common import (
     ChromaUrlOpt, CollectionOpt, DataDirOpt, DeviceOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, WideOpt,
     cli_errors, embed_overrides, plural, print_json, print_results, settings_from, shorten,
 )
@@ -107,7 +107,7 @@ def _conversion_notice(policy: str, config: Any) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    from sieve.server.commands import retrieval
+    from sieve.cli.commands import retrieval
 
     if demo_agent not in retrieval.DEMO_EXTRAS:
         retrieval.DEMO_EXTRAS.append(demo_agent)

@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from sieve.errors import InvalidInput
-from sieve.server.commands._common import (
+from sieve.cli.commands._common import (
     Bf16Opt, ChromaUrlOpt, DataDirOpt, DeviceOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, cli_errors,
     embed_overrides, parse_assignments, plural, print_json, settings_from,
 )

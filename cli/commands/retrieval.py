@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from sieve.data import DEMO_QUESTION, SAMPLE_DIR
-from sieve.server.commands._common import (
+from sieve.cli.commands._common import (
     Bf16Opt, ChromaUrlOpt, CollectionOpt, DataDirOpt, DeviceOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt,
     WideOpt, cli_errors, embed_overrides, plural, print_json, print_results, settings_from,
 )
