@@ -13,7 +13,7 @@ from sieve.pruning.config import PruningConfig
 class HeuristicConfig:
     """Knobs of the no-LLM policy.
 
-    Tuned with ``python -m sieve.eval.bench_policy`` on the first 80 2WikiMultihopQA and 150
+    Tuned with ``python -m sieve.benchmarks.policy`` on the first 80 2WikiMultihopQA and 150
     HotpotQA tasks of ``../shared/eval``; those tasks are declared tuning data
     (``eval/tuning_sets.json``): ``sieve eval`` warns on them and reported figures leave them out
     (``eval/reports/tuning.md``).

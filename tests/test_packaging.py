@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYOUT = ("retriever", "agent", "pruning", "train", "eval", "server", "cli", "data")
+LAYOUT = ("retriever", "agent", "pruning", "train", "eval", "server", "cli", "benchmarks", "data")
 
 
 def _pyproject() -> dict:

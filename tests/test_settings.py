@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -20,13 +21,14 @@ from sieve.retriever.config import RetrieverConfig
 from sieve.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE_FOLDERS = ("sieve", "retriever", "agent", "pruning", "train", "eval", "server", "data")
+# Every folder the package-dir mapping installs (read from pyproject.toml, so a new room is never missed).
+PACKAGE_FOLDERS = tuple(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values())
 
 # Modules that may touch os.environ, each with its one-line reason. Nothing here *reads* SIEVE_*.
 ALLOWED = {
     "sieve/runtime.py": "writes the offline / telemetry / OpenMP switches third-party libraries read, and the "
                         "settings `sieve serve --workers` hands its worker processes",
-    "eval/load_test.py": "passes its own environment on to the `sieve serve` child it benchmarks",
+    "benchmarks/load_test.py": "passes its own environment on to the `sieve serve` child it benchmarks",
 }
 
 

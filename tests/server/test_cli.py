@@ -1,7 +1,7 @@
 """The ``sieve`` command as a newcomer meets it: what it loads, how it fails, what its help and README promise.
 
 Start-up cost is checked structurally (which modules a command imports, in a fresh interpreter),
-never by timing; ``eval/bench_cli.py`` measures wall times.
+never by timing; ``benchmarks/cli.py`` measures wall times.
 """
 
 from __future__ import annotations

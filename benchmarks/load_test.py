@@ -1,8 +1,8 @@
 """Load test of the HTTP server: latency, status codes and server memory under concurrent clients.
 
-    python -m sieve.eval.load_test                       # starts `sieve serve` on a free loopback port
-    python -m sieve.eval.load_test --workers 1,2         # a `chroma run` server + `sieve serve --workers N`
-    python -m sieve.eval.load_test --url http://127.0.0.1:8000 --collection sample --server-pid 1234
+    python -m sieve.benchmarks.load_test                       # starts `sieve serve` on a free loopback port
+    python -m sieve.benchmarks.load_test --workers 1,2         # a `chroma run` server + `sieve serve --workers N`
+    python -m sieve.benchmarks.load_test --url http://127.0.0.1:8000 --collection sample --server-pid 1234
 
 Bounded and loopback only: a fixed number of requests per (endpoint, concurrency) cell, at 1, 8,
 32 and 64 concurrent clients (httpx async), queries drawn in turn from the sample tasks. Each cell

@@ -1,4 +1,4 @@
-"""``eval/bench_cli.py`` runs real ``sieve`` processes and prints its table (figures are not checked)."""
+"""``benchmarks/cli.py`` runs real ``sieve`` processes and prints its table (figures are not checked)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from sieve.eval.bench_cli import main
+from sieve.benchmarks.cli import main
 
 
 def test_before_after_table_for_help(capsys: pytest.CaptureFixture[str]) -> None:
-    from sieve.eval.bench_cli import sieve_executable
+    from sieve.benchmarks.cli import sieve_executable
 
     exe = sieve_executable()
     main(["--commands", "help", "--runs", "2", "--warmup", "0", "--baseline", exe])
@@ -28,7 +28,7 @@ def test_a_failing_command_stops_with_its_error(tmp_path: Path) -> None:
 
 
 def test_every_mode_is_a_row_by_default() -> None:
-    from sieve.eval.bench_cli import CliBenchConfig, commands
+    from sieve.benchmarks.cli import CliBenchConfig, commands
 
     rows = commands(CliBenchConfig(collection="sample"))
     assert list(rows) == ["help", "collections", "bm25", "dense", "hybrid", "search"]

@@ -1,6 +1,6 @@
 """Retriever benchmark: embedding backends, indexing throughput, query latency at scale, peak memory.
 
-Run ``python eval/bench_retriever.py``; it prints one markdown table per part (``--parts``):
+Run ``python -m sieve.benchmarks.retriever``; it prints one markdown table per part (``--parts``):
 
 0. **Embedding backends** (``backends``, default): torch float32, torch bfloat16, ONNX float32
    and ONNX int8, each indexing the whole of ``../shared/eval/2wikimultihopqa`` and ``hotpotqa``

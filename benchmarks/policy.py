@@ -1,6 +1,6 @@
 """Benchmark: policies and their closing rankers against single-shot hybrid, quality beside latency.
 
-    python -m sieve.eval.bench_policy --data ../shared/eval/hotpotqa --limit 100 \
+    python -m sieve.benchmarks.policy --data ../shared/eval/hotpotqa --limit 100 \
         --policies heuristic,learned --floors fusion,interleave,off
 
 Opens the data folder's corpus as ``sieve eval``'s cached collection (indexed on first use), then

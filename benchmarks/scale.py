@@ -1,6 +1,6 @@
 """Memory and time as the corpus grows: build, BM25, disk, peak RSS and hybrid latency at 10k/100k/1M chunks.
 
-    python -m sieve.eval.bench_scale --sizes 10000,100000,1000000 --data-dir /scratch/scale --out scale.json
+    python -m sieve.benchmarks.scale --sizes 10000,100000,1000000 --data-dir /scratch/scale --out scale.json
 
 Each size runs in two child processes, so each peak RSS belongs to one stage:
 
@@ -255,7 +255,7 @@ def stage_serve(data_dir: Path, size: int, seed: int, queries: int) -> dict[str,
 # -- driver -----------------------------------------------------------------------------------------
 def run_child(args: list[str], max_rss_gib: float, min_free_gib: float) -> dict[str, Any]:
     """Run one stage in a child process under a memory watchdog; returns its JSON result."""
-    proc = subprocess.Popen([sys.executable, "-m", "sieve.eval.bench_scale", *args], stdout=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-m", "sieve.benchmarks.scale", *args], stdout=subprocess.PIPE)
     killed: list[str] = []
 
     def watch() -> None:
@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=100, help="Timed hybrid queries per size.")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--embed-chunks-per-s", type=float, default=0.0,
-                    help="Measured indexing chunks/s of the default backend (eval/bench_retriever.py), for the "
+                    help="Measured indexing chunks/s of the default backend (benchmarks/retriever.py), for the "
                          "embedding-time column.")
     ap.add_argument("--max-rss-gib", type=float, default=12.0, help="Kill a stage whose RSS passes this.")
     ap.add_argument("--min-free-gib", type=float, default=2.0, help="Kill a stage when less memory is available.")

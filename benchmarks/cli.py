@@ -1,6 +1,6 @@
 """CLI start-up benchmark: wall time of whole ``sieve`` processes, as a user waits for them.
 
-Run ``python -m sieve.eval.bench_cli`` (after ``sieve demo`` has indexed the ``sample`` collection);
+Run ``python -m sieve.benchmarks.cli`` (after ``sieve demo`` has indexed the ``sample`` collection);
 it prints one markdown table with the min / median / max wall seconds of
 
 * ``sieve --help``
