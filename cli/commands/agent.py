@@ -81,7 +81,7 @@ def demo_agent(index: Any, question: str, k: int, as_json: bool = False, *, wide
     """``sieve demo`` step: the agent on the same question, with its step log (tables unless ``as_json``).
 
     It runs the shipped learned policy (with the floor, as served): zero-shot it matches or beats
-    the hand-tuned heuristic on every evaluation set (``eval/reports/floor-and-policies.md``).
+    the hand-tuned heuristic on every evaluation set (``docs/experiments/floor-and-policies.md``).
     """
     from sieve.agent import AgentConfig, SearchAgent, make_policy
 

@@ -1,6 +1,6 @@
 """The LLM-policies table: every floored row re-scored with the shipped floor, plus "as run" and own rankings.
 
-    python eval/reports/llm_table.py /work/data/llm/report-2wiki40/results.jsonl
+    python docs/experiments/llm_table.py /work/data/llm/report-2wiki40/results.jsonl
 """
 
 import json

@@ -1,6 +1,6 @@
 """What the template writer can read in a corpus, without an index: the precheck behind the corpus choice.
 
-    python train/reports/retrain-new-corpus/synth_yield.py CORPUS.jsonl [CORPUS.jsonl ...]
+    python docs/experiments/retrain-new-corpus/synth_yield.py CORPUS.jsonl [CORPUS.jsonl ...]
 
 The template writer (``sieve train synth``) needs lead passages whose subject it can read facts from
 (:func:`sieve.train.synth_facts.read_subject`), and for bridge questions a passage that mentions

@@ -1,6 +1,6 @@
 """Before/after table of ``sieve eval`` runs, with each floored agent's own ranking (``:nofloor``) read from its trace.
 
-    python train/reports/retrain-new-corpus/table.py before=OUT1/results.jsonl after=OUT2/results.jsonl
+    python docs/experiments/retrain-new-corpus/table.py before=OUT1/results.jsonl after=OUT2/results.jsonl
 
 A floored run keeps the policy's ranking before the floor in ``trace.meta.policy_returned`` (chunk
 ids); :func:`sieve.eval.tune_floor.own_ranking` turns them into what ``agent:<policy>:nofloor``

@@ -1,6 +1,6 @@
 """Shape of a tasks file: how much its questions quote their gold passages, their length, their kinds.
 
-    python train/reports/synth-tasks/task_stats.py DATA_DIR [DATA_DIR ...]   # each with corpus.jsonl + tasks.jsonl
+    python docs/experiments/synth-tasks/task_stats.py DATA_DIR [DATA_DIR ...]   # each with corpus.jsonl + tasks.jsonl
 
 Quoting is :func:`sieve.train.synth_facts.quoted_content_words`: the most content words of one verbatim
 run of question words found in a gold passage (names, numbers and stopwords do not count).
