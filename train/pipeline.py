@@ -235,9 +235,9 @@ def _llm_route(cfg: PipelineConfig, index: Any, synth: Any, train_tasks: list[di
                held: list[dict[str, Any]], progress: bool) -> dict[str, Any]:
     """SFT warm start of a language model on heuristic trajectories, then GRPO (the GPU route)."""
     from sieve.agent.backends.local import LocalBackend
-    from sieve.train.heldout import heldout_table, run_heldout
-    from sieve.train.rl import RLConfig, run_rl
-    from sieve.train.sft import WarmStartConfig, run_sft
+    from sieve.train.llm.heldout import heldout_table, run_heldout
+    from sieve.train.llm.rl import RLConfig, run_rl
+    from sieve.train.llm.sft import WarmStartConfig, run_sft
 
     student = None if cfg.init == "default" else cfg.init
     sft = run_sft(index, WarmStartConfig(tasks=cfg.out / "train_tasks.jsonl", out=cfg.out / "sft", model_path=student,

@@ -212,7 +212,7 @@ def register(app: typer.Typer) -> None:
         model_path: Optional[str] = _old_option("--init"), limit: Optional[int] = _old_option("--n"),
     ) -> None:
         """Warm-start the student on teacher trajectories (TRL SFTTrainer), then measure its valid tool-call rate."""
-        from sieve.train.sft import WarmStartConfig, run_sft
+        from sieve.train.llm.sft import WarmStartConfig, run_sft
 
         _check_choice(teacher, ("heuristic", "openai", "local"), "--teacher")
         init = _student_init(_renamed(None if init == "default" else init, model_path, "--model-path", "--init"))
@@ -273,7 +273,7 @@ def register(app: typer.Typer) -> None:
         bf16: bool = typer.Option(False, "--bf16", help="bfloat16 autocast."),
         micro_batches: int = typer.Option(1, "--micro-batches", help="Split each step's segments (memory)."),
         vllm_url: Optional[str] = typer.Option(None, "--vllm-server-url", help="server mode: http://host:8000."),
-        use_vllm: bool = typer.Option(False, "--use-vllm", help="Generate with vLLM (GPU); see train/configs/."),
+        use_vllm: bool = typer.Option(False, "--use-vllm", help="Generate with vLLM (GPU); see train/llm/configs/."),
         vllm_mode: str = typer.Option("colocate", "--vllm-mode", help="colocate | server."),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
         embedder: Optional[str] = EmbedderOpt, as_json: bool = JsonOpt,
@@ -290,7 +290,7 @@ def register(app: typer.Typer) -> None:
             _learned_rl(s, tasks, out, minutes, seed, init, epochs, collapse_penalty, steps, questions_per_step,
                         num_generations, lr, n, heldout_tasks, as_json)
             return
-        from sieve.train.rl import RLConfig, run_rl
+        from sieve.train.llm.rl import RLConfig, run_rl
 
         index = _open_index(s)
         episode = EpisodeConfig(budget_tokens=budget_tokens, max_turns=max_turns, max_new_tokens=max_new_tokens,

@@ -21,11 +21,11 @@ def test_grpo_smoke_run_through_the_harness(sample_index, tiny_model_dir, tmp_pa
 
     from sieve.agent import AgentConfig, SearchAgent, make_policy
     from sieve.agent.tool_specs import tool_specs
-    from sieve.train.chat_format import prompt_ids
+    from sieve.train.llm.chat_format import prompt_ids
     from sieve.eval.data import read_tasks
     from sieve.train.config import EpisodeConfig
-    from sieve.train.rl import RLConfig, build_trainer
-    from sieve.train.sft import load_student, save_merged
+    from sieve.train.llm.rl import RLConfig, build_trainer
+    from sieve.train.llm.sft import load_student, save_merged
 
     cfg = RLConfig(tasks=Path("data/sample/tasks.jsonl"), out=tmp_path / "rl", model_path=str(tiny_model_dir),
                    max_steps=2, questions_per_step=1, num_generations=2, learning_rate=1e-3, limit=2,
@@ -66,7 +66,7 @@ def test_grpo_smoke_run_through_the_harness(sample_index, tiny_model_dir, tmp_pa
 def test_grpo_time_budget_alone_ends_the_run(sample_index, tiny_model_dir, tmp_path):
     """--minutes without --steps: no step cap (TRL runs to a cap it never reaches); the budget ends the run."""
     from sieve.train.config import EpisodeConfig
-    from sieve.train.rl import DEFAULT_STEPS, RLConfig, run_rl
+    from sieve.train.llm.rl import DEFAULT_STEPS, RLConfig, run_rl
 
     cfg = RLConfig(tasks=Path("data/sample/tasks.jsonl"), out=tmp_path / "rl", model_path=str(tiny_model_dir),
                    minutes=0.01, questions_per_step=1, num_generations=2, limit=2, rollout_workers=2,

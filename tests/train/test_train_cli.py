@@ -45,8 +45,8 @@ def test_sft_and_rl_share_one_episode_definition():
     import typer.main
 
     from sieve.train.config import EpisodeConfig
-    from sieve.train.rl import RLConfig
-    from sieve.train.sft import WarmStartConfig
+    from sieve.train.llm.rl import RLConfig
+    from sieve.train.llm.sft import WarmStartConfig
 
     names = {"budget_tokens", "max_turns", "max_new_tokens", "search_k", "search_tokens"}
     train = typer.main.get_command(app).commands["train"]
@@ -154,7 +154,7 @@ def test_one_vocabulary_of_flags():
 
 def test_step_caps_never_cut_a_time_budget_short():
     from sieve.train.learned.trainer import DEFAULT_UPDATES, LearnedRLConfig
-    from sieve.train.rl import DEFAULT_STEPS, RLConfig
+    from sieve.train.llm.rl import DEFAULT_STEPS, RLConfig
 
     assert LearnedRLConfig().update_cap == DEFAULT_UPDATES and LearnedRLConfig().init == "default"
     assert LearnedRLConfig(minutes=10).update_cap is None  # the time budget alone ends the run
@@ -166,7 +166,7 @@ def test_step_caps_never_cut_a_time_budget_short():
 def test_time_budget_callback_stops_and_anneals_over_the_budget(monkeypatch):
     from types import SimpleNamespace
 
-    import sieve.train.rl as rl
+    import sieve.train.llm.rl as rl
 
     clock = [100.0]
     monkeypatch.setattr(rl.time, "perf_counter", lambda: clock[0])

@@ -1,9 +1,9 @@
-"""``sieve train rl``: GRPO over the Sieve harness (see :mod:`sieve.train.grpo` for how the step works).
+"""``sieve train rl``: GRPO over the Sieve harness (see :mod:`sieve.train.llm.grpo` for how the step works).
 
 Defaults follow Context-1 where they are published (CISPO loss, fully on-policy: one optimizer
 step per generation batch, groups of rollouts per question) and are sized down for CPU. At GPU
 scale: ``--use-vllm`` (``colocate``, or ``server`` with ``trl vllm-serve``), more questions per
-step, and the accelerate / DeepSpeed configs in ``train/configs/`` (see its README).
+step, and the accelerate / DeepSpeed configs in ``train/llm/configs/`` (see its README).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from sieve.errors import InvalidInput
 from sieve.eval.data import read_tasks
 from sieve.train.config import EpisodeConfig, split_tasks
 from sieve.train.rewards import RewardConfig, check_reward_weights, get_episode_reward
-from sieve.train.time_budget import time_limit_callback
+from sieve.train.llm.time_budget import time_limit_callback
 
 if TYPE_CHECKING:
     from sieve.retriever.index import CorpusIndex
@@ -166,7 +166,7 @@ def curve_callback(trainer_ref: list, path: Path) -> Any:
             trainer = trainer_ref[0]
             every = getattr(trainer, "sieve_save_every", 0)
             if trainer is not None and every and state.global_step % every == 0:
-                from sieve.train.sft import save_merged
+                from sieve.train.llm.sft import save_merged
 
                 save_merged(trainer.accelerator.unwrap_model(trainer.model), trainer.processing_class,
                             Path(args.output_dir).parent / f"step-{state.global_step}")
@@ -177,15 +177,15 @@ def curve_callback(trainer_ref: list, path: Path) -> Any:
 def build_trainer(index: CorpusIndex, cfg: RLConfig, tasks: list[dict[str, Any]], *, model: Any = None,
                   tokenizer: Any = None, extra_reward_funcs: list[Any] | None = None,
                   reward_weights: list[float] | None = None, callbacks: list[Any] | None = None) -> Any:
-    """A ready :class:`~sieve.train.grpo.SieveGRPOTrainer` (model loaded from ``cfg.model_path`` unless given).
+    """A ready :class:`~sieve.train.llm.grpo.SieveGRPOTrainer` (model loaded from ``cfg.model_path`` unless given).
 
     ``extra_reward_funcs`` are added after the episode reward (TRL ``(completions, **kwargs)``
     callables; they also receive ``trace``); ``reward_weights`` then needs one weight per function.
     """
     from datasets import Dataset
 
-    from sieve.train.grpo import SieveGRPOTrainer
-    from sieve.train.sft import load_student, lora_config
+    from sieve.train.llm.grpo import SieveGRPOTrainer
+    from sieve.train.llm.sft import load_student, lora_config
 
     if model is None or tokenizer is None:
         model, tokenizer, _ = load_student(cfg.model_path, cfg.bf16, index.config.models_dir)
@@ -215,7 +215,7 @@ def run_rl(index: CorpusIndex, cfg: RLConfig, *, progress: bool = True, model: A
            tokenizer: Any = None, extra_reward_funcs: list[Any] | None = None,
            reward_weights: list[float] | None = None, callbacks: list[Any] | None = None) -> dict[str, Any]:
     """Train, save the merged checkpoint to ``OUT/model``, and write the curve and a report."""
-    from sieve.train.sft import save_merged
+    from sieve.train.llm.sft import save_merged
 
     t0 = time.perf_counter()
     tasks = read_tasks(cfg.tasks, cfg.limit)

@@ -1,6 +1,6 @@
 """CPU learning check (a script, not a unit test): SFT warm start, then GRPO, on HotpotQA tasks.
 
-    python -m sieve.train.learning_check --out runs/learning-check [--rl-minutes 20] [--eval-tasks 10]
+    python -m sieve.train.llm.learning_check --out runs/learning-check [--rl-minutes 20] [--eval-tasks 10]
 
 Stages (each writes its results into ``OUT`` as it finishes, so a killed run keeps them):
 1. index ``--data``'s corpus (cached; bf16 embeddings);
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-logger = logging.getLogger("sieve.train.learning_check")
+logger = logging.getLogger("sieve.train.llm.learning_check")
 
 CURVE_KEYS = ("reward/total", "reward/context1", "reward/f_beta", "reward/traj_recall", "reward/answer",
               "reward/p_collapse", "reward/p_malformed", "reward/p_repeat", "reward/p_gold_prune")
@@ -116,10 +116,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from sieve.retriever import CorpusIndex
     from sieve.settings import load_settings
     from sieve.train.config import EpisodeConfig, split_tasks
-    from sieve.train.heldout import heldout_table as eval_table
-    from sieve.train.heldout import run_heldout
-    from sieve.train.rl import RLConfig, run_rl, time_limit_callback
-    from sieve.train.sft import WarmStartConfig, run_sft
+    from sieve.train.llm.heldout import heldout_table as eval_table
+    from sieve.train.llm.heldout import run_heldout
+    from sieve.train.llm.rl import RLConfig, run_rl, time_limit_callback
+    from sieve.train.llm.sft import WarmStartConfig, run_sft
 
     t0 = time.perf_counter()
     out = args.out

@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from sieve.errors import InvalidInput
 from sieve.eval.data import read_tasks
-from sieve.train.chat_format import assistant_target
+from sieve.train.llm.chat_format import assistant_target
 from sieve.train.config import EpisodeConfig, split_tasks
 from sieve.train.rewards import Gold
 from sieve.train.rewards.context1 import trajectory_recall
@@ -184,7 +184,7 @@ def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) 
     from trl import SFTTrainer
 
     from sieve.agent.tool_specs import tool_specs
-    from sieve.train.heldout import run_heldout
+    from sieve.train.llm.heldout import run_heldout
 
     t0 = time.perf_counter()
     tasks = read_tasks(cfg.tasks, cfg.limit)
@@ -215,7 +215,7 @@ def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) 
         disable_tqdm=not progress, activation_checkpointing=cfg.gradient_checkpointing,
     )
     model.train()
-    from sieve.train.time_budget import time_limit_callback
+    from sieve.train.llm.time_budget import time_limit_callback
 
     timer = time_limit_callback(cfg.minutes * 60) if cfg.minutes else None
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok,

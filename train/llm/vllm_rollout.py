@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sieve.train.rollout import GenParams
+    from sieve.train.llm.rollout import GenParams
 
 
 def vllm_batch_fn(trainer: Any) -> Any:
-    """A batch function for :class:`sieve.train.rollout.BatchedGenerator` backed by the trainer's vLLM."""
+    """A batch function for :class:`sieve.train.llm.rollout.BatchedGenerator` backed by the trainer's vLLM."""
     gen = trainer.vllm_generation
     if gen.mode == "colocate" and getattr(gen, "tensor_parallel_size", 1) > 1:
         raise ValueError(f"Expected vllm_tensor_parallel_size == 1 for harness rollouts in colocate mode, got "

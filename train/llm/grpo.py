@@ -9,7 +9,7 @@ that turn + its completion), and the number of segments varies per episode. So t
 overrides one method, ``_generate_and_score_completions``:
 
 1. run one real episode per input row (rows already repeat each question ``num_generations``
-   times) through :func:`sieve.train.rollout.run_rollouts`: tools execute against the retriever,
+   times) through :func:`sieve.train.llm.rollout.run_rollouts`: tools execute against the retriever,
    pruning is live, each turn's exact tokens are recorded;
 2. score every episode with the reward functions (TRL's own ``_calculate_rewards``; our
    :class:`~sieve.train.rewards.EpisodeReward` reads the trace), and normalise per group exactly as
@@ -33,12 +33,12 @@ from trl import GRPOTrainer
 from trl.trainer.utils import nanstd, pad
 
 from sieve.train.rewards import Gold, RewardConfig, RewardReport, score_episode
-from sieve.train.rollout import GenParams, HFGenerate, run_rollouts
+from sieve.train.llm.rollout import GenParams, HFGenerate, run_rollouts
 
 if TYPE_CHECKING:
     from sieve.retriever.index import CorpusIndex
     from sieve.train.config import EpisodeConfig
-    from sieve.train.rollout import Rollout
+    from sieve.train.llm.rollout import Rollout
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class SieveGRPOTrainer(GRPOTrainer):
     # -- generation -------------------------------------------------------------------------------
     def _batch_fn(self, model: Any) -> Any:
         if self.use_vllm:
-            from sieve.train.vllm_rollout import vllm_batch_fn
+            from sieve.train.llm.vllm_rollout import vllm_batch_fn
 
             return vllm_batch_fn(self)
         return HFGenerate(model, self._tokenizer, self.eos_token_ids)

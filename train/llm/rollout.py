@@ -2,10 +2,10 @@
 
 An episode is run by :class:`sieve.agent.SearchAgent` with an :class:`sieve.agent.policies.llm.LLMPolicy`
 whose backend is a :class:`RecordingBackend`: it renders each turn's (pruned) view with
-:mod:`sieve.train.chat_format`, samples from the model being trained, and records one
+:mod:`sieve.train.llm.chat_format`, samples from the model being trained, and records one
 :class:`Segment` per turn: the prompt ids exactly as the model saw them and the sampled
 completion ids. Tools run for real against the retriever and pruning is live, so the context
-is not one growing sequence; per-turn segments are what :mod:`sieve.train.rl` trains on.
+is not one growing sequence; per-turn segments are what :mod:`sieve.train.llm.rl` trains on.
 
 Episodes of a batch run in threads (tools and retrieval overlap); their generation requests are
 served by one :class:`BatchedGenerator` on the calling thread, which pads concurrent requests
@@ -22,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sieve.train.chat_format import prompt_ids as render_prompt_ids
+from sieve.train.llm.chat_format import prompt_ids as render_prompt_ids
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
