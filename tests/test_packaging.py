@@ -30,6 +30,13 @@ def test_every_package_folder_is_listed_under_the_sieve_root() -> None:
     assert set(setuptools["packages"]) == expected
 
 
+def test_no_experiment_write_up_inside_the_package_folders() -> None:
+    """Write-ups, their plots and scripts live in docs/experiments/, not in what the wheel installs."""
+    found = sorted(str(p.relative_to(ROOT)) for top in ("sieve", *LAYOUT) for p in (ROOT / top).rglob("*")
+                   if p.suffix == ".png" or (p.is_dir() and p.name in ("reports", "experiments")))
+    assert not found, f"Expected no PNG or reports/ folder under the package folders, got {found}"
+
+
 @pytest.mark.slow
 def test_the_wheel_has_sieve_as_its_only_top_level_name(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
