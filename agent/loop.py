@@ -17,7 +17,7 @@ from sieve.agent.config import AgentConfig
 from sieve.agent.episode import Episode
 from sieve.agent.floor import floor_hits, fuse_with_floor, hit_evidence
 from sieve.agent.fusion import FusionModel, fuse
-from sieve.agent.prompts import SYSTEM_PROMPT, question_message
+from sieve.agent.prompts import question_message, system_prompt
 from sieve.agent.tool_specs import tool_specs
 from sieve.agent.tools import ToolOutcome, Toolbox
 from sieve.agent.trace import Evidence, ToolCall, Trace, Turn
@@ -197,7 +197,7 @@ class _EpisodeRun:
         self.stop: StopReason = "max_turns"
 
     def play(self) -> Trace:
-        self.context.add("system", SYSTEM_PROMPT)
+        self.context.add("system", system_prompt())
         self.context.add("user", question_message(self.episode.question))
         self.context.add("user", self.budget.notice(self.context.tokens()), kind="notice")
         session = self._start()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from sieve.agent.factory import POLICIES as AGENT_POLICIES
+from sieve.retriever.modes import MODES
 from sieve.defaults import DEFAULT_POLICY
 from sieve.errors import InvalidInput
 
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-BASELINES: tuple[str, ...] = ("dense", "bm25", "hybrid")
+# Every retrieval mode is a baseline system (the registry itself: a registered mode is one too).
+BASELINES = MODES
 NO_FLOOR = "nofloor"  # agent:<policy>:nofloor scores the policy's own ranking
 Unit = Literal["docs", "chunks"]
 
@@ -93,7 +95,7 @@ class RetrievalSystem:
 
     def __init__(self, index: CorpusIndex, mode: SearchMode, depth: int) -> None:
         if mode not in BASELINES:
-            raise InvalidInput(f"Expected a baseline mode in {BASELINES}, got {mode!r}")
+            raise InvalidInput(f"Expected a baseline mode in {tuple(BASELINES)}, got {mode!r}")
         self.index = index
         self.mode = mode
         self.depth = depth
@@ -130,7 +132,7 @@ class AgentSystem:
         from sieve.agent import AgentConfig, SearchAgent, make_policy
 
         if policy not in AGENT_POLICIES:
-            raise InvalidInput(f"Expected an agent policy in {AGENT_POLICIES}, got {policy!r}")
+            raise InvalidInput(f"Expected an agent policy in {tuple(AGENT_POLICIES)}, got {policy!r}")
         self.index = index
         self.policy_name = policy
         self.depth = depth
@@ -202,7 +204,7 @@ def make_system(spec: str, index: CorpusIndex, depth: int, **agent_overrides: An
     """A system from one validated spec string (see :func:`parse_systems`)."""
     (name,) = parse_systems(spec)
     if name in BASELINES:
-        return RetrievalSystem(index, name, depth)  # type: ignore[arg-type]
+        return RetrievalSystem(index, name, depth)
     _, policy, variant = (name.split(":") + [""])[:3]
     return AgentSystem(index, policy, depth, with_floor=variant != NO_FLOOR, **agent_overrides)
 

@@ -8,6 +8,7 @@ context or conclude.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
@@ -20,8 +21,9 @@ SOFT_NOTICE = ("You have used more than half of your context budget. Prune chunk
                "question (prune tool) or finish with the evidence you have (finish tool).")
 HARD_NOTICE = ("Context budget nearly exhausted: only prune and finish are accepted now. Prune irrelevant chunks "
                "to continue searching, or finish.")
-# Tools still allowed past the hard limit: freeing context, and concluding.
-HARD_ALLOWED = frozenset({"prune", "finish"})
+# Tools still allowed past the hard limit when the caller names none: freeing context, and concluding.
+# The agent passes its registry's over-budget tools (sieve.agent.tool_specs.over_budget_tools()).
+HARD_ALLOWED = ("prune", "finish")
 
 
 @dataclass(frozen=True)
@@ -70,11 +72,12 @@ class TokenBudget:
             return f"{line}\n{SOFT_NOTICE}"
         return line
 
-    def rejection(self, tool: str, used: int) -> str | None:
-        """The error for calling ``tool`` at ``used`` tokens, or None when it is allowed."""
-        if self.state(used) != "hard" or tool in HARD_ALLOWED:
+    def rejection(self, tool: str, used: int, *, allowed: Collection[str] = HARD_ALLOWED) -> str | None:
+        """The error for calling ``tool`` at ``used`` tokens, or None when it is allowed (``allowed``:
+        the tools accepted past the hard limit)."""
+        if self.state(used) != "hard" or tool in allowed:
             return None
-        return (f"Expected prune or finish past the hard context limit ({used:,}/{self.total:,} tokens used, "
+        return (f"Expected {' or '.join(allowed)} past the hard context limit ({used:,}/{self.total:,} tokens used, "
                 f"limit {self.hard:,}), got {tool}. Prune chunks you no longer need, or finish.")
 
 

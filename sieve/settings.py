@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from sieve.choices import one_of
 from sieve.defaults import DEFAULT_POLICY
 from sieve.errors import InvalidInput
 from sieve.retriever.config import DEFAULT_EMBED_BACKEND, RetrieverConfig, default_data_dir, default_embedder_path
@@ -34,6 +35,18 @@ if TYPE_CHECKING:
     from sieve.agent.config import AgentConfig
 
 ENV_PREFIX = "SIEVE_"
+
+
+def _policy_names() -> list[str]:
+    from sieve.agent.factory import POLICIES  # the agent layer loads on first validation, not on import
+
+    return list(POLICIES)
+
+
+if TYPE_CHECKING:
+    PolicyName = str
+else:
+    PolicyName = one_of(_policy_names)  # every registered policy (sieve.agent.factory.POLICIES)
 
 
 class Settings(BaseSettings):
@@ -80,8 +93,7 @@ class Settings(BaseSettings):
     log_level: str = Field(default="info", description="uvicorn log level.")
 
     # Agent defaults (requests may lower budgets and k; never above the max_* caps)
-    policy: Literal["heuristic", "learned", "openai", "local"] = Field(default=DEFAULT_POLICY,
-                                                                       description="Default agent policy.")
+    policy: PolicyName = Field(default=DEFAULT_POLICY, description="Default agent policy.")
     policy_path: str | None = Field(default=None, description="Checkpoint folder of the `learned` policy "
                                                                "(default: the one shipped with Sieve).")
     budget_tokens: int = Field(default=8192, ge=256, description="Default agent token budget.")
@@ -205,8 +217,11 @@ class Settings(BaseSettings):
         ``bundled_local``: the ``local`` policy may load the bundled SmolLM2 without being asked
         (the CLI may; a server only with ``SIEVE_ALLOW_LOCAL``, since it loads a model in-process).
         """
-        local = bool(self.local_model or self.allow_local or bundled_local)
-        return ["heuristic", "learned"] + (["openai"] if self.openai_base_url else []) + (["local"] if local else [])
+        from sieve.agent.factory import POLICIES
+
+        met = {"none": True, "openai_endpoint": bool(self.openai_base_url),
+               "local_model": bool(self.local_model or self.allow_local or bundled_local)}
+        return [name for name, spec in POLICIES.items() if met[spec.requires]]
 
     def require_policy(self, name: str, *, bundled_local: bool = False) -> str:
         """``name`` if these settings can run it; else the error the server and the CLI both give.
@@ -218,7 +233,7 @@ class Settings(BaseSettings):
         from sieve.agent.factory import POLICIES
 
         if name not in POLICIES:
-            raise InvalidInput(f"Expected policy in {POLICIES}, got {name!r}")
+            raise InvalidInput(f"Expected policy in {tuple(POLICIES)}, got {name!r}")
         valid = self.available_policies(bundled_local=bundled_local)
         if name == "openai" and name not in valid:
             raise InvalidInput("Expected SIEVE_OPENAI_BASE_URL (and SIEVE_OPENAI_MODEL) to be set for policy "

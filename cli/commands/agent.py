@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 import typer
 
+from sieve.agent.factory import policy_help
 from sieve.defaults import DEFAULT_POLICY
 
 from sieve.cli.commands._common import (
@@ -118,8 +119,7 @@ def register(app: typer.Typer) -> None:
         question: str = typer.Argument(..., help="The question."),
         collection: Optional[str] = CollectionOpt,
         policy: Optional[str] = typer.Option(None, "--policy", "-p",
-                                             help="heuristic | learned | openai | local "
-                                                  f"(default $SIEVE_POLICY or {DEFAULT_POLICY})"),
+                                             help=f"{policy_help()} (default $SIEVE_POLICY or {DEFAULT_POLICY})"),
         policy_path: Optional[Path] = typer.Option(None, "--policy-path", help="learned: checkpoint folder (default "
                                                    "$SIEVE_POLICY_PATH, else the one shipped with Sieve)."),
         budget: Optional[int] = typer.Option(None, "--budget", help="Context budget in tokens "

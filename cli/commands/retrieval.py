@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from sieve.data import DEMO_QUESTION, SAMPLE_DIR
+from sieve.retriever.modes import mode_help
 from sieve.cli.commands._common import (
     Bf16Opt, ChromaUrlOpt, CollectionOpt, DataDirOpt, DeviceOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt,
     WideOpt, cli_errors, embed_overrides, plural, print_json, print_results, settings_from,
@@ -108,7 +109,7 @@ def register(app: typer.Typer) -> None:
     def retrieve_cmd(
         query: str = typer.Argument(..., help="The query."),
         k: Optional[int] = typer.Option(None, "-k", help="Number of results (default $SIEVE_K or 10)."),
-        mode: str = typer.Option("hybrid", "--mode", help="dense | bm25 | hybrid"),
+        mode: str = typer.Option("hybrid", "--mode", help=mode_help()),
         collection: Optional[str] = CollectionOpt, data_dir: Optional[Path] = DataDirOpt,
         chroma_url: Optional[str] = ChromaUrlOpt, embedder: Optional[str] = EmbedderOpt,
         embed_backend: Optional[str] = EmbedBackendOpt, embed_dtype: Optional[str] = EmbedDtypeOpt, bf16: bool = Bf16Opt,

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from sieve.agent.factory import policy_help
 from sieve.cli.commands._common import (
     Bf16Opt, ChromaUrlOpt, DataDirOpt, DeviceOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, cli_errors,
     embed_overrides, plural, settings_from,
@@ -25,8 +26,7 @@ def register(app: typer.Typer) -> None:
                                                  help="Default collection (default $SIEVE_COLLECTION or 'default')."),
         preload: Optional[list[str]] = typer.Option(None, "--preload", help="Open this collection at start-up "
                                                                             "(repeatable)."),
-        policy: Optional[str] = typer.Option(None, "--policy", help="Default agent policy: heuristic | learned | "
-                                                                    "openai | local."),
+        policy: Optional[str] = typer.Option(None, "--policy", help=f"Default agent policy: {policy_help()}."),
         policy_path: Optional[str] = typer.Option(None, "--policy-path", help="Checkpoint folder of the learned "
                                                   "policy (default: the one shipped with Sieve)."),
         openai_base_url: Optional[str] = typer.Option(None, "--openai-base-url",

@@ -14,13 +14,11 @@ from sieve.cli.commands._common import (
 )
 from sieve.train.config import EpisodeConfig
 from sieve.train.pipeline import PipelineConfig
+from sieve.train.synth_writers import WRITERS, writer_help
 
 if TYPE_CHECKING:
     from sieve.retriever import CorpusIndex
     from sieve.settings import Settings
-
-_GENERATORS = ("heuristic", "claims", "local", "openai")
-
 
 def _open_index(s: Settings) -> CorpusIndex:
     from sieve.retriever import CorpusIndex
@@ -146,9 +144,7 @@ def register(app: typer.Typer) -> None:
         collection: Optional[str] = CollectionOpt,
         n: int = typer.Option(500, "--n", help="Verified tasks wanted (a rerun resumes up to N)."),
         out: Path = typer.Option(Path("tasks.jsonl"), "--out", help="Output JSONL (shared/eval tasks schema)."),
-        generator: str = typer.Option("heuristic", "--generator", help="heuristic (multi-hop templates, no model) | claims "
-                                       "(single-hop claims from finding sentences, no model: scientific or "
-                                       "report-like text) | local | openai."),
+        generator: str = typer.Option("heuristic", "--generator", help=f"{writer_help()}."),
         seed: int = typer.Option(0, "--seed", help="Seed of the bridge order (same seed, same tasks)."),
         model_path: Optional[str] = typer.Option(None, "--model-path", help="local: HF model folder (default SmolLM2)."),
         base_url: Optional[str] = typer.Option(None, "--base-url", help="openai: endpoint, e.g. http://host:8001/v1."),
@@ -164,7 +160,7 @@ def register(app: typer.Typer) -> None:
         single-hop claims (--generator claims)."""
         from sieve.train.synth import SynthConfig, make_writer, no_tasks_message, synthesize
 
-        _check_choice(generator, _GENERATORS, "--generator")
+        _check_choice(generator, tuple(WRITERS), "--generator")
         s = settings_from(data_dir, chroma_url, embedder, collection=collection, train_api_key=api_key)
         index = _open_index(s)
         cfg = SynthConfig(n=n, seed=seed, generator=generator, reader_check=reader_check,  # type: ignore[arg-type]

@@ -85,9 +85,10 @@ class WarmStartConfig:
 
 def assistant_message(turn: Turn) -> dict[str, Any]:
     """The teacher's assistant message of one turn (its calls, as the harness recorded them)."""
-    from sieve.agent.backends.parsing import KNOWN_TOOLS, parse_tool_calls
+    from sieve.agent.backends.parsing import parse_tool_calls
+    from sieve.agent.tool_specs import known_tool_names
 
-    calls = parse_tool_calls(turn.completion or "", KNOWN_TOOLS)
+    calls = parse_tool_calls(turn.completion or "", known_tool_names())
     if calls and all(c.arguments is not None for c in calls):
         return {"role": "assistant", "content": "",
                 "tool_calls": [c.to_openai() | {"id": c.call_id or f"call_{turn.index}_{i}"}
