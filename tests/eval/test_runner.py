@@ -59,7 +59,7 @@ def test_evaluator_keys_and_exact_values(sample_tasks):
     from sieve.eval.data import EvalTask
 
     tasks = [EvalTask(t["id"], t["question"], tuple(t["gold_ids"]), source="sample") for t in sample_tasks[:2]]
-    g0, g1 = tasks[0].gold_ids, tasks[1].gold_ids
+    g0 = tasks[0].gold_ids
     system = _ScriptedSystem({tasks[0].question: [g0[0], "noise", g0[1]], tasks[1].question: ["noise", "more"]})
     ev = RetrievalEvaluator(tasks, ks=[1, 3], name="sample", progress=False)
     m = ev(system)

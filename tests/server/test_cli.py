@@ -314,7 +314,7 @@ def test_result_tables_take_one_line_per_result_and_fit_the_width(width: int) ->
     lines = _render(width)
     assert len(lines) == 3 + len(ROWS), "\n".join(lines)  # title, header, rule, then one line per result
     assert max(cell_len(ln) for ln in lines) <= width
-    for (rank, _, chunk_id, _, _), line in zip(ROWS, lines[3:]):
+    for (rank, _, _chunk_id, _, _), line in zip(ROWS, lines[3:]):
         assert line.split()[0] == str(rank) and f"#{rank}" in line  # ids are cut in the middle, keeping #position
         assert line.rstrip().endswith("…")  # the text was cut to fit, not wrapped
     assert "wiki-charles-augustus-lindbergh#10" in "\n".join(_render(200))  # room enough: whole ids
