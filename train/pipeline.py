@@ -149,7 +149,7 @@ def _learned_route(cfg: PipelineConfig, index: Any, synth: Any, train_tasks: lis
     from sieve.train.learned.trainer import mean_scores, policy_scores
 
     rl_cfg = LearnedRLConfig(tasks=cfg.out / "train_tasks.jsonl", out=cfg.out / "rl", init=cfg.init,
-                             updates=cfg.steps, heldout_tasks=cfg.out / "heldout_tasks.jsonl", seed=cfg.seed)
+                             steps=cfg.steps, heldout_tasks=cfg.out / "heldout_tasks.jsonl", seed=cfg.seed)
     labelled = read_tasks(cfg.eval_tasks) if cfg.eval_tasks is not None else []
     # Before: the labelled questions under the heuristic and the shipped policy (they do not change with
     # training); their cost sizes the reserve for the retrained policy's pass after training.
@@ -245,7 +245,7 @@ def _llm_route(cfg: PipelineConfig, index: Any, synth: Any, train_tasks: list[di
                                          seed=cfg.seed), progress=progress)
     steps = cfg.steps if cfg.steps is not None else (None if cfg.minutes else cfg.llm_steps)
     rl = run_rl(index, RLConfig(tasks=cfg.out / "train_tasks.jsonl", out=cfg.out / "rl", model_path=sft["model_dir"],
-                                max_steps=steps, minutes=cfg.minutes, episode=cfg.episode, seed=cfg.seed),
+                                steps=steps, minutes=cfg.minutes, episode=cfg.episode, seed=cfg.seed),
                 progress=progress)
     evals: dict[str, dict[str, Any]] = {}
     evals["heuristic"] = run_heldout(index, held, cfg.episode, policy="heuristic", progress=progress)[0].to_dict()

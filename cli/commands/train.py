@@ -112,10 +112,10 @@ def _learned_rl(s: Settings, tasks: Path, out: Path, minutes: float | None, seed
     index = _open_index(s)
     from sieve.train.learned import LearnedRLConfig, run_learned_rl
 
-    cfg = LearnedRLConfig(tasks=tasks, out=out, init=init, updates=steps, minutes=minutes, limit=limit,
+    cfg = LearnedRLConfig(tasks=tasks, out=out, init=init, steps=steps, minutes=minutes, limit=limit,
                           seed=seed, reward=_reward_config(collapse_penalty), heldout_tasks=heldout_tasks,
                           command="sieve " + shlex.join(sys.argv[1:]),
-                          **_given(tasks_per_update=questions, group=generations, lr=lr, epochs=epochs))
+                          **_given(questions_per_step=questions, group=generations, lr=lr, epochs=epochs))
     result = run_learned_rl(index, cfg, progress=not as_json)
     if as_json:
         print_json(result)
@@ -291,12 +291,11 @@ def register(app: typer.Typer) -> None:
         index = _open_index(s)
         episode = EpisodeConfig(budget_tokens=budget_tokens, max_turns=max_turns, max_new_tokens=max_new_tokens,
                                 search_k=search_k, search_tokens=search_tokens)
-        cfg = RLConfig(tasks=tasks, out=out, model_path=None if init == "default" else init, max_steps=steps,
+        cfg = RLConfig(tasks=tasks, out=out, model_path=None if init == "default" else init, steps=steps,
                        minutes=minutes, loss_type=loss_type, beta=beta, episode=episode, lora=lora, bf16=bf16,
                        micro_batches=micro_batches, use_vllm=use_vllm, vllm_mode=vllm_mode,
                        vllm_server_base_url=vllm_url, limit=n, seed=seed, reward=_reward_config(collapse_penalty),
-                       **_given(questions_per_step=questions_per_step, num_generations=num_generations,
-                                learning_rate=lr))
+                       **_given(questions_per_step=questions_per_step, group=num_generations, lr=lr))
         result = run_rl(index, cfg, progress=not as_json)
         if as_json:
             print_json(result)

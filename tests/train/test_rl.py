@@ -28,7 +28,7 @@ def test_grpo_smoke_run_through_the_harness(sample_index, tiny_model_dir, tmp_pa
     from sieve.train.llm.sft import load_student, save_merged
 
     cfg = RLConfig(tasks=Path("data/sample/tasks.jsonl"), out=tmp_path / "rl", model_path=str(tiny_model_dir),
-                   max_steps=2, questions_per_step=1, num_generations=2, learning_rate=1e-3, limit=2,
+                   steps=2, questions_per_step=1, group=2, lr=1e-3, limit=2,
                    rollout_workers=2,
                    episode=EpisodeConfig(budget_tokens=1024, max_turns=2, search_k=2, search_tokens=256,
                                          max_new_tokens=16))
@@ -69,7 +69,7 @@ def test_grpo_time_budget_alone_ends_the_run(sample_index, tiny_model_dir, tmp_p
     from sieve.train.llm.rl import DEFAULT_STEPS, RLConfig, run_rl
 
     cfg = RLConfig(tasks=Path("data/sample/tasks.jsonl"), out=tmp_path / "rl", model_path=str(tiny_model_dir),
-                   minutes=0.01, questions_per_step=1, num_generations=2, limit=2, rollout_workers=2,
+                   minutes=0.01, questions_per_step=1, group=2, limit=2, rollout_workers=2,
                    episode=EpisodeConfig(budget_tokens=1024, max_turns=1, search_k=2, search_tokens=256,
                                          max_new_tokens=8))
     assert cfg.step_cap > DEFAULT_STEPS

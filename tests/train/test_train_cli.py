@@ -156,10 +156,10 @@ def test_step_caps_never_cut_a_time_budget_short():
     from sieve.train.learned.trainer import DEFAULT_UPDATES, LearnedRLConfig
     from sieve.train.llm.rl import DEFAULT_STEPS, RLConfig
 
-    assert LearnedRLConfig().update_cap == DEFAULT_UPDATES and LearnedRLConfig().init == "default"
-    assert LearnedRLConfig(minutes=10).update_cap is None  # the time budget alone ends the run
-    assert LearnedRLConfig(minutes=10, updates=50).update_cap == 50
-    assert RLConfig().step_cap == DEFAULT_STEPS and RLConfig(max_steps=7, minutes=1).step_cap == 7
+    assert LearnedRLConfig().step_cap == DEFAULT_UPDATES and LearnedRLConfig().init == "default"
+    assert LearnedRLConfig(minutes=10).step_cap is None  # the time budget alone ends the run
+    assert LearnedRLConfig(minutes=10, steps=50).step_cap == 50
+    assert RLConfig().step_cap == DEFAULT_STEPS and RLConfig(steps=7, minutes=1).step_cap == 7
     assert RLConfig(minutes=10).step_cap >= 100_000
 
 

@@ -168,8 +168,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     logger.info("Stage 3/4: GRPO for up to %d steps / %.0f min", args.rl_steps, args.rl_minutes)
     rl_cfg = RLConfig(tasks=out / "rl_tasks.jsonl", out=out / "rl", model_path=sft["model_dir"],
-                      max_steps=args.rl_steps, questions_per_step=args.questions, num_generations=args.generations,
-                      loss_type=args.loss_type, learning_rate=args.rl_lr, bf16=args.bf16, episode=episode,
+                      steps=args.rl_steps, questions_per_step=args.questions, group=args.generations,
+                      loss_type=args.loss_type, lr=args.rl_lr, bf16=args.bf16, episode=episode,
                       rollout_workers=args.generations, seed=args.seed)
     rl = run_rl(index, rl_cfg, callbacks=[time_limit_callback(args.rl_minutes * 60)])
     history = rl["history"]

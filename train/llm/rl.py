@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")
 
 DEFAULT_STEPS = 100
-"""GRPO steps of a run given neither ``max_steps`` nor ``minutes``."""
+"""GRPO steps of a run given neither ``steps`` nor ``minutes``."""
 
 _NO_CAP = 1_000_000  # TRL needs a step count; under a time budget alone, the budget ends the run first
 
@@ -40,20 +40,20 @@ class RLConfig:
     tasks: Path = field(default=Path("tasks.jsonl"), metadata={"help": "Tasks JSONL."})
     out: Path = field(default=Path("runs/rl"), metadata={"help": "Output folder; the model goes to OUT/model."})
     model_path: str | None = field(default=None, metadata={"help": "Start policy HF folder (e.g. runs/sft/model)."})
-    max_steps: int | None = field(default=None, metadata={
+    steps: int | None = field(default=None, metadata={
         "help": f"Most optimizer steps (one generation batch each); unset: {DEFAULT_STEPS}, or no cap when `minutes` "
                 "is set (the time budget ends the run)."})
     minutes: float | None = field(default=None, metadata={
         "help": "Wall-clock budget of training; rewards anneal over it, and it stops when spent (the model is saved)."})
     questions_per_step: int = field(default=2, metadata={"help": "Questions per step (Context-1: 128)."})
-    num_generations: int = field(default=4, metadata={"help": "Rollouts per question, the GRPO group (Context-1: 8)."})
+    group: int = field(default=4, metadata={"help": "Rollouts per question, the GRPO group (Context-1: 8)."})
     micro_batches: int = field(default=1, metadata={
         "help": "Micro-batches the step's segments are split into (gradient accumulation; memory knob)."})
     loss_type: str = field(default="cispo", metadata={"help": f"TRL loss, one of {LOSS_TYPES}."})
     beta: float = field(default=0.0, metadata={"help": "KL coefficient towards the start policy (0: no ref model)."})
     epsilon_high: float | None = field(default=None, metadata={
         "help": "Upper clip (cispo: ε_max, default 5.0 as TRL recommends; dapo: 0.28)."})
-    learning_rate: float = field(default=1e-6, metadata={"help": "Learning rate."})
+    lr: float = field(default=1e-6, metadata={"help": "Learning rate."})
     temperature: float = field(default=1.0, metadata={"help": "Sampling temperature of rollouts."})
     top_p: float = field(default=1.0, metadata={"help": "Top-p of rollouts."})
     scale_rewards: str = field(default="group", metadata={"help": "Advantage scaling: group, batch or none."})
@@ -79,16 +79,16 @@ class RLConfig:
         self.tasks, self.out = Path(self.tasks), Path(self.out)
         if self.loss_type not in LOSS_TYPES:
             raise InvalidInput(f"Expected loss_type in {LOSS_TYPES}, got {self.loss_type!r}")
-        if self.num_generations < 2:
-            raise InvalidInput(f"Expected num_generations >= 2 (GRPO needs a group), got {self.num_generations}")
+        if self.group < 2:
+            raise InvalidInput(f"Expected num_generations >= 2 (GRPO needs a group), got {self.group}")
         if self.minutes is not None and self.minutes <= 0:
             raise InvalidInput(f"Expected minutes > 0, got {self.minutes}")
         if self.step_cap < 1 or self.questions_per_step < 1 or self.micro_batches < 1:
-            raise InvalidInput(f"Expected max_steps, questions_per_step, micro_batches >= 1, got "
-                             f"{self.max_steps}, {self.questions_per_step}, {self.micro_batches}")
-        if (self.questions_per_step * self.num_generations) % self.micro_batches:
+            raise InvalidInput(f"Expected steps, questions_per_step, micro_batches >= 1, got "
+                             f"{self.steps}, {self.questions_per_step}, {self.micro_batches}")
+        if (self.questions_per_step * self.group) % self.micro_batches:
             raise InvalidInput(f"Expected questions_per_step * num_generations ({self.questions_per_step} * "
-                             f"{self.num_generations}) divisible by micro_batches ({self.micro_batches})")
+                             f"{self.group}) divisible by micro_batches ({self.micro_batches})")
         if self.scale_rewards not in ("group", "batch", "none"):
             raise InvalidInput(f"Expected scale_rewards in ('group', 'batch', 'none'), got {self.scale_rewards!r}")
         if self.vllm_mode not in ("colocate", "server"):
@@ -96,10 +96,10 @@ class RLConfig:
 
     @property
     def step_cap(self) -> int:
-        """The step count TRL runs to: ``max_steps`` if given, effectively none under a time budget alone,
+        """The step count TRL runs to: ``steps`` if given, effectively none under a time budget alone,
         else :data:`DEFAULT_STEPS`."""
-        if self.max_steps is not None:
-            return self.max_steps
+        if self.steps is not None:
+            return self.steps
         return _NO_CAP if self.minutes else DEFAULT_STEPS
 
 
@@ -120,7 +120,7 @@ def grpo_args(cfg: RLConfig, num_processes: int = 1, reward_weights: list[float]
     import torch
     from trl import GRPOConfig
 
-    episodes = cfg.questions_per_step * cfg.num_generations
+    episodes = cfg.questions_per_step * cfg.group
     if episodes % (num_processes * cfg.micro_batches):
         raise InvalidInput(f"Expected questions_per_step * num_generations ({episodes}) divisible by processes x "
                          f"micro_batches ({num_processes} x {cfg.micro_batches})")
@@ -133,9 +133,9 @@ def grpo_args(cfg: RLConfig, num_processes: int = 1, reward_weights: list[float]
         if cfg.vllm_server_base_url:
             kwargs["vllm_server_base_url"] = cfg.vllm_server_base_url
     return GRPOConfig(
-        output_dir=str(cfg.out / "trainer"), max_steps=cfg.step_cap, learning_rate=cfg.learning_rate,
+        output_dir=str(cfg.out / "trainer"), max_steps=cfg.step_cap, learning_rate=cfg.lr,
         per_device_train_batch_size=per_device, gradient_accumulation_steps=cfg.micro_batches,
-        steps_per_generation=cfg.micro_batches, num_generations=cfg.num_generations, num_iterations=1,
+        steps_per_generation=cfg.micro_batches, num_generations=cfg.group, num_iterations=1,
         loss_type=cfg.loss_type, beta=cfg.beta, epsilon_high=eps_high, temperature=cfg.temperature,
         top_p=cfg.top_p, max_completion_length=cfg.episode.max_new_tokens, scale_rewards=cfg.scale_rewards,
         mask_truncated_completions=cfg.mask_truncated, remove_unused_columns=False, logging_steps=1,
@@ -220,7 +220,7 @@ def run_rl(index: CorpusIndex, cfg: RLConfig, *, progress: bool = True, model: A
     t0 = time.perf_counter()
     tasks = read_tasks(cfg.tasks, cfg.limit)
     train_tasks, held = split_tasks(tasks, cfg.holdout, cfg.seed) if cfg.holdout > 0 else (tasks, [])
-    timer = time_limit_callback(cfg.minutes * 60, anneal=cfg.max_steps is None) if cfg.minutes else None
+    timer = time_limit_callback(cfg.minutes * 60, anneal=cfg.steps is None) if cfg.minutes else None
     trainer = build_trainer(index, cfg, train_tasks, model=model, tokenizer=tokenizer,
                             extra_reward_funcs=extra_reward_funcs, reward_weights=reward_weights,
                             callbacks=[*(callbacks or []), *([timer] if timer else [])])
