@@ -201,7 +201,9 @@ class _EpisodeRun:
         self.context.add("user", question_message(self.episode.question))
         self.context.add("user", self.budget.notice(self.context.tokens()), kind="notice")
         session = self._start()
-        for turn_i in range(self.config.max_turns if session is not None else 0):
+        if session is None:  # the policy could not start: no turn runs
+            return self._close()
+        for turn_i in range(self.config.max_turns):
             cap = self._cap_reached()
             if cap is not None:
                 self.stop = cap
@@ -388,7 +390,7 @@ def fuse_traces(traces: list[Trace], *, k: int, rrf_k: int = 60, wall_ms: float 
         returned.append(Evidence(chunk_id=cid, doc_id=e.doc_id, score=score, rank=rank, title=e.title,
                                  source=e.source, text=e.text, justification=e.justification,
                                  metadata={**e.metadata, "votes": sum(cid in t.returned_chunk_ids for t in traces)}))
-    turns = []
+    turns: list[Turn] = []
     for t in traces:
         for turn in t.turns:
             turns.append(Turn(**{**turn.__dict__, "index": len(turns)}))

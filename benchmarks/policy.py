@@ -102,7 +102,7 @@ def run(args: argparse.Namespace, tasks: list[dict[str, Any]]) -> dict[str, dict
     index = open_index(args.data, args.data_dir)
     agents = _agents(args, index)
     keys = ("r5", "r10", "all", "seen", "searches", "ms")
-    rows = {name: {key: [] for key in keys} for name in ("hybrid", *agents)}
+    rows: dict[str, dict[str, list[float]]] = {name: {key: [] for key in keys} for name in ("hybrid", *agents)}
     for task in tqdm(tasks, desc="tasks", unit="task"):
         gold = set(task["gold_ids"])
         t0 = time.perf_counter()

@@ -81,7 +81,7 @@ class EvalReport:
 
 def run_eval(
     config: EvalConfig, retriever_config: RetrieverConfig, *, embedder: Embedder | None = None,
-    index: CorpusIndex | None = None, system_factory: Callable[[str, CorpusIndex, int], System] | None = None,
+    index: CorpusIndex | None = None, system_factory: Callable[..., System] | None = None,
 ) -> EvalReport:
     """Run every system of ``config`` on every task and write the report folder.
 

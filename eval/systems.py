@@ -63,8 +63,8 @@ class System(Protocol):
 
     name: str
 
-    def run(self, question: str) -> SystemOutput:
-        """The ranked documents for ``question`` (systems that return chunks take ``unit="chunks"`` too)."""
+    def run(self, question: str, unit: Unit = "docs") -> SystemOutput:
+        """The ranked documents for ``question`` (``unit="chunks"``: the ranked chunks)."""
         ...
 
 

@@ -79,7 +79,7 @@ async def run_blocking(fn: Callable[..., T], *args: Any, timeout: float, slot: S
 
     try:
         with anyio.move_on_after(timeout):
-            return await anyio.to_thread.run_sync(job, abandon_on_cancel=True)  # type: ignore[return-value]
+            return await anyio.to_thread.run_sync(job, abandon_on_cancel=True)  # type: ignore[return-value, arg-type]
     finally:
         if slot is not None:
             slot.release_unless_running()

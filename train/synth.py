@@ -423,11 +423,11 @@ def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None =
         report.seconds = time.perf_counter() - t0
         return report
     if isinstance(writer, ClaimWriter):
-        run = synthesize_claims(index, out, need, existing_tasks, seed=cfg.seed, id_prefix=cfg.id_prefix,
-                                search_depth=cfg.claim_search_depth, writer=writer, progress=progress)
-        report.written, report.bridges_tried, report.drafts = len(run.tasks), run.documents_tried, run.drafts
-        report.rejected.update(run.rejected)
-        report.single_shot_recall_at_10 = single_shot_recall([*existing_tasks.values(), *run.tasks], k=10)
+        claims = synthesize_claims(index, out, need, existing_tasks, seed=cfg.seed, id_prefix=cfg.id_prefix,
+                                   search_depth=cfg.claim_search_depth, writer=writer, progress=progress)
+        report.written, report.bridges_tried, report.drafts = len(claims.tasks), claims.documents_tried, claims.drafts
+        report.rejected.update(claims.rejected)
+        report.single_shot_recall_at_10 = single_shot_recall([*existing_tasks.values(), *claims.tasks], k=10)
         return _finish(report, out, existing_tasks, need, t0, "documents with a findable finding")
     view = CorpusView.load(index, min_title_chars=cfg.min_title_chars, max_title_words=cfg.max_title_words)
     order = list(view.chunks)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from fastapi import APIRouter
 
@@ -14,7 +15,7 @@ from sieve.server.schemas import (
     Problem, RetrieveRequest, RetrieveResponse, SearchR1Request, SearchR1Response, SearchR1Scored, UsageOut,
 )
 
-ERRORS = {401: {"model": Problem}, 404: {"model": Problem}, 409: {"model": Problem}, 422: {"model": Problem},
+ERRORS: dict[int | str, dict[str, Any]] = {401: {"model": Problem}, 404: {"model": Problem}, 409: {"model": Problem}, 422: {"model": Problem},
           503: {"model": Problem}, 504: {"model": Problem}}
 
 router = APIRouter(tags=["retrieval"], dependencies=[ReadAuth], responses=ERRORS)

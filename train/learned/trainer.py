@@ -392,8 +392,8 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
         summary["heldout_end"] = mean_scores(end)
         summary.setdefault("heldout_scores", {})["end"] = end
     _save(out, net, pcfg, optimizer, stream, u, rl_seconds, summary, cfg, meta, cached)
-    rows = [json.loads(line) for line in (out / "curve.jsonl").read_text(encoding="utf-8").splitlines() if line]
-    summary.update(write_curve_outputs(out, rows, cfg.table_every, title=str(cfg.tasks)))
+    curve = [json.loads(line) for line in (out / "curve.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    summary.update(write_curve_outputs(out, curve, cfg.table_every, title=str(cfg.tasks)))
     summary["seconds"] = round(time.perf_counter() - t_start, 1)
     summary["model_dir"] = str(out / "model")
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
