@@ -101,14 +101,14 @@ def prepare_search(box: ToolHost, p: PreparedCall) -> None:
     box.cap_k(p, box.config.search_k, box.config.search_k)
     filters = p.args.get("filters")
     seen = set(box.context.seen_ids)
-    hits = box.index.search(query, box.config.search_candidates, mode="hybrid",
-                            where=box.scoped_where(filters), exclude=seen)
+    hits = box.index.search(
+        query, box.config.search_candidates, mode="hybrid", where=box.scoped_where(filters), exclude=seen
+    )
     if not hits and filters:
         # Small models invent filters ({"country": "USA"}) that no chunk carries, and then every
         # search of the episode comes back empty. A filter that matches nothing is dropped, and
         # the result says so; the caller's own ``where`` scope always stays.
-        hits = box.index.search(query, box.config.search_candidates, mode="hybrid", where=box.where,
-                                exclude=seen)
+        hits = box.index.search(query, box.config.search_candidates, mode="hybrid", where=box.where, exclude=seen)
         p.dropped_filters = filters if hits else None
     if not hits:
         return
@@ -155,6 +155,7 @@ def prepare_prune(box: ToolHost, p: PreparedCall) -> None:
 def prepare_finish(box: ToolHost, p: PreparedCall) -> None:
     return None
 
+
 # -- commit (sequential) -----------------------------------------------------------------------
 
 
@@ -162,8 +163,10 @@ def commit_search(box: ToolHost, p: PreparedCall, out: ToolOutcome, turn: int) -
     k = p.args.get("k", box.config.search_k)
     header = f"search {p.args['query']!r}"
     if p.dropped_filters:
-        header += (f" (no chunk matches filters {json.dumps(p.dropped_filters, ensure_ascii=False)}; "
-                   "showing results without them)")
+        header += (
+            f" (no chunk matches filters {json.dumps(p.dropped_filters, ensure_ascii=False)}; "
+            "showing results without them)"
+        )
     box.pack(p, out, turn, k, header, p.args["query"])
 
 
@@ -183,8 +186,10 @@ def commit_prune(box: ToolHost, p: PreparedCall, out: ToolOutcome, turn: int) ->
         raise ToolRejected(f"Expected handles shown in this episode (e.g. c3), got {unknown}", True)
     out.pruned = [e.chunk_id for e in done]
     freed = before - box.context.tokens()
-    parts = [f"Pruned {len(done)} chunk{'s' if len(done) != 1 else ''}"
-             + (f" ({', '.join(e.handle for e in done)}), freed {freed:,} tokens" if done else "")]
+    parts = [
+        f"Pruned {len(done)} chunk{'s' if len(done) != 1 else ''}"
+        + (f" ({', '.join(e.handle for e in done)}), freed {freed:,} tokens" if done else "")
+    ]
     if already:
         parts.append(f"already pruned: {', '.join(e.handle for e in already)}")
     if unknown:
@@ -204,9 +209,25 @@ def commit_finish(box: ToolHost, p: PreparedCall, out: ToolOutcome, turn: int) -
     answer = p.args.get("answer")
     out.finish = FinishRequest(entries=entries, answer=answer if isinstance(answer, str) else None, unknown=unknown)
     out.content = f"Finished with {len(entries)} evidence chunks." + (
-        f" Unknown ids ignored: {unknown}." if unknown else "")
+        f" Unknown ids ignored: {unknown}." if unknown else ""
+    )
 
 
-__all__ = ["Candidate", "FinishRequest", "PreparedCall", "ToolHost", "ToolOutcome", "ToolRejected", "commit_finish",
-           "commit_grep", "commit_prune", "commit_read", "commit_search", "prepare_finish", "prepare_grep",
-           "prepare_prune", "prepare_read", "prepare_search"]
+__all__ = [
+    "Candidate",
+    "FinishRequest",
+    "PreparedCall",
+    "ToolHost",
+    "ToolOutcome",
+    "ToolRejected",
+    "commit_finish",
+    "commit_grep",
+    "commit_prune",
+    "commit_read",
+    "commit_search",
+    "prepare_finish",
+    "prepare_grep",
+    "prepare_prune",
+    "prepare_read",
+    "prepare_search",
+]

@@ -68,8 +68,9 @@ def _openai(config: AgentConfig, backend: ChatBackend | None) -> Policy:
     if backend is None:
         from sieve.agent.backends.openai import OpenAIBackend
 
-        backend = OpenAIBackend(config.base_url, config.model, api_key=config.api_key, timeout=config.timeout_s,
-                                retries=config.retries)
+        backend = OpenAIBackend(
+            config.base_url, config.model, api_key=config.api_key, timeout=config.timeout_s, retries=config.retries
+        )
     # Served models' tokenizers are not local: the budget counts ~4 characters a token.
     return LLMPolicy(backend, config, name="openai", tool_choice=config.tool_choice)
 
@@ -111,5 +112,4 @@ def make_policy(name: str, config: AgentConfig | None = None, *, backend: ChatBa
     return spec.build(config or AgentConfig(), backend)
 
 
-__all__ = ["DEFAULT_POLICY", "POLICIES", "PolicyBuilder", "PolicySpec", "make_policy", "policy_help",
-           "register_policy"]
+__all__ = ["DEFAULT_POLICY", "POLICIES", "PolicyBuilder", "PolicySpec", "make_policy", "policy_help", "register_policy"]

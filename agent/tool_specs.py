@@ -51,8 +51,10 @@ class AgentTool:
 
     def spec(self) -> dict[str, Any]:
         """The tool in OpenAI format: ``{"type": "function", "function": {name, description, parameters}}``."""
-        return {"type": "function", "function": {"name": self.name, "description": self.description,
-                                                  "parameters": self.parameters}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
 
 
 TOOLS: dict[str, AgentTool] = {}
@@ -64,93 +66,120 @@ def register_tool(tool: AgentTool) -> AgentTool:
     return tool
 
 
-register_tool(AgentTool(
-    name="search",
-    description=("Hybrid (keyword + semantic) search of the corpus. Returns new chunks only: chunks already "
-                 "shown in this episode are never repeated. Each chunk is shown with a short handle like c17."),
-    parameters={
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "description": "What to look for; name entities explicitly."},
-            "k": {"type": "integer", "description": "Most chunks to show (default and maximum 10; more is capped)."},
-            "filters": {"type": "object", "description": "Optional metadata filter on chunk fields; omit it "
-                                                     "unless the question names a source."},
+register_tool(
+    AgentTool(
+        name="search",
+        description=(
+            "Hybrid (keyword + semantic) search of the corpus. Returns new chunks only: chunks already "
+            "shown in this episode are never repeated. Each chunk is shown with a short handle like c17."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What to look for; name entities explicitly."},
+                "k": {
+                    "type": "integer",
+                    "description": "Most chunks to show (default and maximum 10; more is capped).",
+                },
+                "filters": {
+                    "type": "object",
+                    "description": "Optional metadata filter on chunk fields; omit it "
+                    "unless the question names a source.",
+                },
+            },
+            "required": ["query"],
         },
-        "required": ["query"],
-    },
-    prompt="search(query): hybrid keyword + semantic search; only chunks you have not seen are returned.",
-    prepare=_b.prepare_search, commit=_b.commit_search,
-    arg_aliases={"q": "query", "text": "query", "top_k": "k", "filter": "filters", "where": "filters"},
-    call_aliases=("search_corpus",),
-))
-register_tool(AgentTool(
-    name="grep",
-    description="Regex search over chunk text (Rust regex syntax, no look-around, at least 3 characters).",
-    parameters={
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "description": "Regular expression, e.g. 'Lindbergh|Spirit of St'."},
-            "k": {"type": "integer", "description": "Most chunks to show (default and maximum 5; more is capped)."},
+        prompt="search(query): hybrid keyword + semantic search; only chunks you have not seen are returned.",
+        prepare=_b.prepare_search,
+        commit=_b.commit_search,
+        arg_aliases={"q": "query", "text": "query", "top_k": "k", "filter": "filters", "where": "filters"},
+        call_aliases=("search_corpus",),
+    )
+)
+register_tool(
+    AgentTool(
+        name="grep",
+        description="Regex search over chunk text (Rust regex syntax, no look-around, at least 3 characters).",
+        parameters={
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Regular expression, e.g. 'Lindbergh|Spirit of St'."},
+                "k": {"type": "integer", "description": "Most chunks to show (default and maximum 5; more is capped)."},
+            },
+            "required": ["pattern"],
         },
-        "required": ["pattern"],
-    },
-    prompt="grep(pattern): regex over chunk text, up to 5 chunks.",
-    prepare=_b.prepare_grep, commit=_b.commit_grep,
-    arg_aliases={"regex": "pattern", "query": "pattern", "top_k": "k"},
-    call_aliases=("grep_corpus",),
-))
-register_tool(AgentTool(
-    name="read",
-    description=("Read around a chunk (its neighbours) or a whole document. Pass a handle (c17), a chunk id "
-                 "or a document id; chunks already shown are left out."),
-    parameters={
-        "type": "object",
-        "properties": {
-            "id": {"type": "string", "description": "Handle, chunk id or document id."},
-            "window": {"type": "integer", "description": "Neighbours each side of a chunk (default 1)."},
+        prompt="grep(pattern): regex over chunk text, up to 5 chunks.",
+        prepare=_b.prepare_grep,
+        commit=_b.commit_grep,
+        arg_aliases={"regex": "pattern", "query": "pattern", "top_k": "k"},
+        call_aliases=("grep_corpus",),
+    )
+)
+register_tool(
+    AgentTool(
+        name="read",
+        description=(
+            "Read around a chunk (its neighbours) or a whole document. Pass a handle (c17), a chunk id "
+            "or a document id; chunks already shown are left out."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "description": "Handle, chunk id or document id."},
+                "window": {"type": "integer", "description": "Neighbours each side of a chunk (default 1)."},
+            },
+            "required": ["id"],
         },
-        "required": ["id"],
-    },
-    prompt="read(id, window): neighbouring chunks of a chunk, or a whole document.",
-    prepare=_b.prepare_read, commit=_b.commit_read,
-    arg_aliases={"chunk_id": "id", "doc_id": "id", "chunk_or_doc_id": "id", "ref": "id", "handle": "id"},
-    call_aliases=("read_document",),
-))
-register_tool(AgentTool(
-    name="prune",
-    description=("Remove chunks from your context to free budget. Their text leaves the context; they are "
-                 "never shown again. Prune chunks that do not help answer the question."),
-    parameters={
-        "type": "object",
-        "properties": {
-            "ids": {"type": "array", "items": {"type": "string"}, "description": "Handles to prune, e.g. [\"c3\"]."},
-            "reason": {"type": "string", "description": "Optional: why."},
+        prompt="read(id, window): neighbouring chunks of a chunk, or a whole document.",
+        prepare=_b.prepare_read,
+        commit=_b.commit_read,
+        arg_aliases={"chunk_id": "id", "doc_id": "id", "chunk_or_doc_id": "id", "ref": "id", "handle": "id"},
+        call_aliases=("read_document",),
+    )
+)
+register_tool(
+    AgentTool(
+        name="prune",
+        description=(
+            "Remove chunks from your context to free budget. Their text leaves the context; they are "
+            "never shown again. Prune chunks that do not help answer the question."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "ids": {"type": "array", "items": {"type": "string"}, "description": 'Handles to prune, e.g. ["c3"].'},
+                "reason": {"type": "string", "description": "Optional: why."},
+            },
+            "required": ["ids"],
         },
-        "required": ["ids"],
-    },
-    prompt="prune(ids): drop chunks that do not help from your context to free budget.",
-    prepare=_b.prepare_prune, commit=_b.commit_prune,
-    arg_aliases={"chunk_ids": "ids", "handles": "ids", "id": "ids"},
-    call_aliases=("prune_chunks",),
-    over_budget=True,
-))
-register_tool(AgentTool(
-    name="finish",
-    description="End the search and return the evidence: the handles of the chunks that answer the question, best first.",
-    parameters={
-        "type": "object",
-        "properties": {
-            "ids": {"type": "array", "items": {"type": "string"}, "description": "Handles, most useful first."},
-            "answer": {"type": "string", "description": "Optional short answer to the question."},
+        prompt="prune(ids): drop chunks that do not help from your context to free budget.",
+        prepare=_b.prepare_prune,
+        commit=_b.commit_prune,
+        arg_aliases={"chunk_ids": "ids", "handles": "ids", "id": "ids"},
+        call_aliases=("prune_chunks",),
+        over_budget=True,
+    )
+)
+register_tool(
+    AgentTool(
+        name="finish",
+        description="End the search and return the evidence: the handles of the chunks that answer the question, best first.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "ids": {"type": "array", "items": {"type": "string"}, "description": "Handles, most useful first."},
+                "answer": {"type": "string", "description": "Optional short answer to the question."},
+            },
+            "required": ["ids"],
         },
-        "required": ["ids"],
-    },
-    prompt="finish(ids, answer): return the evidence chunks, best first, and end.",
-    prepare=_b.prepare_finish, commit=_b.commit_finish,
-    arg_aliases={"chunk_ids": "ids", "handles": "ids", "evidence": "ids", "id": "ids"},
-    call_aliases=("answer", "final_answer"),
-    over_budget=True,
-))
+        prompt="finish(ids, answer): return the evidence chunks, best first, and end.",
+        prepare=_b.prepare_finish,
+        commit=_b.commit_finish,
+        arg_aliases={"chunk_ids": "ids", "handles": "ids", "evidence": "ids", "id": "ids"},
+        call_aliases=("answer", "final_answer"),
+        over_budget=True,
+    )
+)
 
 # The built-in tools, in the order the model is shown them (a registered tool joins at the end).
 TOOL_NAMES = tuple(TOOLS)
@@ -254,5 +283,17 @@ def validate_arguments(tool: str, args: dict[str, Any]) -> dict[str, Any]:
     return clean
 
 
-__all__ = ["TOOLS", "TOOL_NAMES", "AgentTool", "call_aliases", "canonical_tool", "known_tool_names",
-           "over_budget_tools", "prompt_tool_list", "register_tool", "tool_names", "tool_specs", "validate_arguments"]
+__all__ = [
+    "TOOLS",
+    "TOOL_NAMES",
+    "AgentTool",
+    "call_aliases",
+    "canonical_tool",
+    "known_tool_names",
+    "over_budget_tools",
+    "prompt_tool_list",
+    "register_tool",
+    "tool_names",
+    "tool_specs",
+    "validate_arguments",
+]

@@ -33,12 +33,22 @@ def _echo_commit(box: Any, p: Any, out: Any, turn: int) -> None:
 
 @pytest.fixture()
 def toy_tool() -> Iterator[AgentTool]:
-    tool = register_tool(AgentTool(
-        name="echo", description="Repeat a text back.",
-        parameters={"type": "object", "properties": {"text": {"type": "string", "description": "Any text."}},
-                    "required": ["text"]},
-        prompt="echo(text): repeat a text back.", prepare=_echo_prepare, commit=_echo_commit,
-        arg_aliases={"message": "text"}, call_aliases=("say",)))
+    tool = register_tool(
+        AgentTool(
+            name="echo",
+            description="Repeat a text back.",
+            parameters={
+                "type": "object",
+                "properties": {"text": {"type": "string", "description": "Any text."}},
+                "required": ["text"],
+            },
+            prompt="echo(text): repeat a text back.",
+            prepare=_echo_prepare,
+            commit=_echo_commit,
+            arg_aliases={"message": "text"},
+            call_aliases=("say",),
+        )
+    )
     yield tool
     del TOOLS["echo"]
 
@@ -47,8 +57,10 @@ def toy_tool() -> Iterator[AgentTool]:
 class _ToySession:
     def step(self, episode: Any) -> PolicyStep:
         if episode.turn == 0:
-            calls = [ParsedToolCall("search", {"query": episode.question}, call_id="a"),
-                     ParsedToolCall("say", {"message": "hello"}, call_id="b")]
+            calls = [
+                ParsedToolCall("search", {"query": episode.question}, call_id="a"),
+                ParsedToolCall("say", {"message": "hello"}, call_id="b"),
+            ]
         else:
             calls = [ParsedToolCall("finish", {"ids": list(episode.context.chunks)}, call_id="c")]
         return PolicyStep(tool_calls=calls)
@@ -124,8 +136,9 @@ def test_a_registered_mode_searches_and_is_accepted(toy_mode, sample_index) -> N
     from sieve.server.schemas import RetrieveRequest
 
     hits = sample_index.search("Spirit of St. Louis", 3, mode="keywords")
-    assert [h.chunk.chunk_id for h in hits] == [h.chunk.chunk_id for h in sample_index.search(
-        "Spirit of St. Louis", 3, mode="bm25")]
+    assert [h.chunk.chunk_id for h in hits] == [
+        h.chunk.chunk_id for h in sample_index.search("Spirit of St. Louis", 3, mode="bm25")
+    ]
     assert "keywords" in mode_help()
     assert RetrieveRequest(query="q", mode="keywords").mode == "keywords"
     assert "keywords" in RetrieveRequest.model_json_schema()["properties"]["mode"]["enum"]

@@ -111,9 +111,19 @@ def _openai(o: WriterOptions) -> Writer:
 
 
 register_writer("heuristic", _heuristic, "multi-hop templates, no model")
-register_writer("claims", _claims, "single-hop claims from finding sentences, no model; for scientific or report-like text")
+register_writer(
+    "claims", _claims, "single-hop claims from finding sentences, no model; for scientific or report-like text"
+)
 register_writer("local", _local, "an LLM run with transformers")
 register_writer("openai", _openai, "an LLM behind an OpenAI-compatible endpoint")
 
-__all__ = ["WRITERS", "Writer", "WriterBuilder", "WriterOptions", "WriterSpec", "build_writer", "register_writer",
-           "writer_help"]
+__all__ = [
+    "WRITERS",
+    "Writer",
+    "WriterBuilder",
+    "WriterOptions",
+    "WriterSpec",
+    "build_writer",
+    "register_writer",
+    "writer_help",
+]
