@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from sieve.agent.config import AgentConfig
@@ -34,6 +34,14 @@ from sieve.errors import InvalidInput
 from sieve.retriever.config import RetrieverConfig
 
 ENV_PREFIX = "SIEVE_"
+# Fields renamed so that they no longer share a name with a config field of another meaning
+# (RetrieverConfig.max_k, AgentConfig.api_key): their old variables are still read.
+_OLD_VARIABLES = {"max_request_k": "SIEVE_MAX_K", "server_api_key": "SIEVE_API_KEY"}
+
+
+def _renamed(name: str) -> AliasChoices:
+    """The variables a renamed field reads: its own (``SIEVE_<NAME>``), then its old one."""
+    return AliasChoices(f"{ENV_PREFIX}{name.upper()}", _OLD_VARIABLES[name])
 
 
 def _from(config: type, name: str, **constraints: Any) -> Any:
@@ -59,7 +67,7 @@ else:
 class Settings(BaseSettings):
     """Every ``SIEVE_*`` variable (the README's Configuration table lists them; a test keeps it complete)."""
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", populate_by_name=True)
 
     # Storage and retrieval
     data_dir: Path = _from(RetrieverConfig, "data_dir")
@@ -78,10 +86,14 @@ class Settings(BaseSettings):
     port: int = Field(default=8000, description="`sieve serve` port.")
     workers: int = Field(default=1, ge=1, description="`sieve serve` worker processes; more than one needs a "
                                                       "Chroma server (`SIEVE_CHROMA_URL`).")
-    api_key: str | None = Field(default=None, description="Bearer key required on mutating endpoints.")
+    server_api_key: str | None = Field(default=None, validation_alias=_renamed("server_api_key"),
+                                       description="Bearer key this server requires on mutating endpoints "
+                                                   "(SIEVE_API_KEY is read too).")
     require_auth: bool = Field(default=False, description="Require the API key on every endpoint but `/healthz`.")
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, description="Largest request body accepted (413).")
-    max_k: int = Field(default=100, ge=1, description="Largest k (results per query) a request may ask for.")
+    max_request_k: int = Field(default=100, ge=1, validation_alias=_renamed("max_request_k"),
+                               description="Largest k (results per query) a request may ask for (SIEVE_MAX_K is "
+                                           "read too).")
     max_budget_tokens: int = Field(default=65536, ge=256, description="Largest agent token budget per request.")
     max_queries: int = Field(default=64, ge=1, description="Most queries in one Search-R1 /retrieve batch.")
     max_documents: int = Field(default=1000, ge=1, description="Most documents in one upsert request.")
@@ -157,8 +169,9 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_auth(self) -> Settings:
-        if self.require_auth and not self.api_key:
-            raise InvalidInput("Expected SIEVE_API_KEY to be set when SIEVE_REQUIRE_AUTH is true, got no key")
+        if self.require_auth and not self.server_api_key:
+            raise InvalidInput("Expected SIEVE_API_KEY (or SIEVE_SERVER_API_KEY) to be set when SIEVE_REQUIRE_AUTH "
+                               "is true, got no key")
         return self
 
     def retriever_config(self) -> RetrieverConfig:
@@ -294,10 +307,11 @@ def _describe(exc: ValidationError) -> str:
         if not err.get("loc"):  # a model-level check: its message names the variables itself
             parts.append(msg)
             continue
-        name = str(err["loc"][0])
+        name = str(err["loc"][0]).removeprefix(ENV_PREFIX).lower()  # a renamed field's error names its variable
         # Never echo a secret back into a log line.
         got = "a value" if "key" in name else repr(err.get("input"))
-        parts.append(f"Expected {name} ({ENV_PREFIX}{name.upper()} or its flag) to be {_lower_first(msg)}, got {got}")
+        variables = f"{ENV_PREFIX}{name.upper()}" + (f" or {_OLD_VARIABLES[name]}" if name in _OLD_VARIABLES else "")
+        parts.append(f"Expected {name} ({variables} or its flag) to be {_lower_first(msg)}, got {got}")
     return "; ".join(parts)
 
 

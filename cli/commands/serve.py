@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
                                                       help="OpenAI-compatible endpoint, e.g. vLLM's /v1."),
         openai_model: Optional[str] = typer.Option(None, "--openai-model", help="Model name at that endpoint."),
         budget_tokens: Optional[int] = typer.Option(None, "--budget-tokens", help="Default agent token budget."),
-        max_k: Optional[int] = typer.Option(None, "--max-k", help="Largest k a request may ask for."),
+        max_k: Optional[int] = typer.Option(None, "--max-request-k", "--max-k", help="Largest k a request may ask for."),
         timeout: Optional[float] = typer.Option(None, "--timeout", help="Per-request time limit in seconds."),
         embed_backend: Optional[str] = EmbedBackendOpt, embed_dtype: Optional[str] = EmbedDtypeOpt, bf16: bool = Bf16Opt,
         device: Optional[str] = DeviceOpt,
@@ -55,7 +55,7 @@ def register(app: typer.Typer) -> None:
         s = settings_from(
             data_dir, chroma_url, embedder, host=host, port=port, workers=workers, collection=collection,
             preload=preload or None, policy=policy, policy_path=policy_path, openai_base_url=openai_base_url,
-            openai_model=openai_model, budget_tokens=budget_tokens, max_k=max_k, request_timeout_s=timeout,
+            openai_model=openai_model, budget_tokens=budget_tokens, max_request_k=max_k, request_timeout_s=timeout,
             **embed_overrides(embed_backend, embed_dtype, bf16), device=device,
             mcp=False if no_mcp else None, log_level=log_level,
         )
@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
             from sieve.retriever.device import resolve_device
 
             resolve_device(s.device, s.embed_backend)
-        auth = "on all" if s.require_auth else "on writes" if s.api_key else "off"
+        auth = "on all" if s.require_auth else "on writes" if s.server_api_key else "off"
         typer.echo(f"Sieve on http://{s.host}:{s.port} (playground at /, API docs at /docs; "
                    f"{plural(s.workers, 'worker')}; collection {s.collection!r}; policy {s.policy}; auth {auth})",
                    err=True)
