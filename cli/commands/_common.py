@@ -19,21 +19,40 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound="Callable[..., Any]")
 
-# Options never read the environment themselves (no ``envvar=``): a flag left at None falls back to
-# the Settings value, which is where every SIEVE_* variable is read.
-CollectionOpt = typer.Option(None, "--collection", "-c", help="Collection name (default $SIEVE_COLLECTION or 'default').")
-DataDirOpt = typer.Option(None, "--data-dir", help="Data folder (default $SIEVE_DATA_DIR or the per-user data dir).")
-ChromaUrlOpt = typer.Option(None, "--chroma-url", help="Chroma server URL (default $SIEVE_CHROMA_URL; embedded if unset).")
-EmbedderOpt = typer.Option(None, "--embedder", help="Local sentence-transformers folder (default $SIEVE_EMBEDDER).")
+
+def setting_option(name: str, *flags: str, help: str | None = None, otherwise: str | None = None) -> Any:
+    """A flag for the setting ``name``, its help and default read from :class:`~sieve.settings.Settings`
+    (which reads them from the config dataclasses): written once, never repeated in a help text.
+
+    Options never read the environment themselves (no ``envvar=``): a flag left at None falls back
+    to the Settings value, which is where every SIEVE_* variable is read.
+
+    Args:
+        name: the Settings field.
+        flags: the flag's spellings (default ``--name-with-dashes``).
+        help: what the flag is, when the field's description reads wrong as a flag's help.
+        otherwise: the default in words, for a default computed at run time or unset.
+    """
+    from sieve.settings import ENV_PREFIX, Settings
+
+    field = Settings.model_fields[name]
+    what = (help or field.description or name).rstrip(".")
+    if otherwise is None and field.default_factory is None and field.default is not None:
+        otherwise = repr(field.default) if isinstance(field.default, str) else str(field.default)
+    default = f"${ENV_PREFIX}{name.upper()}" + (f" or {otherwise}" if otherwise else "")
+    return typer.Option(None, *(flags or ("--" + name.replace("_", "-"),)), help=f"{what} (default {default}).")
+
+
+CollectionOpt = setting_option("collection", "--collection", "-c", help="Collection name")
+DataDirOpt = setting_option("data_dir", help="Data folder", otherwise="the per-user data dir")
+ChromaUrlOpt = setting_option("chroma_url", help="Chroma server URL", otherwise="embedded Chroma")
+EmbedderOpt = setting_option("embedder", help="Local sentence-transformers folder", otherwise="the bundled MiniLM")
 
 JsonOpt = typer.Option(False, "--json", help="Machine-readable JSON on stdout (errors too, as problem details).")
-EmbedBackendOpt = typer.Option(None, "--embed-backend",
-                               help="Embedding runtime: onnx | torch (default $SIEVE_EMBED_BACKEND or onnx).")
-EmbedDtypeOpt = typer.Option(None, "--embed-dtype", help="float32 | int8 (onnx), float32 | bfloat16 (torch); "
-                                                         "default $SIEVE_EMBED_DTYPE or the backend's default.")
+EmbedBackendOpt = setting_option("embed_backend")
+EmbedDtypeOpt = setting_option("embed_dtype")
 Bf16Opt = typer.Option(False, "--bf16", help="Shorthand for --embed-backend torch --embed-dtype bfloat16.")
-DeviceOpt = typer.Option(None, "--device", help="Embedding device: auto | cpu | cuda (default $SIEVE_DEVICE or auto: "
-                                                "CUDA when the backend's runtime sees a GPU, else the CPU).")
+DeviceOpt = setting_option("device")
 WideOpt = typer.Option(False, "--wide", help="Wrap each result's text over several lines instead of one line per "
                                              "result cut to the terminal width.")
 

@@ -13,7 +13,7 @@ from sieve.defaults import DEFAULT_POLICY
 
 from sieve.cli.commands._common import (
     ChromaUrlOpt, CollectionOpt, DataDirOpt, DeviceOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, WideOpt,
-    cli_errors, embed_overrides, plural, print_json, print_results, settings_from, shorten,
+    cli_errors, embed_overrides, plural, print_json, print_results, setting_option, settings_from, shorten,
 )
 
 
@@ -124,7 +124,7 @@ def register(app: typer.Typer) -> None:
                                                    "$SIEVE_POLICY_PATH, else the one shipped with Sieve)."),
         budget: Optional[int] = typer.Option(None, "--budget", help="Context budget in tokens "
                                                                     "(default $SIEVE_BUDGET_TOKENS or 8192)."),
-        k: Optional[int] = typer.Option(None, "-k", help="Evidence chunks to return (default $SIEVE_K or 10)."),
+        k: Optional[int] = setting_option("k", "-k", help="Evidence chunks to return"),
         rollouts: int = typer.Option(1, "--rollouts", help="Independent episodes fused by reciprocal rank."),
         max_turns: Optional[int] = typer.Option(None, "--max-turns", help="Hard cap on turns "
                                                                           "(default $SIEVE_MAX_TURNS or 16)."),

@@ -11,7 +11,7 @@ from sieve.data import DEMO_QUESTION, SAMPLE_DIR
 from sieve.retriever.modes import mode_help
 from sieve.cli.commands._common import (
     Bf16Opt, ChromaUrlOpt, CollectionOpt, DataDirOpt, DeviceOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt,
-    WideOpt, cli_errors, embed_overrides, plural, print_json, print_results, settings_from,
+    WideOpt, cli_errors, embed_overrides, plural, print_json, print_results, setting_option, settings_from,
 )
 
 
@@ -77,9 +77,8 @@ def register(app: typer.Typer) -> None:
         chroma_url: Optional[str] = ChromaUrlOpt, embedder: Optional[str] = EmbedderOpt,
         embed_backend: Optional[str] = EmbedBackendOpt, embed_dtype: Optional[str] = EmbedDtypeOpt, bf16: bool = Bf16Opt,
         device: Optional[str] = DeviceOpt,
-        chunk_tokens: Optional[int] = typer.Option(None, help="Chunk size in tokens (default $SIEVE_CHUNK_TOKENS or 200)."),
-        chunk_overlap: Optional[int] = typer.Option(None, help="Chunk overlap in tokens (default $SIEVE_CHUNK_OVERLAP "
-                                                               "or 32)."),
+        chunk_tokens: Optional[int] = setting_option("chunk_tokens"),
+        chunk_overlap: Optional[int] = setting_option("chunk_overlap"),
         as_json: bool = JsonOpt,
     ) -> None:
         """Index a file or folder into COLLECTION (idempotent, resumable).
@@ -108,7 +107,7 @@ def register(app: typer.Typer) -> None:
     @cli_errors
     def retrieve_cmd(
         query: str = typer.Argument(..., help="The query."),
-        k: Optional[int] = typer.Option(None, "-k", help="Number of results (default $SIEVE_K or 10)."),
+        k: Optional[int] = setting_option("k", "-k", help="Number of results"),
         mode: str = typer.Option("hybrid", "--mode", help=mode_help()),
         collection: Optional[str] = CollectionOpt, data_dir: Optional[Path] = DataDirOpt,
         chroma_url: Optional[str] = ChromaUrlOpt, embedder: Optional[str] = EmbedderOpt,

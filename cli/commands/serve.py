@@ -10,7 +10,7 @@ import typer
 from sieve.agent.factory import policy_help
 from sieve.cli.commands._common import (
     Bf16Opt, ChromaUrlOpt, DataDirOpt, DeviceOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, cli_errors,
-    embed_overrides, plural, settings_from,
+    embed_overrides, plural, setting_option, settings_from,
 )
 
 
@@ -18,33 +18,32 @@ def register(app: typer.Typer) -> None:
     @app.command("serve")
     @cli_errors
     def serve_cmd(
-        host: Optional[str] = typer.Option(None, "--host", help="Bind address (default 127.0.0.1, $SIEVE_HOST)."),
-        port: Optional[int] = typer.Option(None, "--port", help="Port (default 8000, $SIEVE_PORT)."),
-        workers: Optional[int] = typer.Option(None, "--workers", help="Worker processes sharing the port (default 1, "
-                                              "$SIEVE_WORKERS); more than one needs --chroma-url."),
-        collection: Optional[str] = typer.Option(None, "--collection", "-c",
-                                                 help="Default collection (default $SIEVE_COLLECTION or 'default')."),
+        host: Optional[str] = setting_option("host", help="Bind address"),
+        port: Optional[int] = setting_option("port", help="Port"),
+        workers: Optional[int] = setting_option("workers", help="Worker processes sharing the port; more than one "
+                                                "needs --chroma-url"),
+        collection: Optional[str] = setting_option("collection", "--collection", "-c", help="Default collection"),
         preload: Optional[list[str]] = typer.Option(None, "--preload", help="Open this collection at start-up "
                                                                             "(repeatable)."),
-        policy: Optional[str] = typer.Option(None, "--policy", help=f"Default agent policy: {policy_help()}."),
-        policy_path: Optional[str] = typer.Option(None, "--policy-path", help="Checkpoint folder of the learned "
-                                                  "policy (default: the one shipped with Sieve)."),
-        openai_base_url: Optional[str] = typer.Option(None, "--openai-base-url",
-                                                      help="OpenAI-compatible endpoint, e.g. vLLM's /v1."),
-        openai_model: Optional[str] = typer.Option(None, "--openai-model", help="Model name at that endpoint."),
-        budget_tokens: Optional[int] = typer.Option(None, "--budget-tokens", help="Default agent token budget."),
-        max_k: Optional[int] = typer.Option(None, "--max-request-k", "--max-k", help="Largest k a request may ask for."),
-        timeout: Optional[float] = typer.Option(None, "--timeout", help="Per-request time limit in seconds."),
+        policy: Optional[str] = setting_option("policy", help=f"Default agent policy: {policy_help()}"),
+        policy_path: Optional[str] = setting_option("policy_path", help="Checkpoint folder of the learned policy",
+                                                    otherwise="the one shipped with Sieve"),
+        openai_base_url: Optional[str] = setting_option("openai_base_url"),
+        openai_model: Optional[str] = setting_option("openai_model"),
+        budget_tokens: Optional[int] = setting_option("budget_tokens"),
+        max_k: Optional[int] = setting_option("max_request_k", "--max-request-k", "--max-k",
+                                              help="Largest k (results per query) a request may ask for"),
+        timeout: Optional[float] = setting_option("request_timeout_s", "--timeout"),
         embed_backend: Optional[str] = EmbedBackendOpt, embed_dtype: Optional[str] = EmbedDtypeOpt, bf16: bool = Bf16Opt,
         device: Optional[str] = DeviceOpt,
         no_mcp: bool = typer.Option(False, "--no-mcp", help="Do not mount the MCP endpoint at /mcp."),
-        log_level: Optional[str] = typer.Option(None, "--log-level", help="uvicorn log level (default info)."),
+        log_level: Optional[str] = setting_option("log_level"),
         data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
         embedder: Optional[str] = EmbedderOpt,
     ) -> None:
         """Serve the HTTP API: agentic search, retrieval, documents, metrics and MCP.
 
-        Set SIEVE_API_KEY to require `Authorization: Bearer KEY` on writes (SIEVE_REQUIRE_AUTH=1: on everything).
+        Set SIEVE_SERVER_API_KEY (or SIEVE_API_KEY) to require `Authorization: Bearer KEY` on writes (SIEVE_REQUIRE_AUTH=1: on everything).
         """
         import uvicorn
 
