@@ -13,11 +13,14 @@ errors worded "Expected X, got Y" so a model can correct itself on the next turn
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sieve.agent import builtin_tools as _b
+from sieve.agent.config import AgentConfig
 
 if TYPE_CHECKING:
     from sieve.agent.builtin_tools import PreparedCall, ToolHost, ToolOutcome
@@ -49,12 +52,34 @@ class AgentTool:
     call_aliases: tuple[str, ...] = ()
     over_budget: bool = False
 
-    def spec(self) -> dict[str, Any]:
-        """The tool in OpenAI format: ``{"type": "function", "function": {name, description, parameters}}``."""
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
-        }
+    def spec(self, config: AgentConfig | None = None) -> dict[str, Any]:
+        """The tool in OpenAI format: ``{"type": "function", "function": {name, description, parameters}}``,
+        its ``{field}`` placeholders filled from ``config`` (default: ``AgentConfig()``)."""
+        values = _config_values(config)
+        function = {"name": self.name, "description": self.description, "parameters": self.parameters}
+        return {"type": "function", "function": _fill(function, values)}
+
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def _config_values(config: AgentConfig | None) -> dict[str, Any]:
+    config = config or AgentConfig()
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+
+
+def _fill(value: Any, values: Mapping[str, Any]) -> Any:
+    """``value`` with every ``{name}`` of a config field replaced by its value, in strings at any depth.
+
+    The numbers a model is told ("at most {grep_k} chunks") are the configured ones; other braces stay.
+    """
+    if isinstance(value, str):
+        return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), value)
+    if isinstance(value, dict):
+        return {k: _fill(v, values) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, values) for v in value]
+    return value
 
 
 TOOLS: dict[str, AgentTool] = {}
@@ -79,7 +104,7 @@ register_tool(
                 "query": {"type": "string", "description": "What to look for; name entities explicitly."},
                 "k": {
                     "type": "integer",
-                    "description": "Most chunks to show (default and maximum 10; more is capped).",
+                    "description": "Most chunks to show (default and maximum {search_k}; more is capped).",
                 },
                 "filters": {
                     "type": "object",
@@ -104,11 +129,14 @@ register_tool(
             "type": "object",
             "properties": {
                 "pattern": {"type": "string", "description": "Regular expression, e.g. 'Lindbergh|Spirit of St'."},
-                "k": {"type": "integer", "description": "Most chunks to show (default and maximum 5; more is capped)."},
+                "k": {
+                    "type": "integer",
+                    "description": "Most chunks to show (default and maximum {grep_k}; more is capped).",
+                },
             },
             "required": ["pattern"],
         },
-        prompt="grep(pattern): regex over chunk text, up to 5 chunks.",
+        prompt="grep(pattern): regex over chunk text, up to {grep_k} chunks.",
         prepare=_b.prepare_grep,
         commit=_b.commit_grep,
         arg_aliases={"regex": "pattern", "query": "pattern", "top_k": "k"},
@@ -126,7 +154,10 @@ register_tool(
             "type": "object",
             "properties": {
                 "id": {"type": "string", "description": "Handle, chunk id or document id."},
-                "window": {"type": "integer", "description": "Neighbours each side of a chunk (default 1)."},
+                "window": {
+                    "type": "integer",
+                    "description": "Neighbours each side of a chunk (default {read_window}).",
+                },
             },
             "required": ["id"],
         },
@@ -190,10 +221,10 @@ def tool_names() -> tuple[str, ...]:
     return tuple(TOOLS)
 
 
-def tool_specs(names: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+def tool_specs(names: tuple[str, ...] | None = None, config: AgentConfig | None = None) -> list[dict[str, Any]]:
     """The tools in OpenAI format: ``[{"type": "function", "function": {name, description, parameters}}]``
-    (every registered tool, or those named)."""
-    return [TOOLS[n].spec() for n in (tool_names() if names is None else names)]
+    (every registered tool, or those named), described with ``config``'s numbers."""
+    return [TOOLS[n].spec(config) for n in (tool_names() if names is None else names)]
 
 
 def call_aliases() -> dict[str, str]:
@@ -211,9 +242,10 @@ def over_budget_tools() -> tuple[str, ...]:
     return tuple(t.name for t in TOOLS.values() if t.over_budget)
 
 
-def prompt_tool_list() -> str:
+def prompt_tool_list(config: AgentConfig | None = None) -> str:
     """The system prompt's tool list: one ``- name(args): what it does`` line per registered tool."""
-    return "\n".join(f"- {t.prompt}" for t in TOOLS.values())
+    values = _config_values(config)
+    return "\n".join(f"- {_fill(t.prompt, values)}" for t in TOOLS.values())
 
 
 def canonical_tool(name: str) -> str:

@@ -83,7 +83,7 @@ def _score(rows: dict[str, list[float]], docs: list[str], seen: list[str], gold:
 
 
 def _agents(args: argparse.Namespace, index: Any) -> dict[str, Any]:
-    from sieve.agent import AgentConfig, HeuristicConfig, SearchAgent, make_policy
+    from sieve.agent import AgentConfig, HeuristicConfig, SearchAgent
 
     heur = dataclasses.replace(HeuristicConfig(), **_parse_sets(args.set))
     agents = {}
@@ -93,7 +93,7 @@ def _agents(args: argparse.Namespace, index: Any) -> dict[str, Any]:
             fc = dataclasses.replace(config.floor, enabled=floor != "off",
                                      method=floor if floor != "off" else config.floor.method)
             config = dataclasses.replace(config, floor=fc)
-            agents[f"{policy}/{floor}"] = SearchAgent(index, make_policy(policy, config), config)
+            agents[f"{policy}/{floor}"] = SearchAgent.with_policy(index, policy, config)
     return agents
 
 

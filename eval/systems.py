@@ -129,7 +129,7 @@ class AgentSystem:
                  **agent_overrides: Any) -> None:
         from dataclasses import replace
 
-        from sieve.agent import AgentConfig, SearchAgent, make_policy
+        from sieve.agent import AgentConfig, SearchAgent
 
         if policy not in AGENT_POLICIES:
             raise InvalidInput(f"Expected an agent policy in {tuple(AGENT_POLICIES)}, got {policy!r}")
@@ -139,7 +139,7 @@ class AgentSystem:
         self.name = f"agent:{policy}" + ("" if with_floor else f":{NO_FLOOR}")
         config = AgentConfig(k=depth, **{"models_dir": index.config.models_dir, **agent_overrides})
         self.config = replace(config, floor=replace(config.floor, enabled=config.floor.enabled and with_floor))
-        self.agent = SearchAgent(index, make_policy(policy, self.config), self.config)
+        self.agent = SearchAgent.with_policy(index, policy, self.config)
 
     def run(self, question: str, unit: Unit = "docs") -> SystemOutput:
         from sieve.errors import BackendError

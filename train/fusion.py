@@ -55,13 +55,13 @@ def _labels(task: EvalTask, items: list[Any], ranges: dict[str, tuple[int, int]]
 def collect(index: CorpusIndex, tasks: list[EvalTask], policies: list[str], *, k: int = 20,
             data: FusionData | None = None, progress: bool = True, source: str = "") -> FusionData:
     """Run every policy (floor off) on every task and add each episode's pool, as serving builds it, to ``data``."""
-    from sieve.agent import AgentConfig, SearchAgent, make_policy
+    from sieve.agent import AgentConfig, SearchAgent
 
     data = data or FusionData()
     for name in policies:
         config = AgentConfig(k=k, models_dir=index.config.models_dir)
         config = replace(config, floor=replace(config.floor, enabled=False))
-        agent = SearchAgent(index, make_policy(name, config), config)
+        agent = SearchAgent.with_policy(index, name, config)
         for task in tqdm(tasks, desc=f"{name} episodes", disable=not progress):
             trace = agent.run(task.question)
             hybrid, cos, chunks = agent.closing_pool(task.question, trace.returned)

@@ -84,10 +84,10 @@ def demo_agent(index: Any, question: str, k: int, as_json: bool = False, *, wide
     It runs the shipped learned policy (with the floor, as served): zero-shot it matches or beats
     the hand-tuned heuristic on every evaluation set (``docs/experiments/floor-and-policies.md``).
     """
-    from sieve.agent import AgentConfig, SearchAgent, make_policy
+    from sieve.agent import AgentConfig, SearchAgent
 
     config = AgentConfig(k=k)
-    agent = SearchAgent(index, make_policy(DEMO_POLICY, config), config)
+    agent = SearchAgent.with_policy(index, DEMO_POLICY, config)
     trace = agent.run(question, on_event=None if as_json else _step_logger())
     if not as_json:
         evidence_table(trace, f"agent ({DEMO_POLICY}) evidence for: {question}", wide=wide)
@@ -146,7 +146,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = JsonOpt,
     ) -> None:
         """Agentic search: iterative search, read and prune within a token budget; prints ranked evidence."""
-        from sieve.agent import SearchAgent, make_policy
+        from sieve.agent import SearchAgent
         from sieve.errors import BackendError, InvalidInput
         from sieve.retriever import CorpusIndex
 
@@ -163,7 +163,7 @@ def register(app: typer.Typer) -> None:
                                "drop --policy-path or pass --policy learned")
         index = CorpusIndex.open(s.retriever_config(), s.collection)
         _conversion_notice(name, config)
-        agent = SearchAgent(index, make_policy(name, config), config)
+        agent = SearchAgent.with_policy(index, name, config)
         on_event = None if quiet else _step_logger()
         trace = agent.run_fused(question, rollouts, on_event=on_event, group_by_doc=group_by_doc)
         if trace.stop_reason == "backend_error":  # never the floor's results dressed as the model's

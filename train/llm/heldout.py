@@ -84,12 +84,12 @@ def run_heldout(index: CorpusIndex, tasks: list[dict[str, Any]], episode: Episod
     """
     from pathlib import Path
 
-    from sieve.agent import SearchAgent, make_policy
+    from sieve.agent import SearchAgent
 
     t0 = time.perf_counter()
     cfg = episode.agent_config(record_prompts=False, temperature=0.0, models_dir=index.config.models_dir,
                                local_model=Path(model_path) if model_path else None)
-    agent = SearchAgent(index, make_policy(policy, cfg, backend=backend), cfg)
+    agent = SearchAgent.with_policy(index, policy, cfg, backend=backend)
     traces = [agent.run(t["question"]) for t in tqdm(tasks, desc=f"Held-out ({policy})", disable=not progress)]
     result = summarize(traces, tasks, reward_config)
     result.seconds = time.perf_counter() - t0

@@ -194,7 +194,7 @@ def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) 
     episodes = collect_teacher(index, train_tasks, cfg, progress)
     kept = [(t, tr) for t, tr, r in episodes if r >= cfg.min_recall and tr.turns]
     model, tok, base_path = load_student(cfg.model_path, cfg.bf16, index.config.models_dir)
-    tools = tool_specs()
+    tools = tool_specs(config=cfg.episode.agent_config())  # the tool texts the episodes were shown
     rows = [ex for _, tr in kept for ex in trace_examples(tr, tok, tools, cfg.max_length)]
     if not rows:
         raise InvalidInput(f"Expected teacher episodes with trajectory recall >= {cfg.min_recall}, got none of "
