@@ -1,6 +1,6 @@
 """Speed of the learned policy: episodes per second (served and in training) and the cost of one GRPO update.
 
-    python -m sieve.train.learned.bench -c trainpool --tasks runs/pool/tasks.jsonl [--policy-path DIR]
+    python -m sieve.benchmarks.learned_policy -c trainpool --tasks runs/pool/tasks.jsonl [--policy-path DIR]
 
 prints a table: greedy episodes/s as served (uncached retrieval, the heuristic alongside for
 scale), sampled episodes/s in training (the first group of a task, retrieval cold, and the rest,
