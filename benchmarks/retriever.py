@@ -177,6 +177,7 @@ def fill_synthetic(index: CorpusIndex, n_chunks: int, text: SyntheticText, dim: 
 def bench_latency(cfg: BenchConfig, data_dir: Path, embedder: Embedder) -> list[dict[str, Any]]:
     from sieve.retriever import CorpusIndex, RetrieverConfig
     from sieve.retriever.index import delete_collection
+    from sieve.retriever.modes import MODES
 
     rows = []
     for size in [int(s) for s in cfg.sizes.split(",") if s.strip()]:
@@ -189,7 +190,7 @@ def bench_latency(cfg: BenchConfig, data_dir: Path, embedder: Embedder) -> list[
         build = fill_synthetic(index, size, text, embedder.dim, cfg.seed)
         rss_after_build = current_rss_mib()
         n = cfg.queries + 3
-        for mode in ("dense", "bm25", "hybrid"):
+        for mode in MODES:  # every registered retrieval mode
             queries = [text.query() for _ in range(n)]
             stats = time_calls(lambda q, m=mode: index.search(q, cfg.k, mode=m), queries)  # type: ignore[misc]
             rows.append({"size": size, "mode": mode, **stats})
