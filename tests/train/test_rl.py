@@ -46,7 +46,8 @@ def test_grpo_smoke_run_through_the_harness(sample_index, tiny_model_dir, tmp_pa
     for r in rollouts:
         assert len(r.segments) == len(r.trace.turns)
         for seg, turn in zip(r.segments, r.trace.turns):
-            assert seg.prompt_ids == prompt_ids(tok, turn.prompt_messages, tool_specs())
+            # The tool texts state the episode's own numbers (search_k=2 here), as the model was shown them.
+            assert seg.prompt_ids == prompt_ids(tok, turn.prompt_messages, tool_specs(config=cfg.episode.agent_config()))
             assert seg.completion_ids and len(seg.completion_ids) <= 16
     assert trainer.reward_history[-1]["n_episodes"] == 2
     assert "reward/total" in trainer.reward_history[-1]
