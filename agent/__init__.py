@@ -1,12 +1,23 @@
-"""The search agent: tools, a token-budgeted loop with pruning, policies, and the trace it yields."""
+"""The search agent: tools, a token-budgeted loop with pruning, policies, and the trace it yields.
 
-from sieve.agent.cancel import CancelToken, Cancelled
-from sieve.agent.config import AgentConfig, HeuristicConfig
-from sieve.agent.factory import POLICIES, make_policy
-from sieve.agent.episode import Episode
-from sieve.agent.loop import SearchAgent, fuse_traces
-from sieve.agent.tool_specs import TOOL_NAMES, tool_specs
-from sieve.agent.trace import Evidence, ToolCall, Trace, Turn
+The names below resolve on first access (PEP 562), as in ``sieve.retriever``: the registries
+(``sieve.agent.factory``, ``sieve.agent.tool_specs``) must be readable by the CLI's help without
+loading numpy or the loop.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sieve.agent.cancel import CancelToken, Cancelled
+    from sieve.agent.config import AgentConfig, HeuristicConfig
+    from sieve.agent.episode import Episode
+    from sieve.agent.factory import POLICIES, make_policy
+    from sieve.agent.loop import SearchAgent, fuse_traces
+    from sieve.agent.tool_specs import TOOL_NAMES, tool_specs
+    from sieve.agent.trace import Evidence, ToolCall, Trace, Turn
 
 __all__ = [
     "POLICIES",
@@ -25,3 +36,17 @@ __all__ = [
     "make_policy",
     "tool_specs",
 ]
+
+_LAZY = {
+    "CancelToken": "cancel", "Cancelled": "cancel", "AgentConfig": "config", "HeuristicConfig": "config",
+    "Episode": "episode", "POLICIES": "factory", "make_policy": "factory", "SearchAgent": "loop",
+    "fuse_traces": "loop", "TOOL_NAMES": "tool_specs", "tool_specs": "tool_specs", "Evidence": "trace",
+    "ToolCall": "trace", "Trace": "trace", "Turn": "trace",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sieve.agent' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"sieve.agent.{module}"), name)

@@ -13,10 +13,10 @@ from sieve.pruning.config import PruningConfig
 class HeuristicConfig:
     """Knobs of the no-LLM policy.
 
-    Tuned with ``python -m sieve.eval.bench_policy`` on the first 80 2WikiMultihopQA and 150
+    Tuned with ``python -m sieve.benchmarks.policy`` on the first 80 2WikiMultihopQA and 150
     HotpotQA tasks of ``../shared/eval``; those tasks are declared tuning data
     (``eval/tuning_sets.json``): ``sieve eval`` warns on them and reported figures leave them out
-    (``eval/reports/tuning.md``).
+    (``docs/experiments/tuning.md``).
     """
 
     first_k: int = field(default=10, metadata={"help": "Chunks shown by the first search (the question itself)."})
@@ -60,7 +60,7 @@ class FloorConfig:
     ``agreement_power`` of that ratio, when it shares less (with ``agreement`` on), so a policy that
     returns garbage yields hybrid's set. A document both rankings hold moves up (their reciprocal
     places add, by at most ``corroboration`` of its better place). All three were tuned on declared
-    tuning data only (``eval/reports/tuning.md``).
+    tuning data only (``docs/experiments/tuning.md``).
     """
 
     enabled: bool = field(default=True, metadata={"help": "Merge the policy's evidence with the question's "
@@ -73,7 +73,7 @@ class FloorConfig:
     hybrid_depth: int = field(default=30, metadata={
         "help": "Chunks of the question's hybrid search put in the fusion pool (at least k)."})
     # Tuned: python -m sieve.eval.tune_floor on hotpotqa-train + 2wikimultihopqa-train + 400 scifact
-    # tasks_train claims, heuristic and learned rankings (eval/reports/tuning.md): the setting whose worst
+    # tasks_train claims, heuristic and learned rankings (docs/experiments/tuning.md): the setting whose worst
     # (policy, set, k) recall difference to hybrid is best; on single-hop claims extra hops rarely help.
     full_agreement: float = field(default=0.75, metadata={
         "help": "Share of the policy's documents that hybrid's ranking must also hold for the policy to get "

@@ -1,8 +1,16 @@
-"""``make_policy``: build a policy by name from an :class:`AgentConfig`."""
+"""Policies by name: one registry (:data:`POLICIES`), from which every list of policy names derives.
+
+A policy is a name, a builder ``(config, backend) -> Policy`` and one line of help. The CLI's help,
+the settings' and the HTTP schema's allowed values, ``sieve eval``'s system names and
+:func:`make_policy` all read :data:`POLICIES`, so adding a policy is one :func:`register_policy`
+call beside its class.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from sieve.agent.config import AgentConfig
 from sieve.defaults import DEFAULT_POLICY
@@ -12,49 +20,96 @@ if TYPE_CHECKING:
     from sieve.agent.backends.base import ChatBackend
     from sieve.agent.policies.base import Policy
 
-POLICIES = ("heuristic", "learned", "openai", "local")
+PolicyBuilder = Callable[[AgentConfig, "ChatBackend | None"], "Policy"]
+# What a policy needs configured before it can run: nothing, an OpenAI-compatible endpoint, or a local model.
+Requirement = Literal["none", "openai_endpoint", "local_model"]
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """One registered policy: how to build it, one line of help, and what it needs configured."""
+
+    name: str
+    build: PolicyBuilder
+    help: str
+    requires: Requirement = "none"
+
+
+POLICIES: dict[str, PolicySpec] = {}
+
+
+def register_policy(name: str, build: PolicyBuilder, help: str, *, requires: Requirement = "none") -> PolicySpec:
+    """Add a policy under ``name`` (replacing one of that name) and return its spec."""
+    spec = PolicySpec(name, build, help, requires)
+    POLICIES[name] = spec
+    return spec
+
+
+def policy_help() -> str:
+    """``"heuristic | learned | ..."``: the names for a help text, in registry order."""
+    return " | ".join(POLICIES)
+
+
+def _heuristic(config: AgentConfig, backend: ChatBackend | None) -> Policy:
+    from sieve.agent.policies.heuristic import HeuristicPolicy
+
+    return HeuristicPolicy(config)
+
+
+def _learned(config: AgentConfig, backend: ChatBackend | None) -> Policy:
+    from sieve.agent.policies.learned import LearnedPolicy
+
+    return LearnedPolicy.load(config.policy_path)
+
+
+def _openai(config: AgentConfig, backend: ChatBackend | None) -> Policy:
+    from sieve.agent.policies.llm import LLMPolicy
+
+    if backend is None:
+        from sieve.agent.backends.openai import OpenAIBackend
+
+        backend = OpenAIBackend(
+            config.base_url, config.model, api_key=config.api_key, timeout=config.timeout_s, retries=config.retries
+        )
+    # Served models' tokenizers are not local: the budget counts ~4 characters a token.
+    return LLMPolicy(backend, config, name="openai", tool_choice=config.tool_choice)
+
+
+def _local(config: AgentConfig, backend: ChatBackend | None) -> Policy:
+    from sieve.agent.policies.llm import LLMPolicy
+    from sieve.pruning.tokens import HFTokenCounter
+
+    if backend is None:
+        from sieve.agent.backends.local import LocalBackend
+        from sieve.agent.backends.models import smollm2_path
+
+        backend = LocalBackend.load(config.local_model or smollm2_path(config.models_dir))
+    tok = getattr(backend, "tokenizer", None)
+    return LLMPolicy(backend, config, name="local", counter=HFTokenCounter(tok) if tok is not None else None)
+
+
+register_policy("heuristic", _heuristic, "hand-tuned rules, no model")
+register_policy("learned", _learned, "a small RL-trained network (config.policy_path or the shipped checkpoint)")
+register_policy("openai", _openai, "an LLM behind an OpenAI-compatible server", requires="openai_endpoint")
+register_policy("local", _local, "an LLM run in-process with transformers", requires="local_model")
 
 
 def make_policy(name: str, config: AgentConfig | None = None, *, backend: ChatBackend | None = None) -> Policy:
-    """``"heuristic"`` (no model), ``"learned"`` (a small RL-trained network, ``config.policy_path`` or the
-    shipped checkpoint), ``"openai"`` (an OpenAI-compatible server) or ``"local"`` (transformers).
+    """The policy registered as ``name`` (see :data:`POLICIES`), built from ``config``.
 
     ``backend`` overrides the one the name implies (tests pass a scripted fake here).
+
+    Raises:
+        InvalidInput: no policy is registered under ``name``.
 
     Example:
         >>> make_policy("heuristic").name
         'heuristic'
     """
-    config = config or AgentConfig()
-    if name == "heuristic":
-        from sieve.agent.policies.heuristic import HeuristicPolicy
-
-        return HeuristicPolicy(config)
-    if name == "learned":
-        from sieve.agent.policies.learned import LearnedPolicy
-
-        return LearnedPolicy.load(config.policy_path)
-    from sieve.agent.policies.llm import LLMPolicy
-
-    if name == "openai":
-        if backend is None:
-            from sieve.agent.backends.openai import OpenAIBackend
-
-            backend = OpenAIBackend(config.base_url, config.model, api_key=config.api_key, timeout=config.timeout_s,
-                                    retries=config.retries)
-        # Served models' tokenizers are not local: the budget counts ~4 characters a token.
-        return LLMPolicy(backend, config, name="openai", tool_choice=config.tool_choice)
-    if name == "local":
-        from sieve.pruning.tokens import HFTokenCounter
-
-        if backend is None:
-            from sieve.agent.backends.local import LocalBackend
-            from sieve.agent.backends.models import smollm2_path
-
-            backend = LocalBackend.load(config.local_model or smollm2_path(config.models_dir))
-        tok = getattr(backend, "tokenizer", None)
-        return LLMPolicy(backend, config, name="local", counter=HFTokenCounter(tok) if tok is not None else None)
-    raise InvalidInput(f"Expected a policy in {list(POLICIES)}, got {name!r}")
+    spec = POLICIES.get(name)
+    if spec is None:
+        raise InvalidInput(f"Expected a policy in {list(POLICIES)}, got {name!r}")
+    return spec.build(config or AgentConfig(), backend)
 
 
-__all__ = ["DEFAULT_POLICY", "POLICIES", "make_policy"]
+__all__ = ["DEFAULT_POLICY", "POLICIES", "PolicyBuilder", "PolicySpec", "make_policy", "policy_help", "register_policy"]

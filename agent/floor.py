@@ -13,7 +13,7 @@ cut-off ``k``, not only on average. Interleaving gives that by construction: at 
 standing gets that half for its own finds), and every document both rankings share frees a slot
 for the next one. A reciprocal-rank *sum* lets documents both rankings hold mid-list overtake
 hybrid's own top hits; on the declared tuning data it lost recall@5 that the interleave keeps
-(``eval/reports/tuning.md``). A shared document is still evidence twice over, so it may move up
+(``docs/experiments/tuning.md``). A shared document is still evidence twice over, so it may move up
 by a bounded share of its place (``corroboration``): the two votes add as reciprocal ranks, but
 it cannot jump from mid-list over hybrid's head. With corroboration ``c`` hybrid's top
 ``floor(k (1 - c) / 2)`` always stay in the top ``k`` (its top ``ceil(k / 2)`` with ``c = 0``).

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 from sieve.agent.cancel import Cancelled
 from sieve.agent.config import AgentConfig
 from sieve.agent.episode import Episode
+from sieve.agent.factory import make_policy
 from sieve.agent.floor import floor_hits, fuse_with_floor, hit_evidence
 from sieve.agent.fusion import FusionModel, fuse
-from sieve.agent.prompts import SYSTEM_PROMPT, question_message
+from sieve.agent.prompts import question_message, system_prompt
 from sieve.agent.tool_specs import tool_specs
 from sieve.agent.tools import ToolOutcome, Toolbox
 from sieve.agent.trace import Evidence, ToolCall, Trace, Turn
@@ -32,7 +33,7 @@ from sieve.retriever.hybrid import rrf_fuse
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from sieve.agent.backends.base import ParsedToolCall
+    from sieve.agent.backends.base import ChatBackend, ParsedToolCall
     from sieve.agent.cancel import CancelToken
     from sieve.agent.policies.base import Policy, PolicySession, PolicyStep
     from sieve.agent.tools import FinishRequest
@@ -62,6 +63,17 @@ class SearchAgent:
         # An explicit fusion_path wins; else a retrained policy's own ranker (sieve train), else the shipped one.
         fusion_path = floor.fusion_path or getattr(policy, "ranker_path", None)
         self.fusion = FusionModel.load(fusion_path) if floor.enabled and floor.method == "fusion" else None
+
+    @classmethod
+    def with_policy(cls, index: CorpusIndex, policy: str, config: AgentConfig | None = None, *,
+                    backend: ChatBackend | None = None) -> SearchAgent:
+        """An agent running the policy registered as ``policy``, built from ``config`` (the usual way to make one).
+
+        Example:
+            >>> agent = SearchAgent.with_policy(index, "heuristic")  # doctest: +SKIP
+        """
+        config = config or AgentConfig()
+        return cls(index, make_policy(policy, config, backend=backend), config)
 
     # -- one episode ----------------------------------------------------------------------------
     def run(self, question: str, *, on_event: Callable[[dict[str, Any]], None] | None = None,
@@ -187,7 +199,7 @@ class _EpisodeRun:
         self.budget = TokenBudget.from_config(cfg.budget_tokens, cfg.pruning)
         self.toolbox = Toolbox(agent.index, self.context, self.budget, cfg, agent.vectors, question, where=where)
         self.pruner = make_pruner(cfg.pruning)
-        self.episode = Episode(question=question, config=cfg, context=self.context, tools=tool_specs(),
+        self.episode = Episode(question=question, config=cfg, context=self.context, tools=tool_specs(config=cfg),
                                vectors=agent.vectors, seed=seed, rollout=rollout, cancel=cancel,
                                term_share=agent.index.bm25_index().doc_share)
         self.trace = Trace(question=question, collection=agent.index.name, policy=agent.policy.name,
@@ -199,11 +211,13 @@ class _EpisodeRun:
         self.stop: StopReason = "max_turns"
 
     def play(self) -> Trace:
-        self.context.add("system", SYSTEM_PROMPT)
+        self.context.add("system", system_prompt(self.episode.config))
         self.context.add("user", question_message(self.episode.question))
         self.context.add("user", self.budget.notice(self.context.tokens()), kind="notice")
         session = self._start()
-        for turn_i in range(self.config.max_turns if session is not None else 0):
+        if session is None:  # the policy could not start: no turn runs
+            return self._close()
+        for turn_i in range(self.config.max_turns):
             cap = self._cap_reached()
             if cap is not None:
                 self.stop = cap
@@ -390,7 +404,7 @@ def fuse_traces(traces: list[Trace], *, k: int, rrf_k: int = 60, wall_ms: float 
         returned.append(Evidence(chunk_id=cid, doc_id=e.doc_id, score=score, rank=rank, title=e.title,
                                  source=e.source, text=e.text, justification=e.justification,
                                  metadata={**e.metadata, "votes": sum(cid in t.returned_chunk_ids for t in traces)}))
-    turns = []
+    turns: list[Turn] = []
     for t in traces:
         for turn in t.turns:
             turns.append(Turn(**{**turn.__dict__, "index": len(turns)}))

@@ -64,8 +64,8 @@ class VectorCache:
             missing = [c for c in dict((c.chunk_id, c) for c in chunks).values() if c.chunk_id not in self._vecs]
         fetched = self._fetch(missing) if missing else {}
         with self._lock:
-            for cid, v in fetched.items():
-                self._vecs[cid] = v
+            for cid, vec in fetched.items():
+                self._vecs[cid] = vec
             rows = []
             for c in chunks:
                 v = self._vecs.get(c.chunk_id)

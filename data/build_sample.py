@@ -392,8 +392,8 @@ def build(source: Path) -> None:
         for r in records:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
     with (OUT_DIR / "tasks.jsonl").open("w", encoding="utf-8", newline="\n") as f:
-        for t in tasks_out:
-            f.write(json.dumps(t, ensure_ascii=False) + "\n")
+        for task in tasks_out:
+            f.write(json.dumps(task, ensure_ascii=False) + "\n")
     size = corpus_path.stat().st_size
     assert size < MAX_BYTES, f"corpus.jsonl is {size} bytes (cap {MAX_BYTES})"
 

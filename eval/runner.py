@@ -1,7 +1,7 @@
 """One evaluation run: data dirs -> cached index -> every system on every task -> report folder.
 
 Writes ``results.jsonl`` (resumable), ``summary.json``, ``summary.md`` with plots, and the
-BrowseComp-Plus / TREC exports. ``sieve eval`` (``server/commands/evaluate.py``) is a thin CLI
+BrowseComp-Plus / TREC exports. ``sieve eval`` (``cli/commands/evaluate.py``) is a thin CLI
 over :func:`run_eval`.
 """
 
@@ -81,7 +81,7 @@ class EvalReport:
 
 def run_eval(
     config: EvalConfig, retriever_config: RetrieverConfig, *, embedder: Embedder | None = None,
-    index: CorpusIndex | None = None, system_factory: Callable[[str, CorpusIndex, int], System] | None = None,
+    index: CorpusIndex | None = None, system_factory: Callable[..., System] | None = None,
 ) -> EvalReport:
     """Run every system of ``config`` on every task and write the report folder.
 

@@ -26,12 +26,12 @@ def _cell(chunk_id: str, text: str, words: int) -> str:
 def side_by_side(index: CorpusIndex, questions: list[str], k: int = 5, *, policy: str | None = None,
                  words: int = 8) -> str:
     """One markdown table per question: rank, hybrid's chunk, the agent's chunk."""
-    from sieve.agent import AgentConfig, SearchAgent, make_policy
+    from sieve.agent import AgentConfig, SearchAgent
     from sieve.defaults import DEFAULT_POLICY
 
     name = policy or DEFAULT_POLICY
     config = AgentConfig(k=k)
-    agent = SearchAgent(index, make_policy(name, config), config)
+    agent = SearchAgent.with_policy(index, name, config)
     out: list[str] = []
     for q in questions:
         hybrid = index.search(q, k, mode="hybrid")

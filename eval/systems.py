@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from sieve.agent.factory import POLICIES as AGENT_POLICIES
+from sieve.retriever.modes import MODES
 from sieve.defaults import DEFAULT_POLICY
 from sieve.errors import InvalidInput
 
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-BASELINES: tuple[str, ...] = ("dense", "bm25", "hybrid")
+# Every retrieval mode is a baseline system (the registry itself: a registered mode is one too).
+BASELINES = MODES
 NO_FLOOR = "nofloor"  # agent:<policy>:nofloor scores the policy's own ranking
 Unit = Literal["docs", "chunks"]
 
@@ -61,8 +63,8 @@ class System(Protocol):
 
     name: str
 
-    def run(self, question: str) -> SystemOutput:
-        """The ranked documents for ``question`` (systems that return chunks take ``unit="chunks"`` too)."""
+    def run(self, question: str, unit: Unit = "docs") -> SystemOutput:
+        """The ranked documents for ``question`` (``unit="chunks"``: the ranked chunks)."""
         ...
 
 
@@ -93,7 +95,7 @@ class RetrievalSystem:
 
     def __init__(self, index: CorpusIndex, mode: SearchMode, depth: int) -> None:
         if mode not in BASELINES:
-            raise InvalidInput(f"Expected a baseline mode in {BASELINES}, got {mode!r}")
+            raise InvalidInput(f"Expected a baseline mode in {tuple(BASELINES)}, got {mode!r}")
         self.index = index
         self.mode = mode
         self.depth = depth
@@ -127,17 +129,17 @@ class AgentSystem:
                  **agent_overrides: Any) -> None:
         from dataclasses import replace
 
-        from sieve.agent import AgentConfig, SearchAgent, make_policy
+        from sieve.agent import AgentConfig, SearchAgent
 
         if policy not in AGENT_POLICIES:
-            raise InvalidInput(f"Expected an agent policy in {AGENT_POLICIES}, got {policy!r}")
+            raise InvalidInput(f"Expected an agent policy in {tuple(AGENT_POLICIES)}, got {policy!r}")
         self.index = index
         self.policy_name = policy
         self.depth = depth
         self.name = f"agent:{policy}" + ("" if with_floor else f":{NO_FLOOR}")
         config = AgentConfig(k=depth, **{"models_dir": index.config.models_dir, **agent_overrides})
         self.config = replace(config, floor=replace(config.floor, enabled=config.floor.enabled and with_floor))
-        self.agent = SearchAgent(index, make_policy(policy, self.config), self.config)
+        self.agent = SearchAgent.with_policy(index, policy, self.config)
 
     def run(self, question: str, unit: Unit = "docs") -> SystemOutput:
         from sieve.errors import BackendError
@@ -202,7 +204,7 @@ def make_system(spec: str, index: CorpusIndex, depth: int, **agent_overrides: An
     """A system from one validated spec string (see :func:`parse_systems`)."""
     (name,) = parse_systems(spec)
     if name in BASELINES:
-        return RetrievalSystem(index, name, depth)  # type: ignore[arg-type]
+        return RetrievalSystem(index, name, depth)
     _, policy, variant = (name.split(":") + [""])[:3]
     return AgentSystem(index, policy, depth, with_floor=variant != NO_FLOOR, **agent_overrides)
 

@@ -6,7 +6,7 @@ each tuning question, not the question: ``sieve eval`` hashes its own tasks and 
 of them are tuning tasks (their figures are then in-sample, not evidence of anything).
 
 Declare a new tuning split (after tuning on it, with the command that did so in
-``eval/reports/tuning.md``)::
+``docs/experiments/tuning.md``)::
 
     python -m sieve.eval.tuning ../shared/train/hotpotqa-train/tasks.jsonl ../shared/eval/scifact/tasks_train.jsonl
 """

@@ -35,7 +35,7 @@ def validate_backend(backend: str, dtype: str) -> tuple[str, str]:
     return backend, dtype
 
 
-# Chosen by the backend table of eval/bench_retriever.py: the fastest pair whose hybrid recall@10
+# Chosen by the backend table of benchmarks/retriever.py: the fastest pair whose hybrid recall@10
 # stays within 0.01 of torch float32 on 2WikiMultihopQA and HotpotQA. ONNX float32 (1.24x / 1.54x
 # torch's chunks/s, identical recall) qualified; int8 was faster still (1.47x / 1.64x) but lost
 # 0.014 hybrid recall@10 on HotpotQA, and on this AVX2 CPU (no VNNI) it saves little compute.
@@ -83,7 +83,7 @@ class RetrieverConfig:
         default="auto",
         metadata={"help": "Embedding precision: float32 | int8 (onnx) or float32 | bfloat16 (torch); auto = "
                           "float32 for both backends. Speed and recall of each in "
-                          "eval/bench_retriever.py."},
+                          "benchmarks/retriever.py."},
     )
     device: Literal["auto", "cpu", "cuda"] = field(
         default="auto",

@@ -62,7 +62,7 @@ class EmbedderIdentity:
         """Embedders with equal spaces produce interchangeable vectors.
 
         The backend is not part of it: torch and ONNX float32 run the same arithmetic (cosine
-        >= 0.99999 between their vectors, measured in ``eval/bench_retriever.py``), so a
+        >= 0.99999 between their vectors, measured in ``benchmarks/retriever.py``), so a
         collection indexed by one can be queried or extended by the other. bfloat16 and int8
         are approximations that move vectors by ~1e-2 in cosine and so count as different spaces.
         """

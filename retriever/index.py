@@ -21,7 +21,7 @@ from threading import RLock
 from typing import TYPE_CHECKING, Any
 
 from sieve.errors import EmbedderMismatch, EmptyCorpus, InvalidInput, NotFound, StoreLocked
-from sieve.retriever.base import validate_k
+from sieve.retriever.base import Retriever, validate_k
 from sieve.retriever.bm25 import BM25Builder, BM25Retriever, SparseBM25, tokenize
 from sieve.retriever.chunking import Chunker, split_chunk_id
 from sieve.retriever.dense import DenseRetriever
@@ -29,6 +29,7 @@ from sieve.retriever.embeddings import EmbedderIdentity
 from sieve.retriever.hybrid import HybridRetriever
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents
 from sieve.retriever.metadata import validate_metadata
+from sieve.retriever.modes import MODES, get_mode
 from sieve.retriever.handle import StoreHandle, open_store, store_tag, store_write_lock
 from sieve.retriever.progress import IndexProgress
 from sieve.retriever.store import ChromaStore, CollectionState, validate_collection_name
@@ -366,14 +367,9 @@ class CorpusIndex(UpsertMixin):
         chunks = self.read(chunk_id, window)
         return chunks, len(self.store.ids_where({"doc_id": chunks[0].doc_id}))
 
-    def retriever(self, mode: SearchMode) -> DenseRetriever | BM25Retriever | HybridRetriever:
-        if mode == "dense":
-            return self.dense
-        if mode == "bm25":
-            return self.bm25
-        if mode == "hybrid":
-            return self.hybrid
-        raise InvalidInput(f"Expected mode in ('dense', 'bm25', 'hybrid'), got {mode!r}")
+    def retriever(self, mode: SearchMode) -> Retriever:
+        """The retriever of ``mode``, a name in :data:`sieve.retriever.modes.MODES`."""
+        return get_mode(mode).build(self)
 
     def search(
         self, query: str, k: int = 10, *, mode: SearchMode = "hybrid", where: Where | None = None,
@@ -393,7 +389,8 @@ class CorpusIndex(UpsertMixin):
         # count() round-trip (~9 ms at 100k chunks) on every query.
         if len(self.bm25_index()) == 0:
             raise EmptyCorpus(f"Expected an indexed collection, got {self.name!r} with no chunks; run `sieve index PATH`")
-        if mode != "bm25":  # keyword search reads no vectors, so any embedder may run it
+        known = MODES.get(mode)
+        if known is None or known.needs_vectors:  # a mode that reads no vectors runs with any embedder
             self._require_embedder_match()
 
     def search_documents(self, query: str, n_docs: int, *, mode: SearchMode = "hybrid",

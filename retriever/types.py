@@ -17,7 +17,7 @@ Metadata = dict[str, MetadataValue]
 Where = dict[str, Any]
 """A Chroma-style metadata filter, e.g. ``{"source": "a.md"}`` or ``{"$and": [...]}``."""
 
-SearchMode = Literal["dense", "bm25", "hybrid"]
+SearchMode = str  # a name in sieve.retriever.modes.MODES (dense, bm25, hybrid, and any registered)
 HitMode = Literal["dense", "bm25", "hybrid", "grep"]
 
 

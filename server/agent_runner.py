@@ -54,7 +54,7 @@ def agent_config(state: AppState, req: EpisodeRequest | None = None) -> AgentCon
     """The episode's ``AgentConfig``: settings defaults, request overrides, capped by the settings' maxima."""
     s = state.settings
     req = req or EpisodeRequest(query="")
-    k = validate_k(req.k or s.k, s.max_k)
+    k = validate_k(req.k or s.k, s.max_request_k)
     budget = req.budget_tokens or s.budget_tokens
     if budget > s.max_budget_tokens:
         raise InvalidInput(f"Expected budget_tokens <= {s.max_budget_tokens}, got {budget}")

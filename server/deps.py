@@ -42,14 +42,14 @@ def check_key(expected: str, presented: str | None) -> None:
 
 def require_read(state: StateDep, creds: BearerDep) -> None:
     """Reading needs the key only when ``SIEVE_REQUIRE_AUTH`` is set."""
-    if state.settings.require_auth and state.settings.api_key:
-        check_key(state.settings.api_key, creds.credentials if creds else None)
+    if state.settings.require_auth and state.settings.server_api_key:
+        check_key(state.settings.server_api_key, creds.credentials if creds else None)
 
 
 def require_write(state: StateDep, creds: BearerDep) -> None:
     """Writing needs the key whenever ``SIEVE_API_KEY`` is set."""
-    if state.settings.api_key:
-        check_key(state.settings.api_key, creds.credentials if creds else None)
+    if state.settings.server_api_key:
+        check_key(state.settings.server_api_key, creds.credentials if creds else None)
 
 
 ReadAuth = Depends(require_read)
@@ -79,7 +79,7 @@ async def run_blocking(fn: Callable[..., T], *args: Any, timeout: float, slot: S
 
     try:
         with anyio.move_on_after(timeout):
-            return await anyio.to_thread.run_sync(job, abandon_on_cancel=True)  # type: ignore[return-value]
+            return await anyio.to_thread.run_sync(job, abandon_on_cancel=True)  # type: ignore[return-value, arg-type]
     finally:
         if slot is not None:
             slot.release_unless_running()

@@ -109,11 +109,11 @@ class _RequireKey:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         s = self.state.settings
-        if scope["type"] == "http" and s.require_auth and s.api_key:
+        if scope["type"] == "http" and s.require_auth and s.server_api_key:
             header = dict(scope.get("headers", ())).get(b"authorization", b"").decode("latin-1")
             scheme, _, token = header.partition(" ")
             try:
-                check_key(s.api_key, token.strip() if scheme.lower() == "bearer" else None)
+                check_key(s.server_api_key, token.strip() if scheme.lower() == "bearer" else None)
             except SieveError as exc:
                 from fastapi.responses import JSONResponse
 

@@ -18,6 +18,8 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from sieve.server.problems import PROBLEM_MEDIA_TYPE, problem_body
 
 if TYPE_CHECKING:
+    from collections.abc import MutableMapping
+
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
     from sieve.server.metrics import Metrics
@@ -236,7 +238,7 @@ class MetricsMiddleware:
             self.metrics.latency.labels(method=method, route=route).observe(time.perf_counter() - t0)
 
 
-def _route_label(scope: dict[str, Any]) -> str:
+def _route_label(scope: MutableMapping[str, Any]) -> str:
     route = scope.get("route")
     path = getattr(route, "path", None)
     return str(path) if path else "unmatched"

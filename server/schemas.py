@@ -8,9 +8,13 @@ bounds here only keep absurd values from reaching them.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from sieve.agent.factory import POLICIES
+from sieve.choices import one_of
+from sieve.retriever.modes import MODES
 
 # Chroma's metadata rules: non-empty keys not starting with "$" or "#", scalar values, 64-bit ints,
 # or non-empty lists of one scalar type (the library's validate_metadata rejects mixed lists with a 422).
@@ -23,6 +27,13 @@ COLLECTION_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$"
 QueryText = Field(min_length=1, max_length=4000, pattern=r"\S", description="The question or query text.")
 CollectionName = Field(default=None, pattern=COLLECTION_PATTERN,
                        description="Collection to search (default: the server's `collection` setting).")
+# Names read from the registries when a request is validated or the schema generated (not frozen here).
+if TYPE_CHECKING:
+    PolicyName = str
+    ModeName = str
+else:
+    PolicyName = one_of(lambda: POLICIES)
+    ModeName = one_of(lambda: MODES)
 
 
 class _Strict(BaseModel):
@@ -62,7 +73,7 @@ class RetrieveRequest(_Strict):
     query: str = QueryText
     collection: str | None = CollectionName
     k: int | None = Field(default=None, ge=1, le=10_000, description="Results to return (server caps at max_k).")
-    mode: Literal["hybrid", "dense", "bm25"] = "hybrid"
+    mode: ModeName = "hybrid"
     filters: dict[str, Any] | None = Field(default=None, description="Chroma `where` metadata filter.")
     exclude: list[str] = Field(default_factory=list, max_length=10_000, description="Chunk ids to leave out.")
 
@@ -83,7 +94,7 @@ class SearchRequest(_Strict):
     budget_tokens: int | None = Field(default=None, ge=256, le=10_000_000,
                                       description="Agent context budget (server caps at max_budget_tokens).")
     max_turns: int | None = Field(default=None, ge=1, le=1000)
-    policy: Literal["heuristic", "learned", "openai", "local"] | None = None
+    policy: PolicyName | None = None
     filters: dict[str, Any] | None = Field(default=None, description="Chroma `where` filter for every search.")
     rollouts: int = Field(default=1, ge=1, le=8, description="Independent episodes fused by RRF.")
     group_by_doc: bool = Field(default=False, description="Each document's best chunk only (default: the k best "

@@ -10,9 +10,16 @@ below resolve on first access (PEP 562), so ``sieve --help`` never pays for nump
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from typing import TYPE_CHECKING, Any
 
-from sieve.errors import SieveError
+# From a checkout's root (the working directory on sys.path, as under `python -m pytest`), `sieve`
+# is this source folder, which holds only the top layer: the sub-packages (sieve.agent = agent/, ...)
+# live in the installed tree (a wheel, or the strict editable install's link tree). extend_path adds
+# every other `sieve` folder on sys.path, so `sieve.agent` is found there; installed alone, it is a no-op.
+__path__ = pkgutil.extend_path(__path__, __name__)
+
+from sieve.errors import SieveError  # noqa: E402  (after __path__ is complete)
 
 if TYPE_CHECKING:
     from sieve.agent import AgentConfig, Trace

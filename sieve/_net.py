@@ -1,6 +1,6 @@
 """Loopback helpers for whatever starts a local server and waits for it: benchmarks and tests.
 
-``eval/load_test.py`` starts ``sieve serve``; the integration tests start Chroma, vLLM and
+``benchmarks/load_test.py`` starts ``sieve serve``; the integration tests start Chroma, vLLM and
 uvicorn. They share these two functions rather than each writing its own port picker and
 health loop.
 """

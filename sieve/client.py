@@ -123,7 +123,7 @@ def iter_sse(lines: Iterable[str]) -> Iterator[StreamEvent]:
         >>> [e.data for e in iter_sse(['event: usage', 'data: {"n": 1}', '', ': ping', ''])]
         [{'n': 1}]
     """
-    event, data = "message", []
+    event, data = "message", list[str]()
     for line in lines:
         if not line:
             if data:

@@ -2,7 +2,7 @@
 
 ``DEFAULT_POLICY`` is what `sieve search`, `sieve demo`, `Sieve.search`, the server and the
 playground run when no policy is asked for: the best policy measured (the shipped learned
-checkpoint, with the learned fusion ranker under it; see ``eval/reports``).
+checkpoint, with the learned fusion ranker under it; see ``docs/experiments``).
 """
 
 from __future__ import annotations

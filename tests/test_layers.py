@@ -1,4 +1,5 @@
-"""Layering, read from the source: no import cycle, retriever/ below agent/, the web stack in server/ only.
+"""Layering, read from the source: no import cycle, retriever/ below agent/, the web stack in server/ only,
+the command line in cli/ only, server/ HTTP only, and nothing importing the benchmarks.
 
 The module graph is built with :mod:`ast` from the files the ``package-dir`` mapping of
 ``pyproject.toml`` installs (so it needs no import of the package and sees every module, even
@@ -26,6 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 WEB = ("fastapi", "starlette", "sse_starlette")
+CLI = ("typer",)
 
 
 def _modules() -> dict[str, Path]:
@@ -154,3 +156,33 @@ def test_only_the_server_imports_the_web_stack() -> None:
     web = {f"ext:{w}" for w in WEB}
     bad = {m: sorted(ts & web) for m, ts in graph(module_level=False).items() if not m.startswith("sieve.server")}
     assert not {m: ts for m, ts in bad.items() if ts}
+
+
+def _under(module: str, *packages: str) -> bool:
+    """Whether ``module`` is one of ``packages`` or inside one (``sieve.client`` is not under ``sieve.cli``)."""
+    return any(module == p or module.startswith(f"{p}.") for p in packages)
+
+
+def _reaching(prefix: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
+    """Modules under ``prefix`` and what they import among the packages ``forbidden``."""
+    bad = {m: sorted(t for t in ts if _under(t, *forbidden))
+           for m, ts in graph(module_level=False).items() if _under(m, prefix)}
+    return {m: ts for m, ts in bad.items() if ts}
+
+
+def test_only_the_cli_imports_typer() -> None:
+    cli = {f"ext:{c}" for c in CLI}
+    bad = {m: sorted(ts & cli) for m, ts in graph(module_level=False).items() if not _under(m, "sieve.cli")}
+    assert not {m: ts for m, ts in bad.items() if ts}
+
+
+def test_the_server_is_http_only() -> None:
+    """server/ serves the library; training, evaluation, benchmarks and the command line are rooms above it."""
+    assert not _reaching("sieve.server", ("sieve.cli", "sieve.train", "sieve.eval", "sieve.benchmarks"))
+
+
+def test_nothing_imports_the_command_line_or_the_benchmarks() -> None:
+    edges = graph(module_level=False)
+    for top in ("sieve.cli", "sieve.benchmarks"):
+        bad = {m: sorted(t for t in ts if _under(t, top)) for m, ts in edges.items() if not _under(m, top)}
+        assert not {m: ts for m, ts in bad.items() if ts}, top

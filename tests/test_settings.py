@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -20,13 +21,14 @@ from sieve.retriever.config import RetrieverConfig
 from sieve.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE_FOLDERS = ("sieve", "retriever", "agent", "pruning", "train", "eval", "server", "data")
+# Every folder the package-dir mapping installs (read from pyproject.toml, so a new room is never missed).
+PACKAGE_FOLDERS = tuple(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values())
 
 # Modules that may touch os.environ, each with its one-line reason. Nothing here *reads* SIEVE_*.
 ALLOWED = {
     "sieve/runtime.py": "writes the offline / telemetry / OpenMP switches third-party libraries read, and the "
                         "settings `sieve serve --workers` hands its worker processes",
-    "eval/load_test.py": "passes its own environment on to the `sieve serve` child it benchmarks",
+    "benchmarks/load_test.py": "passes its own environment on to the `sieve serve` child it benchmarks",
 }
 
 
@@ -152,7 +154,7 @@ def test_the_python_api_reads_the_same_variables(monkeypatch: pytest.MonkeyPatch
 
 
 def test_the_cli_takes_its_collection_from_the_environment(sample_index, session_data_dir: Path) -> None:
-    from sieve.server.cli import app
+    from sieve.cli.main import app
 
     res = CliRunner().invoke(app, ["retrieve", "Spirit of St. Louis", "-k", "2", "--json", "--data-dir",
                                    str(session_data_dir)], env={"SIEVE_COLLECTION": "sample"})
@@ -164,7 +166,7 @@ def test_the_cli_takes_its_collection_from_the_environment(sample_index, session
 def test_one_default_policy():
     """`sieve search`, `sieve demo`, `Sieve.search`, the server and the playground share one default policy."""
     from sieve.agent.factory import DEFAULT_POLICY
-    from sieve.server.commands.agent import DEMO_POLICY
+    from sieve.cli.commands.agent import DEMO_POLICY
     from sieve.settings import Settings
 
     assert Settings.model_fields["policy"].default == DEFAULT_POLICY == DEMO_POLICY

@@ -61,14 +61,15 @@ def collect(index: CorpusIndex, tasks: list[EvalTask], policies: list[Any], *, k
 
     ``policies``: registry names (``"learned"``) or policy objects (e.g. a retrained checkpoint).
     """
-    from sieve.agent import AgentConfig, SearchAgent, make_policy
+    from sieve.agent import AgentConfig, SearchAgent
 
     data = data or FusionData()
     for policy in policies:
         config = AgentConfig(k=k, models_dir=index.config.models_dir)
         config = replace(config, floor=replace(config.floor, enabled=False))
         name = policy if isinstance(policy, str) else policy.name
-        agent = SearchAgent(index, make_policy(policy, config) if isinstance(policy, str) else policy, config)
+        agent = SearchAgent.with_policy(index, policy, config) if isinstance(policy, str) \
+            else SearchAgent(index, policy, config)
         for task in tqdm(tasks, desc=f"{name} episodes", disable=not progress):
             trace = agent.run(task.question)
             hybrid, cos, chunks = agent.closing_pool(task.question, trace.returned)
@@ -208,8 +209,8 @@ def finetune(data: FusionData, base: FusionModel, *, anchor: float = 1.0, steps:
     hidden = [(vals[2 * i].tolist(), vals[2 * i + 1].tolist()) for i in range(len(base.hidden))]
     meta = {**base.meta, "finetuned": {"rows": int(len(y)), "positives": int(y.sum()), "episodes": len(data.x),
                                        "anchor": anchor, "steps": steps, "lr": lr, "seed": seed}}
-    return FusionModel(coef=vals[-2].tolist(), intercept=float(vals[-1][0]), names=base.names, mean=list(base.mean),
-                       scale=list(base.scale), meta=meta, hidden=hidden)
+    return FusionModel(coef=vals[-2].tolist(), intercept=float(vals[-1][0]), names=base.names, mean=base.mean,
+                       scale=base.scale, meta=meta, hidden=hidden)
 
 
 def split(data: FusionData, share: float, seed: int = 0) -> tuple[FusionData, FusionData]:

@@ -159,7 +159,7 @@ def _learned_route(cfg: PipelineConfig, index: Any, synth: Any, train_tasks: lis
     from sieve.train.ranker import RankerConfig, as_eval_tasks, retrain_ranker, served_scores
 
     rl_cfg = LearnedRLConfig(tasks=cfg.out / "train_tasks.jsonl", out=cfg.out / "rl", init=cfg.init,
-                             updates=cfg.steps, heldout_tasks=cfg.out / "heldout_tasks.jsonl", seed=cfg.seed)
+                             steps=cfg.steps, heldout_tasks=cfg.out / "heldout_tasks.jsonl", seed=cfg.seed)
     labelled = read_tasks(cfg.eval_tasks) if cfg.eval_tasks is not None else []
     sets = {name: as_eval_tasks(tasks, name) for name, tasks in ((HELD, held), (LABELLED, labelled)) if tasks}
     # Before: the shipped Sieve as served, on every set (it does not change with training); its cost per
@@ -275,9 +275,9 @@ def _llm_route(cfg: PipelineConfig, index: Any, synth: Any, train_tasks: list[di
                held: list[dict[str, Any]], progress: bool) -> dict[str, Any]:
     """SFT warm start of a language model on heuristic trajectories, then GRPO (the GPU route)."""
     from sieve.agent.backends.local import LocalBackend
-    from sieve.train.heldout import heldout_table, run_heldout
-    from sieve.train.rl import RLConfig, run_rl
-    from sieve.train.sft import WarmStartConfig, run_sft
+    from sieve.train.llm.heldout import heldout_table, run_heldout
+    from sieve.train.llm.rl import RLConfig, run_rl
+    from sieve.train.llm.sft import WarmStartConfig, run_sft
 
     student = None if cfg.init == "default" else cfg.init
     sft = run_sft(index, WarmStartConfig(tasks=cfg.out / "train_tasks.jsonl", out=cfg.out / "sft", model_path=student,
@@ -285,7 +285,7 @@ def _llm_route(cfg: PipelineConfig, index: Any, synth: Any, train_tasks: list[di
                                          seed=cfg.seed), progress=progress)
     steps = cfg.steps if cfg.steps is not None else (None if cfg.minutes else cfg.llm_steps)
     rl = run_rl(index, RLConfig(tasks=cfg.out / "train_tasks.jsonl", out=cfg.out / "rl", model_path=sft["model_dir"],
-                                max_steps=steps, minutes=cfg.minutes, episode=cfg.episode, seed=cfg.seed),
+                                steps=steps, minutes=cfg.minutes, episode=cfg.episode, seed=cfg.seed),
                 progress=progress)
     evals: dict[str, dict[str, Any]] = {}
     evals["heuristic"] = run_heldout(index, held, cfg.episode, policy="heuristic", progress=progress)[0].to_dict()

@@ -34,7 +34,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
@@ -44,6 +44,7 @@ from sieve.train.synth_facts import clean_title, quoted_content_words
 from sieve.train.synth_claims import ClaimWriter, single_shot_recall, synthesize_claims
 from sieve.train.synth_generators import Draft, Link, LLMWriter, QuestionWriter, TemplateWriter
 from sieve.train.synth_pairs import ComparisonPairs, compared_chunks, gold_chunks, verify_comparison
+from sieve.train.synth_writers import WRITERS, Writer, WriterOptions, build_writer, writer_help
 
 if TYPE_CHECKING:
     from sieve.retriever import CorpusIndex
@@ -52,8 +53,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-GeneratorName = Literal["heuristic", "claims", "hard", "local", "openai"]
-_GENERATOR_NAMES = ("heuristic", "claims", "hard", "local", "openai")
+GeneratorName = str  # a name in sieve.train.synth_writers.WRITERS
 _WORD = re.compile(r"[A-Za-z0-9À-ÿ]+(?:['’][A-Za-z]+)?")
 _CAPS = re.compile(r"\b[A-Z][a-zA-Z0-9À-ÿ]+(?:\s+(?:of|the|de|von|van|and|[A-Z][a-zA-Z0-9À-ÿ]+))*")
 
@@ -63,10 +63,7 @@ class SynthConfig:
     n: int = field(default=500, metadata={"help": "Number of verified tasks wanted in the output file."})
     seed: int = field(default=0, metadata={"help": "Seed of the bridge-chunk order (same seed, same tasks)."})
     generator: GeneratorName = field(default="heuristic", metadata={
-        "help": "Question writer: heuristic (multi-hop templates, no model), claims (single-hop claims from "
-                "finding sentences, no model; for scientific or report-like text), hard (keyphrase questions "
-                "from any text: single chunks, spans of long documents, bridges; sieve.train.synth_hard), local "
-                "(transformers) or openai (endpoint)."})
+        "help": f"Question writer: {writer_help()}."})
     links_per_bridge: int = field(default=2, metadata={"help": "Most links tried per bridge chunk."})
     tasks_per_target: int = field(default=2, metadata={"help": "Most tasks whose answer lies in one document."})
     min_title_chars: int = field(default=4, metadata={"help": "Shorter titles are not matched as mentions."})
@@ -92,8 +89,8 @@ class SynthConfig:
     def __post_init__(self) -> None:
         if self.n < 1:
             raise InvalidInput(f"Expected n >= 1, got {self.n}")
-        if self.generator not in _GENERATOR_NAMES:
-            raise InvalidInput(f"Expected generator in {_GENERATOR_NAMES}, got {self.generator!r}")
+        if self.generator not in WRITERS:
+            raise InvalidInput(f"Expected generator in {tuple(WRITERS)}, got {self.generator!r}")
         if self.claim_max_words < 5 or self.claim_search_depth < 1:
             raise InvalidInput(f"Expected claim_max_words >= 5 and claim_search_depth >= 1, got "
                                f"{self.claim_max_words}, {self.claim_search_depth}")
@@ -291,33 +288,15 @@ def read_task_ids(path: Path) -> set[str]:
 
 def make_writer(generator: GeneratorName, *, model_path: str | None = None, base_url: str | None = None,
                 model: str | None = None, api_key: str | None = None,
-                models_dir: Path | None = None, seed: int = 0,
-                claim_max_words: int = 20) -> QuestionWriter | ClaimWriter | HardWriter:
-    """The question writer named ``generator`` (models load lazily, only for local / openai).
+                models_dir: Path | None = None, seed: int = 0, claim_max_words: int = 20) -> Writer:
+    """The task writer registered as ``generator`` (:data:`sieve.train.synth_writers.WRITERS`; models load lazily).
 
     ``models_dir`` is where the default local model is converted once (``RetrieverConfig.models_dir``);
     ``seed`` picks the template writer's phrasings.
     """
-    if generator == "heuristic":
-        return TemplateWriter(seed=seed)
-    if generator == "claims":
-        return ClaimWriter(max_words=claim_max_words)
-    if generator == "hard":
-        from sieve.train.synth_hard import HardWriter
-
-        return HardWriter()
-    if generator == "local":
-        from sieve.agent.backends.local import LocalBackend
-        from sieve.agent.backends.models import smollm2_path
-
-        return LLMWriter(LocalBackend.load(model_path or smollm2_path(models_dir)), name="local")
-    if generator == "openai":
-        from sieve.agent.backends.openai import OpenAIBackend
-
-        if not base_url or not model:
-            raise InvalidInput(f"Expected --base-url and --model for the openai generator, got {base_url!r}, {model!r}")
-        return LLMWriter(OpenAIBackend(base_url, model, api_key=api_key), name="openai")
-    raise InvalidInput(f"Expected generator in {_GENERATOR_NAMES}, got {generator!r}")
+    return build_writer(generator, WriterOptions(model_path=model_path, base_url=base_url, model=model,
+                                                 api_key=api_key, models_dir=models_dir, seed=seed,
+                                                 claim_max_words=claim_max_words))
 
 
 def _drafts(writer: QuestionWriter, link: Link, cfg: SynthConfig) -> list[Draft]:
@@ -444,19 +423,19 @@ def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None =
     if need <= 0:
         report.seconds = time.perf_counter() - t0
         return report
-    if getattr(writer, "name", "") == "hard":
-        from sieve.train.synth_hard import synthesize_hard
+    from sieve.train.synth_hard import HardWriter, synthesize_hard
 
-        hard = synthesize_hard(index, out, writer.config(cfg.n, cfg.seed), progress=progress)  # type: ignore[union-attr]
+    if isinstance(writer, HardWriter):
+        hard = synthesize_hard(index, out, writer.config(cfg.n, cfg.seed), progress=progress)
         report.written, report.bridges_tried, report.drafts = len(hard.tasks), hard.tried, hard.tried
         report.rejected.update(hard.rejected)
         return _finish(report, out, existing_tasks, need, t0, "chunks with verifiable keyphrases")
     if isinstance(writer, ClaimWriter):
-        run = synthesize_claims(index, out, need, existing_tasks, seed=cfg.seed, id_prefix=cfg.id_prefix,
-                                search_depth=cfg.claim_search_depth, writer=writer, progress=progress)
-        report.written, report.bridges_tried, report.drafts = len(run.tasks), run.documents_tried, run.drafts
-        report.rejected.update(run.rejected)
-        report.single_shot_recall_at_10 = single_shot_recall([*existing_tasks.values(), *run.tasks], k=10)
+        claims = synthesize_claims(index, out, need, existing_tasks, seed=cfg.seed, id_prefix=cfg.id_prefix,
+                                   search_depth=cfg.claim_search_depth, writer=writer, progress=progress)
+        report.written, report.bridges_tried, report.drafts = len(claims.tasks), claims.documents_tried, claims.drafts
+        report.rejected.update(claims.rejected)
+        report.single_shot_recall_at_10 = single_shot_recall([*existing_tasks.values(), *claims.tasks], k=10)
         return _finish(report, out, existing_tasks, need, t0, "documents with a findable finding")
     view = CorpusView.load(index, min_title_chars=cfg.min_title_chars, max_title_words=cfg.max_title_words)
     order = list(view.chunks)

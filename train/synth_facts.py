@@ -399,8 +399,8 @@ _CUES: tuple[tuple[str, re.Pattern[str], str, str], ...] = tuple(
         ("mother", r"\b(?:his|her|their)\s+mother,?\s+(?:the\s+[a-z]+\s+)?", "the mother of {a}", ""),
         ("spouse", r"\b(?:married(?:\s+to)?|wife\s+of|husband\s+of|(?:his|her)\s+(?:wife|husband),?)\s+"
                    r"(?:the\s+[a-z]+\s+)?", "the spouse of {a}", ""),
-        ("star", r"\b(?:starring|stars|starred|featuring|features)\s+(?:(?:{d}\s+)?(?:actor|actress|singer)\s+)?"
-                 .format(d=_DEMONYM), "the lead actor of {a}", "the {btype} who starred in {a}"),
+        ("star", rf"\b(?:starring|stars|starred|featuring|features)\s+(?:(?:{_DEMONYM}\s+)?(?:actor|actress|singer)\s+)?"
+                 , "the lead actor of {a}", "the {btype} who starred in {a}"),
         ("band", r"\b(?:vocalist|singer|guitarist|drummer|bassist|keyboardist|frontman|rapper|leader)\s+(?:of|for|in)\s+"
                  r"(?:the\s+)?(?:[\w\-]+\s+){0,4}?", "", "the {btype} that {a} performs with"),
         ("headed", r"\b(?:chairman|chairwoman|chief executive officer|CEO|president|head|director|chief)\s+(?:of|at)\s+"

@@ -224,13 +224,16 @@ class _Writer:
             self._phrases[chunk.chunk_id] = keyphrases(chunk.text, self.bm25, self.cfg)
         return self._phrases[chunk.chunk_id]
 
-    def _reject(self, why: str) -> None:
+    def _reject(self, why: str) -> dict[str, Any] | None:
+        """Count why a draft was rejected; returns None (no task), for ``return self._reject(...)``."""
         self.run.rejected[why] += 1
+        return None
 
     def _ranks(self, query: str) -> dict[str, int]:
         return {h.chunk_id: h.rank for h in self.index.search(query, k=self.cfg.find_depth, mode="hybrid")}
 
-    def _findable(self, question: str, context: str, gold: list[Chunk], phrases: list[Phrase]) -> dict[str, int] | None:
+    def _findable(self, question: str, context: str, gold: list[Chunk],
+                  phrases: list[Phrase]) -> dict[str, int | None] | None:
         """Single-shot ranks of the gold chunks for the question, or None when some gold chunk is out of reach
         of both the question and every one-phrase search (no policy could be trained to find it)."""
         ranks = self._ranks(question)

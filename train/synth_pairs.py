@@ -73,7 +73,9 @@ def verify_comparison(draft: Draft, link: Link, index: CorpusIndex, verify_k: in
         return "target_named", {}
     hits = index.search(draft.question, k=verify_k, mode="hybrid")
     ranks = {h.chunk_id: h.rank for h in hits}
-    names = _names([link.bridge, link.target] if link.via == "compare" else [link.bridge, link.partner.bridge])
+    # A bridge_compare link always has its partner.
+    names = _names([link.bridge, link.target] if link.via == "compare"
+                   else [link.bridge, link.partner.bridge])  # type: ignore[union-attr]
     gold_ids = {c.chunk_id for c in gold}
     distractors = [h.chunk_id for h in hits if h.chunk_id not in gold_ids and not contains_answer(h.chunk.text, names)]
     return None, {"single_shot_rank": {c.chunk_id: ranks.get(c.chunk_id) for c in gold},

@@ -15,13 +15,10 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from sieve.agent.backends.base import ParsedToolCall
-from sieve.agent.tool_specs import TOOL_ALIASES, TOOL_NAMES
+from sieve.agent.tool_specs import known_tool_names
 
 if TYPE_CHECKING:
     from collections.abc import Collection
-
-# Every name a model may call a tool by: what ``name(...)``-style text calls are matched against.
-KNOWN_TOOLS = frozenset(TOOL_NAMES) | frozenset(TOOL_ALIASES)
 
 _TAG_RE = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 _FENCE_RE = re.compile(r"```(?:json|tool_call|python)?\s*(.*?)```", re.DOTALL)
@@ -172,8 +169,10 @@ def calls_in_text(text: str) -> tuple[list[ParsedToolCall], str]:
         >>> calls_in_text("Paris.")
         ([], 'Paris.')
     """
-    calls = parse_tool_calls(text, KNOWN_TOOLS)
+    # Every name a model may call a tool by (read from the registry at the call, so a tool
+    # registered later is recognised too): what ``name(...)``-style text calls are matched against.
+    calls = parse_tool_calls(text, known_tool_names())
     return calls, ("" if calls else text)
 
 
-__all__ = ["KNOWN_TOOLS", "calls_in_text", "parse_arguments", "parse_tool_calls"]
+__all__ = ["calls_in_text", "parse_arguments", "parse_tool_calls"]

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from sieve.server.admission import Slot
 
-ERRORS = {401: {"model": Problem}, 404: {"model": Problem}, 422: {"model": Problem}, 503: {"model": Problem},
+ERRORS: dict[int | str, dict[str, Any]] = {401: {"model": Problem}, 404: {"model": Problem}, 422: {"model": Problem}, 503: {"model": Problem},
           504: {"model": Problem}}
 NamePath = Path(pattern=COLLECTION_PATTERN, description="Collection name.")
 CollectionQuery = Query(default=None, pattern=COLLECTION_PATTERN, description="Collection (default: the server's).")
@@ -129,7 +129,9 @@ async def upsert_documents(body: UpsertRequest, state: StateDep, name: str = Nam
     if len(body.documents) > state.settings.max_documents:
         raise InvalidInput(f"Expected at most {state.settings.max_documents} documents per request, "
                            f"got {len(body.documents)}")
-    docs = [Document(doc_id=d.id, text=d.text, title=d.title, source=d.source, metadata=dict(d.metadata))
+    # MetaValue's lists may mix scalar types on paper; validate_metadata rejects mixed lists (a 422).
+    docs = [Document(doc_id=d.id, text=d.text, title=d.title, source=d.source,
+                     metadata=dict(d.metadata))  # type: ignore[arg-type]
             for d in body.documents]
 
     timeout = state.settings.request_timeout_s

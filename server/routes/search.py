@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from fastapi import APIRouter
 
@@ -14,7 +15,7 @@ from sieve.server.schemas import (
     Problem, RetrieveRequest, RetrieveResponse, SearchR1Request, SearchR1Response, SearchR1Scored, UsageOut,
 )
 
-ERRORS = {401: {"model": Problem}, 404: {"model": Problem}, 409: {"model": Problem}, 422: {"model": Problem},
+ERRORS: dict[int | str, dict[str, Any]] = {401: {"model": Problem}, 404: {"model": Problem}, 409: {"model": Problem}, 422: {"model": Problem},
           503: {"model": Problem}, 504: {"model": Problem}}
 
 router = APIRouter(tags=["retrieval"], dependencies=[ReadAuth], responses=ERRORS)
@@ -24,7 +25,7 @@ router = APIRouter(tags=["retrieval"], dependencies=[ReadAuth], responses=ERRORS
 async def retrieve(body: RetrieveRequest, state: StateDep) -> RetrieveResponse:
     """One query, top-k chunks, no agent: the baseline Sieve's agent is measured against."""
     s = state.settings
-    k = validate_k(body.k or s.k, s.max_k)
+    k = validate_k(body.k or s.k, s.max_request_k)
 
     def work() -> RetrieveResponse:
         t0 = time.perf_counter()
@@ -47,7 +48,7 @@ async def retrieve_search_r1(body: SearchR1Request, state: StateDep) -> SearchR1
         raise InvalidInput(f"Expected at most {s.max_queries} queries per request, got {len(body.queries)}")
     for q in body.queries:
         validate_query(q)
-    k = validate_k(body.topk or 3, s.max_k)
+    k = validate_k(body.topk or 3, s.max_request_k)
 
     def work() -> SearchR1Response:
         index = state.index(body.collection)

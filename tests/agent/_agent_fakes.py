@@ -7,7 +7,8 @@ writes); the real models are exercised in ``test_local_backend.py`` and ``test_o
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 
 

@@ -8,7 +8,7 @@ import re
 from typer.testing import CliRunner
 
 from sieve.defaults import DEFAULT_POLICY
-from sieve.server.cli import app
+from sieve.cli.main import app
 
 
 def test_search_json_trace_and_step_log(sample_index, session_data_dir, tmp_path):

@@ -59,7 +59,7 @@ def test_evaluator_keys_and_exact_values(sample_tasks):
     from sieve.eval.data import EvalTask
 
     tasks = [EvalTask(t["id"], t["question"], tuple(t["gold_ids"]), source="sample") for t in sample_tasks[:2]]
-    g0, g1 = tasks[0].gold_ids, tasks[1].gold_ids
+    g0 = tasks[0].gold_ids
     system = _ScriptedSystem({tasks[0].question: [g0[0], "noise", g0[1]], tasks[1].question: ["noise", "more"]})
     ev = RetrievalEvaluator(tasks, ks=[1, 3], name="sample", progress=False)
     m = ev(system)
@@ -221,7 +221,7 @@ def test_pooled_corpus_renames_colliding_ids_and_scores_per_source(tiny_dirs, tm
 def test_cli_eval(tiny_dirs, tmp_path):
     from typer.testing import CliRunner
 
-    from sieve.server.cli import app
+    from sieve.cli.main import app
 
     alpha, _ = tiny_dirs
     args = ["eval", "--data", str(alpha), "--systems", "bm25", "--k", "2,5", "--limit", "2", "--out",
@@ -271,7 +271,7 @@ def test_eval_warns_when_reporting_on_declared_tuning_data(tiny_dirs, tmp_path, 
     from typer.testing import CliRunner
 
     import sieve.eval.tuning as tuning
-    from sieve.server.cli import app
+    from sieve.cli.main import app
 
     alpha, beta = tiny_dirs
     manifest = tmp_path / "tuning_sets.json"

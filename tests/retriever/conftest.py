@@ -38,7 +38,7 @@ def run(tmp_path, embedder, monkeypatch):
     from typer.testing import CliRunner
 
     from sieve.retriever.embeddings import Embedder
-    from sieve.server.cli import app
+    from sieve.cli.main import app
 
     monkeypatch.setattr(Embedder, "from_config", classmethod(lambda cls, config, **kwargs: embedder))
     monkeypatch.delenv("SIEVE_CHROMA_URL", raising=False)

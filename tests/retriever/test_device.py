@@ -22,7 +22,7 @@ from sieve.retriever import device as device_mod
 from sieve.retriever.config import RetrieverConfig
 from sieve.retriever.device import CUDA_BATCH_SIZE, DeviceChoice, resolve_device
 from sieve.retriever.embeddings import Embedder, TorchEncoder, device_batch_size, torch_weights_dtype
-from sieve.server.cli import app
+from sieve.cli.main import app
 from sieve.settings import load_settings
 
 
@@ -164,7 +164,7 @@ def test_sieve_index_says_which_device_it_took(tmp_path: Path, sample_dir: Path)
 
 
 def test_every_command_that_embeds_takes_device_and_serve_refuses_cuda_before_binding(tmp_path: Path) -> None:
-    from sieve.server.cli import build_command
+    from sieve.cli.main import build_command
 
     commands = build_command().commands
     for name in ("index", "retrieve", "search", "demo", "serve", "eval"):

@@ -40,8 +40,8 @@ def live(session_data_dir: Path, sample_index: Any, embedder: Any) -> Iterator[L
 @pytest.fixture(scope="session")
 def secured(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[LiveServer]:
     """A server with ``api_key`` and ``require_auth``, a small body limit and a tight k cap."""
-    srv = start_server(embedder, tmp_path_factory.mktemp("secured-data"), collection=TINY, api_key=API_KEY,
-                       require_auth=True, max_body_bytes=4096, max_k=5)
+    srv = start_server(embedder, tmp_path_factory.mktemp("secured-data"), collection=TINY, server_api_key=API_KEY,
+                       require_auth=True, max_body_bytes=4096, max_request_k=5)
     from sieve.retriever.types import Document
 
     srv.state.index(TINY, create=True).index_documents(
@@ -53,7 +53,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator
 @pytest.fixture(scope="session")
 def writes_locked(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[LiveServer]:
     """A server with an API key but no ``require_auth``: reads are open, writes need the key."""
-    srv = start_server(embedder, tmp_path_factory.mktemp("locked-data"), collection=TINY, api_key=API_KEY)
+    srv = start_server(embedder, tmp_path_factory.mktemp("locked-data"), collection=TINY, server_api_key=API_KEY)
     yield srv
     srv.stop()
 

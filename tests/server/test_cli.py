@@ -1,7 +1,7 @@
 """The ``sieve`` command as a newcomer meets it: what it loads, how it fails, what its help and README promise.
 
 Start-up cost is checked structurally (which modules a command imports, in a fresh interpreter),
-never by timing; ``eval/bench_cli.py`` measures wall times.
+never by timing; ``benchmarks/cli.py`` measures wall times.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 from _server_process import sieve_command
 from sieve.defaults import DEFAULT_POLICY
-from sieve.server.cli import app, build_command, configure_logging, main
-from sieve.server.commands._common import plural
+from sieve.cli.main import app, build_command, configure_logging, main
+from sieve.cli.commands._common import plural
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "sentence_transformers", "transformers", "onnxruntime", "chromadb", "fastapi", "scipy", "numpy")
@@ -30,7 +30,7 @@ MODEL_LIBS = ("torch", "sentence_transformers", "transformers", "onnxruntime", "
 
 def _modules_after(args: list[str], data_dir: Path | None = None) -> tuple[set[str], subprocess.CompletedProcess]:
     """Run ``sieve ARGS`` in a fresh interpreter; return which of HEAVY it imported (and the process)."""
-    code = ("import json, sys\nfrom sieve.server.cli import main\n"
+    code = ("import json, sys\nfrom sieve.cli.main import main\n"
             "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\nelse:\n    code = 0\n"
             f"print('MODULES=' + json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)), file=sys.stderr)\n"
             "sys.exit(code)")
@@ -178,7 +178,7 @@ def test_demo_agent_evidence_holds_the_answer_document(sample_index, session_dat
 
 def test_first_local_run_says_it_converts_a_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from sieve.agent.config import AgentConfig
-    from sieve.server.commands.agent import _conversion_notice
+    from sieve.cli.commands.agent import _conversion_notice
 
     _conversion_notice("local", AgentConfig(models_dir=tmp_path))
     err = capsys.readouterr().err
@@ -299,7 +299,7 @@ ROWS = [(i, 1 / i, f"wiki-charles-augustus-lindbergh#{i}", "Charles Lindbergh, a
 def _render(width: int, **kwargs: bool) -> list[str]:
     from rich.console import Console
 
-    from sieve.server.commands._common import print_results
+    from sieve.cli.commands._common import print_results
 
     console = Console(width=width, record=True, file=io.StringIO())
     print_results(ROWS, "hybrid results for: which aircraft did Lindbergh fly across the Atlantic?", console=console,
@@ -314,7 +314,7 @@ def test_result_tables_take_one_line_per_result_and_fit_the_width(width: int) ->
     lines = _render(width)
     assert len(lines) == 3 + len(ROWS), "\n".join(lines)  # title, header, rule, then one line per result
     assert max(cell_len(ln) for ln in lines) <= width
-    for (rank, _, chunk_id, _, _), line in zip(ROWS, lines[3:]):
+    for (rank, _, _chunk_id, _, _), line in zip(ROWS, lines[3:]):
         assert line.split()[0] == str(rank) and f"#{rank}" in line  # ids are cut in the middle, keeping #position
         assert line.rstrip().endswith("…")  # the text was cut to fit, not wrapped
     assert "wiki-charles-augustus-lindbergh#10" in "\n".join(_render(200))  # room enough: whole ids

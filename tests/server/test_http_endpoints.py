@@ -162,7 +162,7 @@ def test_invalid_fields_are_422_naming_the_field(http: httpx.Client, payload: di
 
 
 def test_k_above_server_max_is_422(http: httpx.Client, live) -> None:
-    cap = live.state.settings.max_k
+    cap = live.state.settings.max_request_k
     body = assert_problem(http.post("/v1/retrieve", json={"query": "x", "k": cap + 1}), 422, "invalid_input")
     assert str(cap) in body["detail"]
 

@@ -28,7 +28,7 @@ EVAL_CACHE = "eval-edges-fp32-0123456789"
 @pytest.fixture(scope="module")
 def open_reads(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[LiveServer]:
     """Reads open, writes need the key; TINY indexed, plus an (empty) eval cache."""
-    srv = start_server(embedder, tmp_path_factory.mktemp("edges-data"), collection=TINY, api_key=API_KEY)
+    srv = start_server(embedder, tmp_path_factory.mktemp("edges-data"), collection=TINY, server_api_key=API_KEY)
     r = httpx.post(f"{srv.url}/v1/collections/{TINY}/documents", json={"documents": TINY_DOCS}, headers=KEY,
                    timeout=120)
     assert r.status_code == 200, r.text
@@ -40,7 +40,7 @@ def open_reads(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Itera
 @pytest.fixture(scope="module")
 def closed(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[LiveServer]:
     """``require_auth``: every route but /healthz needs the key."""
-    srv = start_server(embedder, tmp_path_factory.mktemp("edges-closed"), collection=TINY, api_key=API_KEY,
+    srv = start_server(embedder, tmp_path_factory.mktemp("edges-closed"), collection=TINY, server_api_key=API_KEY,
                        require_auth=True)
     srv.state.index(TINY, create=True)
     yield srv

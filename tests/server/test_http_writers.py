@@ -67,7 +67,7 @@ def test_cli_writer_beside_a_live_server_taking_writes(tmp_path, embedder, caplo
         poster = threading.Thread(target=_post_until, args=(srv.url, [http_half[i:i + 5] for i in range(0, 30, 5)],
                                                              stop, codes), daemon=True)
         poster.start()
-        cli = subprocess.run([sys.executable, "-c", "from sieve.server.cli import main; main()", "index", str(src),
+        cli = subprocess.run([sys.executable, "-c", "from sieve.cli.main import main; main()", "index", str(src),
                               "-c", NAME, "--data-dir", str(data), "--json"], env=ENV, capture_output=True, text=True,
                              timeout=300)
         stop.set()

@@ -54,7 +54,7 @@ def test_a_write_through_one_worker_is_searchable_through_the_other(tmp_path: Pa
     with chroma_server(tmp_path / "chroma") as chroma_url:
         port = free_port()
         url = f"http://127.0.0.1:{port}"
-        cmd = [sys.executable, "-c", "from sieve.server.cli import main; main()", "serve", "--workers", "2",
+        cmd = [sys.executable, "-c", "from sieve.cli.main import main; main()", "serve", "--workers", "2",
                "--port", str(port), "--chroma-url", chroma_url, "--data-dir", str(tmp_path / "data"),
                "-c", COLLECTION, "--log-level", "warning", "--no-mcp"]
         with server_process(cmd, f"{url}/healthz", name="sieve serve --workers 2", log_path=tmp_path / "serve.log",
@@ -87,7 +87,7 @@ def test_a_write_through_one_worker_is_searchable_through_the_other(tmp_path: Pa
 def test_several_workers_need_a_chroma_server(tmp_path: Path):
     from typer.testing import CliRunner
 
-    from sieve.server.cli import app
+    from sieve.cli.main import app
 
     res = CliRunner().invoke(app, ["serve", "--workers", "2", "--data-dir", str(tmp_path)])
     assert res.exit_code == 2 and "Expected --chroma-url with --workers 2" in res.output

@@ -13,7 +13,7 @@ def tiny_model_dir(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) 
     """SmolLM2 cut to its first 2 decoder layers (real embeddings and tokenizer, ~15x faster).
 
     It writes nonsense, but the machinery (harness rollouts, segments, loss, checkpoints) is the
-    same as for the full model; the learning check (train/learning_check.py) uses the full one.
+    same as for the full model; the learning check (train/llm/learning_check.py) uses the full one.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from sieve.agent import AgentConfig, SearchAgent
 from sieve.agent.policies.learned import LearnedConfig, LearnedPolicy, PolicyNetwork, load_checkpoint, save_checkpoint
-from sieve.server.cli import app
+from sieve.cli.main import app
 from sieve.train.learned import CachedIndex
 from sieve.train.learned.grpo import ppo_loss, run_group, update
 from sieve.train.learned.imitation import ImitationConfig, heuristic_label, imitation_loss
@@ -90,8 +90,8 @@ def test_imitation_labels_are_valid_choices(batch) -> None:
 def test_learned_rl_run_resumes_and_serves(sample_index, session_data_dir, tmp_path) -> None:
     from sieve.train.learned import LearnedRLConfig, run_learned_rl
 
-    cfg = LearnedRLConfig(tasks="data/sample/tasks.jsonl", out=tmp_path / "run", init="none", updates=2,
-                          tasks_per_update=1, group=2, epochs=1, holdout=0.0, save_every=1, table_every=1, limit=4,
+    cfg = LearnedRLConfig(tasks="data/sample/tasks.jsonl", out=tmp_path / "run", init="none", steps=2,
+                          questions_per_step=1, group=2, epochs=1, holdout=0.0, save_every=1, table_every=1, limit=4,
                           seed=3,
                           imitation=ImitationConfig(rounds=1, episodes=2, epochs=2))
     first = run_learned_rl(sample_index, cfg, progress=False)
@@ -103,7 +103,7 @@ def test_learned_rl_run_resumes_and_serves(sample_index, session_data_dir, tmp_p
     rows = [json.loads(line) for line in (tmp_path / "run" / "curve.jsonl").read_text().splitlines()]
     assert [r["update"] for r in rows] == [1, 2] and all(r["searches"] >= 1 for r in rows)
     assert (tmp_path / "run" / "curve.png").stat().st_size > 0 and "| 2 |" in (tmp_path / "run" / "curve.md").read_text()
-    cfg.updates = 3
+    cfg.steps = 3
     again = run_learned_rl(sample_index, cfg, progress=False)
     assert again["resumed"] and again["updates"] == 3
     rows = [json.loads(line) for line in (tmp_path / "run" / "curve.jsonl").read_text().splitlines()]

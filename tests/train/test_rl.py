@@ -21,14 +21,14 @@ def test_grpo_smoke_run_through_the_harness(sample_index, tiny_model_dir, tmp_pa
 
     from sieve.agent import AgentConfig, SearchAgent, make_policy
     from sieve.agent.tool_specs import tool_specs
-    from sieve.train.chat_format import prompt_ids
+    from sieve.train.llm.chat_format import prompt_ids
     from sieve.eval.data import read_tasks
     from sieve.train.config import EpisodeConfig
-    from sieve.train.rl import RLConfig, build_trainer
-    from sieve.train.sft import load_student, save_merged
+    from sieve.train.llm.rl import RLConfig, build_trainer
+    from sieve.train.llm.sft import load_student, save_merged
 
     cfg = RLConfig(tasks=Path("data/sample/tasks.jsonl"), out=tmp_path / "rl", model_path=str(tiny_model_dir),
-                   max_steps=2, questions_per_step=1, num_generations=2, learning_rate=1e-3, limit=2,
+                   steps=2, questions_per_step=1, group=2, lr=1e-3, limit=2,
                    rollout_workers=2,
                    episode=EpisodeConfig(budget_tokens=1024, max_turns=2, search_k=2, search_tokens=256,
                                          max_new_tokens=16))
@@ -46,7 +46,8 @@ def test_grpo_smoke_run_through_the_harness(sample_index, tiny_model_dir, tmp_pa
     for r in rollouts:
         assert len(r.segments) == len(r.trace.turns)
         for seg, turn in zip(r.segments, r.trace.turns):
-            assert seg.prompt_ids == prompt_ids(tok, turn.prompt_messages, tool_specs())
+            # The tool texts state the episode's own numbers (search_k=2 here), as the model was shown them.
+            assert seg.prompt_ids == prompt_ids(tok, turn.prompt_messages, tool_specs(config=cfg.episode.agent_config()))
             assert seg.completion_ids and len(seg.completion_ids) <= 16
     assert trainer.reward_history[-1]["n_episodes"] == 2
     assert "reward/total" in trainer.reward_history[-1]
@@ -66,10 +67,10 @@ def test_grpo_smoke_run_through_the_harness(sample_index, tiny_model_dir, tmp_pa
 def test_grpo_time_budget_alone_ends_the_run(sample_index, tiny_model_dir, tmp_path):
     """--minutes without --steps: no step cap (TRL runs to a cap it never reaches); the budget ends the run."""
     from sieve.train.config import EpisodeConfig
-    from sieve.train.rl import DEFAULT_STEPS, RLConfig, run_rl
+    from sieve.train.llm.rl import DEFAULT_STEPS, RLConfig, run_rl
 
     cfg = RLConfig(tasks=Path("data/sample/tasks.jsonl"), out=tmp_path / "rl", model_path=str(tiny_model_dir),
-                   minutes=0.01, questions_per_step=1, num_generations=2, limit=2, rollout_workers=2,
+                   minutes=0.01, questions_per_step=1, group=2, limit=2, rollout_workers=2,
                    episode=EpisodeConfig(budget_tokens=1024, max_turns=1, search_k=2, search_tokens=256,
                                          max_new_tokens=8))
     assert cfg.step_cap > DEFAULT_STEPS

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from sieve.train.rollout import BatchedGenerator, GenParams
+from sieve.train.llm.rollout import BatchedGenerator, GenParams
 
 
 def test_batched_generator_serves_concurrent_requests_in_order() -> None:
@@ -59,7 +59,7 @@ def test_batched_generator_hands_failures_to_the_episode() -> None:
 def test_prefix_cache_gives_the_same_greedy_tokens(tiny_model_dir) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from sieve.train.rollout import HFGenerate
+    from sieve.train.llm.rollout import HFGenerate
 
     tok = AutoTokenizer.from_pretrained(str(tiny_model_dir))
     model = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir)).eval()

@@ -14,7 +14,7 @@ EPISODE = EpisodeConfig(budget_tokens=1024, max_turns=2, search_k=2, search_toke
 
 @pytest.fixture(scope="module")
 def teacher_episodes(sample_index, sample_tasks):
-    from sieve.train.sft import WarmStartConfig, collect_teacher
+    from sieve.train.llm.sft import WarmStartConfig, collect_teacher
 
     return collect_teacher(sample_index, sample_tasks[:2], WarmStartConfig(episode=EPISODE), progress=False)
 
@@ -24,8 +24,8 @@ def test_examples_match_the_served_prompt_and_teacher_calls(teacher_episodes, sm
 
     from sieve.agent.backends.parsing import parse_tool_calls
     from sieve.agent.tool_specs import tool_specs
-    from sieve.train.chat_format import prompt_ids
-    from sieve.train.sft import trace_examples
+    from sieve.train.llm.chat_format import prompt_ids
+    from sieve.train.llm.sft import trace_examples
 
     tok = AutoTokenizer.from_pretrained(str(smollm2_dir))
     tools = tool_specs()
@@ -55,7 +55,7 @@ def test_split_is_disjoint_and_deterministic(sample_tasks) -> None:
 
 @pytest.mark.slow
 def test_tiny_sft_run_saves_a_loadable_checkpoint(sample_index, tiny_model_dir, tmp_path) -> None:
-    from sieve.train.sft import WarmStartConfig, run_sft
+    from sieve.train.llm.sft import WarmStartConfig, run_sft
 
     cfg = WarmStartConfig(tasks=Path("data/sample/tasks.jsonl"), out=tmp_path / "sft", model_path=str(tiny_model_dir),
                           limit=4, holdout=0.25, epochs=1, check_before=False, max_heldout=1, episode=EPISODE)

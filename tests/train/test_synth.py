@@ -195,7 +195,7 @@ def test_bridge_comparison_drafts_and_verification(sample_index) -> None:
     task = make_task(born, link, facts, cfg, "heuristic")
     assert task["gold_ids"] == ["f", "s", "l", "g"] and task["meta"]["answer_chunk_ids"] == ["s#0", "g#0"]
     assert task["meta"]["hops"] == 4
-    named = Draft(f"Is Steve Carver older than the director of Lady Bird?", ("yes",), "x", evidence=("1945", "1983"))
+    named = Draft("Is Steve Carver older than the director of Lady Bird?", ("yes",), "x", evidence=("1945", "1983"))
     assert verify(named, link, sample_index, cfg)[0] == "target_named"
     swapped = Draft(born.question, born.answers, born.kind, evidence=("1983", "1945"))
     assert verify(swapped, link, sample_index, cfg)[0] == "unsupported"

@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from sieve.server.cli import app
+from sieve.cli.main import app
 from sieve.train.synth_claims import finding_score, verify_claim, write_claim
 
 

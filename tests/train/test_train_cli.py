@@ -9,7 +9,7 @@ import pytest
 
 from typer.testing import CliRunner
 
-from sieve.server.cli import app
+from sieve.cli.main import app
 
 
 def test_train_synth_json(sample_index, session_data_dir, tmp_path):
@@ -48,8 +48,8 @@ def test_sft_and_rl_share_one_episode_definition():
     import typer.main
 
     from sieve.train.config import EpisodeConfig
-    from sieve.train.rl import RLConfig
-    from sieve.train.sft import WarmStartConfig
+    from sieve.train.llm.rl import RLConfig
+    from sieve.train.llm.sft import WarmStartConfig
 
     names = {"budget_tokens", "max_turns", "max_new_tokens", "search_k", "search_tokens"}
     train = typer.main.get_command(app).commands["train"]
@@ -188,19 +188,19 @@ def test_one_vocabulary_of_flags():
 
 def test_step_caps_never_cut_a_time_budget_short():
     from sieve.train.learned.trainer import DEFAULT_UPDATES, LearnedRLConfig
-    from sieve.train.rl import DEFAULT_STEPS, RLConfig
+    from sieve.train.llm.rl import DEFAULT_STEPS, RLConfig
 
-    assert LearnedRLConfig().update_cap == DEFAULT_UPDATES and LearnedRLConfig().init == "default"
-    assert LearnedRLConfig(minutes=10).update_cap is None  # the time budget alone ends the run
-    assert LearnedRLConfig(minutes=10, updates=50).update_cap == 50
-    assert RLConfig().step_cap == DEFAULT_STEPS and RLConfig(max_steps=7, minutes=1).step_cap == 7
+    assert LearnedRLConfig().step_cap == DEFAULT_UPDATES and LearnedRLConfig().init == "default"
+    assert LearnedRLConfig(minutes=10).step_cap is None  # the time budget alone ends the run
+    assert LearnedRLConfig(minutes=10, steps=50).step_cap == 50
+    assert RLConfig().step_cap == DEFAULT_STEPS and RLConfig(steps=7, minutes=1).step_cap == 7
     assert RLConfig(minutes=10).step_cap >= 100_000
 
 
 def test_time_budget_callback_stops_and_anneals_over_the_budget(monkeypatch):
     from types import SimpleNamespace
 
-    import sieve.train.rl as rl
+    import sieve.train.llm.rl as rl
 
     clock = [100.0]
     monkeypatch.setattr(rl.time, "perf_counter", lambda: clock[0])

@@ -144,7 +144,7 @@ def update(net: PolicyNetwork, optimizer: torch.optim.Optimizer, rollouts: list[
     """``epochs`` optimiser steps on the batch; returns the last step's loss and diagnostics."""
     adv_list = advantages(rollouts)
     decisions = []
-    adv = []
+    adv: list[float] = []
     for r, a in zip(rollouts, adv_list):
         if a == 0.0:
             continue

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DEFAULT_UPDATES = 200
-"""GRPO updates of a run given neither ``updates`` nor ``minutes``."""
+"""GRPO updates of a run given neither ``steps`` nor ``minutes``."""
 
 
 @dataclass
@@ -45,13 +45,13 @@ class LearnedRLConfig:
         "help": "Start: 'default' (the shipped checkpoint), 'none' (a fresh network), or a checkpoint folder."})
     warm_start: bool = field(default=True, metadata={
         "help": "A fresh network (init 'none') first imitates the heuristic."})
-    updates: int | None = field(default=None, metadata={
+    steps: int | None = field(default=None, metadata={
         "help": f"Most GRPO updates (one batch of B tasks x G rollouts each); unset: {DEFAULT_UPDATES}, or no cap "
                 "when `minutes` is set (the time budget ends the run)."})
     minutes: float | None = field(default=None, metadata={
         "help": "Wall-clock budget of the run (set-up, screen and checks included); the updates get what those "
                 "leave, rewards anneal over it, and the run stops when it is spent."})
-    tasks_per_update: int = field(default=4, metadata={"help": "Tasks per update (B)."})
+    questions_per_step: int = field(default=4, metadata={"help": "Tasks per update (B)."})
     group: int = field(default=8, metadata={"help": "Rollouts per task, the GRPO group (G)."})
     epochs: int = field(default=4, metadata={"help": "Optimiser steps per batch (clipped ratios keep them close)."})
     clip: float = field(default=0.2, metadata={"help": "PPO clip range of the importance ratio."})
@@ -88,9 +88,9 @@ class LearnedRLConfig:
         self.init = "none" if self.init is None else str(self.init)
         if self.group < 2:
             raise InvalidInput(f"Expected num_generations >= 2 (GRPO needs a group), got {self.group}")
-        if (self.updates is not None and self.updates < 1) or self.tasks_per_update < 1 or self.epochs < 1:
-            raise InvalidInput(f"Expected updates, tasks_per_update, epochs >= 1, got "
-                             f"{self.updates}, {self.tasks_per_update}, {self.epochs}")
+        if (self.steps is not None and self.steps < 1) or self.questions_per_step < 1 or self.epochs < 1:
+            raise InvalidInput(f"Expected steps, questions_per_step, epochs >= 1, got "
+                             f"{self.steps}, {self.questions_per_step}, {self.epochs}")
         if self.minutes is not None and self.minutes <= 0:
             raise InvalidInput(f"Expected minutes > 0, got {self.minutes}")
         if self.temperature <= 0 or not 0 <= self.skip_solved <= 1:
@@ -102,10 +102,10 @@ class LearnedRLConfig:
             raise InvalidInput(f"Expected 0 <= keep_solved <= 1, got {self.keep_solved}")
 
     @property
-    def update_cap(self) -> int | None:
-        """The step cap in force: ``updates`` if given, none under a time budget, else :data:`DEFAULT_UPDATES`."""
-        if self.updates is not None:
-            return self.updates
+    def step_cap(self) -> int | None:
+        """The step cap in force: ``steps`` if given, none under a time budget, else :data:`DEFAULT_UPDATES`."""
+        if self.steps is not None:
+            return self.steps
         return None if self.minutes else DEFAULT_UPDATES
 
     @property
@@ -310,7 +310,7 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
         if cfg.screen:
             t0 = time.perf_counter()
             solved = _screen(cached, LearnedPolicy(net, pcfg), train_tasks, cfg, progress)
-            kept_tasks = keep_after_screen(train_tasks, solved, cfg.keep_solved, cfg.seed, cfg.tasks_per_update)
+            kept_tasks = keep_after_screen(train_tasks, solved, cfg.keep_solved, cfg.seed, cfg.questions_per_step)
             stream = _TaskStream(kept_tasks, cfg.seed, skip_solved=cfg.skip_solved)
             n_kept_solved = sum(_task_id(t) in solved for t in kept_tasks)
             summary["screen"] = {"tasks": len(train_tasks), "solved": len(solved), "kept": len(kept_tasks),
@@ -342,7 +342,7 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
     budget_s = (max(0.0, cfg.minutes * 60 - summary.get("setup_seconds", 0.0) - summary.get("end_check_seconds", 0.0))
                 if cfg.minutes else None)
     t_rl = time.perf_counter() - elapsed_before
-    cap = cfg.update_cap
+    cap = cfg.step_cap
     bar = tqdm(total=cap, initial=start_update, desc="GRPO updates", disable=not progress)
     u = start_update
     ep_seed = cfg.seed * 1_000_000_007 + start_update * 10_000
@@ -356,7 +356,7 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
             else u / cap  # type: ignore[operator]
         t0, c0 = time.perf_counter(), time.process_time()
         rollouts = []
-        for gi, task in enumerate(stream.take(cfg.tasks_per_update)):
+        for gi, task in enumerate(stream.take(cfg.questions_per_step)):
             seeds = [ep_seed + gi * cfg.group + j for j in range(cfg.group)]
             group = run_group(agent, policy, task, gi, seeds, cfg.reward, prog)
             stream.mark(task, all(r.all_gold == 1.0 for r in group))
@@ -392,8 +392,8 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
         summary["heldout_end"] = mean_scores(end)
         summary.setdefault("heldout_scores", {})["end"] = end
     _save(out, net, pcfg, optimizer, stream, u, rl_seconds, summary, cfg, meta, cached)
-    rows = [json.loads(line) for line in (out / "curve.jsonl").read_text(encoding="utf-8").splitlines() if line]
-    summary.update(write_curve_outputs(out, rows, cfg.table_every, title=str(cfg.tasks)))
+    curve = [json.loads(line) for line in (out / "curve.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    summary.update(write_curve_outputs(out, curve, cfg.table_every, title=str(cfg.tasks)))
     summary["seconds"] = round(time.perf_counter() - t_start, 1)
     summary["model_dir"] = str(out / "model")
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
@@ -404,12 +404,12 @@ def stop_message(cfg: LearnedRLConfig, stopped_by: str, updates: int, seconds: f
     """What ended the run, in words: the time budget or the step cap (and which, when both were set).
 
     Example:
-        >>> stop_message(LearnedRLConfig(updates=50, minutes=10), "steps", 50, 300.0)
+        >>> stop_message(LearnedRLConfig(steps=50, minutes=10), "steps", 50, 300.0)
         'stopped at the step cap (50 updates) after 5.0 of 10 minutes'
     """
     if stopped_by == "minutes":
         msg = f"stopped by the time budget ({cfg.minutes:.3g} min) after {updates} updates"
-        return msg + (f" of the {cfg.updates} allowed" if cfg.updates is not None else "")
+        return msg + (f" of the {cfg.steps} allowed" if cfg.steps is not None else "")
     msg = f"stopped at the step cap ({updates} updates)"
     return msg + (f" after {seconds / 60:.1f} of {cfg.minutes:.3g} minutes" if cfg.minutes else "")
 

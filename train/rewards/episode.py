@@ -122,7 +122,7 @@ def _progress(kwargs: dict[str, Any], n: int) -> list[float]:
     if given is not None:
         return list(given) if isinstance(given, (list, tuple)) else [float(given)] * n
     state = kwargs.get("trainer_state")
-    if state is not None and getattr(state, "max_steps", 0):
+    if state is not None and getattr(state, "max_steps", None):
         return [min(1.0, state.global_step / state.max_steps)] * n
     return [0.0] * n
 

@@ -32,7 +32,7 @@ from sieve.agent.policies.heuristic import BridgeHit, Features, NameHit, score_f
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from sieve.agent.loop import Episode
+    from sieve.agent.episode import Episode
     from sieve.agent.policies.entities import Mention
     from sieve.pruning.context import ChunkEntry
 

@@ -35,7 +35,7 @@ from sieve.pruning.tokens import ApproxTokenCounter
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from sieve.agent.loop import Episode
+    from sieve.agent.episode import Episode
     from sieve.agent.policies.learned.features import Candidate
     from sieve.agent.policies.learned.network import PolicyNetwork
     from sieve.pruning.context import ChunkEntry
