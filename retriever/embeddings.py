@@ -286,14 +286,20 @@ def device_batch_size(batch_size: int, device: str) -> int:
 
 
 def load_encoder(path: Path, backend: str, dtype: str, cache_root: Path, fingerprint: str,
-                 device: str = "cpu") -> Encoder:
+                 device: str = "cpu", threads: int | None = None) -> Encoder:
+    """The model on ``backend``; ``threads`` caps its CPU threads (default: every core this process may use)."""
     if backend == "torch":
-        return TorchEncoder.load(path, dtype, device)
+        encoder = TorchEncoder.load(path, dtype, device)
+        if threads is not None:
+            import torch
+
+            torch.set_num_threads(threads)
+        return encoder
     from sieve.retriever.onnx_backend import OnnxEncoder, ensure_onnx_model, read_st_modules
 
     read_st_modules(path)  # refuse unsupported module stacks before spending a minute exporting
     onnx_path = ensure_onnx_model(path, cache_root, model_display_name(path), fingerprint, dtype)  # type: ignore[arg-type]
-    return OnnxEncoder.load(onnx_path, path, threads=cpu_threads(), device=device)
+    return OnnxEncoder.load(onnx_path, path, threads=threads or cpu_threads(), device=device)
 
 
 @dataclass
@@ -312,6 +318,8 @@ class Embedder:
     cache_dir: Path | None = None
     device: str = "auto"
     query_cache_size: int = 4096
+    # Several embedders on one machine (Ray actors, sieve.retriever.ray_stages) each take a share of the cores.
+    threads: int | None = None
     _encoder: Encoder | None = field(default=None, repr=False)
     _identity: EmbedderIdentity | None = field(default=None, repr=False)
     _fingerprint: str | None = field(default=None, repr=False)
@@ -378,7 +386,7 @@ class Embedder:
                     folder = Path(self.path)
                     prepare_runtime()  # offline hub, passive OpenMP waiting: before torch is first imported
                     encoder = load_encoder(folder, self.backend, self.dtype, self.cache_dir or folder,
-                                           self.fingerprint, self.device)
+                                           self.fingerprint, self.device, self.threads)
                     if self._identity is not None and self._identity.dim != encoder.dim:
                         raise ModelUnavailable(f"Expected the embedder at {self.path!r} to output "
                                                f"{self._identity.dim} dimensions as its config says, got {encoder.dim}")

@@ -313,6 +313,15 @@ class CorpusIndex(UpsertMixin):
         )
         return len(chunks)
 
+    def write_embedded(self, batch: list[tuple[Document, str, list[Chunk]]], states: dict, vectors: np.ndarray) -> int:
+        """Write whole documents whose chunks were embedded elsewhere (``sieve index --ray``).
+
+        The caller holds :attr:`write_lock`, passes ``states`` read under it (:meth:`ChromaStore.doc_states`),
+        and bumps the generation and rebuilds BM25 once it has written everything, as
+        :meth:`index_documents` does. Returns the chunks written.
+        """
+        return self._write(batch, states, vectors)
+
     def _embed(self, chunks: Sequence[Chunk]) -> np.ndarray:
         return self.embedder.embed_passages([passage_text(c.title, c.text) for c in chunks])
 
