@@ -63,7 +63,8 @@ class RayOptions:
             belongs to), ``HOST:PORT`` of a head node, or ``ray://HOST:10001`` (Ray Client).
         embed_actors: embedding actors; default one per GPU when the cluster has GPUs and the
             device allows CUDA, else one per ``embed_cpus`` CPUs left after the chunking actors.
-        embed_cpus: CPUs (and threads) per CPU embedding actor.
+        embed_cpus: CPUs (and threads) per CPU embedding actor, at least; by default the CPUs the
+            chunking actors leave are shared out among the embedding actors.
         chunk_actors: chunking actors (each loads only the tokenizer).
         chunk_cpus: CPUs reserved per chunking actor (chunking costs ~1% of embedding).
         docs_per_block: documents per block sent to the chunking actors.
@@ -149,7 +150,7 @@ def plan_actors(options: RayOptions, device: str, cpus: float, gpus: float) -> A
 
     Example:
         >>> plan_actors(RayOptions(), "auto", cpus=2, gpus=0).describe()
-        '1 chunking actor(s) x 0.5 CPU, 1 embedding actor(s) x 1 CPU'
+        '1 chunking actor(s) x 0.5 CPU, 1 embedding actor(s) x 1.5 CPU'
         >>> plan_actors(RayOptions(), "auto", cpus=32, gpus=4).embed_actors
         4
     """
@@ -161,8 +162,12 @@ def plan_actors(options: RayOptions, device: str, cpus: float, gpus: float) -> A
         actors = options.embed_actors or int(gpus)
         return ActorPlan(options.chunk_actors, options.chunk_cpus, actors, 1, 1)
     left = cpus - options.chunk_actors * options.chunk_cpus
-    actors = options.embed_actors or max(1, int(left // options.embed_cpus))
-    return ActorPlan(options.chunk_actors, options.chunk_cpus, actors, options.embed_cpus, 0)
+    if options.embed_actors:
+        return ActorPlan(options.chunk_actors, options.chunk_cpus, options.embed_actors, options.embed_cpus, 0)
+    # The CPUs the chunkers leave are shared out whole: 2 CPUs give one actor of 1.5 (2 threads), not
+    # one of 1 thread beside half a CPU nobody uses (chunking is ~1% of the work).
+    actors = max(1, int(left // options.embed_cpus))
+    return ActorPlan(options.chunk_actors, options.chunk_cpus, actors, max(left / actors, 1.0), 0)
 
 
 @dataclass
@@ -216,7 +221,7 @@ def _dataset(ray: Any, todo: dict[str, tuple[Document, str, str]], index: Corpus
     ds = ds.map_batches(ChunkStage, fn_constructor_kwargs=init, batch_size=options.docs_per_block,
                         batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=plan.chunk_actors),
                         num_cpus=plan.chunk_cpus)
-    threads = None if plan.embed_gpus else max(1, int(plan.embed_cpus))
+    threads = None if plan.embed_gpus else max(1, math.ceil(plan.embed_cpus))
     return ds.map_batches(EmbedStage, fn_constructor_kwargs={**init, "threads": threads},
                           batch_size=options.embed_batch, batch_format="numpy",
                           compute=ray.data.ActorPoolStrategy(size=plan.embed_actors),
@@ -230,7 +235,8 @@ def _write(index: CorpusIndex, todo: dict, docs: list[list[EmbeddedChunk]], stat
     return index.write_embedded(batch, states, vectors)
 
 
-def index_path_ray(index: CorpusIndex, path: str | Path, options: RayOptions | None = None) -> IndexReport:
+def index_path_ray(index: CorpusIndex, path: str | Path, options: RayOptions | None = None, *,
+                   progress: bool = True) -> IndexReport:
     """Index a file or folder on Ray (see the module docstring): the same chunks, ids and BM25 as
     :meth:`CorpusIndex.index_path`, and vectors of the same embedder.
 
@@ -243,7 +249,7 @@ def index_path_ray(index: CorpusIndex, path: str | Path, options: RayOptions | N
     created = index.store.created
     try:
         import_ray()  # before the lock and the read: a missing extra fails fast (and leaves no new collection)
-        result = _run(index, path, options, report)
+        result = _run(index, path, options, report, progress)
     except KeyboardInterrupt:
         # Ctrl-C keeps what was written (the next run resumes it), but not an empty new collection.
         if created and index.count() == 0:
@@ -264,7 +270,8 @@ def index_path_ray(index: CorpusIndex, path: str | Path, options: RayOptions | N
     return result
 
 
-def _run(index: CorpusIndex, path: str | Path, options: RayOptions, report: IngestReport) -> IndexReport:
+def _run(index: CorpusIndex, path: str | Path, options: RayOptions, report: IngestReport,
+         progress: bool) -> IndexReport:
     t0 = time.perf_counter()
     ix = IndexReport()
     with index.write_lock.hold():
@@ -273,6 +280,7 @@ def _run(index: CorpusIndex, path: str | Path, options: RayOptions, report: Inge
         todo = _pending(index, path, report, ix, states)
         if todo:
             with ray_cluster(options) as ray:
+                ray.data.DataContext.get_current().enable_progress_bars = progress  # Ray Data's bars, on stderr
                 res = ray.cluster_resources()
                 plan = plan_actors(options, index.config.device, res.get("CPU", 0), res.get("GPU", 0))
                 logger.info("Ray cluster of %g CPUs, %g GPUs: %s", res.get("CPU", 0), res.get("GPU", 0),

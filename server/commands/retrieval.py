@@ -101,7 +101,7 @@ def register(app: typer.Typer) -> None:
             from sieve.retriever.ray_index import LOCAL, RayOptions, index_path_ray
 
             try:
-                report = index_path_ray(index, path, RayOptions(address=ray_address or LOCAL))
+                report = index_path_ray(index, path, RayOptions(address=ray_address or LOCAL), progress=not as_json)
             except ImportError as exc:  # the optional extra: a usage error naming the install, not a traceback
                 raise typer.BadParameter(str(exc), param_hint="--ray") from None
         else:

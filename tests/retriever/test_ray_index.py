@@ -87,7 +87,8 @@ def test_ray_index_matches_the_single_process_path(local_ray, chroma_url, corpus
 
     ray_index = CorpusIndex.open(_config(chroma_url, tmp_path / "ray", model_cache_dir), "on-ray", create=True)
     t0 = time.perf_counter()
-    report = index_path_ray(ray_index, corpus, RayOptions(docs_per_block=16, embed_batch=64))
+    report = index_path_ray(ray_index, corpus, RayOptions(docs_per_block=16, embed_batch=64),
+                            progress=False)
     print(f"ray index: {report.chunks_written} chunks in {time.perf_counter() - t0:.1f}s")
     assert (report.added, report.chunks_written, report.ingest.documents) == \
         (expected.added, expected.chunks_written, expected.ingest.documents) == (N_DOCS, single.count(), N_DOCS)
@@ -111,12 +112,12 @@ def test_ray_index_matches_the_single_process_path(local_ray, chroma_url, corpus
 
     # Idempotent and incremental as the single-process path: a second run writes nothing, and a
     # changed document replaces its chunks (the Ray cluster is only used for what changed).
-    again = index_path_ray(ray_index, corpus, RayOptions())
+    again = index_path_ray(ray_index, corpus, RayOptions(), progress=False)
     assert (again.unchanged, again.chunks_written) == (N_DOCS, 0)
     old_note = len(single.read_document("notes/ray.md"))
     assert old_note > 1
     (corpus / "notes" / "ray.md").write_text("# Ray notes\n\nOne short note now.", encoding="utf-8")
-    changed = index_path_ray(ray_index, corpus, RayOptions())
+    changed = index_path_ray(ray_index, corpus, RayOptions(), progress=False)
     assert (changed.updated, changed.unchanged, changed.chunks_written) == (1, N_DOCS - 1, 1)
     assert [c.text for c in ray_index.read_document("notes/ray.md")] == ["# Ray notes\n\nOne short note now."]
     assert ray_index.count() == single.count() - old_note + 1 and "short" in ray_index.bm25_index().vocab
