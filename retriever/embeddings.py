@@ -179,10 +179,13 @@ class Encoder(Protocol):
 class TorchEncoder:
     """``SentenceTransformer`` on the CPU or a GPU (it sorts each call's texts by length itself)."""
 
-    def __init__(self, model: Any, device: DeviceChoice | None = None) -> None:
+    def __init__(self, model: Any, device: DeviceChoice | None = None, *, prefetch: bool | None = None) -> None:
         self.model = model
         self.tokenizer = model.tokenizer
         self.device = device or DeviceChoice("cpu", "cpu", "asked for")
+        # On a GPU the tokenizer is the limit: tokenize ahead in a thread (sieve.retriever.prefetch).
+        # On the CPU tokenizing competes for the same cores, so encode() stays as it is.
+        self.prefetch = self.device.device == "cuda" if prefetch is None else prefetch
 
     @classmethod
     def load(cls, path: Path, dtype: str, device: str = "cpu") -> TorchEncoder:
@@ -202,9 +205,9 @@ class TorchEncoder:
         choice = resolve_device(device, "torch")
         with quiet_hf_progress():
             model = SentenceTransformer(str(path), device=choice.device, local_files_only=True)
-        weights = torch_weights_dtype(dtype, choice.device)
-        if weights != "float32":
-            model = model.to(getattr(torch, weights))
+        weights = getattr(torch, torch_weights_dtype(dtype, choice.device))
+        if next(model.parameters()).dtype != weights:  # also a float16 copy (eval/gpu_check.py) on the CPU
+            model = model.to(weights)
         return cls(model, choice)
 
     @property
@@ -212,6 +215,10 @@ class TorchEncoder:
         return int(self.model.get_embedding_dimension())
 
     def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
+        if self.prefetch:
+            from sieve.retriever.prefetch import encode_prefetched
+
+            return encode_prefetched(self.model, texts, batch_size)
         vecs = self.model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
                                  convert_to_numpy=False, convert_to_tensor=True, show_progress_bar=False)
         return vecs.float().cpu().numpy().astype(np.float32)

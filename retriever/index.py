@@ -29,6 +29,7 @@ from sieve.retriever.embeddings import EmbedderIdentity
 from sieve.retriever.hybrid import HybridRetriever
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents
 from sieve.retriever.metadata import validate_metadata
+from sieve.retriever.overlap import WriteBehind
 from sieve.retriever.handle import StoreHandle, open_store, store_tag, store_write_lock
 from sieve.retriever.progress import IndexProgress
 from sieve.retriever.store import ChromaStore, CollectionState, validate_collection_name
@@ -252,7 +253,9 @@ class CorpusIndex(UpsertMixin):
         report = IndexReport()
         # The store lock (not self._lock) orders writers, threads and worker processes included:
         # searches of this index keep running while a write embeds and upserts.
-        with self.write_lock.hold():
+        # WriteBehind: each batch is written in a background thread while the next one is chunked and
+        # embedded (retriever/overlap.py); it is drained before the run's last generation bump.
+        with self.write_lock.hold(), WriteBehind() as writer:
             self.refresh()
             self._require_embedder_match()  # before any work: a mismatching run writes nothing
             states = self.store.doc_states()
@@ -284,12 +287,13 @@ class CorpusIndex(UpsertMixin):
                     report.updated += 1
                 pending.append((doc, h, chunks))
                 if sum(len(c) for _, _, c in pending) >= self.config.index_batch_size:
-                    report.chunks_written += self._write(pending, states)
-                    bar.done(len(pending), chunks=report.chunks_written)
+                    writer.submit(self._write, pending, states, self._embed([c for _, _, cs in pending for c in cs]))
+                    bar.done(len(pending), chunks=writer.done)
                     pending = []
             if pending:
-                report.chunks_written += self._write(pending, states)
-                bar.done(len(pending), chunks=report.chunks_written)
+                writer.submit(self._write, pending, states, self._embed([c for _, _, cs in pending for c in cs]))
+                bar.done(len(pending), chunks=writer.done)
+            report.chunks_written = writer.drain()
             bar.close()
             if report.chunks_written:
                 self.store.bump_generation()  # the finished state gets a generation of its own
