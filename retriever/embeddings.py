@@ -207,9 +207,10 @@ class TorchEncoder:
         choice = resolve_device(device, "torch")
         with quiet_hf_progress():
             model = SentenceTransformer(str(path), device=choice.device, local_files_only=True)
-        weights = getattr(torch, torch_weights_dtype(dtype, choice.device))
-        if next(model.parameters()).dtype != weights:  # also a float16 copy (eval/gpu_check.py) on the CPU
-            model = model.to(weights)
+        weights = torch_weights_dtype(dtype, choice.device)
+        # A float16 folder (eval/gpu_check.py's copy) loads as float16: on the CPU it is cast up as well.
+        if weights != "float32" or _params_dtype(model) not in (None, torch.float32):
+            model = model.to(getattr(torch, weights))
         return cls(model, choice)
 
     @property
@@ -224,6 +225,12 @@ class TorchEncoder:
         vecs = self.model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
                                  convert_to_numpy=False, convert_to_tensor=True, show_progress_bar=False)
         return vecs.float().cpu().numpy().astype(np.float32)
+
+
+def _params_dtype(model: Any) -> Any:
+    """The dtype of the model's first parameter (None for a model without any)."""
+    first = next(iter(model.parameters()), None)
+    return None if first is None else first.dtype
 
 
 @contextmanager
