@@ -179,10 +179,13 @@ class Encoder(Protocol):
 class TorchEncoder:
     """``SentenceTransformer`` on the CPU or a GPU (it sorts each call's texts by length itself)."""
 
-    def __init__(self, model: Any, device: DeviceChoice | None = None) -> None:
+    def __init__(self, model: Any, device: DeviceChoice | None = None, *, prefetch: bool | None = None) -> None:
         self.model = model
         self.tokenizer = model.tokenizer
         self.device = device or DeviceChoice("cpu", "cpu", "asked for")
+        # On a GPU the tokenizer is the limit: tokenize ahead in a thread (sieve.retriever.prefetch).
+        # On the CPU tokenizing competes for the same cores, so encode() stays as it is.
+        self.prefetch = self.device.device == "cuda" if prefetch is None else prefetch
 
     @classmethod
     def load(cls, path: Path, dtype: str, device: str = "cpu") -> TorchEncoder:
@@ -190,7 +193,9 @@ class TorchEncoder:
 
         On CUDA a float32 embedder runs with float16 weights (bfloat16 stays bfloat16): half the
         memory traffic, and its vectors count as the float32 embedder's (README, "Embedding
-        backends": the cosine between them is unmeasured until a GPU run checks it).
+        backends"). Rounding the weights to float16 alone moves MiniLM's vectors by 1e-6 in cosine
+        (min 0.9999992 over 500 HotpotQA passages); float16 activations on a GPU are what
+        ``python -m sieve.benchmarks.gpu_check`` measures there (docs/scaling.md).
 
         Raises:
             ModelUnavailable: ``cuda`` asked for and torch sees no CUDA device.
@@ -203,7 +208,8 @@ class TorchEncoder:
         with quiet_hf_progress():
             model = SentenceTransformer(str(path), device=choice.device, local_files_only=True)
         weights = torch_weights_dtype(dtype, choice.device)
-        if weights != "float32":
+        # A float16 folder (benchmarks/gpu_check.py's copy) loads as float16: on the CPU it is cast up as well.
+        if weights != "float32" or _params_dtype(model) not in (None, torch.float32):
             model = model.to(getattr(torch, weights))
         return cls(model, choice)
 
@@ -212,9 +218,19 @@ class TorchEncoder:
         return int(self.model.get_embedding_dimension())
 
     def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
+        if self.prefetch:
+            from sieve.retriever.prefetch import encode_prefetched
+
+            return encode_prefetched(self.model, texts, batch_size)
         vecs = self.model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
                                  convert_to_numpy=False, convert_to_tensor=True, show_progress_bar=False)
         return vecs.float().cpu().numpy().astype(np.float32)
+
+
+def _params_dtype(model: Any) -> Any:
+    """The dtype of the model's first parameter (None for a model without any)."""
+    first = next(iter(model.parameters()), None)
+    return None if first is None else first.dtype
 
 
 @contextmanager
@@ -286,14 +302,20 @@ def device_batch_size(batch_size: int, device: str) -> int:
 
 
 def load_encoder(path: Path, backend: str, dtype: str, cache_root: Path, fingerprint: str,
-                 device: str = "cpu") -> Encoder:
+                 device: str = "cpu", threads: int | None = None) -> Encoder:
+    """The model on ``backend``; ``threads`` caps its CPU threads (default: every core this process may use)."""
     if backend == "torch":
-        return TorchEncoder.load(path, dtype, device)
+        encoder = TorchEncoder.load(path, dtype, device)
+        if threads is not None:
+            import torch
+
+            torch.set_num_threads(threads)
+        return encoder
     from sieve.retriever.onnx_backend import OnnxEncoder, ensure_onnx_model, read_st_modules
 
     read_st_modules(path)  # refuse unsupported module stacks before spending a minute exporting
     onnx_path = ensure_onnx_model(path, cache_root, model_display_name(path), fingerprint, dtype)  # type: ignore[arg-type]
-    return OnnxEncoder.load(onnx_path, path, threads=cpu_threads(), device=device)
+    return OnnxEncoder.load(onnx_path, path, threads=threads or cpu_threads(), device=device)
 
 
 @dataclass
@@ -312,6 +334,8 @@ class Embedder:
     cache_dir: Path | None = None
     device: str = "auto"
     query_cache_size: int = 4096
+    # Several embedders on one machine (Ray actors, sieve.retriever.ray_stages) each take a share of the cores.
+    threads: int | None = None
     _encoder: Encoder | None = field(default=None, repr=False)
     _identity: EmbedderIdentity | None = field(default=None, repr=False)
     _fingerprint: str | None = field(default=None, repr=False)
@@ -378,7 +402,7 @@ class Embedder:
                     folder = Path(self.path)
                     prepare_runtime()  # offline hub, passive OpenMP waiting: before torch is first imported
                     encoder = load_encoder(folder, self.backend, self.dtype, self.cache_dir or folder,
-                                           self.fingerprint, self.device)
+                                           self.fingerprint, self.device, self.threads)
                     if self._identity is not None and self._identity.dim != encoder.dim:
                         raise ModelUnavailable(f"Expected the embedder at {self.path!r} to output "
                                                f"{self._identity.dim} dimensions as its config says, got {encoder.dim}")

@@ -30,6 +30,7 @@ from sieve.retriever.hybrid import HybridRetriever
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents
 from sieve.retriever.metadata import validate_metadata
 from sieve.retriever.modes import MODES, get_mode
+from sieve.retriever.overlap import WriteBehind
 from sieve.retriever.handle import StoreHandle, open_store, store_tag, store_write_lock
 from sieve.retriever.progress import IndexProgress
 from sieve.retriever.store import ChromaStore, CollectionState, validate_collection_name
@@ -253,7 +254,9 @@ class CorpusIndex(UpsertMixin):
         report = IndexReport()
         # The store lock (not self._lock) orders writers, threads and worker processes included:
         # searches of this index keep running while a write embeds and upserts.
-        with self.write_lock.hold():
+        # WriteBehind: each batch is written in a background thread while the next one is chunked and
+        # embedded (retriever/overlap.py); it is drained before the run's last generation bump.
+        with self.write_lock.hold(), WriteBehind() as writer:
             self.refresh()
             self._require_embedder_match()  # before any work: a mismatching run writes nothing
             states = self.store.doc_states()
@@ -285,12 +288,13 @@ class CorpusIndex(UpsertMixin):
                     report.updated += 1
                 pending.append((doc, h, chunks))
                 if sum(len(c) for _, _, c in pending) >= self.config.index_batch_size:
-                    report.chunks_written += self._write(pending, states)
-                    bar.done(len(pending), chunks=report.chunks_written)
+                    writer.submit(self._write, pending, states, self._embed([c for _, _, cs in pending for c in cs]))
+                    bar.done(len(pending), chunks=writer.done)
                     pending = []
             if pending:
-                report.chunks_written += self._write(pending, states)
-                bar.done(len(pending), chunks=report.chunks_written)
+                writer.submit(self._write, pending, states, self._embed([c for _, _, cs in pending for c in cs]))
+                bar.done(len(pending), chunks=writer.done)
+            report.chunks_written = writer.drain()
             bar.close()
             if report.chunks_written:
                 self.store.bump_generation()  # the finished state gets a generation of its own
@@ -313,6 +317,15 @@ class CorpusIndex(UpsertMixin):
             chunks, vectors, {d.doc_id: h for d, h, _ in batch}, {d.doc_id: len(cs) for d, _, cs in batch}
         )
         return len(chunks)
+
+    def write_embedded(self, batch: list[tuple[Document, str, list[Chunk]]], states: dict, vectors: np.ndarray) -> int:
+        """Write whole documents whose chunks were embedded elsewhere (``sieve index --ray``).
+
+        The caller holds :attr:`write_lock`, passes ``states`` read under it (:meth:`ChromaStore.doc_states`),
+        and bumps the generation and rebuilds BM25 once it has written everything, as
+        :meth:`index_documents` does. Returns the chunks written.
+        """
+        return self._write(batch, states, vectors)
 
     def _embed(self, chunks: Sequence[Chunk]) -> np.ndarray:
         return self.embedder.embed_passages([passage_text(c.title, c.text) for c in chunks])

@@ -148,7 +148,7 @@ def test_an_externally_managed_python_gets_a_venv_and_the_one_command_to_run(tmp
     assert res.stderr.rstrip().endswith("source .venv/bin/activate && sieve demo")
     calls = (tmp_path / "calls.log").read_text()
     assert f"{python} -m venv .venv" in calls
-    assert ".venv/bin/python -m pip install -q -e .[test]" in calls  # the install went into .venv
+    assert ".venv/bin/python -m pip install -q -e .[test,ray]" in calls  # the install went into .venv
     assert f"{python} -m pip" not in calls  # and never into the system's Python
 
 
@@ -157,7 +157,7 @@ def test_a_python_that_accepts_pip_is_installed_into_directly(tmp_path):
     res = subprocess.run([BASH, str(repo / ".ci" / "install")], env={**os.environ, **env, "FAKE_MANAGED": "1"},
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0 and res.stderr == "", res.stderr
-    assert f"{python} -m pip install -q -e .[test]" in (tmp_path / "calls.log").read_text()
+    assert f"{python} -m pip install -q -e .[test,ray]" in (tmp_path / "calls.log").read_text()
     assert not (repo / ".venv").exists()
 
 

@@ -79,6 +79,10 @@ def register(app: typer.Typer) -> None:
         device: Optional[str] = DeviceOpt,
         chunk_tokens: Optional[int] = setting_option("chunk_tokens"),
         chunk_overlap: Optional[int] = setting_option("chunk_overlap"),
+        ray: bool = typer.Option(False, "--ray", help="Chunk and embed on Ray Data (pip install -e '.[ray]'); "
+                                                      "a local cluster unless --ray-address. See docs/scaling.md."),
+        ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to use (implies --ray): "
+                                                  "auto, HOST:PORT or ray://HOST:10001; default: a local cluster."),
         as_json: bool = JsonOpt,
     ) -> None:
         """Index a file or folder into COLLECTION (idempotent, resumable).
@@ -93,7 +97,15 @@ def register(app: typer.Typer) -> None:
         s = settings_from(data_dir, chroma_url, embedder, **embed_overrides(embed_backend, embed_dtype, bf16),
                           chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap, collection=collection, device=device)
         index = CorpusIndex.open(s.retriever_config(), s.collection, create=True)
-        report = index.index_path(path, progress=not as_json)
+        if ray or ray_address:
+            from sieve.retriever.ray_index import LOCAL, RayOptions, index_path_ray
+
+            try:
+                report = index_path_ray(index, path, RayOptions(address=ray_address or LOCAL), progress=not as_json)
+            except ImportError as exc:  # the optional extra: a usage error naming the install, not a traceback
+                raise typer.BadParameter(str(exc), param_hint="--ray") from None
+        else:
+            report = index.index_path(path, progress=not as_json)
         # Which device embedded (auto resolves at load); an index run that embedded nothing loaded no model.
         used = index.embedder.device_choice if index.embedder.is_loaded else None
         if as_json:

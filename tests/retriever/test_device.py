@@ -85,15 +85,19 @@ def test_simulated_cuda_torch_encoder_loads_float16_on_cuda(monkeypatch: pytest.
 
     class FakeST:
         tokenizer = "tok"
+        saved_dtype = "torch.float32"  # what the folder's weights load as
 
         def __init__(self, path: str, device: str, local_files_only: bool) -> None:
             made.update(path=path, device=device, local=local_files_only)
+
+        def parameters(self) -> list:
+            return [types.SimpleNamespace(dtype=self.saved_dtype)]
 
         def to(self, dtype: object) -> FakeST:
             made["dtype"] = dtype
             return self
 
-    fake_torch = types.SimpleNamespace(float16="torch.float16", bfloat16="torch.bfloat16",
+    fake_torch = types.SimpleNamespace(float32="torch.float32", float16="torch.float16", bfloat16="torch.bfloat16",
                                        cuda=types.SimpleNamespace(is_available=lambda: True))
     monkeypatch.setitem(sys.modules, "torch", fake_torch)
     monkeypatch.setitem(sys.modules, "sentence_transformers", types.SimpleNamespace(SentenceTransformer=FakeST))
@@ -109,6 +113,11 @@ def test_simulated_cuda_torch_encoder_loads_float16_on_cuda(monkeypatch: pytest.
     assert made == {"path": "/models/minilm", "device": "cpu", "local": True} and enc.device.device == "cpu"
     with pytest.raises(ModelUnavailable, match="--device cuda"):
         TorchEncoder.load(Path("/models/minilm"), "float32", "cuda")
+
+    made.clear()
+    FakeST.saved_dtype = "torch.float16"  # a float16 folder (benchmarks/gpu_check.py's copy) on the CPU: cast up
+    TorchEncoder.load(Path("/models/minilm-fp16"), "float32", "auto")
+    assert made["device"] == "cpu" and made["dtype"] == "torch.float32"
 
 
 def test_simulated_cuda_embedder_batches_256_on_the_gpu() -> None:
