@@ -340,3 +340,21 @@ def test_retrieve_and_search_print_compact_tables_by_default(sample_index, sessi
     assert res.exit_code == 0, res.output
     rows = [ln for ln in res.stdout.splitlines() if re.match(r"^ ?\d+ +0\.\d{4} ", ln)]
     assert len(rows) == 4 and len(res.stdout.splitlines()) == 3 + 4, res.stdout
+
+
+def test_help_paragraphs_fill_the_terminal_width() -> None:
+    """`sieve index --help` at 80 columns: each help paragraph wraps to the width, never a full line
+    then a two-word stub where the docstring's own line broke (issue 27)."""
+    leaves = dict(_leaves(build_command()))
+    for name, command in leaves.items():
+        for paragraph in (command.help or "").split("\n\n"):
+            assert "\n" not in paragraph or paragraph.startswith("\b"), (name, paragraph)
+    proc = subprocess.run([*sieve_command(), "index", "--help"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COLUMNS": "80"})
+    assert proc.returncode == 0, proc.stderr
+    prose = proc.stdout.split("Usage:", 1)[1].split("╭", 1)[0]
+    paragraphs = [p.splitlines() for p in re.split(r"\n\s*\n", prose) if p.strip()][1:]  # after the Usage line
+    assert len(paragraphs) >= 2 and sum(len(p) for p in paragraphs) >= 4, prose
+    for lines in paragraphs:
+        for line in lines[:-1]:  # every line but a paragraph's last is filled to near the width
+            assert len(line.rstrip()) >= 60, f"ragged help line: {line!r}\n{prose}"
