@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from _readme import DOCS, sieve_invocations
 from _server_process import sieve_command
 from sieve.defaults import DEFAULT_POLICY
 from sieve.server.cli import app, build_command, configure_logging, main
@@ -214,37 +215,20 @@ def test_plural() -> None:
                                                                                     "2 searches")
 
 
-def _readme_invocations() -> list[list[str]]:
-    """Every ``sieve ...`` line in the README's bash blocks, as argv lists (continuations joined)."""
-    import shlex
-
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    out = []
-    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
-        joined = re.sub(r"\\\n\s*", " ", block)
-        for line in joined.splitlines():
-            line = line.split(" #", 1)[0].strip()
-            for part in re.split(r"&&|;", line):
-                words = shlex.split(part.strip())
-                while words and "=" in words[0]:
-                    words = words[1:]  # VAR=value prefixes
-                if words and words[0] == "sieve":
-                    out.append(words[1:])
-    return out
-
-
-def test_every_flag_the_readme_shows_exists() -> None:
+def test_every_flag_the_readme_and_docs_show_exists() -> None:
     root = build_command()
-    invocations = _readme_invocations()
+    invocations = sieve_invocations()
     assert len(invocations) >= 10
-    for argv in invocations:
+    docs = [argv for path in DOCS for argv in sieve_invocations(path)]
+    assert len(docs) >= 10
+    for argv in [*invocations, *docs]:
         command, rest = root, list(argv)
         while rest and rest[0] in getattr(command, "commands", {}):
             command = command.commands[rest.pop(0)]
-        assert command is not root, f"README runs `sieve {' '.join(argv)}`: no such command"
+        assert command is not root, f"README or docs/ run `sieve {' '.join(argv)}`: no such command"
         known = {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)} | {"--help"}
         used = {w.split("=", 1)[0] for w in rest if w.startswith("-") and not re.fullmatch(r"-\d.*", w)}
-        assert used <= known, f"README runs `sieve {' '.join(argv)}`: unknown {sorted(used - known)}"
+        assert used <= known, f"README or docs/ run `sieve {' '.join(argv)}`: unknown {sorted(used - known)}"
 
 
 def _collection_of(argv: list[str]) -> str | None:
@@ -257,7 +241,7 @@ def _collection_of(argv: list[str]) -> str | None:
 def test_readme_examples_query_a_collection_the_readme_makes() -> None:
     # A fresh data folder has only what `sieve demo` (collection `sample`) and the README's own
     # `sieve index ... -c NAME` lines create: querying `default` there answers unknown_collection.
-    invocations = _readme_invocations()
+    invocations = sieve_invocations()
     made = {"sample"} | {_collection_of(a) for a in invocations if a[:1] == ["index"] or a[:2] == ["train", "all"]}
     made.discard(None)  # `sieve index corpus/` without -c fills `default`, which no example should rely on
     readers = [a for a in invocations if a[0] in ("retrieve", "search", "serve") or a[:2] in (["train", "synth"],
