@@ -77,3 +77,19 @@ def test_grpo_time_budget_alone_ends_the_run(sample_index, tiny_model_dir, tmp_p
                     reward_weights=[1.0, 1.0])
     assert result["stopped_by"] == "minutes" and 1 <= result["steps"] < DEFAULT_STEPS
     assert (tmp_path / "rl" / "model" / "config.json").is_file()
+
+
+def test_logprob_tiles_are_capped_on_cpu_only_while_a_step_runs():
+    """TRL's 4,096-token lm-head tiles (512 MiB float32 copies on CPU) are cut for the step and restored after."""
+    import torch
+    from trl.kernels import chunked_logprob
+
+    from sieve.train.grpo import CPU_TOKEN_TILE, cpu_logprob_tiles
+
+    before = chunked_logprob.TOKEN_CHUNK_SIZE
+    assert before > CPU_TOKEN_TILE
+    with cpu_logprob_tiles(torch.device("cpu")):
+        assert chunked_logprob.TOKEN_CHUNK_SIZE == CPU_TOKEN_TILE
+    assert chunked_logprob.TOKEN_CHUNK_SIZE == before
+    with cpu_logprob_tiles(torch.device("meta")):  # a GPU keeps TRL's own tile
+        assert chunked_logprob.TOKEN_CHUNK_SIZE == before
