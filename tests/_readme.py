@@ -35,9 +35,14 @@ def bash_commands(path: Path = README) -> list[list[str]]:
     return out
 
 
+def python_blocks(path: Path = README) -> list[str]:
+    """The source of every ``python`` block in ``path``."""
+    return re.findall(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), flags=re.S)
+
+
 def sieve_invocations(path: Path = README) -> list[list[str]]:
     """The ``sieve ...`` commands of :func:`bash_commands`, without the leading ``sieve``."""
     return [words[1:] for words in bash_commands(path) if words[0] == "sieve"]
 
 
-__all__ = ["DOCS", "README", "ROOT", "bash_commands", "sieve_invocations"]
+__all__ = ["DOCS", "README", "ROOT", "bash_commands", "python_blocks", "sieve_invocations"]

@@ -1,6 +1,6 @@
 """The README as a newcomer uses it: short, its links resolve, and every command in it runs.
 
-The cheap commands run here for real, verbatim and in the README's order, as a user types them
+The cheap commands (and the Python block) run here for real, verbatim and in the README's order, as a user types them
 (the ``sieve`` console script in subprocesses, ``sieve serve`` under uvicorn, ``curl`` against
 it), on a copy of the indexed sample corpus; ``my_docs/`` is the sample's folder of documents
 about Sieve, which the README's own-documents question is about. The expensive ones (the
@@ -14,11 +14,12 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from _readme import DOCS, README, ROOT, bash_commands
+from _readme import DOCS, README, ROOT, bash_commands, python_blocks
 from _server_process import server_process, sieve_command
 from sieve._net import free_port
 from sieve.data import DEMO_QUESTION
@@ -148,3 +149,17 @@ def test_the_readme_commands_run_verbatim(sample_data_copy: Path, tmp_path: Path
             server.__exit__(None, None, None)
     assert set(ran) == set(EXPECT)
     assert (tmp_path / "trace.jsonl").stat().st_size > 0  # `--trace trace.jsonl` wrote the episode
+
+
+def test_the_readme_python_runs(sample_data_copy: Path, tmp_path: Path) -> None:
+    """The README's Python block, verbatim, from the checkout's root (its paths are relative to it)."""
+    [code] = python_blocks()
+    data = tmp_path / "data"
+    shutil.copytree(sample_data_copy / "chroma", data / "chroma")
+    env = {**os.environ, "SIEVE_DATA_DIR": str(data), "HF_HUB_OFFLINE": "1"}
+    env.pop("SIEVE_CHROMA_URL", None)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines and all(re.match(r"\d+ \S+#\d+ \d\.\d+ ", line) for line in lines), proc.stdout
+    assert any("wiki-stanley-kubrick#" in line for line in lines), proc.stdout  # HAL 9000's film's director
