@@ -26,7 +26,6 @@ overrides one method, ``_generate_and_score_completions``:
 from __future__ import annotations
 
 import logging
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -35,35 +34,14 @@ from trl.trainer.utils import nanstd, pad
 
 from sieve.train.rewards import Gold, RewardConfig, RewardReport, score_episode
 from sieve.train.rollout import GenParams, HFGenerate, run_rollouts
+from sieve.train.trl_tiles import cpu_logprob_tiles
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from sieve.retriever.index import CorpusIndex
     from sieve.train.config import EpisodeConfig
     from sieve.train.rollout import Rollout
 
 logger = logging.getLogger(__name__)
-
-# TRL scores log-probabilities in lm-head tiles of TOKEN_CHUNK_SIZE (4,096) tokens x 32,768 vocabulary
-# columns. Without Triton (every CPU) its fallback folds a whole tile in torch with several float32
-# copies alive at once, ~512 MiB each at 4,096 tokens: a GRPO step of a 2-layer SmolLM2 peaked at
-# 3.8 GB. Tiles of 512 tokens cap each copy at 64 MiB; the sums are the same, in more matmul calls.
-CPU_TOKEN_TILE = 512
-
-
-@contextmanager
-def cpu_logprob_tiles(device: torch.device) -> Iterator[None]:
-    """On a CPU, TRL's token tile at most :data:`CPU_TOKEN_TILE` while the block runs (forward and backward)."""
-    from trl.kernels import chunked_logprob
-
-    before = chunked_logprob.TOKEN_CHUNK_SIZE
-    if device.type == "cpu":
-        chunked_logprob.TOKEN_CHUNK_SIZE = min(before, CPU_TOKEN_TILE)
-    try:
-        yield
-    finally:
-        chunked_logprob.TOKEN_CHUNK_SIZE = before
 
 
 class SieveGRPOTrainer(GRPOTrainer):
