@@ -141,8 +141,9 @@ def test_the_readme_commands_run_verbatim(sample_data_copy: Path, tmp_path: Path
             else:
                 cmd = [*sieve_command(), *argv[1:]] if argv[0] == "sieve" else argv
                 proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
-                assert proc.returncode == 0, f"`{' '.join(words)}` failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
-                assert EXPECT[key, name] in proc.stdout, f"`{' '.join(words)}` printed:\n{proc.stdout[-3000:]}"
+                shown = f"`{' '.join(words)}` printed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+                assert proc.returncode == 0, shown
+                assert EXPECT[key, name] in proc.stdout, shown
             ran.append((key, name))
     finally:
         if server is not None:
