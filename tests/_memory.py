@@ -2,8 +2,8 @@
 
 The suite runs in one process that loads, in turn, ONNX sessions, Chroma clients, SmolLM2 (540 MB)
 and TRL trainers. Each is freed when its test ends, but glibc keeps freed heap pages mapped
-(fragmented arenas, one per thread that allocated), so the process's resident size only ever grew:
-4.8 GB at the end of a run whose largest single step needs under 2.5 GB. After each module,
+(fragmented arenas, one per thread that allocated), so the process's resident size only ever grew
+(1.6 GB after the first few modules, 2.6 GB by the training tests). After each module,
 ``gc.collect()`` frees what sits in reference cycles (models and trainers do) and ``malloc_trim(0)``
 returns the free pages to the system. Once per module, not per test: a full collection with
 torch and transformers loaded costs tens of milliseconds.
