@@ -9,6 +9,7 @@ else. ``tests/server/test_cli.py`` checks that structurally (which modules a com
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import sys
 from typing import TYPE_CHECKING, Any
@@ -74,10 +75,22 @@ def _plain_flags(command: Any) -> None:
         _plain_flags(sub)
 
 
+def _unwrap_help(command: Any) -> None:
+    """Join each help paragraph's source lines into one: typer keeps the docstring's own line breaks
+    after the first paragraph, so at any width but the source's the text came out ragged (a full
+    line, then a stub of two words). Rich then wraps each paragraph to the terminal."""
+    if command.help:
+        paragraphs = inspect.cleandoc(command.help).split("\n\n")
+        command.help = "\n\n".join(p if p.startswith("\b") else " ".join(p.split("\n")) for p in paragraphs)
+    for sub in getattr(command, "commands", {}).values():
+        _unwrap_help(sub)
+
+
 def build_command() -> Any:
-    """The click command tree of :data:`app`, with flags shown as flags."""
+    """The click command tree of :data:`app`, with flags shown as flags and help paragraphs unwrapped."""
     command = typer.main.get_command(app)
     _plain_flags(command)
+    _unwrap_help(command)
     return command
 
 

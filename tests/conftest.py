@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-# Only opt-in tests may skip; any other skip (a missing dependency) fails the run.
-pytest_plugins = ["_skip_policy"]
+# Only opt-in tests may skip; any other skip (a missing dependency) fails the run. Freed memory goes
+# back to the system after each module (tests/_memory.py).
+pytest_plugins = ["_skip_policy", "_memory"]
 
 # No test may reach a model hub; Chroma must never phone home.
 os.environ["HF_HUB_OFFLINE"] = "1"

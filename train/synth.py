@@ -450,6 +450,7 @@ def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None =
     start_pass, start = _resume_point(order, list(existing_tasks.values()))
     used = {t["meta"]["gold_chunk_ids"][0] for t in existing_tasks.values() if (t.get("meta") or {}).get("gold_chunk_ids")}
     bar = tqdm(total=need, desc="Synthesizing tasks", unit="task", disable=not progress)
+    tried: set[str] = set()
     with out.open("a", encoding="utf-8") as f:
         for fill in ((False, True) if pairs is not None else (False,)):
             if fill and start_pass == 1:
@@ -461,7 +462,9 @@ def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None =
                     break
                 if chunk.chunk_id in used:
                     continue  # one task per chunk keeps tasks diverse
-                report.bridges_tried += 1
+                if chunk.chunk_id not in tried:  # the fill pass visits chunks again: count each once
+                    tried.add(chunk.chunk_id)
+                    report.bridges_tried += 1
                 task = run.from_chunk(chunk, fill)
                 if task is None:
                     continue

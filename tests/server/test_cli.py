@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from _readme import DOCS, sieve_invocations
 from _server_process import sieve_command
 from sieve.defaults import DEFAULT_POLICY
 from sieve.cli.main import app, build_command, configure_logging, main
@@ -214,37 +215,20 @@ def test_plural() -> None:
                                                                                     "2 searches")
 
 
-def _readme_invocations() -> list[list[str]]:
-    """Every ``sieve ...`` line in the README's bash blocks, as argv lists (continuations joined)."""
-    import shlex
-
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    out = []
-    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
-        joined = re.sub(r"\\\n\s*", " ", block)
-        for line in joined.splitlines():
-            line = line.split(" #", 1)[0].strip()
-            for part in re.split(r"&&|;", line):
-                words = shlex.split(part.strip())
-                while words and "=" in words[0]:
-                    words = words[1:]  # VAR=value prefixes
-                if words and words[0] == "sieve":
-                    out.append(words[1:])
-    return out
-
-
-def test_every_flag_the_readme_shows_exists() -> None:
+def test_every_flag_the_readme_and_docs_show_exists() -> None:
     root = build_command()
-    invocations = _readme_invocations()
+    invocations = sieve_invocations()
     assert len(invocations) >= 10
-    for argv in invocations:
+    docs = [argv for path in DOCS for argv in sieve_invocations(path)]
+    assert len(docs) >= 10
+    for argv in [*invocations, *docs]:
         command, rest = root, list(argv)
         while rest and rest[0] in getattr(command, "commands", {}):
             command = command.commands[rest.pop(0)]
-        assert command is not root, f"README runs `sieve {' '.join(argv)}`: no such command"
+        assert command is not root, f"README or docs/ run `sieve {' '.join(argv)}`: no such command"
         known = {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)} | {"--help"}
         used = {w.split("=", 1)[0] for w in rest if w.startswith("-") and not re.fullmatch(r"-\d.*", w)}
-        assert used <= known, f"README runs `sieve {' '.join(argv)}`: unknown {sorted(used - known)}"
+        assert used <= known, f"README or docs/ run `sieve {' '.join(argv)}`: unknown {sorted(used - known)}"
 
 
 def _collection_of(argv: list[str]) -> str | None:
@@ -257,7 +241,7 @@ def _collection_of(argv: list[str]) -> str | None:
 def test_readme_examples_query_a_collection_the_readme_makes() -> None:
     # A fresh data folder has only what `sieve demo` (collection `sample`) and the README's own
     # `sieve index ... -c NAME` lines create: querying `default` there answers unknown_collection.
-    invocations = _readme_invocations()
+    invocations = sieve_invocations()
     made = {"sample"} | {_collection_of(a) for a in invocations if a[:1] == ["index"] or a[:2] == ["train", "all"]}
     made.discard(None)  # `sieve index corpus/` without -c fills `default`, which no example should rely on
     readers = [a for a in invocations if a[0] in ("retrieve", "search", "serve") or a[:2] in (["train", "synth"],
@@ -340,3 +324,21 @@ def test_retrieve_and_search_print_compact_tables_by_default(sample_index, sessi
     assert res.exit_code == 0, res.output
     rows = [ln for ln in res.stdout.splitlines() if re.match(r"^ ?\d+ +0\.\d{4} ", ln)]
     assert len(rows) == 4 and len(res.stdout.splitlines()) == 3 + 4, res.stdout
+
+
+def test_help_paragraphs_fill_the_terminal_width() -> None:
+    """`sieve index --help` at 80 columns: each help paragraph wraps to the width, never a full line
+    then a two-word stub where the docstring's own line broke (issue 27)."""
+    leaves = dict(_leaves(build_command()))
+    for name, command in leaves.items():
+        for paragraph in (command.help or "").split("\n\n"):
+            assert "\n" not in paragraph or paragraph.startswith("\b"), (name, paragraph)
+    proc = subprocess.run([*sieve_command(), "index", "--help"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COLUMNS": "80"})
+    assert proc.returncode == 0, proc.stderr
+    prose = proc.stdout.split("Usage:", 1)[1].split("╭", 1)[0]
+    paragraphs = [p.splitlines() for p in re.split(r"\n\s*\n", prose) if p.strip()][1:]  # after the Usage line
+    assert len(paragraphs) >= 2 and sum(len(p) for p in paragraphs) >= 4, prose
+    for lines in paragraphs:
+        for line in lines[:-1]:  # every line but a paragraph's last is filled to near the width
+            assert len(line.rstrip()) >= 60, f"ragged help line: {line!r}\n{prose}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
+import struct
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,8 @@ import httpx
 import pytest
 
 from _server_process import server_process, sieve_command
+from playground_png import CHROMIUM, K, VIEWPORT, ask, screenshot
+from playground_png import browser_page as browser_page_of
 from sieve._net import free_port
 from sieve.data import DEMO_QUESTION
 
@@ -25,12 +27,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 pytestmark = pytest.mark.slow
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-# Headless on a machine without network: without these, chromium keeps retrying refused connections.
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-K = 5
 
 
 def _need(what: str, ok: bool) -> None:
@@ -59,36 +55,23 @@ def served(sample_data_copy: Path) -> Iterator[str]:
 def browser_page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     _need("chromium", Path(CHROMIUM).exists())
     try:
-        from playwright.sync_api import sync_playwright
+        import playwright.sync_api  # noqa: F401
     except ImportError:
         _need("playwright (python package)", False)
-    profile = tmp_path_factory.mktemp("chromium-profile")  # a fresh --user-data-dir
-    with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(str(profile), executable_path=CHROMIUM, headless=True,
-                                                       args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1000})
-        page = context.new_page()
-        page.errors = []  # type: ignore[attr-defined]
-        page.on("pageerror", lambda exc: page.errors.append(str(exc)))  # type: ignore[attr-defined]
-        page.on("console", lambda msg: msg.type == "error" and page.errors.append(msg.text))  # type: ignore[attr-defined]
+    with browser_page_of(tmp_path_factory.mktemp("chromium-profile")) as page:  # a fresh --user-data-dir
         yield page
-        context.close()
 
 
 def _ids(page: Any, selector: str) -> list[str]:
     return page.eval_on_selector_all(selector, "els => els.map(e => e.dataset.chunkId)")
 
 
-def test_ask_the_demo_question_and_watch_the_agent(served: str, browser_page: Any) -> None:
+def test_ask_the_demo_question_and_watch_the_agent(served: str, browser_page: Any, tmp_path: Path) -> None:
     page = browser_page
-    page.goto(served + "/")
-    page.wait_for_selector("body[data-ready='1']", timeout=30_000)
+    # The README picture's script asks through the same function (tests/server/playground_png.py).
+    assert ask(page, served, k=K) == "done", page.inner_text("#status")
     assert page.input_value("#collection") == "sample"
     assert page.input_value("#question") == DEMO_QUESTION
-    page.fill("#k", str(K))
-
-    page.click("#ask")
-    page.wait_for_selector("body[data-run]", timeout=120_000)
-    assert page.get_attribute("body", "data-run") == "done", page.inner_text("#status")
 
     # The tool-call log: every call of every turn, each with its result filled in from the stream.
     calls = page.locator("#tool-log .tool-call")
@@ -127,9 +110,10 @@ def test_ask_the_demo_question_and_watch_the_agent(served: str, browser_page: An
     assert page.locator("#docs-list > li").count() > 0
     assert page.errors == []  # type: ignore[attr-defined]
 
-    if os.environ.get("SIEVE_SCREENSHOT"):  # how docs/playground.png is made
-        page.click("#tab-search")
-        page.screenshot(path=os.environ["SIEVE_SCREENSHOT"], full_page=True)
+    # The README's picture is this page: the script's screenshot, checked to be a real page-sized PNG.
+    png = screenshot(page, tmp_path / "playground.png")
+    width, height = struct.unpack(">II", png.read_bytes()[16:24])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and width == VIEWPORT["width"] and height >= VIEWPORT["height"]
 
 
 def test_docs_load_offline(served: str, browser_page: Any) -> None:

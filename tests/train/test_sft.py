@@ -1,9 +1,9 @@
-"""SFT data: per-turn examples aligned with what the LocalBackend renders; a tiny end-to-end SFT run."""
+"""SFT data: per-turn examples aligned with what the LocalBackend renders.
+
+The tiny end-to-end SFT run is in ``llm_training_cases.py`` (run in its own process).
+"""
 
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 import pytest
 
@@ -51,20 +51,3 @@ def test_split_is_disjoint_and_deterministic(sample_tasks) -> None:
     assert [t["id"] for t in a_held] == [t["id"] for t in b_held] and len(a_held) == 3
     assert not {t["id"] for t in a_train} & {t["id"] for t in a_held}
     assert len(a_train) + len(a_held) == len(sample_tasks)
-
-
-@pytest.mark.slow
-def test_tiny_sft_run_saves_a_loadable_checkpoint(sample_index, tiny_model_dir, tmp_path) -> None:
-    from sieve.train.llm.sft import WarmStartConfig, run_sft
-
-    cfg = WarmStartConfig(tasks=Path("data/sample/tasks.jsonl"), out=tmp_path / "sft", model_path=str(tiny_model_dir),
-                          limit=4, holdout=0.25, epochs=1, check_before=False, max_heldout=1, episode=EPISODE)
-    result = run_sft(sample_index, cfg, progress=False)
-    assert result["n_kept_episodes"] >= 1 and result["n_train_examples"] >= result["n_kept_episodes"]
-    assert result["heldout"]["n_tasks"] == 1 and 0.0 <= result["heldout"]["valid_tool_call_rate"] <= 1.0
-    from sieve.eval.data import read_tasks
-
-    _, held = split_tasks(read_tasks(cfg.tasks, 4), 0.25, cfg.seed)
-    assert result["heldout_ids"] == [t["id"] for t in held] and result["n_train_tasks"] == 3
-    report = json.loads((tmp_path / "sft" / "sft_report.json").read_text())
-    assert report["model_dir"] == result["model_dir"] and (Path(result["model_dir"]) / "config.json").is_file()

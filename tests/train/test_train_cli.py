@@ -70,6 +70,7 @@ def test_synth_on_text_the_template_writer_cannot_read_fails_clearly_and_leaves_
                                    "--n", "5", "--out", str(out)])
     assert res.exit_code == 2, res.output
     assert "Expected synthesized tasks from collection 'abstracts', got none" in res.stderr
+    assert "(6 chunks tried," in res.stderr  # each of the 6 chunks once, though two passes visit them
     assert "--generator claims" in res.stderr and "--generator local|openai" in res.stderr
     assert not out.exists()
 

@@ -34,6 +34,7 @@ from trl.trainer.utils import nanstd, pad
 
 from sieve.train.rewards import Gold, RewardConfig, RewardReport, score_episode
 from sieve.train.llm.rollout import GenParams, HFGenerate, run_rollouts
+from sieve.train.llm.trl_tiles import cpu_logprob_tiles
 
 if TYPE_CHECKING:
     from sieve.retriever.index import CorpusIndex
@@ -66,6 +67,11 @@ class SieveGRPOTrainer(GRPOTrainer):
         self.agent_config = episode.agent_config()
         self.reward_history: list[dict[str, float]] = []  # one RewardReport per generation batch
         self.last_rollouts: list[Rollout] = []
+
+    def training_step(self, *args: Any, **kwargs: Any) -> torch.Tensor:
+        # One step holds generation, the old log-probabilities, the loss and its backward.
+        with cpu_logprob_tiles(self.accelerator.device):
+            return super().training_step(*args, **kwargs)
 
     # -- generation -------------------------------------------------------------------------------
     def _batch_fn(self, model: Any) -> Any:

@@ -221,7 +221,10 @@ def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) 
     timer = time_limit_callback(cfg.minutes * 60) if cfg.minutes else None
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok,
                          peft_config=peft_config, callbacks=[timer] if timer else None)
-    train_out = trainer.train()
+    from sieve.train.llm.trl_tiles import cpu_logprob_tiles
+
+    with cpu_logprob_tiles(trainer.accelerator.device):
+        train_out = trainer.train()
     model_dir = save_merged(trainer.model, tok, cfg.out / "model")
     from sieve.agent.backends.local import LocalBackend
 

@@ -1,6 +1,6 @@
 """A time budget for a transformers/TRL training run, shared by the SFT and GRPO routes.
 
-Its own module so that ``train/sft.py`` and ``train/rl.py`` both use it without importing each other.
+Its own module so that ``train/llm/sft.py`` and ``train/llm/rl.py`` both use it without importing each other.
 """
 
 from __future__ import annotations

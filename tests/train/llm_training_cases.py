@@ -1,0 +1,109 @@
+"""The LLM training runs (GRPO and SFT of a 2-layer SmolLM2 over the real harness), run in a process of their own.
+
+``tests/train/test_llm_training.py`` runs this file in a fresh ``pytest`` and turns each of its
+results into one test of the suite. A training step holds the model, its gradients, AdamW's
+state and TRL's log-prob tiles (~1.4 GB on top of the process); in the suite's process, which by
+then holds the shared index, the embedders, the live server and every library the other tests
+imported, that made the run's peak. Not named ``test_*.py``: the suite collects it only through
+that runner.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sieve.train.config import EpisodeConfig, split_tasks
+
+SFT_EPISODE = EpisodeConfig(budget_tokens=1024, max_turns=2, search_k=2, search_tokens=256, max_new_tokens=48)
+
+
+def distinct_token_reward(completions, **kwargs):
+    """TEST-ONLY reward (labelled fake): an untrained model never calls a tool, so every episode
+    reward ties and GRPO's advantage is zero; this term varies between rollouts so the smoke run
+    has a gradient to apply."""
+    return [float(len(set(str(c)))) / 10.0 for c in completions]
+
+
+@pytest.mark.slow
+def test_grpo_smoke_run_through_the_harness(sample_index, tiny_model_dir, tmp_path):
+    import torch
+
+    from sieve.agent import AgentConfig, SearchAgent, make_policy
+    from sieve.agent.tool_specs import tool_specs
+    from sieve.train.llm.chat_format import prompt_ids
+    from sieve.eval.data import read_tasks
+    from sieve.train.config import EpisodeConfig
+    from sieve.train.llm.rl import RLConfig, build_trainer
+    from sieve.train.llm.sft import load_student, save_merged
+
+    cfg = RLConfig(tasks=Path("data/sample/tasks.jsonl"), out=tmp_path / "rl", model_path=str(tiny_model_dir),
+                   steps=2, questions_per_step=1, group=2, lr=1e-3, limit=2,
+                   rollout_workers=2,
+                   episode=EpisodeConfig(budget_tokens=1024, max_turns=2, search_k=2, search_tokens=256,
+                                         max_new_tokens=16))
+    model, tok, _ = load_student(cfg.model_path)
+    before = model.model.layers[0].self_attn.q_proj.weight.detach().clone()
+    trainer = build_trainer(sample_index, cfg, read_tasks(cfg.tasks, cfg.limit), model=model, tokenizer=tok,
+                            extra_reward_funcs=[distinct_token_reward], reward_weights=[1.0, 1.0])
+    trainer.train()
+
+    # Real rollouts went through the harness, one per row of the generation batch, and every
+    # segment's prompt is exactly the rendered view the model saw that turn.
+    assert trainer.state.global_step == 2 and len(trainer.reward_history) == 2
+    rollouts = trainer.last_rollouts
+    assert len(rollouts) == 2 and all(r.trace.turns for r in rollouts)
+    for r in rollouts:
+        assert len(r.segments) == len(r.trace.turns)
+        for seg, turn in zip(r.segments, r.trace.turns):
+            # The tool texts state the episode's own numbers (search_k=2 here), as the model was shown them.
+            assert seg.prompt_ids == prompt_ids(tok, turn.prompt_messages, tool_specs(config=cfg.episode.agent_config()))
+            assert seg.completion_ids and len(seg.completion_ids) <= 16
+    assert trainer.reward_history[-1]["n_episodes"] == 2
+    assert "reward/total" in trainer.reward_history[-1]
+    curve = [json.loads(line) for line in (cfg.out / "rl_curve.jsonl").read_text().splitlines()]
+    assert len(curve) == 2 and "report" in curve[-1]
+
+    after = trainer.model.model.layers[0].self_attn.q_proj.weight.detach()
+    assert not torch.equal(before, after), "GRPO step did not change the weights"
+
+    ckpt = save_merged(trainer.model, tok, tmp_path / "ckpt")
+    config = AgentConfig(local_model=ckpt, max_turns=1, max_new_tokens=8, budget_tokens=1024)
+    trace = SearchAgent(sample_index, make_policy("local", config), config).run("Who directed Mirror?")
+    assert trace.turns and trace.stop_reason in ("no_tool_call", "finished", "max_turns")
+
+
+@pytest.mark.slow
+def test_grpo_time_budget_alone_ends_the_run(sample_index, tiny_model_dir, tmp_path):
+    """--minutes without --steps: no step cap (TRL runs to a cap it never reaches); the budget ends the run."""
+    from sieve.train.config import EpisodeConfig
+    from sieve.train.llm.rl import DEFAULT_STEPS, RLConfig, run_rl
+
+    cfg = RLConfig(tasks=Path("data/sample/tasks.jsonl"), out=tmp_path / "rl", model_path=str(tiny_model_dir),
+                   minutes=0.01, questions_per_step=1, group=2, limit=2, rollout_workers=2,
+                   episode=EpisodeConfig(budget_tokens=1024, max_turns=1, search_k=2, search_tokens=256,
+                                         max_new_tokens=8))
+    assert cfg.step_cap > DEFAULT_STEPS
+    result = run_rl(sample_index, cfg, progress=False, extra_reward_funcs=[distinct_token_reward],
+                    reward_weights=[1.0, 1.0])
+    assert result["stopped_by"] == "minutes" and 1 <= result["steps"] < DEFAULT_STEPS
+    assert (tmp_path / "rl" / "model" / "config.json").is_file()
+
+
+@pytest.mark.slow
+def test_tiny_sft_run_saves_a_loadable_checkpoint(sample_index, tiny_model_dir, tmp_path) -> None:
+    from sieve.train.llm.sft import WarmStartConfig, run_sft
+
+    cfg = WarmStartConfig(tasks=Path("data/sample/tasks.jsonl"), out=tmp_path / "sft", model_path=str(tiny_model_dir),
+                          limit=4, holdout=0.25, epochs=1, check_before=False, max_heldout=1, episode=SFT_EPISODE)
+    result = run_sft(sample_index, cfg, progress=False)
+    assert result["n_kept_episodes"] >= 1 and result["n_train_examples"] >= result["n_kept_episodes"]
+    assert result["heldout"]["n_tasks"] == 1 and 0.0 <= result["heldout"]["valid_tool_call_rate"] <= 1.0
+    from sieve.eval.data import read_tasks
+
+    _, held = split_tasks(read_tasks(cfg.tasks, 4), 0.25, cfg.seed)
+    assert result["heldout_ids"] == [t["id"] for t in held] and result["n_train_tasks"] == 3
+    report = json.loads((tmp_path / "sft" / "sft_report.json").read_text())
+    assert report["model_dir"] == result["model_dir"] and (Path(result["model_dir"]) / "config.json").is_file()
