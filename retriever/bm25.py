@@ -9,6 +9,7 @@ index (a CSC term-frequency matrix), so a query costs one column slice per query
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tempfile
@@ -85,8 +86,8 @@ class BM25Builder:
         df = np.diff(tf.indptr).astype(np.float64)
         # Same IDF as rank_bm25.BM25Okapi._calc_idf: negative values floored at eps * mean idf.
         idf = np.log(n - df + 0.5) - np.log(df + 0.5)
-        if len(idf):
-            idf[idf < 0] = epsilon * (idf.sum() / len(idf))
+        if len(idf):  # the mean summed exactly, so that segmented indexes (bm25_segments) match bit for bit
+            idf[idf < 0] = epsilon * (math.fsum(idf.tolist()) / len(idf))
         norm = k1 * (1 - b + b * doc_len / avgdl)
         return SparseBM25(ids=self.ids, vocab=self.vocab, tf=tf, idf=idf, norm=norm, k1=k1, b=b, epsilon=epsilon)
 
@@ -173,16 +174,7 @@ class SparseBM25:
 
     def top_k(self, query_tokens: Sequence[str], k: int, *, allowed: np.ndarray | None = None) -> list[tuple[str, float]]:
         """The ``k`` best (id, score) pairs with a positive score; ``allowed`` masks documents."""
-        s = self.scores(query_tokens)
-        if allowed is not None:
-            s = np.where(allowed, s, 0.0)
-        nz = np.flatnonzero(s > 0)
-        if not len(nz):
-            return []
-        k = min(k, len(nz))
-        top = nz[np.argpartition(-s[nz], k - 1)[:k]]
-        top = top[np.lexsort((top, -s[top]))]  # score desc, then insertion order for ties
-        return [(self.ids[i], float(s[i])) for i in top]
+        return top_k_of(self.scores(query_tokens), self.ids, k, allowed)
 
     def mask(self, ids: Sequence[str] | set[str], *, exclude: bool = False) -> np.ndarray:
         if self._pos is None:  # built on first use: ~100 bytes per chunk that plain searches never need
@@ -227,6 +219,24 @@ class SparseBM25:
         return index, meta["fingerprint"]
 
 
+def top_k_of(s: np.ndarray, ids: Sequence[str], k: int, allowed: np.ndarray | None = None) -> list[tuple[str, float]]:
+    """The ``k`` best (id, score) pairs of the scores ``s`` with a positive score, ``allowed`` rows only.
+
+    Example:
+        >>> top_k_of(np.array([0.5, 0.0, 2.0]), ["a", "b", "c"], 5)
+        [('c', 2.0), ('a', 0.5)]
+    """
+    if allowed is not None:
+        s = np.where(allowed, s, 0.0)
+    nz = np.flatnonzero(s > 0)
+    if not len(nz) or k <= 0:
+        return []
+    k = min(k, len(nz))
+    top = nz[np.argpartition(-s[nz], k - 1)[:k]]
+    top = top[np.lexsort((top, -s[top]))]  # score desc, then insertion order for ties
+    return [(ids[i], float(s[i])) for i in top]
+
+
 def _json_bytes(value: object) -> np.ndarray:
     return np.frombuffer(json.dumps(value, ensure_ascii=False).encode("utf-8"), dtype=np.uint8)
 
@@ -258,4 +268,4 @@ class BM25Retriever(ScoredIdsRetriever):
         return index.top_k(tokenize(query), k, allowed=allowed)
 
 
-__all__ = ["BM25Builder", "BM25Retriever", "BM25_FILE", "STOPWORDS", "SparseBM25", "tokenize"]
+__all__ = ["BM25Builder", "BM25Retriever", "BM25_FILE", "STOPWORDS", "SparseBM25", "tokenize", "top_k_of"]

@@ -21,7 +21,8 @@ from sieve.retriever.ingest import IngestReport, content_hash
 from sieve.retriever.metadata import validate_metadata
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    import contextlib
+    from collections.abc import Mapping, Sequence
 
     import numpy as np
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from sieve.retriever.store import ChromaStore, CollectionState, DocState
     from sieve.retriever.types import Chunk, Document
     from sieve.retriever.writelock import WriteLock
+    from sieve.retriever.writer import WriteRun
 
 
 @dataclass
@@ -99,10 +101,10 @@ class UpsertMixin:
         def refresh(self) -> CollectionState: ...
         def _require_embedder_match(self) -> None: ...
         def drop(self, lock_timeout_s: float | None = None) -> None: ...
-        def bm25_index(self) -> object: ...
         def _embed(self, chunks: Sequence[Chunk]) -> np.ndarray: ...
-        def _write(self, batch: list[tuple[Document, str, list[Chunk]]], states: dict,
-                   vectors: np.ndarray | None = None) -> int: ...
+        def _write_run(self) -> contextlib.AbstractContextManager[WriteRun]: ...
+        def _write(self, run: WriteRun, batch: list[tuple[Document, str, list[Chunk]]],
+                   states: Mapping[str, DocState], vectors: np.ndarray | None = None) -> int: ...
 
     def upsert_documents(self, docs: Sequence[Document], *, stop: threading.Event | None = None) -> IndexReport:
         """Add or update a list of documents in one short write that can be cancelled until it starts.
@@ -154,7 +156,8 @@ class UpsertMixin:
                 late = [d for d in docs if d.doc_id not in prepared and d.doc_id not in skipped
                         and not _unchanged(states.get(d.doc_id), hashes[d.doc_id])]
                 prepared.update(self._prepare(late, report, threading.Event()) or {})
-                self._commit(docs, hashes, prepared, states, report)
+                with self._write_run() as run:
+                    self._commit(run, docs, hashes, prepared, states, report)
         except StoreLocked:
             if stop.is_set():
                 return IndexReport(cancelled=True)
@@ -188,7 +191,7 @@ class UpsertMixin:
             at += len(cs)
         return out
 
-    def _commit(self, docs: Sequence[Document], hashes: dict[str, str],
+    def _commit(self, run: WriteRun, docs: Sequence[Document], hashes: dict[str, str],
                 prepared: dict[str, tuple[list[Chunk], np.ndarray]], states: dict[str, DocState],
                 report: IndexReport) -> None:
         """Write the prepared documents that still differ from the store (under the write lock)."""
@@ -208,13 +211,10 @@ class UpsertMixin:
             batch.append((doc, hashes[doc.doc_id], prepared[doc.doc_id][0]))
             vectors.append(prepared[doc.doc_id][1])
             if sum(len(c) for _, _, c in batch) >= self.config.index_batch_size:
-                report.chunks_written += self._write(batch, states, np.concatenate(vectors))
+                report.chunks_written += self._write(run, batch, states, np.concatenate(vectors))
                 batch, vectors = [], []
         if batch:
-            report.chunks_written += self._write(batch, states, np.concatenate(vectors))
-        if report.chunks_written:
-            self.store.bump_generation()
-            self.bm25_index()
+            report.chunks_written += self._write(run, batch, states, np.concatenate(vectors))
 
 
 def _unchanged(state: DocState | None, doc_hash: str) -> bool:

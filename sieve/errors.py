@@ -51,6 +51,10 @@ class UnknownCollection(SieveError):
     code = "unknown_collection"
 
 
+class CollectionGone(UnknownCollection):
+    """The collection was deleted (by another process or worker) while it was in use."""
+
+
 class EmptyCorpus(SieveError):
     code = "empty_corpus"
 
@@ -86,6 +90,7 @@ class BackendError(SieveError):
 
 
 __all__ = [
+    "CollectionGone",
     "BackendError",
     "EmbedderMismatch",
     "EmptyCorpus",
