@@ -18,7 +18,7 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -28,7 +28,7 @@ from sieve.retriever.base import ScoredIdsRetriever
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Sequence
 
-    from sieve.retriever.store import ChromaStore
+    from sieve.retriever.store_api import Store
     from sieve.retriever.types import Where
 
 BM25_FILE = "bm25.npz"
@@ -241,6 +241,14 @@ def _json_bytes(value: object) -> np.ndarray:
     return np.frombuffer(json.dumps(value, ensure_ascii=False).encode("utf-8"), dtype=np.uint8)
 
 
+class BM25Index(Protocol):
+    """What :class:`BM25Retriever` asks of an index: :class:`SparseBM25` and the segmented one alike."""
+
+    def top_k(self, query_tokens: Sequence[str], k: int, *, allowed: np.ndarray | None = None
+              ) -> list[tuple[str, float]]: ...
+    def mask(self, ids: Collection[str], *, exclude: bool = False) -> np.ndarray: ...
+
+
 class BM25Retriever(ScoredIdsRetriever):
     """Keyword retrieval over the collection's chunks; scores are BM25 scores.
 
@@ -250,7 +258,7 @@ class BM25Retriever(ScoredIdsRetriever):
 
     mode = "bm25"
 
-    def __init__(self, store: ChromaStore, index_provider: Callable[[], SparseBM25], *, max_k: int = 200) -> None:
+    def __init__(self, store: Store, index_provider: Callable[[], BM25Index], *, max_k: int = 200) -> None:
         self.store = store
         self.index_provider = index_provider
         self.max_k = max_k
@@ -268,4 +276,4 @@ class BM25Retriever(ScoredIdsRetriever):
         return index.top_k(tokenize(query), k, allowed=allowed)
 
 
-__all__ = ["BM25Builder", "BM25Retriever", "BM25_FILE", "STOPWORDS", "SparseBM25", "tokenize", "top_k_of"]
+__all__ = ["BM25Builder", "BM25Index", "BM25Retriever", "BM25_FILE", "STOPWORDS", "SparseBM25", "tokenize", "top_k_of"]

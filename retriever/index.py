@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
 from pathlib import Path
 from threading import RLock
 from typing import TYPE_CHECKING, Any
@@ -29,19 +28,20 @@ from sieve.retriever.dense import DenseRetriever
 from sieve.retriever.embeddings import EmbedderIdentity
 from sieve.retriever.hybrid import HybridRetriever
 from sieve.retriever.handle import StoreHandle, open_store, store_tag, store_write_lock
-from sieve.retriever.store import ChromaStore, CollectionState, validate_collection_name
+from sieve.retriever.store import ChromaStore, CollectionState, DocState, validate_collection_name
 from sieve.retriever.types import Chunk, Hit, passage_text
-from sieve.retriever.upsert import IndexReport, UpsertMixin, validate_doc_id
-from sieve.retriever.writer import WriteRun, WriterMixin
+from sieve.retriever.upsert import UpsertMixin
+from sieve.retriever.writer import IndexReport, WriteRun, WriterMixin, validate_doc_id
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable, Sequence
+    from collections.abc import Collection, Sequence
 
     import numpy as np
 
     from sieve.retriever.config import RetrieverConfig
     from sieve.retriever.embeddings import Embedder
-    from sieve.retriever.types import Document, SearchMode, Where
+    from sieve.retriever.store_api import Store
+    from sieve.retriever.types import SearchMode, Where
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class CorpusIndex(WriterMixin, UpsertMixin):
         >>> index.search("who painted the Mona Lisa", k=5, mode="hybrid")  # doctest: +SKIP
     """
 
-    def __init__(self, config: RetrieverConfig, store: ChromaStore, embedder: Embedder, bm25_dir: Path) -> None:
+    def __init__(self, config: RetrieverConfig, store: Store, embedder: Embedder, bm25_dir: Path) -> None:
         self.config = config
         self.store = store
         self.embedder = embedder
@@ -80,6 +80,15 @@ class CorpusIndex(WriterMixin, UpsertMixin):
     @property
     def name(self) -> str:
         return self.store.name
+
+    @property
+    def generation(self) -> str:
+        """The collection's write generation (changes with every write, by any process)."""
+        return self.refresh().generation
+
+    def is_current(self) -> bool:
+        """Whether this index's collection still exists under its name (not deleted, not re-created)."""
+        return self.store.is_current()
 
     @classmethod
     def open(
@@ -299,6 +308,19 @@ class CorpusIndex(WriterMixin, UpsertMixin):
         if mode == "hybrid":
             return self.hybrid
         raise InvalidInput(f"Expected mode in ('dense', 'bm25', 'hybrid'), got {mode!r}")
+
+    def scored_ids(self, query: str, k: int, *, mode: SearchMode = "hybrid") -> list[tuple[str, float]]:
+        """The ``k`` best (chunk id, score) pairs of one mode, without reading texts (candidate lists)."""
+        self._ready(mode)
+        return self.retriever(mode).scored_ids(query, k)
+
+    def check_filter(self, where: Where) -> None:
+        """Raise :class:`InvalidInput` for a metadata filter the store cannot run (one cheap lookup)."""
+        self.store.get_where(where, limit=1)
+
+    def doc_states(self) -> dict[str, DocState]:
+        """doc_id -> what the store holds of it (content hash, chunk count, chunks present)."""
+        return self.store.doc_states()
 
     def search(
         self, query: str, k: int = 10, *, mode: SearchMode = "hybrid", where: Where | None = None,

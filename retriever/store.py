@@ -273,6 +273,22 @@ class ChromaStore:
     def generation(self) -> str:
         return self.state().generation
 
+    def is_current(self) -> bool:
+        """Whether the collection under this name is still the one this store uses (not deleted or
+        deleted and re-created behind its back, e.g. by ``sieve collections --delete``)."""
+        from chromadb.errors import NotFoundError
+
+        try:
+            with self.handle.session() as client:
+                current = client.get_collection(self.name, embedding_function=None)
+        except NotFoundError:
+            return False
+        try:
+            with self._use() as col:
+                return bool(current.id == col.id)
+        except CollectionGone:
+            return False
+
     def bump_generation(self) -> str:
         """Call *before* writing and again *after*: a run killed mid-write leaves a generation no
         cache has, and a reader that rebuilt BM25 mid-write holds a generation the finished write replaced.
@@ -370,8 +386,16 @@ class ChromaStore:
         return {cid: np.asarray(vec, dtype=np.float32) for cid, vec in zip(page["ids"], page["embeddings"])}
 
     def get_where(self, where: Where, limit: int | None = None) -> list[Chunk]:
-        with self._use() as col:
-            page = col.get(where=where, include=["documents", "metadatas"], limit=limit)
+        """Chunks matching a metadata filter.
+
+        Raises:
+            InvalidInput: a filter Chroma cannot run.
+        """
+        try:
+            with self._use() as col:
+                page = col.get(where=where, include=["documents", "metadatas"], limit=limit)
+        except (*chroma_input_errors(), TypeError, KeyError) as exc:
+            raise InvalidInput(f"Expected a valid Chroma metadata filter, got {where!r}: {exc}") from exc
         return [chunk_from_record(cid, t, m) for cid, t, m in zip(page["ids"], page["documents"], page["metadatas"])]
 
     def first_chunks(self, *, limit: int, offset: int = 0) -> list[tuple[Chunk, int]]:

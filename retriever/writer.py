@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING
 
 from sieve.retriever.bm25 import BM25Builder, tokenize
 from sieve.retriever.bm25_segments import SegmentedBM25
+from sieve.retriever.chunking import split_chunk_id
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents
 from sieve.retriever.metadata import validate_metadata
 from sieve.retriever.progress import IndexProgress
 from sieve.retriever.types import passage_text
-from sieve.retriever.upsert import IndexReport, checked_documents, validate_doc_id
 
 from sieve.errors import InvalidInput, StoreLocked
 
@@ -41,11 +41,64 @@ if TYPE_CHECKING:
     from sieve.retriever.chunking import Chunker
     from sieve.retriever.config import RetrieverConfig
     from sieve.retriever.embeddings import Embedder
-    from sieve.retriever.store import ChromaStore, CollectionState, DocState
+    from sieve.retriever.store import CollectionState, DocState
+    from sieve.retriever.store_api import Store
     from sieve.retriever.types import Chunk, Document
     from sieve.retriever.writelock import WriteLock
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass
+class IndexReport:
+    """What one indexing run did."""
+
+    added: int = 0  # documents new to the collection
+    updated: int = 0  # documents whose content changed (old chunks replaced)
+    unchanged: int = 0  # skipped: same content hash, all chunks present
+    resumed: int = 0  # documents an interrupted run had left incomplete
+    chunks_written: int = 0
+    seconds: float = 0.0
+    ingest: IngestReport = field(default_factory=IngestReport)
+    cancelled: bool = False  # stopped before writing anything (upsert_documents): the collection is as it was
+
+    @property
+    def chunks_per_second(self) -> float:
+        return self.chunks_written / self.seconds if self.seconds else 0.0
+
+
+def validate_doc_id(doc_id: str) -> str:
+    """Return ``doc_id`` unless it has the form of a chunk id (``doc#position``), else :class:`InvalidInput`.
+
+    Chunk ids are ``f"{doc_id}#{position}"``: a document ``collide#0`` would be indistinguishable from
+    the first chunk of ``collide`` (reading one returned the other, deleting one removed the other).
+
+    Example:
+        >>> validate_doc_id("notes#draft"), validate_doc_id("a#b#c")
+        ('notes#draft', 'a#b#c')
+    """
+    try:
+        base, position = split_chunk_id(doc_id)
+    except ValueError:
+        return doc_id
+    raise InvalidInput(f"Expected a document id not ending in '#<digits>' (the form of chunk ids, doc#position), "
+                       f"got {doc_id!r}; it would name chunk {position} of document {base!r}: rename it, e.g. "
+                       f"{base + '-' + str(position)!r}")
+
+
+def checked_documents(docs: Sequence[Document]) -> Sequence[Document]:
+    """``docs`` if every id is unique and valid and all metadata is storable; else InvalidInput naming the first problem."""
+    seen: set[str] = set()
+    for doc in docs:
+        validate_doc_id(doc.doc_id)
+        if doc.doc_id in seen:
+            raise InvalidInput(f"Expected unique document ids, got {doc.doc_id!r} twice")
+        seen.add(doc.doc_id)
+        try:
+            validate_metadata(doc.metadata)
+        except InvalidInput as exc:
+            raise InvalidInput(f"Document {doc.doc_id!r}: {exc.message}") from None
+    return docs
 
 
 @dataclass
@@ -64,7 +117,7 @@ class WriterMixin:
 
     if TYPE_CHECKING:  # what CorpusIndex provides
         config: RetrieverConfig
-        store: ChromaStore
+        store: Store
         embedder: Embedder
         write_lock: WriteLock
         _recorded_embedder: str | None
@@ -110,7 +163,7 @@ class WriterMixin:
             self.store.delete_docs(replace_docs)
             run.replaced_docs.update(replace_docs)
         self.store.upsert(chunks, vectors, doc_hashes, n_chunks)
-        for c in chunks:
+        for c in chunks:  # tokenising is per chunk whatever the batch: ~40 µs against Chroma's ~1.4 ms
             run.added.add(c.chunk_id, tokenize(passage_text(c.title, c.text)))
         return len(chunks)
 
@@ -311,4 +364,4 @@ def _nothing_to_index(path: str | Path, report: IngestReport) -> str:
             f"got none" + (":\n" + "\n".join(lines) if lines else ""))
 
 
-__all__ = ["WriteRun", "WriterMixin"]
+__all__ = ["IndexReport", "WriteRun", "WriterMixin", "checked_documents", "validate_doc_id"]

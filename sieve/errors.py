@@ -54,6 +54,8 @@ class UnknownCollection(SieveError):
 class CollectionGone(UnknownCollection):
     """The collection was deleted (by another process or worker) while it was in use."""
 
+    code = "collection_gone"
+
 
 class EmptyCorpus(SieveError):
     code = "empty_corpus"

@@ -163,3 +163,4 @@ def test_a_reader_serves_the_last_complete_segments_while_a_writer_runs(make_ind
         t.join()
     assert reader.bm25_index() is not served  # the writer is gone and left a stale generation: rebuilt
     assert "Rebuilt BM25" in caplog.text
+
