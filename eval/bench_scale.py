@@ -51,7 +51,8 @@ logger = logging.getLogger("bench_scale")
 VOCAB = 500_000
 DIM = 384
 BATCH = 5000  # chunks generated per batch (the store splits at Chroma's maximum itself)
-KEYS = ("chunks", "write_chunks_per_s", "bm25_add_1k_s", "hybrid_p50_ms", "hybrid_p95_ms", "serving_rss_mib", "disk_mib")
+KEYS = ("chunks", "write_chunks_per_s", "bm25_add_1k_s", "hybrid_p50_ms", "hybrid_p95_ms", "serving_rss_mib",
+        "disk_mib")
 MARKER = "zqxjvbenchmarker"  # a word no synthetic text holds: the added chunks carry it
 
 
@@ -173,7 +174,8 @@ def stage_write(data_dir: Path, size: int, seed: int) -> dict[str, Any]:
     written = index.add_chunk_batches(_batches(Vocabulary(seed), np.random.default_rng(seed), 0, size, timer))
     write_s = time.perf_counter() - t0 - timer[0]
     if not written == size == index.count() == len(index.bm25_index()):
-        raise RuntimeError(f"Expected {size} chunks in Chroma and BM25, got {index.count()} and {len(index.bm25_index())}")
+        raise RuntimeError(f"Expected {size} chunks in Chroma and BM25, got {index.count()} and "
+                           f"{len(index.bm25_index())}")
     return {"write_chunks_per_s": size / write_s, "write_s": write_s, "text_s": timer[0],
             "write_peak_rss_mib": peak_rss_mib()}
 

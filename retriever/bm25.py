@@ -75,6 +75,15 @@ class BM25Builder:
         self._doc_len.append(len(tokens))
         self.ids.append(doc_id)
 
+    def take(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Hand the accumulated (ids, term ids, counts, row pointers, lengths) over without copying,
+        leaving the builder empty (the vocabulary stays: the term ids refer to it)."""
+        out = (self.ids, np.frombuffer(self._cols, dtype=np.int32), np.frombuffer(self._tf, dtype=np.float32),
+               np.frombuffer(self._indptr, dtype=np.int64), np.frombuffer(self._doc_len, dtype=np.float64))
+        self.ids, self._cols, self._tf = [], array("i"), array("f")
+        self._indptr, self._doc_len = array("q", [0]), array("d")
+        return out
+
     def build(self, *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> SparseBM25:
         n, n_terms = len(self.ids), len(self.vocab)
         tf = sp.csr_matrix((np.frombuffer(self._tf, dtype=np.float32), np.frombuffer(self._cols, dtype=np.int32),

@@ -95,18 +95,20 @@ class Segment:
 
 
 def segment_from_builder(builder: BM25Builder, vocab: dict[str, int]) -> Segment:
-    """A segment of the builder's documents, its columns mapped to global ids (``vocab`` is extended in place)."""
+    """A segment of the builder's documents, its columns mapped to global ids (``vocab`` is extended in place).
+
+    The builder's arrays are handed over (:meth:`BM25Builder.take`, no copies), so a run's postings
+    exist at most twice while the column-ordered matrix is built, as in a rebuild.
+    """
     n_before = len(vocab)
     to_global = np.fromiter((vocab.setdefault(t, len(vocab)) for t in builder.vocab), dtype=np.int32,
                             count=len(builder.vocab))
     new_terms = list(vocab)[n_before:] if len(vocab) > n_before else []
-    cols = np.frombuffer(builder._cols, dtype=np.int32)
-    tf = sp.csr_matrix((np.frombuffer(builder._tf, dtype=np.float32).copy(),
-                        to_global[cols] if len(cols) else cols.copy(),
-                        np.frombuffer(builder._indptr, dtype=np.int64).copy()),
-                       shape=(len(builder.ids), len(vocab))).tocsc()
-    doc_len = np.frombuffer(builder._doc_len, dtype=np.float64).astype(np.int64)
-    return Segment(name=uuid.uuid4().hex[:12], ids=list(builder.ids), tf=tf, doc_len=doc_len, new_terms=new_terms)
+    ids, local, counts, indptr, lens = builder.take()
+    tf = sp.csr_matrix((counts, to_global[local] if len(local) else local, indptr), shape=(len(ids), len(vocab)))
+    del local
+    return Segment(name=uuid.uuid4().hex[:12], ids=ids, tf=tf.tocsc(), doc_len=lens.astype(np.int64),
+                   new_terms=new_terms)
 
 
 @dataclass
@@ -114,7 +116,8 @@ class SegmentedBM25:
     """BM25Okapi over the live rows of several segments, with the query API of :class:`SparseBM25`.
 
     ``row_ids`` lists every row, dead ones included, in segment order (what :meth:`scores` indexes);
-    ``ids`` and ``len()`` the live ones only. Build with :meth:`from_segments`; persist with :meth:`save` / :meth:`load`.
+    ``ids`` and ``len()`` the live ones only. Build with :meth:`from_segments`; persist with
+    :meth:`save` / :meth:`load`.
     """
 
     segments: list[Segment]
@@ -221,7 +224,8 @@ class SegmentedBM25:
             out[~self.live] = 0.0
         return out
 
-    def top_k(self, query_tokens: Sequence[str], k: int, *, allowed: np.ndarray | None = None) -> list[tuple[str, float]]:
+    def top_k(self, query_tokens: Sequence[str], k: int, *, allowed: np.ndarray | None = None
+              ) -> list[tuple[str, float]]:
         """The ``k`` best live (id, score) pairs with a positive score; ``allowed`` masks rows."""
         return top_k_of(self.scores(query_tokens), self.row_ids, k, allowed)
 

@@ -15,7 +15,8 @@ from sieve.retriever.bm25_segments import (
 )
 from sieve.retriever.types import Document
 
-WORDS = ["river", "delta", "city", "harbour", "opera", "composer", "film", "painter", "tower", "bridge", "census", "island", "mountain", "valley", "castle", "garden", "museum", "library", "station", "forest"]
+WORDS = ["river", "delta", "city", "harbour", "opera", "composer", "film", "painter", "tower", "bridge", "census",
+         "island", "mountain", "valley", "castle", "garden", "museum", "library", "station", "forest"]
 QUERIES = [["river", "delta"], ["opera", "opera", "composer"], ["common"], ["island", "common", "castle"],
            ["zzz-unknown"], ["film"], ["rare17"]]
 
