@@ -202,6 +202,8 @@ class CorpusIndex(WriterMixin, UpsertMixin):
         if self._bm25 is not None and fingerprint == self._bm25_saved:
             return fingerprint
         loaded = SegmentedBM25.load(self.bm25_dir, reuse=self._bm25)
+        if loaded is None:  # a writer's merge removed a segment between our two reads: read the new manifest
+            loaded = SegmentedBM25.load(self.bm25_dir, reuse=self._bm25)
         if loaded is None or (loaded[0].k1, loaded[0].b, loaded[0].epsilon) != (
                 self.config.bm25_k1, self.config.bm25_b, self.config.bm25_epsilon):
             return None

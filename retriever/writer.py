@@ -202,7 +202,8 @@ class WriterMixin:
                     for c in chunks:
                         counts[c.doc_id] = counts.get(c.doc_id, 0) + 1
                     hashes = {d: "" for d in counts}
-                    run.replaced_ids.update(c.chunk_id for c in chunks)
+                    if run.base is not None and run.base.row_ids:  # ids matter only where rows may be replaced
+                        run.replaced_ids.update(c.chunk_id for c in chunks)
                     written += self._write_chunks(run, chunks, vectors, hashes, counts)
         self.store.created = False
         return written
