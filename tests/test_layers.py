@@ -154,3 +154,10 @@ def test_only_the_server_imports_the_web_stack() -> None:
     web = {f"ext:{w}" for w in WEB}
     bad = {m: sorted(ts & web) for m, ts in graph(module_level=False).items() if not m.startswith("sieve.server")}
     assert not {m: ts for m, ts in bad.items() if ts}
+
+
+def test_only_the_retriever_imports_chromadb() -> None:
+    """Chroma stays behind the store interface: the rest of Sieve sees its errors as Sieve's own."""
+    bad = sorted(m for m, ts in graph(module_level=False).items()
+                 if "ext:chromadb" in ts and not m.startswith("sieve.retriever"))
+    assert bad == []
