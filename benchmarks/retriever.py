@@ -8,20 +8,19 @@ Run ``python -m sieve.benchmarks.retriever``; it prints one markdown table per p
    all in one run so the speed ratios share the machine's load. The default backend is the
    fastest one whose hybrid recall@10 stays within 0.01 of torch float32 on both sets.
 1. **Indexing throughput** (``throughput``, chunks/s) of real passages (the first ``--passages`` of HotpotQA's
-   corpus) through the whole pipeline (chunking, embedding, Chroma writes, BM25 rebuild), in
+   corpus) through the whole pipeline (chunking, embedding, Chroma writes, BM25 segment), in
    float32 and bfloat16.
 2. **Query latency** (``latency``, default, with ``--sizes``) p50/p95 of dense, BM25 and hybrid search (and grep) at each size. Embedding
    100k passages at ~40/s would take most of an hour, so the large collections are *synthetic*:
    Zipf-distributed pseudo-words as text and random unit vectors (dim 384, the MiniLM size) as
-   embeddings, written straight into the store with ``index.store.upsert(...)`` followed by a
-   BM25 rebuild. Random vectors are the hard case for HNSW (no cluster structure), so dense
+   embeddings, written through the public write path (``index.add_chunk_batches``: Chroma and
+   one BM25 segment). Random vectors are the hard case for HNSW (no cluster structure), so dense
    figures are, if anything, pessimistic. Queries are fresh strings embedded by the real model on
    every call (each mode gets its own query set, so the query-embedding cache never hits).
 3. **Recall cost of bf16** (``recall``): doc-level dense recall@10 on 2WikiMultihopQA (1,294 passages,
    164 tasks), corpus and queries embedded in float32 vs bfloat16.
 
-Peak memory is the process's peak RSS (``resource.getrusage``) after each stage; the BM25 build
-is also traced with ``tracemalloc`` (Python and numpy allocations only, not Chroma's Rust side).
+Peak memory is the process's peak RSS (``resource.getrusage``) after each stage.
 The target (issue 2) is hybrid p50 < 50 ms at 100k chunks on the 2-core CPU machine.
 """
 
@@ -36,7 +35,6 @@ import resource
 import shutil
 import tempfile
 import time
-import tracemalloc
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from sieve.retriever import CorpusIndex, Document
     from sieve.retriever.embeddings import Embedder
@@ -143,35 +141,32 @@ class SyntheticText:
 
 
 def fill_synthetic(index: CorpusIndex, n_chunks: int, text: SyntheticText, dim: int, seed: int) -> dict[str, float]:
-    """Write ``n_chunks`` synthetic chunks with random unit vectors, then rebuild BM25; returns timings."""
+    """Write ``n_chunks`` synthetic chunks with random unit vectors through the public write path
+    (:meth:`~sieve.retriever.index.CorpusIndex.add_chunk_batches`: Chroma and one BM25 segment); returns timings."""
     from sieve.retriever.types import Chunk
 
     rng = np.random.default_rng(seed)
-    batch = min(5000, int(index.store.client.get_max_batch_size()))
     topics = ["alpha", "beta", "gamma", "delta"]
+
+    def batches() -> Iterator[tuple[list[Chunk], np.ndarray]]:
+        for start in range(0, n_chunks, 5000):
+            chunks = []
+            for i in range(start, min(start + 5000, n_chunks)):
+                body = text.passage(text.rng.randint(80, 160))  # ~ a 200-token chunk
+                chunks.append(Chunk(chunk_id=f"syn-{i}#0", doc_id=f"syn-{i}", position=0, text=body,
+                                    title=f"Doc {i}", source="synthetic", char_start=0, char_end=len(body),
+                                    n_tokens=0, metadata={"topic": topics[i % 4]}))
+            vecs = rng.standard_normal((len(chunks), dim)).astype(np.float32)
+            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+            yield chunks, vecs
+
     t0 = time.perf_counter()
-    index.store.bump_generation()  # as CorpusIndex._write does: any BM25 cache is stale from here
-    for start in range(0, n_chunks, batch):
-        chunks = []
-        for i in range(start, min(start + batch, n_chunks)):
-            body = text.passage(text.rng.randint(80, 160))  # ~ a 200-token chunk
-            chunks.append(Chunk(chunk_id=f"syn-{i}#0", doc_id=f"syn-{i}", position=0, text=body, title=f"Doc {i}",
-                                source="synthetic", char_start=0, char_end=len(body), n_tokens=0,
-                                metadata={"topic": topics[i % 4]}))
-        vecs = rng.standard_normal((len(chunks), dim)).astype(np.float32)
-        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        index.store.upsert(chunks, vecs, {c.doc_id: "synthetic" for c in chunks}, {c.doc_id: 1 for c in chunks})
+    index.add_chunk_batches(batches())
     write_s = time.perf_counter() - t0
-    tracemalloc.start()
-    t0 = time.perf_counter()
     bm25 = index.bm25_index()
-    bm25_s = time.perf_counter() - t0
-    _, traced_peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
     if not len(bm25) == n_chunks == index.count():
         raise RuntimeError(f"Expected {n_chunks} chunks in Chroma and BM25, got {index.count()} and {len(bm25)}")
-    return {"write_s": write_s, "bm25_build_s": bm25_s, "bm25_build_traced_peak_mib": traced_peak / 2**20,
-            "bm25_terms": float(len(bm25.vocab)), "bm25_nnz": float(bm25.tf.nnz)}
+    return {"write_s": write_s, "bm25_terms": float(len(bm25.vocab)), "bm25_nnz": float(bm25.nnz)}
 
 
 def bench_latency(cfg: BenchConfig, data_dir: Path, embedder: Embedder) -> list[dict[str, Any]]:
@@ -302,7 +297,7 @@ def doc_recall(index: CorpusIndex, tasks: Sequence[dict[str, Any]], mode: str, k
 def bench_backends(cfg: BenchConfig, data_dir: Path, models: Path) -> list[dict[str, Any]]:
     """One row per (backend, data set): index the whole corpus, then dense and hybrid recall@10 of its tasks.
 
-    chunks/s is the whole indexing pipeline (chunk, embed, Chroma writes, BM25 rebuild) as a
+    chunks/s is the whole indexing pipeline (chunk, embed, Chroma writes, BM25 segment) as a
     user's ``sieve index`` runs it; CPU s/chunk is the process's CPU time, which other jobs on
     a shared machine inflate much less than wall time.
     """
@@ -420,8 +415,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                     ("n", "n", "d")])]
         builds = {r["size"]: r for r in results["latency"]}.values()
         out += ["", "Build and memory per size:", markdown_table(list(builds), [
-            ("size", "chunks", "d"), ("write_s", "Chroma write s", ".1f"), ("bm25_build_s", "BM25 build s", ".1f"),
-            ("bm25_nnz", "BM25 nnz", ".0f"), ("bm25_build_traced_peak_mib", "BM25 build traced MiB", ".0f"),
+            ("size", "chunks", "d"), ("write_s", "Chroma + BM25 write s", ".1f"),
+            ("bm25_nnz", "BM25 nnz", ".0f"),
             ("rss_after_build_mib", "RSS after build MiB", ".0f"), ("peak_rss_mib", "peak RSS MiB", ".0f")])]
     if "recall" in results:
         out += ["", f"bf16 recall cost (dense, doc-level, {Path(cfg.recall_data).name}):",

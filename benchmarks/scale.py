@@ -1,22 +1,28 @@
-"""Memory and time as the corpus grows: build, BM25, disk, peak RSS and hybrid latency at 10k/100k/1M chunks.
+"""A real embedded Chroma at scale: write rate, BM25 add latency, hybrid latency, RSS and disk per size.
 
-    python -m sieve.benchmarks.scale --sizes 10000,100000,1000000 --data-dir /scratch/scale --out scale.json
+    python -m sieve.benchmarks.scale --sizes 100000,1000000 --json
 
-Each size runs in two child processes, so each peak RSS belongs to one stage:
+prints one JSON object per size, one per line, with exactly the keys ``chunks``,
+``write_chunks_per_s``, ``bm25_add_1k_s``, ``hybrid_p50_ms``, ``hybrid_p95_ms``, ``serving_rss_mib``
+and ``disk_mib`` (without ``--json``: a table of them; progress and extra figures go to the log).
+Each size runs in three child processes, so each figure belongs to one stage:
 
-1. **index**: write N synthetic chunks into a fresh embedded Chroma collection in batches of
-   5,000, then build and save BM25, as ``sieve index`` does after its writes. Texts are
-   Zipf(1.07) pseudo-words over a 500k-word vocabulary (so the vocabulary keeps growing with the
-   corpus, as Heaps' law says real text does), 80-160 words per chunk (~200 MiniLM tokens).
-   Vectors are random unit vectors (dim 384): embedding 1M chunks on 2 cores would take days, so
-   the table reports the embedding time the measured default backend would add instead.
-2. **serve**: open the collection as the server does (default embedder, BM25 loaded from its
-   file), then time hybrid queries (fresh strings, embedded by the real model each time).
+1. **write**: N synthetic chunks into a fresh embedded Chroma collection through the public write
+   path (:meth:`~sieve.retriever.index.CorpusIndex.add_chunk_batches`: Chroma writes at its maximum
+   batch size, one BM25 segment). Texts are Zipf(1.07) pseudo-words over a 500k-word vocabulary
+   (so the vocabulary keeps growing with the corpus, as Heaps' law says real text does), 80-160
+   words per chunk (~200 MiniLM tokens). Vectors are random unit vectors (dim 384): embedding 1M
+   chunks on 2 CPU cores would take more than a day, so this measures the store, not the embedder.
+   ``write_chunks_per_s`` leaves out the time spent making the synthetic text.
+2. **add 1k**: a new process opens the collection, then adds 1,000 new chunks (vectors given) and
+   searches BM25 for a word only they hold; ``bm25_add_1k_s`` is the time from the start of the
+   write until that search returns them.
+3. **serve**: a new process opens the collection as the server does and times hybrid queries
+   (fresh strings, embedded by the real model each time); ``serving_rss_mib`` is its peak RSS.
 
-Peak RSS counts from after the synthetic-text set-up (``/proc/self/clear_refs``). A watchdog kills
-a child whose RSS passes ``--max-rss-gib`` or when the machine's available
-memory falls under ``--min-free-gib``, and a size is skipped when too little memory is free to
-start it, so a run cannot take a shared machine down.
+``disk_mib`` is the size folder (Chroma and BM25) after the three stages. A watchdog kills a child
+whose RSS passes ``--max-rss-gib`` or when the machine's available memory falls under
+``--min-free-gib``, so a run cannot take a shared machine down.
 """
 
 from __future__ import annotations
@@ -31,17 +37,23 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sieve.runtime import prepare_runtime
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 logger = logging.getLogger("bench_scale")
 
 VOCAB = 500_000
 DIM = 384
-BATCH = 5000
+BATCH = 5000  # chunks generated per batch (the store splits at Chroma's maximum itself)
+KEYS = ("chunks", "write_chunks_per_s", "bm25_add_1k_s", "hybrid_p50_ms", "hybrid_p95_ms", "serving_rss_mib",
+        "disk_mib")
+MARKER = "zqxjvbenchmarker"  # a word no synthetic text holds: the added chunks carry it
 
 
 # -- measurement ----------------------------------------------------------------------------------
@@ -95,8 +107,7 @@ class Vocabulary:
         """``seed`` fixes the words and their ranks; ``stream`` picks an independent sampling sequence
         (the serving stage draws queries from the same words as the indexed texts)."""
         rng = np.random.default_rng(seed)
-        syllables = np.array("ka lo mi ren tus va por ji sel dan qua bri zo ne fi gu har mel ost pa ri sun "
-                             "te vol cam ber lin dor e ax".split(), dtype="<U15")
+        syllables = np.array(["ka", "lo", "mi", "ren", "tus", "va", "por", "ji", "sel", "dan", "qua", "bri", "zo", "ne", "fi", "gu", "har", "mel", "ost", "pa", "ri", "sun", "te", "vol", "cam", "ber", "lin", "dor", "e", "ax"], dtype="<U15")
         n = 2 * size  # 2-5 syllables from 32: far more combinations than needed; duplicates dropped
         picks = syllables[rng.integers(0, len(syllables), size=(n, 5))]
         lengths = rng.integers(2, 6, size=n)
@@ -126,103 +137,67 @@ class Vocabulary:
 
 # -- stages (run in child processes) ----------------------------------------------------------------
 def _open(data_dir: Path, name: str, create: bool) -> Any:
-    """The collection with the default embedder, or, when opening an indexed one, the embedder it records."""
     from sieve.retriever import CorpusIndex
-    from sieve.retriever.embeddings import EmbedderIdentity
-    from sieve.retriever.store import EMBEDDER_KEY, make_client
+
     from sieve.settings import load_settings
 
-    cfg = load_settings(data_dir=data_dir).retriever_config()  # SIEVE_MODEL_DIR and the embedder variables apply
-    client = make_client(cfg)
-    if not create:
-        recorded = (client.get_collection(name).metadata or {}).get(EMBEDDER_KEY)
-        if recorded:
-            ident = EmbedderIdentity.from_json(recorded)
-            cfg = load_settings(data_dir=data_dir, embed_backend=ident.backend,
-                                embed_dtype=ident.dtype).retriever_config()
-    return CorpusIndex.open(cfg, name, create=create, client=client)
+    # The models folder stays the environment's: the size folder (and disk_mib) holds the store alone.
+    models = load_settings().retriever_config().models_dir
+    cfg = load_settings(data_dir=data_dir, model_dir=models).retriever_config()
+    return CorpusIndex.open(cfg, name, create=create)
 
 
-def stage_index(data_dir: Path, size: int, seed: int) -> dict[str, Any]:
+def _batches(vocab: Vocabulary, rng: np.random.Generator, start: int, size: int, timer: list[float],
+             marker: str = "") -> Iterator[tuple[list[Any], np.ndarray]]:
+    """Synthetic (chunks, unit vectors) batches; the seconds spent making them accumulate in ``timer[0]``."""
     from sieve.retriever.types import Chunk
 
-    vocab = Vocabulary(seed)
-    rng = np.random.default_rng(seed)
-    reset_peak()  # what follows is what `sieve index` itself would hold
-    index = _open(data_dir, f"scale-{size}", create=True)
-    rss_model = rss_mib()
-    t0 = time.perf_counter()
-    index.store.embedder = index.embedder.identity.to_json()  # what _write stamps on a first write
-    index.store.bump_generation()
-    for start in range(0, size, BATCH):
-        n = min(BATCH, size - start)
-        chunks = [Chunk(chunk_id=f"syn-{i}#0", doc_id=f"syn-{i}", position=0, text=t, title=f"Doc {i}",
-                        source="synthetic", char_end=len(t)) for i, t in zip(range(start, start + n), vocab.passages(n))]
+    for at in range(start, start + size, BATCH):
+        t0 = time.perf_counter()
+        n = min(BATCH, start + size - at)
+        chunks = [Chunk(chunk_id=f"syn-{i}#0", doc_id=f"syn-{i}", position=0, text=f"{t} {marker}".strip(),
+                        title=f"Doc {i}", source="synthetic", char_end=len(t))
+                  for i, t in zip(range(at, at + n), vocab.passages(n))]
         vecs = rng.standard_normal((n, DIM)).astype(np.float32)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        index.store.upsert(chunks, vecs, {c.doc_id: "synthetic" for c in chunks}, {c.doc_id: 1 for c in chunks})
-        if start % (20 * BATCH) == 0:
-            logger.info("%d/%d chunks written, RSS %.0f MiB", start + n, size, rss_mib())
-    write_s = time.perf_counter() - t0
-    rss_before_bm25, peak_before_bm25 = rss_mib(), peak_rss_mib()
-    index.store.bump_generation()  # the finished write's own generation, as index_documents does
-    t0 = time.perf_counter()
-    bm25 = index.bm25_index()
-    bm25_s = time.perf_counter() - t0
-    if not len(bm25) == size == index.count():
-        raise RuntimeError(f"Expected {size} chunks in Chroma and BM25, got {index.count()} and {len(bm25)}")
-    return {"write_s": write_s, "bm25_s": bm25_s, "bm25_terms": len(bm25.vocab), "bm25_nnz": int(bm25.tf.nnz),
-            "rss_model_mib": rss_model, "rss_before_bm25_mib": rss_before_bm25,
-            "peak_before_bm25_mib": peak_before_bm25, "index_peak_rss_mib": peak_rss_mib()}
+        timer[0] += time.perf_counter() - t0
+        if (at - start) % (20 * BATCH) == 0:
+            logger.info("%d/%d chunks generated, RSS %.0f MiB", at - start + n, size, rss_mib())
+        yield chunks, vecs
 
 
-def stage_index_bm25_only(data_dir: Path, size: int, seed: int) -> dict[str, Any]:
-    """The Sieve side of indexing without Chroma: BM25 built from the same texts, as the rebuild streams them."""
-    from sieve.retriever.bm25 import BM25Builder, tokenize
-
-    vocab = Vocabulary(seed)
+def stage_write(data_dir: Path, size: int, seed: int) -> dict[str, Any]:
+    index = _open(data_dir, f"scale-{size}", create=True)
     reset_peak()
+    timer = [0.0]
+    t0, c0 = time.perf_counter(), time.process_time()
+    written = index.add_chunk_batches(_batches(Vocabulary(seed), np.random.default_rng(seed), 0, size, timer))
+    write_s = time.perf_counter() - t0 - timer[0]
+    # CPU of every thread of this process (Chroma's included), text making too: what a loaded machine cannot inflate.
+    cpu_s = time.process_time() - c0
+    if not written == size == index.count() == len(index.bm25_index()):
+        raise RuntimeError(f"Expected {size} chunks in Chroma and BM25, got {index.count()} and "
+                           f"{len(index.bm25_index())}")
+    return {"write_chunks_per_s": size / write_s, "write_s": write_s, "text_s": timer[0], "write_cpu_s": cpu_s,
+            "write_chunks_per_cpu_s": size / cpu_s,
+            "write_peak_rss_mib": peak_rss_mib()}
+
+
+def stage_add(data_dir: Path, size: int, seed: int) -> dict[str, Any]:
+    from sieve.retriever.bm25 import tokenize
+
+    index = _open(data_dir, f"scale-{size}", create=False)
+    index.bm25_index()  # a running server has its index loaded: opening is not part of adding
+    batch = next(_batches(Vocabulary(seed, stream=2), np.random.default_rng([seed, 2]), size, 1000, [0.0], MARKER))
     t0 = time.perf_counter()
-    builder = BM25Builder()
-    for start in range(0, size, BATCH):
-        n = min(BATCH, size - start)
-        for i, text in zip(range(start, start + n), vocab.passages(n)):
-            builder.add(f"syn-{i}#0", tokenize(f"Doc {i}\n{text}"))
-    bm25 = builder.build()
-    bm25.save(data_dir / "bm25-only", fingerprint="synthetic")
-    return {"bm25_s": time.perf_counter() - t0, "bm25_terms": len(bm25.vocab), "bm25_nnz": int(bm25.tf.nnz),
-            "index_peak_rss_mib": peak_rss_mib()}
-
-
-def stage_serve_bm25_only(data_dir: Path, size: int, seed: int, queries: int) -> dict[str, Any]:
-    """A serving process without Chroma's vectors: the embedder plus BM25, timed as hybrid minus the HNSW query."""
-    from sieve.eval.metrics import percentile
-    from sieve.retriever.bm25 import SparseBM25, tokenize
-    from sieve.retriever.embeddings import Embedder
-    from sieve.settings import load_settings
-
-    vocab = Vocabulary(seed, stream=1)
-    reset_peak()
-    t0 = time.perf_counter()
-    embedder = Embedder.from_config(load_settings(data_dir=data_dir).retriever_config())
-    loaded = SparseBM25.load(data_dir / "bm25-only")
-    if loaded is None:
-        raise RuntimeError(f"Expected a BM25 file in {data_dir / 'bm25-only'}")
-    bm25 = loaded[0]
-    open_s = time.perf_counter() - t0
-    rss_loaded = rss_mib()
-    ms, cpu = [], []
-    for i in range(queries + 3):
-        q = vocab.query()
-        c0, t0 = time.process_time(), time.perf_counter()
-        embedder.embed_query(q)
-        bm25.top_k(tokenize(q), 50)
-        if i >= 3:
-            ms.append((time.perf_counter() - t0) * 1000)
-            cpu.append((time.process_time() - c0) * 1000)
-    return {"open_s": open_s, "hybrid_p50_ms": percentile(ms, 50), "hybrid_p95_ms": percentile(ms, 95),
-            "hybrid_cpu_p50_ms": percentile(cpu, 50),
-            "serve_rss_mib": rss_loaded, "serve_peak_rss_mib": peak_rss_mib()}
+    index.add_chunks(*batch)
+    written_s = time.perf_counter() - t0
+    hits = index.bm25_index().top_k(tokenize(MARKER), 2000)
+    add_s = time.perf_counter() - t0
+    logger.info("1,000 chunks added in %.2f s, searchable after %.2f s", written_s, add_s)
+    if len(hits) != 1000:
+        raise RuntimeError(f"Expected the 1,000 added chunks searchable, got {len(hits)}")
+    return {"bm25_add_1k_s": add_s, "bm25_segments": len(index.bm25_index().segments)}
 
 
 def stage_serve(data_dir: Path, size: int, seed: int, queries: int) -> dict[str, Any]:
@@ -237,7 +212,6 @@ def stage_serve(data_dir: Path, size: int, seed: int, queries: int) -> dict[str,
     t0 = time.perf_counter()
     index.search(vocab.query(), 10, mode="hybrid")  # first query: Chroma loads the HNSW segment
     first_ms = (time.perf_counter() - t0) * 1000
-    rss_loaded = rss_mib()
     for _ in range(3):
         index.search(vocab.query(), 10, mode="hybrid")
     ms, cpu = [], []
@@ -248,8 +222,8 @@ def stage_serve(data_dir: Path, size: int, seed: int, queries: int) -> dict[str,
         ms.append((time.perf_counter() - t0) * 1000)
         cpu.append((time.process_time() - c0) * 1000)  # this process's CPU (Chroma's threads included)
     return {"open_s": open_s, "first_query_ms": first_ms, "hybrid_p50_ms": percentile(ms, 50),
-            "hybrid_cpu_p50_ms": percentile(cpu, 50),
-            "hybrid_p95_ms": percentile(ms, 95), "serve_rss_mib": rss_loaded, "serve_peak_rss_mib": peak_rss_mib()}
+            "hybrid_p95_ms": percentile(ms, 95), "hybrid_cpu_p50_ms": percentile(cpu, 50),
+            "serving_rss_mib": peak_rss_mib()}
 
 
 # -- driver -----------------------------------------------------------------------------------------
@@ -270,77 +244,76 @@ def run_child(args: list[str], max_rss_gib: float, min_free_gib: float) -> dict[
     threading.Thread(target=watch, daemon=True).start()
     out, _ = proc.communicate()
     if killed:
-        raise RuntimeError(f"stage {args[0]} killed by the memory watchdog: {killed[0]}")
+        raise RuntimeError(f"stage {args[1]} killed by the memory watchdog: {killed[0]}")
     if proc.returncode:
-        raise RuntimeError(f"stage {args[0]} exited with {proc.returncode}")
+        raise RuntimeError(f"stage {args[1]} exited with {proc.returncode}")
     return json.loads(out.decode().strip().splitlines()[-1])
 
 
+def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
+    """The three stages of one size in a fresh folder; every figure, the seven keys among them."""
+    import shutil
+
+    folder = args.data_dir / f"n{size}"
+    shutil.rmtree(folder, ignore_errors=True)  # a fresh store: the write rate is into an empty collection
+    common = ["--sizes", str(size), "--data-dir", str(args.data_dir), "--seed", str(args.seed)]
+    row: dict[str, Any] = {"chunks": size, "load_start": os.getloadavg()[0]}
+    for stage in ("write", "add", "serve"):
+        row.update(run_child(["--stage", stage, *common, "--queries", str(args.queries)], args.max_rss_gib,
+                             args.min_free_gib))
+        logger.info("%d chunks, after %s: %s (load %.1f)", size, stage, row, os.getloadavg()[0])
+    row["disk_mib"] = du_mib(folder)
+    row["load_end"] = os.getloadavg()[0]
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
+    from sieve.settings import load_settings
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="10000,100000", help="Comma-separated chunk counts.")
-    ap.add_argument("--data-dir", type=Path, required=True, help="Scratch folder (one sub-folder per size).")
+    ap.add_argument("--sizes", default="100000", help="Comma-separated chunk counts.")
+    ap.add_argument("--data-dir", type=Path, help="Scratch folder, one sub-folder per size (removed and made "
+                                                  "afresh); default <SIEVE_DATA_DIR>/bench-scale.")
     ap.add_argument("--queries", type=int, default=100, help="Timed hybrid queries per size.")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--embed-chunks-per-s", type=float, default=0.0,
-                    help="Measured indexing chunks/s of the default backend (benchmarks/retriever.py), for the "
-                         "embedding-time column.")
-    ap.add_argument("--max-rss-gib", type=float, default=12.0, help="Kill a stage whose RSS passes this.")
+    ap.add_argument("--json", action="store_true", help="One JSON object per size per line (the seven keys).")
+    ap.add_argument("--max-rss-gib", type=float, default=10.0, help="Kill a stage whose RSS passes this.")
     ap.add_argument("--min-free-gib", type=float, default=2.0, help="Kill a stage when less memory is available.")
-    ap.add_argument("--out", type=Path, help="Also write the rows as JSON here.")
-    ap.add_argument("--bm25-only", action="store_true",
-                    help="Leave Chroma out (its 1M-chunk write takes hours on 2 cores): time and weigh the Sieve "
-                         "side alone, i.e. a worker of the Chroma-server topology (embedder + BM25).")
-    ap.add_argument("--stage", choices=["index", "serve"], help=argparse.SUPPRESS)
+    ap.add_argument("--stage", choices=["write", "add", "serve"], help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     prepare_runtime()
+    if args.data_dir is None:
+        args.data_dir = load_settings().data_dir / "bench-scale"
     if args.stage:  # a child: one stage of one size, its result as the last stdout line
         size = int(args.sizes)
         folder = args.data_dir / f"n{size}"
-        if args.stage == "index":
-            res = (stage_index_bm25_only if args.bm25_only else stage_index)(folder, size, args.seed)
+        if args.stage == "write":
+            res = stage_write(folder, size, args.seed)
+        elif args.stage == "add":
+            res = stage_add(folder, size, args.seed)
         else:
-            res = (stage_serve_bm25_only if args.bm25_only else stage_serve)(folder, size, args.seed, args.queries)
+            res = stage_serve(folder, size, args.seed, args.queries)
         print(json.dumps(res))
         return 0
     rows = []
     for size in [int(s) for s in args.sizes.split(",") if s.strip()]:
-        need = 3.0 + size * 6e-6  # GiB: a rough bound from the smaller sizes (~5 KiB per chunk)
-        if available_gib() < need + args.min_free_gib:
-            logger.warning("Skipping %d chunks: %.1f GiB available, want %.1f", size, available_gib(), need)
-            continue
-        common = ["--sizes", str(size), "--data-dir", str(args.data_dir), "--seed", str(args.seed),
-                  *(["--bm25-only"] if args.bm25_only else [])]
-        row: dict[str, Any] = {"chunks": size, "chroma": not args.bm25_only, "loadavg": os.getloadavg()[0]}
-        row.update(run_child(["--stage", "index", *common], args.max_rss_gib, args.min_free_gib))
-        folder = args.data_dir / f"n{size}"
-        if not args.bm25_only:
-            row["chroma_disk_mib"] = du_mib(folder / "chroma")
-        row["bm25_disk_mib"] = sum(du_mib(p) for p in folder.rglob("bm25.npz"))
-        row.update(run_child(["--stage", "serve", *common, "--queries", str(args.queries)], args.max_rss_gib,
-                             args.min_free_gib))
-        if args.embed_chunks_per_s:
-            row["embed_h_at_measured_rate"] = size / args.embed_chunks_per_s / 3600
+        row = run_size(size, args)
         rows.append(row)
-        logger.info("%s", row)
-    print_table(rows)
-    if args.out:
-        args.out.write_text(json.dumps(rows, indent=2))
+        if args.json:
+            print(json.dumps({k: _rounded(row[k]) for k in KEYS}), flush=True)  # the script's output
+    if not args.json:
+        print_table(rows)
     return 0
 
 
+def _rounded(value: Any) -> Any:
+    return round(value, 2) if isinstance(value, float) else value
+
+
 def print_table(rows: list[dict[str, Any]]) -> None:
-    cols = [("chunks", "chunks", "d"), ("chroma", "Chroma", ""), ("write_s", "Chroma write s", ".0f"), ("bm25_s", "BM25 build s", ".1f"),
-            ("bm25_disk_mib", "BM25 MiB", ".0f"), ("chroma_disk_mib", "Chroma MiB", ".0f"),
-            ("index_peak_rss_mib", "index peak RSS MiB", ".0f"), ("serve_rss_mib", "serve RSS MiB", ".0f"),
-            ("serve_peak_rss_mib", "serve peak MiB", ".0f"), ("hybrid_p50_ms", "hybrid p50 ms", ".1f"),
-            ("hybrid_p95_ms", "hybrid p95 ms", ".1f"), ("hybrid_cpu_p50_ms", "hybrid CPU p50 ms", ".1f"), ("embed_h_at_measured_rate", "embed h (est.)", ".1f"),
-            ("loadavg", "load", ".1f")]
-    cols = [c for c in cols if any(c[0] in r for r in rows)]
-    lines = ["| " + " | ".join(h for _, h, _ in cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(format(r[k], f) if k in r and f else str(r.get(k, "")) for k, _, f in cols) + " |"
-              for r in rows]
+    lines = ["| " + " | ".join(KEYS) + " |", "|" + "---|" * len(KEYS)]
+    lines += ["| " + " | ".join(str(_rounded(r[k])) for k in KEYS) + " |" for r in rows]
     print("\n".join(lines))  # the table is this script's output
 
 

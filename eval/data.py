@@ -244,7 +244,7 @@ def open_eval_index(
 
     index = CorpusIndex.open(config, collection_name(sets, config), create=True, embedder=embedder)
     docs = [d for s in sets for d in read_corpus(s.corpus_path, maps.get(s.name), s.name)]
-    have = index.store.doc_states()
+    have = index.doc_states()
     if len(have) == len(docs) and all(d.doc_id in have and have[d.doc_id].complete for d in docs):
         # Same fingerprint and every document present: skip re-hashing thousands of documents.
         logger.info("Cached collection %s is complete (%d documents)", index.name, len(docs))

@@ -10,7 +10,7 @@ from sieve.retriever.types import Hit
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
 
-    from sieve.retriever.store import ChromaStore
+    from sieve.retriever.store_api import Store
     from sieve.retriever.types import HitMode, Where
 
 
@@ -34,7 +34,7 @@ class ScoredIdsRetriever:
     Subclasses set ``store``, ``max_k`` and ``mode``.
     """
 
-    store: ChromaStore
+    store: Store
     max_k: int
     mode: HitMode
 

@@ -9,6 +9,7 @@ index (a CSC term-frequency matrix), so a query costs one column slice per query
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tempfile
@@ -17,7 +18,7 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -27,7 +28,7 @@ from sieve.retriever.base import ScoredIdsRetriever
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Sequence
 
-    from sieve.retriever.store import ChromaStore
+    from sieve.retriever.store_api import Store
     from sieve.retriever.types import Where
 
 BM25_FILE = "bm25.npz"
@@ -74,6 +75,15 @@ class BM25Builder:
         self._doc_len.append(len(tokens))
         self.ids.append(doc_id)
 
+    def take(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Hand the accumulated (ids, term ids, counts, row pointers, lengths) over without copying,
+        leaving the builder empty (the vocabulary stays: the term ids refer to it)."""
+        out = (self.ids, np.frombuffer(self._cols, dtype=np.int32), np.frombuffer(self._tf, dtype=np.float32),
+               np.frombuffer(self._indptr, dtype=np.int64), np.frombuffer(self._doc_len, dtype=np.float64))
+        self.ids, self._cols, self._tf = [], array("i"), array("f")
+        self._indptr, self._doc_len = array("q", [0]), array("d")
+        return out
+
     def build(self, *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> SparseBM25:
         n, n_terms = len(self.ids), len(self.vocab)
         tf = sp.csr_matrix((np.frombuffer(self._tf, dtype=np.float32), np.frombuffer(self._cols, dtype=np.int32),
@@ -85,8 +95,8 @@ class BM25Builder:
         df = np.diff(tf.indptr).astype(np.float64)
         # Same IDF as rank_bm25.BM25Okapi._calc_idf: negative values floored at eps * mean idf.
         idf = np.log(n - df + 0.5) - np.log(df + 0.5)
-        if len(idf):
-            idf[idf < 0] = epsilon * (idf.sum() / len(idf))
+        if len(idf):  # the mean summed exactly, so that segmented indexes (bm25_segments) match bit for bit
+            idf[idf < 0] = epsilon * (math.fsum(idf.tolist()) / len(idf))
         norm = k1 * (1 - b + b * doc_len / avgdl)
         return SparseBM25(ids=self.ids, vocab=self.vocab, tf=tf, idf=idf, norm=norm, k1=k1, b=b, epsilon=epsilon)
 
@@ -173,16 +183,7 @@ class SparseBM25:
 
     def top_k(self, query_tokens: Sequence[str], k: int, *, allowed: np.ndarray | None = None) -> list[tuple[str, float]]:
         """The ``k`` best (id, score) pairs with a positive score; ``allowed`` masks documents."""
-        s = self.scores(query_tokens)
-        if allowed is not None:
-            s = np.where(allowed, s, 0.0)
-        nz = np.flatnonzero(s > 0)
-        if not len(nz):
-            return []
-        k = min(k, len(nz))
-        top = nz[np.argpartition(-s[nz], k - 1)[:k]]
-        top = top[np.lexsort((top, -s[top]))]  # score desc, then insertion order for ties
-        return [(self.ids[i], float(s[i])) for i in top]
+        return top_k_of(self.scores(query_tokens), self.ids, k, allowed)
 
     def mask(self, ids: Sequence[str] | set[str], *, exclude: bool = False) -> np.ndarray:
         if self._pos is None:  # built on first use: ~100 bytes per chunk that plain searches never need
@@ -227,8 +228,34 @@ class SparseBM25:
         return index, meta["fingerprint"]
 
 
+def top_k_of(s: np.ndarray, ids: Sequence[str], k: int, allowed: np.ndarray | None = None) -> list[tuple[str, float]]:
+    """The ``k`` best (id, score) pairs of the scores ``s`` with a positive score, ``allowed`` rows only.
+
+    Example:
+        >>> top_k_of(np.array([0.5, 0.0, 2.0]), ["a", "b", "c"], 5)
+        [('c', 2.0), ('a', 0.5)]
+    """
+    if allowed is not None:
+        s = np.where(allowed, s, 0.0)
+    nz = np.flatnonzero(s > 0)
+    if not len(nz) or k <= 0:
+        return []
+    k = min(k, len(nz))
+    top = nz[np.argpartition(-s[nz], k - 1)[:k]]
+    top = top[np.lexsort((top, -s[top]))]  # score desc, then insertion order for ties
+    return [(ids[i], float(s[i])) for i in top]
+
+
 def _json_bytes(value: object) -> np.ndarray:
     return np.frombuffer(json.dumps(value, ensure_ascii=False).encode("utf-8"), dtype=np.uint8)
+
+
+class BM25Index(Protocol):
+    """What :class:`BM25Retriever` asks of an index: :class:`SparseBM25` and the segmented one alike."""
+
+    def top_k(self, query_tokens: Sequence[str], k: int, *, allowed: np.ndarray | None = None
+              ) -> list[tuple[str, float]]: ...
+    def mask(self, ids: Collection[str], *, exclude: bool = False) -> np.ndarray: ...
 
 
 class BM25Retriever(ScoredIdsRetriever):
@@ -240,7 +267,7 @@ class BM25Retriever(ScoredIdsRetriever):
 
     mode = "bm25"
 
-    def __init__(self, store: ChromaStore, index_provider: Callable[[], SparseBM25], *, max_k: int = 200) -> None:
+    def __init__(self, store: Store, index_provider: Callable[[], BM25Index], *, max_k: int = 200) -> None:
         self.store = store
         self.index_provider = index_provider
         self.max_k = max_k
@@ -258,4 +285,4 @@ class BM25Retriever(ScoredIdsRetriever):
         return index.top_k(tokenize(query), k, allowed=allowed)
 
 
-__all__ = ["BM25Builder", "BM25Retriever", "BM25_FILE", "STOPWORDS", "SparseBM25", "tokenize"]
+__all__ = ["BM25Builder", "BM25Index", "BM25Retriever", "BM25_FILE", "STOPWORDS", "SparseBM25", "tokenize", "top_k_of"]

@@ -107,7 +107,13 @@ class RetrieverConfig:
     bm25_b: float = field(default=0.75, metadata={"help": "BM25 b."})
     bm25_epsilon: float = field(default=0.25, metadata={"help": "Floor for negative IDF, as rank-bm25's BM25Okapi."})
     max_k: int = field(default=200, metadata={"help": "Largest k a search may ask for."})
-    index_batch_size: int = field(default=256, metadata={"help": "Chunks written to the store per batch."})
+    index_batch_size: int = field(default=256, metadata={"help": "Chunks embedded and written per batch by `sieve index`."})
+    hnsw_sync_threshold: int = field(
+        default=1000, metadata={"help": "New collections: records Chroma adds to its HNSW index between two saves of "
+                                        "it to disk; what a new process replays at its first use (see docs/scaling.md)."},
+    )
+    hnsw_ef_construction: int = field(default=100, metadata={"help": "New collections: HNSW construction breadth."})
+    hnsw_max_neighbors: int = field(default=16, metadata={"help": "New collections: HNSW links per node (M)."})
     write_lock_timeout_s: float = field(
         default=60.0, metadata={"help": "How long a write waits for another writer of the same store before it "
                                         "fails with store_locked (one writer per store)."},

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
 
     from sieve.retriever.embeddings import Embedder
-    from sieve.retriever.store import ChromaStore
+    from sieve.retriever.store_api import Store
     from sieve.retriever.types import Hit, Where
 
 
@@ -19,7 +19,7 @@ class DenseRetriever(ScoredIdsRetriever):
 
     mode = "dense"
 
-    def __init__(self, store: ChromaStore, embedder: Embedder, *, max_k: int = 200) -> None:
+    def __init__(self, store: Store, embedder: Embedder, *, max_k: int = 200) -> None:
         self.store = store
         self.embedder = embedder
         self.max_k = max_k

@@ -15,43 +15,41 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
 from pathlib import Path
 from threading import RLock
 from typing import TYPE_CHECKING, Any
 
 from sieve.errors import EmbedderMismatch, EmptyCorpus, InvalidInput, NotFound, StoreLocked
-from sieve.retriever.base import Retriever, validate_k
-from sieve.retriever.bm25 import BM25Builder, BM25Retriever, SparseBM25, tokenize
+from sieve.retriever.base import Retriever, ScoredIdsRetriever, validate_k
+from sieve.retriever.bm25 import BM25Builder, BM25Retriever, tokenize
+from sieve.retriever.bm25_segments import SegmentedBM25, segment_from_builder
 from sieve.retriever.chunking import Chunker, split_chunk_id
 from sieve.retriever.dense import DenseRetriever
 from sieve.retriever.embeddings import EmbedderIdentity
 from sieve.retriever.hybrid import HybridRetriever
-from sieve.retriever.ingest import IngestReport, content_hash, iter_documents
-from sieve.retriever.metadata import validate_metadata
 from sieve.retriever.modes import MODES, get_mode
-from sieve.retriever.overlap import WriteBehind
 from sieve.retriever.handle import StoreHandle, open_store, store_tag, store_write_lock
-from sieve.retriever.progress import IndexProgress
-from sieve.retriever.store import ChromaStore, CollectionState, validate_collection_name
+from sieve.retriever.store import ChromaStore, CollectionState, DocState, validate_collection_name
 from sieve.retriever.types import Chunk, Hit, passage_text
-from sieve.retriever.upsert import IndexReport, UpsertMixin, checked_documents, validate_doc_id
+from sieve.retriever.upsert import UpsertMixin
+from sieve.retriever.writer import IndexReport, WriteRun, WriterMixin, validate_doc_id
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable, Sequence
+    from collections.abc import Collection, Sequence
 
     import numpy as np
 
     from sieve.retriever.config import RetrieverConfig
     from sieve.retriever.embeddings import Embedder
-    from sieve.retriever.types import Document, SearchMode, Where
+    from sieve.retriever.store_api import Store
+    from sieve.retriever.types import SearchMode, Where
 
 logger = logging.getLogger(__name__)
 
 MAX_OFFSET = 2**31 - 1  # Chroma takes page offsets as 32-bit integers (a larger one overflowed: a 500)
 
 
-class CorpusIndex(UpsertMixin):
+class CorpusIndex(WriterMixin, UpsertMixin):
     """Index, search, grep and read one collection. Build with :meth:`open`.
 
     Example:
@@ -59,7 +57,7 @@ class CorpusIndex(UpsertMixin):
         >>> index.search("who painted the Mona Lisa", k=5, mode="hybrid")  # doctest: +SKIP
     """
 
-    def __init__(self, config: RetrieverConfig, store: ChromaStore, embedder: Embedder, bm25_dir: Path) -> None:
+    def __init__(self, config: RetrieverConfig, store: Store, embedder: Embedder, bm25_dir: Path) -> None:
         self.config = config
         self.store = store
         self.embedder = embedder
@@ -67,8 +65,9 @@ class CorpusIndex(UpsertMixin):
         self.write_lock = store_write_lock(config)
         self._chunker: Chunker | None = None
         self._lock = RLock()
-        self._bm25: SparseBM25 | None = None
-        self._bm25_generation = ""
+        self._bm25: SegmentedBM25 | None = None
+        self._bm25_generation = ""  # the store generation self._bm25 matches ("" while serving an older one)
+        self._bm25_saved = ""  # the fingerprint of the manifest self._bm25 was loaded from or saved as
         self._recorded_embedder: str | None = None  # the collection's stamp, as last read
         self._checked_embedder: str | None = None  # the stamp _embedder_error was computed for
         self._embedder_error: EmbedderMismatch | None = None
@@ -82,6 +81,15 @@ class CorpusIndex(UpsertMixin):
     @property
     def name(self) -> str:
         return self.store.name
+
+    @property
+    def generation(self) -> str:
+        """The collection's write generation (changes with every write, by any process)."""
+        return self.refresh().generation
+
+    def is_current(self) -> bool:
+        """Whether this index's collection still exists under its name (not deleted, not re-created)."""
+        return self.store.is_current()
 
     @classmethod
     def open(
@@ -162,30 +170,95 @@ class CorpusIndex(UpsertMixin):
         if self._embedder_error is not None:
             raise self._embedder_error
 
-    # -- BM25 cache -----------------------------------------------------------------------------
-    def bm25_index(self) -> SparseBM25:
-        """The BM25 index matching the store's current generation (loaded or rebuilt if stale)."""
+    # -- BM25: segments tagged with the generation they match -----------------------------------
+    def bm25_index(self) -> SegmentedBM25:
+        """The BM25 index of the store's current generation, or, while another process writes, the
+        last complete one; loaded from the saved manifest, or rebuilt from Chroma when that is stale."""
         with self._lock:
             gen = self.refresh().generation
             if self._bm25 is not None and gen == self._bm25_generation:
                 return self._bm25
-            loaded = SparseBM25.load(self.bm25_dir)
-            if loaded is not None and loaded[1] == gen and loaded[0].k1 == self.config.bm25_k1 \
-                    and loaded[0].b == self.config.bm25_b:
-                self._bm25, self._bm25_generation = loaded[0], gen
-                logger.info("Loaded BM25 for %s (generation %s)", self.name, gen[:8])
+            saved = self._load_bm25()
+            if saved is not None and saved == gen:
+                self._bm25_generation = gen
+                logger.info("Loaded BM25 for %s (generation %s, %d segments)", self.name, gen[:8],
+                            len(self._bm25.segments))  # type: ignore[union-attr]
+                return self._bm25  # type: ignore[return-value]
+            if self._bm25 is not None and self._writer_busy():
+                # A run in progress: serve the last complete set of segments, check again next time.
+                self._bm25_generation = ""
                 return self._bm25
             self._bm25 = None  # let the old index go before the new one is built
             self._bm25 = self._rebuild_bm25(gen)
             self._bm25_generation = gen
             return self._bm25
 
-    def _rebuild_bm25(self, gen: str) -> SparseBM25:
+    def _load_bm25(self) -> str | None:
+        """Load the saved manifest into ``self._bm25`` (reusing held segments); its fingerprint, or None."""
+        from sieve.retriever.bm25_segments import read_fingerprint
+
+        fingerprint = read_fingerprint(self.bm25_dir)
+        if fingerprint is None:
+            return None
+        if self._bm25 is not None and fingerprint == self._bm25_saved:
+            return fingerprint
+        loaded = SegmentedBM25.load(self.bm25_dir, reuse=self._bm25)
+        if loaded is None:  # a writer's merge removed a segment between our two reads: read the new manifest
+            loaded = SegmentedBM25.load(self.bm25_dir, reuse=self._bm25)
+        if loaded is None or (loaded[0].k1, loaded[0].b, loaded[0].epsilon) != (
+                self.config.bm25_k1, self.config.bm25_b, self.config.bm25_epsilon):
+            return None
+        self._bm25, self._bm25_saved = loaded
+        return self._bm25_saved
+
+    def _writer_busy(self) -> bool:
+        """Whether another writer (not this thread) holds the store's lock right now."""
+        with self.write_lock.try_hold() as held:
+            return not held
+
+    def _bm25_at(self, generation: str) -> SegmentedBM25 | None:
+        """BM25 exactly at ``generation`` (held, saved, or empty for an empty collection), else None.
+
+        Called by a write run as it starts (lock held): the run appends to it instead of rebuilding.
+        """
+        with self._lock:
+            if self._bm25 is not None and self._bm25_generation == generation:
+                return self._bm25
+            if self._load_bm25() == generation:
+                self._bm25_generation = generation
+                return self._bm25
+        if self.count() == 0:
+            return SegmentedBM25.from_segments([], k1=self.config.bm25_k1, b=self.config.bm25_b,
+                                               epsilon=self.config.bm25_epsilon)
+        return None
+
+    def _publish_bm25(self, run: WriteRun, generation: str) -> None:
+        """Save the run's BM25 (its base plus one segment, replaced rows dead) under ``generation``."""
+        if run.base is None:  # stale when the run began (a killed run before it): rebuild from Chroma
+            with self._lock:
+                self._bm25 = None
+                self._bm25 = self._rebuild_bm25(generation)
+                self._bm25_generation = generation
+            return
+        dead = run.base.rows_of_docs(run.replaced_docs) if run.replaced_docs else []
+        if run.replaced_ids:
+            dead += run.base.rows_of_ids(run.replaced_ids)
+        self._save_bm25(run.base.changed(run.added, dead), generation)
+
+    def _save_bm25(self, index: SegmentedBM25, generation: str) -> None:
+        index.save(self.bm25_dir, fingerprint=generation)
+        with self._lock:
+            self._bm25, self._bm25_generation, self._bm25_saved = index, generation, generation
+        logger.info("Saved BM25 for %s: %d chunks in %d segments (generation %s)", self.name, len(index),
+                    len(index.segments), generation[:8])
+
+    def _rebuild_bm25(self, gen: str) -> SegmentedBM25:
         # Streamed page by page: only term-frequency arrays accumulate, never the texts or token lists.
         builder = BM25Builder()
         for cid, text, meta in self.store.scan(include_text=True):
             builder.add(cid, tokenize(passage_text(str(meta.get("title") or ""), text or "")))
-        index = builder.build(k1=self.config.bm25_k1, b=self.config.bm25_b, epsilon=self.config.bm25_epsilon)
+        index = SegmentedBM25.from_segments([segment_from_builder(builder, {})], k1=self.config.bm25_k1,
+                                            b=self.config.bm25_b, epsilon=self.config.bm25_epsilon)
         # A reader must not wait for a writer, nor write the file while one runs: it keeps its
         # rebuilt index in memory and the writer saves the file when it finishes. A write that
         # finished meanwhile (another worker's) has its own, newer file.
@@ -193,160 +266,10 @@ class CorpusIndex(UpsertMixin):
             saved = held and self.store.generation == gen
             if saved:
                 index.save(self.bm25_dir, fingerprint=gen)
+            self._bm25_saved = gen if saved else ""
         logger.info("Rebuilt BM25 for %s: %d chunks, %d terms%s", self.name, len(index.ids), len(index.vocab),
                     "" if saved else " (not saved: a writer holds or changed the store)")
         return index
-
-    # -- indexing -------------------------------------------------------------------------------
-    def index_path(self, path: str | Path, *, progress: bool = True) -> IndexReport:
-        """Index a file or folder; unreadable inputs are skipped and listed in ``report.ingest``.
-
-        Raises:
-            NotFound: ``path`` does not exist.
-            InvalidInput: ``path`` holds no readable document at all.
-
-        Nothing is left half-done: when this run created the collection and fails (or finds
-        nothing to index), the collection is removed again. An interrupted run (Ctrl-C) that
-        already wrote keeps its work, and indexing again resumes it.
-        """
-        report = IngestReport()
-        created = self.store.created
-        result = self.index_documents(iter_documents(path, report), progress=progress)
-        report.skipped.extend(result.ingest.skipped)  # documents that chunked to nothing
-        result.ingest = report
-        if report.documents == 0 or (created and result.chunks_written == 0):
-            if created:
-                self.drop()
-            raise InvalidInput(_nothing_to_index(path, report))
-        return result
-
-    def index_documents(self, docs: Iterable[Document], *, progress: bool = True) -> IndexReport:
-        """Add or update documents, idempotently (content hash) and resumably.
-
-        Work is written in batches of ``index_batch_size`` chunks; each batch replaces whole
-        documents, so the worst an interruption leaves is a few incomplete documents that the
-        next run detects (chunk count below ``n_chunks``) and rewrites.
-
-        Raises:
-            InvalidInput: a repeated id, or metadata Chroma cannot hold (see
-                :func:`~sieve.retriever.metadata.validate_metadata`). A list or tuple is checked
-                whole before anything is written; a stream is checked as it comes.
-        """
-        try:
-            if isinstance(docs, (list, tuple)):
-                docs = checked_documents(docs)
-            report = self._index_documents(docs, progress=progress)
-        except KeyboardInterrupt:
-            # Ctrl-C keeps what was written (the next run resumes it), but not an empty new collection.
-            if self.store.created and self.count() == 0:
-                self.drop()
-            raise
-        except BaseException as exc:
-            if self.store.created:
-                # A run that never got the lock does not wait for it a second time to clean up.
-                self.drop(lock_timeout_s=0 if isinstance(exc, StoreLocked) else None)
-            raise
-        self.store.created = False
-        return report
-
-    def _index_documents(self, docs: Iterable[Document], *, progress: bool) -> IndexReport:
-        t0 = time.perf_counter()
-        report = IndexReport()
-        # The store lock (not self._lock) orders writers, threads and worker processes included:
-        # searches of this index keep running while a write embeds and upserts.
-        # WriteBehind: each batch is written in a background thread while the next one is chunked and
-        # embedded (retriever/overlap.py); it is drained before the run's last generation bump.
-        with self.write_lock.hold(), WriteBehind() as writer:
-            self.refresh()
-            self._require_embedder_match()  # before any work: a mismatching run writes nothing
-            states = self.store.doc_states()
-            pending: list[tuple[Document, str, list[Chunk]]] = []
-            seen: set[str] = set()
-            bar = IndexProgress(f"Indexing {self.name}", docs, enabled=progress)  # drawn at the first document
-            for doc in bar.track(docs):
-                validate_doc_id(doc.doc_id)
-                if doc.doc_id in seen:
-                    raise InvalidInput(f"Expected unique document ids, got {doc.doc_id!r} twice")
-                seen.add(doc.doc_id)
-                validate_metadata(doc.metadata)
-                h = content_hash(doc)
-                state = states.get(doc.doc_id)
-                if state is not None and state.doc_hash == h and state.complete:
-                    report.unchanged += 1
-                    bar.done(1)
-                    continue
-                chunks = self.chunker.chunk(doc)
-                if not chunks:
-                    report.ingest.skip(doc.doc_id, "no tokens after chunking")
-                    bar.done(1)
-                    continue
-                if state is None:
-                    report.added += 1
-                elif state.doc_hash == h:
-                    report.resumed += 1
-                else:
-                    report.updated += 1
-                pending.append((doc, h, chunks))
-                if sum(len(c) for _, _, c in pending) >= self.config.index_batch_size:
-                    writer.submit(self._write, pending, states, self._embed([c for _, _, cs in pending for c in cs]))
-                    bar.done(len(pending), chunks=writer.done)
-                    pending = []
-            if pending:
-                writer.submit(self._write, pending, states, self._embed([c for _, _, cs in pending for c in cs]))
-                bar.done(len(pending), chunks=writer.done)
-            report.chunks_written = writer.drain()
-            bar.close()
-            if report.chunks_written:
-                self.store.bump_generation()  # the finished state gets a generation of its own
-                self.bm25_index()  # rebuild once per run, not per batch
-        report.seconds = time.perf_counter() - t0
-        return report
-
-    def _write(self, batch: list[tuple[Document, str, list[Chunk]]], states: dict, vectors: np.ndarray | None = None
-               ) -> int:
-        chunks = [c for _, _, cs in batch for c in cs]
-        if vectors is None:
-            vectors = self._embed(chunks)
-        if self.store.embedder is None:
-            self._adopt_embedder(states)
-        self.store.bump_generation()  # also writes the embedder stamp
-        stale = [d.doc_id for d, _, _ in batch if d.doc_id in states]
-        if stale:
-            self.store.delete_docs(stale)
-        self.store.upsert(
-            chunks, vectors, {d.doc_id: h for d, h, _ in batch}, {d.doc_id: len(cs) for d, _, cs in batch}
-        )
-        return len(chunks)
-
-    def write_embedded(self, batch: list[tuple[Document, str, list[Chunk]]], states: dict, vectors: np.ndarray) -> int:
-        """Write whole documents whose chunks were embedded elsewhere (``sieve index --ray``).
-
-        The caller holds :attr:`write_lock`, passes ``states`` read under it (:meth:`ChromaStore.doc_states`),
-        and bumps the generation and rebuilds BM25 once it has written everything, as
-        :meth:`index_documents` does. Returns the chunks written.
-        """
-        return self._write(batch, states, vectors)
-
-    def _embed(self, chunks: Sequence[Chunk]) -> np.ndarray:
-        return self.embedder.embed_passages([passage_text(c.title, c.text) for c in chunks])
-
-    def _adopt_embedder(self, states: dict) -> None:
-        if states:
-            logger.warning("Collection %s records no embedder (indexed before Sieve stamped collections); "
-                           "assuming its vectors came from %s", self.name, self.embedder.identity.describe())
-        self.store.embedder = self._recorded_embedder = self._checked_embedder = self.embedder.identity.to_json()
-
-    def delete_documents(self, doc_ids: Sequence[str]) -> int:
-        """Remove documents (all their chunks) from Chroma and BM25; returns how many existed."""
-        with self.write_lock.hold():
-            states = self.store.doc_states()
-            present = [d for d in doc_ids if d in states]
-            if present:
-                self.store.bump_generation()
-                self.store.delete_docs(present)
-                self.store.bump_generation()
-                self.bm25_index()
-            return len(present)
 
     # -- reading --------------------------------------------------------------------------------
     def count(self) -> int:
@@ -383,6 +306,22 @@ class CorpusIndex(UpsertMixin):
     def retriever(self, mode: SearchMode) -> Retriever:
         """The retriever of ``mode``, a name in :data:`sieve.retriever.modes.MODES`."""
         return get_mode(mode).build(self)
+
+    def scored_ids(self, query: str, k: int, *, mode: SearchMode = "hybrid") -> list[tuple[str, float]]:
+        """The ``k`` best (chunk id, score) pairs of one mode, without reading texts (candidate lists)."""
+        self._ready(mode)
+        retriever = self.retriever(mode)
+        if not isinstance(retriever, ScoredIdsRetriever):
+            raise InvalidInput(f"Expected a retrieval mode that ranks ids (dense, bm25, hybrid), got {mode!r}")
+        return retriever.scored_ids(query, k)
+
+    def check_filter(self, where: Where) -> None:
+        """Raise :class:`InvalidInput` for a metadata filter the store cannot run (one cheap lookup)."""
+        self.store.get_where(where, limit=1)
+
+    def doc_states(self) -> dict[str, DocState]:
+        """doc_id -> what the store holds of it (content hash, chunk count, chunks present)."""
+        return self.store.doc_states()
 
     def search(
         self, query: str, k: int = 10, *, mode: SearchMode = "hybrid", where: Where | None = None,
@@ -466,14 +405,6 @@ class CorpusIndex(UpsertMixin):
         lo, hi = chunk.position - window, chunk.position + window
         where = {"$and": [{"doc_id": chunk.doc_id}, {"position": {"$gte": lo}}, {"position": {"$lte": hi}}]}
         return sorted(self.store.get_where(where), key=lambda c: c.position)
-
-
-def _nothing_to_index(path: str | Path, report: IngestReport) -> str:
-    from sieve.retriever.ingest import SUPPORTED_SUFFIXES
-
-    lines = report.problem_lines()  # every skip with its reason, ignored files by suffix
-    return (f"Expected at least one readable document ({' '.join(SUPPORTED_SUFFIXES)}) in {str(path)!r}, "
-            f"got none" + (":\n" + "\n".join(lines) if lines else ""))
 
 
 def _bm25_dir(config: RetrieverConfig, collection: str) -> Path:

@@ -36,7 +36,7 @@ from sieve.errors import InvalidInput, StoreLocked
 from sieve.retriever.embeddings import EmbedderIdentity
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents
 from sieve.retriever.ray_stages import ChunkStage, EmbedStage, documents_batch, embedded_chunks
-from sieve.retriever.upsert import IndexReport, validate_doc_id
+from sieve.retriever.writer import IndexReport, validate_doc_id
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from sieve.retriever.index import CorpusIndex
     from sieve.retriever.ray_stages import EmbeddedChunk
     from sieve.retriever.types import Chunk, Document
+    from sieve.retriever.writer import WriteRun
 
 logger = logging.getLogger(__name__)
 
@@ -228,11 +229,11 @@ def _dataset(ray: Any, todo: dict[str, tuple[Document, str, str]], index: Corpus
                           num_cpus=plan.embed_cpus, num_gpus=plan.embed_gpus)
 
 
-def _write(index: CorpusIndex, todo: dict, docs: list[list[EmbeddedChunk]], states: dict) -> int:
+def _write(index: CorpusIndex, run: WriteRun, todo: dict, docs: list[list[EmbeddedChunk]], states: dict) -> int:
     batch: list[tuple[Document, str, list[Chunk]]] = [
         (todo[rows[0].chunk.doc_id][0], rows[0].doc_hash, [r.chunk for r in rows]) for rows in docs]
     vectors = np.stack([r.vector for rows in docs for r in rows]).astype(np.float32, copy=False)
-    return index.write_embedded(batch, states, vectors)
+    return index.write_embedded(run, batch, states, vectors)
 
 
 def index_path_ray(index: CorpusIndex, path: str | Path, options: RayOptions | None = None, *,
@@ -261,7 +262,7 @@ def index_path_ray(index: CorpusIndex, path: str | Path, options: RayOptions | N
         raise
     result.ingest = report
     if report.documents == 0 or (created and result.chunks_written == 0):
-        from sieve.retriever.index import _nothing_to_index
+        from sieve.retriever.writer import _nothing_to_index
 
         if created:
             index.drop()
@@ -276,26 +277,26 @@ def _run(index: CorpusIndex, path: str | Path, options: RayOptions, report: Inge
     ix = IndexReport()
     with index.write_lock.hold():
         _check_embedder(index)  # before any work: a mismatching run writes nothing
-        states = index.store.doc_states()
+        states = index.doc_states()
         todo = _pending(index, path, report, ix, states)
         if todo:
-            with ray_cluster(options) as ray:
+            # One write run: the generation bumped before the first write and after the last, and BM25
+            # published once, from the written chunks (as a single-process run does).
+            with ray_cluster(options) as ray, index.write_run() as run:
                 ray.data.DataContext.get_current().enable_progress_bars = progress  # Ray Data's bars, on stderr
                 res = ray.cluster_resources()
                 plan = plan_actors(options, index.config.device, res.get("CPU", 0), res.get("GPU", 0))
                 logger.info("Ray cluster of %g CPUs, %g GPUs: %s", res.get("CPU", 0), res.get("GPU", 0),
                             plan.describe())
                 written: set[str] = set()
-                ix.chunks_written = _stream(index, _dataset(ray, todo, index, options, plan), todo, states, written)
+                ix.chunks_written = _stream(index, run, _dataset(ray, todo, index, options, plan), todo, states,
+                                            written)
             _count_kinds(todo, written, ix, report)
-        if ix.chunks_written:
-            index.store.bump_generation()  # the finished state gets a generation of its own
-            index.bm25_index()  # BM25 from the written chunks, once per run
     ix.seconds = time.perf_counter() - t0
     return ix
 
 
-def _stream(index: CorpusIndex, ds: Any, todo: dict, states: dict, written_ids: set[str]) -> int:
+def _stream(index: CorpusIndex, run: WriteRun, ds: Any, todo: dict, states: dict, written_ids: set[str]) -> int:
     """Write documents as their chunks come back, in batches of ``index_batch_size`` chunks; returns chunks written."""
     assembler = _Assembler()
     ready: list[list[EmbeddedChunk]] = []
@@ -305,10 +306,10 @@ def _stream(index: CorpusIndex, ds: Any, todo: dict, states: dict, written_ids: 
         written_ids.update(rows[0].chunk.doc_id for rows in done)
         ready.extend(done)
         if sum(len(rows) for rows in ready) >= index.config.index_batch_size:
-            written += _write(index, todo, ready, states)
+            written += _write(index, run, todo, ready, states)
             ready = []
     if ready:
-        written += _write(index, todo, ready, states)
+        written += _write(index, run, todo, ready, states)
     if assembler.partial:  # a lost row would leave a document incomplete: say which, never hide it
         raise RuntimeError(f"Expected every chunk back from the Ray pipeline, got documents with chunks missing: "
                            f"{sorted(assembler.partial)[:5]}")

@@ -15,13 +15,13 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sieve.errors import InvalidInput, InvalidPattern, SieveError, StoreUnavailable, UnknownCollection
+from sieve.errors import CollectionGone, InvalidInput, InvalidPattern, SieveError, StoreUnavailable, UnknownCollection
 from sieve.retriever.handle import StoreHandle
 from sieve.retriever.metadata import RESERVED_KEYS
 from sieve.retriever.types import Chunk
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Iterator, Mapping, Sequence
 
     import numpy as np
 
@@ -75,6 +75,25 @@ def make_client(config: RetrieverConfig) -> Any:
     from sieve.retriever.handle import open_store
 
     return open_store(config).client
+
+
+def hnsw_configuration(config: RetrieverConfig | None) -> dict[str, Any]:
+    """Chroma's HNSW settings for a new collection (chromadb 1.x ``configuration={"hnsw": ...}``).
+
+    ``sync_threshold`` is how many records Chroma's embedded store adds to its in-memory HNSW
+    index between two saves of the index (and its id map) to disk; at Chroma's default of 1,000
+    every batch of 5,000 saved it, and each save writes the whole id map, so a run's save cost grew
+    with the collection. ``docs/scaling.md`` has the measurements behind the defaults.
+
+    Example:
+        >>> hnsw_configuration(None)["space"]
+        'cosine'
+    """
+    from sieve.retriever.config import RetrieverConfig
+
+    cfg = config if config is not None else RetrieverConfig()
+    return {"space": "cosine", "sync_threshold": cfg.hnsw_sync_threshold, "ef_construction": cfg.hnsw_ef_construction,
+            "max_neighbors": cfg.hnsw_max_neighbors}
 
 
 def _to_metadata(chunk: Chunk, doc_hash: str, n_chunks: int) -> dict[str, Any]:
@@ -137,6 +156,7 @@ class ChromaStore:
         self.created = created
         self._collection: Any | None = None
         self._epoch = -1  # the handle's epoch _collection was fetched in
+        self._max_batch: int | None = None
         with self._use() as col:
             self.embedder: str | None = (col.metadata or {}).get(EMBEDDER_KEY)
 
@@ -153,12 +173,35 @@ class ChromaStore:
 
     @contextlib.contextmanager
     def _use(self) -> Iterator[Any]:
-        """The collection, through a client current with the store, for one short use."""
-        with self.handle.session() as client:
+        """The collection, through a client current with the store, for one short use.
+
+        Raises:
+            CollectionGone: the collection was deleted (by another process or worker) under us.
+        """
+        with self.handle.session() as client, self._gone_as_ours():
             if self._collection is None or self._epoch != self.handle.epoch:
                 self._collection = client.get_collection(self.name, embedding_function=None)
                 self._epoch = self.handle.epoch
             yield self._collection
+
+    @contextlib.contextmanager
+    def _gone_as_ours(self) -> Iterator[None]:
+        """Chroma's ``NotFoundError`` becomes :class:`CollectionGone`: nothing outside ``retriever/`` knows Chroma."""
+        from chromadb.errors import NotFoundError  # loaded: a client exists
+
+        try:
+            yield
+        except NotFoundError as exc:
+            raise CollectionGone(f"Expected collection {self.name!r} to exist, got it deleted while in use "
+                                 f"({exc})") from exc
+
+    @property
+    def max_batch_size(self) -> int:
+        """The most records Chroma takes in one write (its SQLite variable limit; ~5,461 embedded)."""
+        if self._max_batch is None:
+            with self.handle.session() as client:
+                self._max_batch = int(client.get_max_batch_size())
+        return self._max_batch
 
     @classmethod
     def open(cls, handle: StoreHandle | Any, name: str, *, create: bool = True,
@@ -205,7 +248,7 @@ class ChromaStore:
             except NotFoundError:
                 handle.mark_written()
                 client.create_collection(
-                    name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
+                    name, embedding_function=None, configuration={"hnsw": hnsw_configuration(handle.config)},
                     metadata={GENERATION_KEY: "empty"},
                 )
                 handle.mark_written()
@@ -214,9 +257,9 @@ class ChromaStore:
     # -- generation: marks every write so the BM25 cache can tell whether it is stale --------
     def state(self) -> CollectionState:
         """The collection's current id, generation and recorded embedder, in one round-trip."""
-        # Chroma's NotFoundError (deleted under us) propagates as is: the server maps it to a 404 and
-        # drops its cached index, as for every other Chroma call on a vanished collection.
-        with self.handle.session() as client:
+        # A collection deleted under us raises CollectionGone: the server maps it to a 404 and
+        # drops its cached index, as for every other call on a vanished collection.
+        with self.handle.session() as client, self._gone_as_ours():
             col = client.get_collection(self.name, embedding_function=None)
             if self._epoch == self.handle.epoch:
                 self._collection = col  # re-created under the same name: follow it
@@ -230,6 +273,22 @@ class ChromaStore:
     def generation(self) -> str:
         return self.state().generation
 
+    def is_current(self) -> bool:
+        """Whether the collection under this name is still the one this store uses (not deleted or
+        deleted and re-created behind its back, e.g. by ``sieve collections --delete``)."""
+        from chromadb.errors import NotFoundError
+
+        try:
+            with self.handle.session() as client:
+                current = client.get_collection(self.name, embedding_function=None)
+        except NotFoundError:
+            return False
+        try:
+            with self._use() as col:
+                return bool(current.id == col.id)
+        except CollectionGone:
+            return False
+
     def bump_generation(self) -> str:
         """Call *before* writing and again *after*: a run killed mid-write leaves a generation no
         cache has, and a reader that rebuilt BM25 mid-write holds a generation the finished write replaced.
@@ -242,23 +301,27 @@ class ChromaStore:
             col.modify(metadata=meta)
         return gen
 
-    def record_embedder(self, identity_json: str) -> None:
-        """Stamp the collection with the embedder about to write its first vectors."""
-        self.embedder = identity_json
-        self.bump_generation()
-
     # -- writes ---------------------------------------------------------------------------------
-    def upsert(self, chunks: Sequence[Chunk], embeddings: np.ndarray, doc_hashes: dict[str, str],
-               n_chunks: dict[str, int]) -> None:
-        if not chunks:
-            return
-        with self._use() as col:
-            col.upsert(
-                ids=[c.chunk_id for c in chunks],
-                embeddings=embeddings.tolist(),
-                documents=[c.text for c in chunks],
-                metadatas=[_to_metadata(c, doc_hashes[c.doc_id], n_chunks[c.doc_id]) for c in chunks],
-            )
+    def upsert(self, chunks: Sequence[Chunk], embeddings: np.ndarray, doc_hashes: Mapping[str, str],
+               n_chunks: Mapping[str, int]) -> None:
+        """Write chunks and their vectors, in slices of at most :attr:`max_batch_size` records.
+
+        The vectors go to Chroma as one float32 array per slice: Chroma validates and copies an
+        array row by row in Rust, where ``tolist()`` first made 384 Python floats per chunk.
+        """
+        import numpy as np
+
+        vectors = np.ascontiguousarray(embeddings, dtype=np.float32)
+        step = self.max_batch_size
+        for at in range(0, len(chunks), step):
+            part = chunks[at:at + step]
+            with self._use() as col:
+                col.upsert(
+                    ids=[c.chunk_id for c in part],
+                    embeddings=vectors[at:at + step],
+                    documents=[c.text for c in part],
+                    metadatas=[_to_metadata(c, doc_hashes[c.doc_id], n_chunks[c.doc_id]) for c in part],
+                )
 
     def delete_docs(self, doc_ids: Sequence[str]) -> None:
         for i in range(0, len(doc_ids), 500):
@@ -323,8 +386,16 @@ class ChromaStore:
         return {cid: np.asarray(vec, dtype=np.float32) for cid, vec in zip(page["ids"], page["embeddings"])}
 
     def get_where(self, where: Where, limit: int | None = None) -> list[Chunk]:
-        with self._use() as col:
-            page = col.get(where=where, include=["documents", "metadatas"], limit=limit)
+        """Chunks matching a metadata filter.
+
+        Raises:
+            InvalidInput: a filter Chroma cannot run.
+        """
+        try:
+            with self._use() as col:
+                page = col.get(where=where, include=["documents", "metadatas"], limit=limit)
+        except (*chroma_input_errors(), TypeError, KeyError) as exc:
+            raise InvalidInput(f"Expected a valid Chroma metadata filter, got {where!r}: {exc}") from exc
         return [chunk_from_record(cid, t, m) for cid, t, m in zip(page["ids"], page["documents"], page["metadatas"])]
 
     def first_chunks(self, *, limit: int, offset: int = 0) -> list[tuple[Chunk, int]]:

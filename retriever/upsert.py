@@ -12,77 +12,26 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sieve.errors import InvalidInput, StoreLocked
-from sieve.retriever.chunking import split_chunk_id
-from sieve.retriever.ingest import IngestReport, content_hash
-from sieve.retriever.metadata import validate_metadata
+from sieve.retriever.ingest import content_hash
+from sieve.retriever.writer import IndexReport, checked_documents
+
+from sieve.errors import StoreLocked
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    import contextlib
+    from collections.abc import Mapping, Sequence
 
     import numpy as np
-
     from sieve.retriever.chunking import Chunker
     from sieve.retriever.config import RetrieverConfig
     from sieve.retriever.embeddings import Embedder
-    from sieve.retriever.store import ChromaStore, CollectionState, DocState
+    from sieve.retriever.store import CollectionState, DocState
+    from sieve.retriever.store_api import Store
     from sieve.retriever.types import Chunk, Document
     from sieve.retriever.writelock import WriteLock
-
-
-@dataclass
-class IndexReport:
-    """What one indexing run did."""
-
-    added: int = 0  # documents new to the collection
-    updated: int = 0  # documents whose content changed (old chunks replaced)
-    unchanged: int = 0  # skipped: same content hash, all chunks present
-    resumed: int = 0  # documents an interrupted run had left incomplete
-    chunks_written: int = 0
-    seconds: float = 0.0
-    ingest: IngestReport = field(default_factory=IngestReport)
-    cancelled: bool = False  # stopped before writing anything (upsert_documents): the collection is as it was
-
-    @property
-    def chunks_per_second(self) -> float:
-        return self.chunks_written / self.seconds if self.seconds else 0.0
-
-
-def validate_doc_id(doc_id: str) -> str:
-    """Return ``doc_id`` unless it has the form of a chunk id (``doc#position``), else :class:`InvalidInput`.
-
-    Chunk ids are ``f"{doc_id}#{position}"``: a document ``collide#0`` would be indistinguishable from
-    the first chunk of ``collide`` (reading one returned the other, deleting one removed the other).
-
-    Example:
-        >>> validate_doc_id("notes#draft"), validate_doc_id("a#b#c")
-        ('notes#draft', 'a#b#c')
-    """
-    try:
-        base, position = split_chunk_id(doc_id)
-    except ValueError:
-        return doc_id
-    raise InvalidInput(f"Expected a document id not ending in '#<digits>' (the form of chunk ids, doc#position), "
-                       f"got {doc_id!r}; it would name chunk {position} of document {base!r}: rename it, e.g. "
-                       f"{base + '-' + str(position)!r}")
-
-
-def checked_documents(docs: Sequence[Document]) -> Sequence[Document]:
-    """``docs`` if every id is unique and valid and all metadata is storable; else InvalidInput naming the first problem."""
-    seen: set[str] = set()
-    for doc in docs:
-        validate_doc_id(doc.doc_id)
-        if doc.doc_id in seen:
-            raise InvalidInput(f"Expected unique document ids, got {doc.doc_id!r} twice")
-        seen.add(doc.doc_id)
-        try:
-            validate_metadata(doc.metadata)
-        except InvalidInput as exc:
-            raise InvalidInput(f"Document {doc.doc_id!r}: {exc.message}") from None
-    return docs
+    from sieve.retriever.writer import WriteRun
 
 
 class UpsertMixin:
@@ -90,7 +39,7 @@ class UpsertMixin:
 
     if TYPE_CHECKING:  # what CorpusIndex provides
         config: RetrieverConfig
-        store: ChromaStore
+        store: Store
         embedder: Embedder
         write_lock: WriteLock
 
@@ -99,10 +48,10 @@ class UpsertMixin:
         def refresh(self) -> CollectionState: ...
         def _require_embedder_match(self) -> None: ...
         def drop(self, lock_timeout_s: float | None = None) -> None: ...
-        def bm25_index(self) -> object: ...
         def _embed(self, chunks: Sequence[Chunk]) -> np.ndarray: ...
-        def _write(self, batch: list[tuple[Document, str, list[Chunk]]], states: dict,
-                   vectors: np.ndarray | None = None) -> int: ...
+        def _write_run(self) -> contextlib.AbstractContextManager[WriteRun]: ...
+        def _write(self, run: WriteRun, batch: list[tuple[Document, str, list[Chunk]]],
+                   states: Mapping[str, DocState], vectors: np.ndarray | None = None) -> int: ...
 
     def upsert_documents(self, docs: Sequence[Document], *, stop: threading.Event | None = None) -> IndexReport:
         """Add or update a list of documents in one short write that can be cancelled until it starts.
@@ -154,7 +103,8 @@ class UpsertMixin:
                 late = [d for d in docs if d.doc_id not in prepared and d.doc_id not in skipped
                         and not _unchanged(states.get(d.doc_id), hashes[d.doc_id])]
                 prepared.update(self._prepare(late, report, threading.Event()) or {})
-                self._commit(docs, hashes, prepared, states, report)
+                with self._write_run() as run:
+                    self._commit(run, docs, hashes, prepared, states, report)
         except StoreLocked:
             if stop.is_set():
                 return IndexReport(cancelled=True)
@@ -188,7 +138,7 @@ class UpsertMixin:
             at += len(cs)
         return out
 
-    def _commit(self, docs: Sequence[Document], hashes: dict[str, str],
+    def _commit(self, run: WriteRun, docs: Sequence[Document], hashes: dict[str, str],
                 prepared: dict[str, tuple[list[Chunk], np.ndarray]], states: dict[str, DocState],
                 report: IndexReport) -> None:
         """Write the prepared documents that still differ from the store (under the write lock)."""
@@ -208,17 +158,14 @@ class UpsertMixin:
             batch.append((doc, hashes[doc.doc_id], prepared[doc.doc_id][0]))
             vectors.append(prepared[doc.doc_id][1])
             if sum(len(c) for _, _, c in batch) >= self.config.index_batch_size:
-                report.chunks_written += self._write(batch, states, np.concatenate(vectors))
+                report.chunks_written += self._write(run, batch, states, np.concatenate(vectors))
                 batch, vectors = [], []
         if batch:
-            report.chunks_written += self._write(batch, states, np.concatenate(vectors))
-        if report.chunks_written:
-            self.store.bump_generation()
-            self.bm25_index()
+            report.chunks_written += self._write(run, batch, states, np.concatenate(vectors))
 
 
 def _unchanged(state: DocState | None, doc_hash: str) -> bool:
     return state is not None and state.doc_hash == doc_hash and state.complete
 
 
-__all__ = ["IndexReport", "UpsertMixin", "checked_documents", "validate_doc_id"]
+__all__ = ["UpsertMixin"]

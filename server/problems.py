@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from sieve.errors import SieveError, UnknownCollection
+from sieve.errors import CollectionGone, SieveError, UnknownCollection
 from sieve.server.errors import error_problem, http_status, problem_body
 
 if TYPE_CHECKING:
@@ -85,18 +85,16 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResp
 
 
 def vanished_collection(exc: BaseException) -> SieveError | None:
-    """Chroma's ``NotFoundError`` mid-request means the collection was deleted under us: a 404, not a crash."""
-    from chromadb.errors import NotFoundError  # loaded already: the request that failed used Chroma
-
-    if isinstance(exc, NotFoundError):
+    """A collection deleted under a running request (the store raised ``CollectionGone``): a 404, not a crash."""
+    if isinstance(exc, CollectionGone):
         return UnknownCollection(f"Expected the collection to exist for the whole request, got it deleted "
-                                 f"while the request ran ({exc})")
+                                 f"while the request ran ({exc.message})")
     return None
 
 
 async def _vanished(request: Request, exc: Exception) -> JSONResponse:
     gone = vanished_collection(exc)
-    if gone is None:  # a ChromaError of another kind: a genuine server fault
+    if gone is None:  # registered for CollectionGone only: never, but not a crash if it were
         return await _unexpected(request, exc)
     request.app.state.sieve.invalidate()
     return problem(http_status(gone), gone.message, gone.code)
@@ -112,10 +110,8 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(SieveError, _sieve_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
-    # Registered by class (not caught by the catch-all) so the connection stays usable afterwards.
-    from chromadb.errors import NotFoundError
-
-    app.add_exception_handler(NotFoundError, _vanished)
+    # Its own handler (the most specific class wins): the cached index of a vanished collection is dropped.
+    app.add_exception_handler(CollectionGone, _vanished)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _unexpected)
 
 

@@ -117,14 +117,7 @@ class AppState:
         if now - self._verified_at.get(name, 0.0) < 1.0:
             return True
         self._verified_at[name] = now
-        from chromadb.errors import NotFoundError  # loaded with the client
-
-        try:
-            with self.store.session() as client:
-                current = client.get_collection(name, embedding_function=None)
-        except NotFoundError:
-            return False
-        return current.id == index.store.collection.id
+        return index.is_current()
 
     def invalidate(self) -> None:
         """Make every cached index re-check its collection on next use (no I/O here: safe on the event loop)."""

@@ -51,6 +51,12 @@ class UnknownCollection(SieveError):
     code = "unknown_collection"
 
 
+class CollectionGone(UnknownCollection):
+    """The collection was deleted (by another process or worker) while it was in use."""
+
+    code = "collection_gone"
+
+
 class EmptyCorpus(SieveError):
     code = "empty_corpus"
 
@@ -86,6 +92,7 @@ class BackendError(SieveError):
 
 
 __all__ = [
+    "CollectionGone",
     "BackendError",
     "EmbedderMismatch",
     "EmptyCorpus",

@@ -20,7 +20,7 @@ STATUS = {"sieve_error": 500, "invalid_input": 422, "invalid_pattern": 422, "unk
           "not_found": 404, "empty_corpus": 409, "store_unavailable": 503, "model_unavailable": 503,
           "backend_error": 502, "unauthorized": 401, "payload_too_large": 413, "timeout": 504,
           "store_locked": 503, "overloaded": 503, "client_closed_request": 499,
-          "embedder_mismatch": 409}
+          "embedder_mismatch": 409, "collection_gone": 404}
 
 
 def _classes(module) -> list[type[SieveError]]:

@@ -186,3 +186,10 @@ def test_nothing_imports_the_command_line_or_the_benchmarks() -> None:
     for top in ("sieve.cli", "sieve.benchmarks"):
         bad = {m: sorted(t for t in ts if _under(t, top)) for m, ts in edges.items() if not _under(m, top)}
         assert not {m: ts for m, ts in bad.items() if ts}, top
+
+
+def test_only_the_retriever_imports_chromadb() -> None:
+    """Chroma stays behind the store interface: the rest of Sieve sees its errors as Sieve's own."""
+    bad = sorted(m for m, ts in graph(module_level=False).items()
+                 if "ext:chromadb" in ts and not m.startswith("sieve.retriever"))
+    assert bad == []

@@ -46,6 +46,7 @@ from sieve.train.synth_facts import STOPWORDS, clean_title, quoted_content_words
 if TYPE_CHECKING:
     from sieve.retriever import CorpusIndex
     from sieve.retriever.bm25 import SparseBM25
+    from sieve.retriever.bm25_segments import SegmentedBM25
     from sieve.retriever.types import Chunk
 
 logger = logging.getLogger(__name__)
@@ -131,7 +132,7 @@ class HardRun:
     seconds: float = 0.0
 
 
-def keyphrases(text: str, bm25: SparseBM25, cfg: HardConfig) -> list[Phrase]:
+def keyphrases(text: str, bm25: SparseBM25 | SegmentedBM25, cfg: HardConfig) -> list[Phrase]:
     """Candidate keyphrases of ``text``: runs of content words, longest run first at each start,
     kept when their words occur together in ``[min_df, max_share * N]`` chunks; most specific first."""
     words = [(m.group(0), m.start()) for m in _WORD.finditer(text)]
@@ -165,7 +166,7 @@ def keyphrases(text: str, bm25: SparseBM25, cfg: HardConfig) -> list[Phrase]:
     return sorted(out, key=lambda p: (p.df, -len(p.tokens), p.text))
 
 
-def _content(word: str, bm25: SparseBM25, max_df: float) -> bool:
+def _content(word: str, bm25: SparseBM25 | SegmentedBM25, max_df: float) -> bool:
     """A word a keyphrase may hold: not a stop or filler word, no contraction, in at most ``max_df`` chunks."""
     low = word.lower()
     return (len(word) >= 3 and low not in _WEAK and not _CONTRACTION.search(word) and not low.isdigit()

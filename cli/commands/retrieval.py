@@ -72,7 +72,9 @@ def register(app: typer.Typer) -> None:
     @app.command("index")
     @cli_errors
     def index_cmd(
-        path: Path = typer.Argument(..., help="File or folder (.txt .md .rst .jsonl .html .docx .pdf)."),
+        path: Optional[Path] = typer.Argument(None, help="File or folder (.txt .md .rst .jsonl .html .docx .pdf)."),
+        optimize: bool = typer.Option(False, "--optimize", help="Merge COLLECTION's BM25 segments into one (after "
+                                                                "indexing PATH, if given)."),
         collection: Optional[str] = CollectionOpt, data_dir: Optional[Path] = DataDirOpt,
         chroma_url: Optional[str] = ChromaUrlOpt, embedder: Optional[str] = EmbedderOpt,
         embed_backend: Optional[str] = EmbedBackendOpt, embed_dtype: Optional[str] = EmbedDtypeOpt, bf16: bool = Bf16Opt,
@@ -91,11 +93,22 @@ def register(app: typer.Typer) -> None:
         (bad JSONL lines, repeated ids, metadata Chroma cannot hold, non-UTF-8 files, broken PDFs)
         are skipped and each is listed with its reason; files of other types are counted by
         suffix. A run that fails, or finds nothing to index, leaves no new collection behind.
+        Each run adds one BM25 segment; --optimize merges them (searches keep running meanwhile).
         """
+        from sieve.errors import InvalidInput
         from sieve.retriever import CorpusIndex
 
         s = settings_from(data_dir, chroma_url, embedder, **embed_overrides(embed_backend, embed_dtype, bf16),
                           chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap, collection=collection, device=device)
+        if path is None:
+            if not optimize:
+                raise InvalidInput("Expected a PATH to index or --optimize, got neither")
+            merged = CorpusIndex.open(s.retriever_config(), s.collection).optimize()
+            if as_json:
+                print_json({"collection": s.collection, "bm25_segments_merged": merged})
+            else:
+                typer.echo(f"Merged {merged} BM25 segment(s) of {s.collection} into one", err=True)
+            return
         index = CorpusIndex.open(s.retriever_config(), s.collection, create=True)
         if ray or ray_address:
             from sieve.retriever.ray_index import LOCAL, RayOptions, index_path_ray
@@ -106,6 +119,8 @@ def register(app: typer.Typer) -> None:
                 raise typer.BadParameter(str(exc), param_hint="--ray") from None
         else:
             report = index.index_path(path, progress=not as_json)
+        if optimize:
+            index.optimize()
         # Which device embedded (auto resolves at load); an index run that embedded nothing loaded no model.
         used = index.embedder.device_choice if index.embedder.is_loaded else None
         if as_json:

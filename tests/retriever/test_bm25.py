@@ -31,6 +31,13 @@ def corpus(sample_index) -> tuple[SparseBM25, list[list[str]]]:
 
 
 @pytest.fixture(scope="module")
+def sparse(corpus) -> SparseBM25:
+    """The single-file scorer over the same chunks (what save/load persist)."""
+    index, tokens = corpus
+    return SparseBM25.from_tokens(index.ids, tokens)
+
+
+@pytest.fixture(scope="module")
 def reference(corpus) -> BM25Okapi:
     _, tokens = corpus
     return BM25Okapi(tokens)  # k1=1.5, b=0.75, epsilon=0.25: the same defaults as RetrieverConfig
@@ -100,8 +107,8 @@ def test_mask_and_allowed(corpus):
     assert index.top_k(q, 4, allowed=without) == top[1:5]
 
 
-def test_save_load_roundtrip(tmp_path, corpus):
-    index, _ = corpus
+def test_save_load_roundtrip(tmp_path, sparse):
+    index = sparse
     index.save(tmp_path, fingerprint="gen-1")
     loaded, fingerprint = SparseBM25.load(tmp_path)
     assert fingerprint == "gen-1" and loaded.ids == index.ids and loaded.vocab == index.vocab
@@ -110,8 +117,8 @@ def test_save_load_roundtrip(tmp_path, corpus):
     assert [p.name for p in tmp_path.iterdir()] == [BM25_FILE]  # one file, renamed into place: no temp left
 
 
-def test_load_rejects_missing_or_torn_files(tmp_path, corpus):
-    index, _ = corpus
+def test_load_rejects_missing_or_torn_files(tmp_path, sparse):
+    index = sparse
     assert SparseBM25.load(tmp_path) is None
     index.save(tmp_path, fingerprint="g")
     whole = (tmp_path / BM25_FILE).read_bytes()
@@ -123,11 +130,11 @@ def test_load_rejects_missing_or_torn_files(tmp_path, corpus):
     assert SparseBM25.load(tmp_path) is None
 
 
-def test_save_replaces_atomically_while_a_reader_loads(tmp_path, corpus):
+def test_save_replaces_atomically_while_a_reader_loads(tmp_path, sparse):
     """Readers racing a writer see the old index or the new one, never a mix of both."""
     import threading
 
-    index, _ = corpus
+    index = sparse
     small = SparseBM25.from_tokens(["a", "b"], [["x"], ["y", "x"]])
     index.save(tmp_path, fingerprint="big")
     stop = threading.Event()

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from sieve.retriever import CorpusIndex, Document
-from sieve.retriever.bm25 import SparseBM25
+from sieve.retriever.bm25_segments import SegmentedBM25
 
 from _retriever_helpers import MULTI_DOCS, assert_consistent
 
@@ -86,7 +86,7 @@ def test_delete_keeps_chroma_and_bm25_consistent(make_index):
 def test_bm25_cache_is_reused_when_fresh_and_rebuilt_when_stale(make_index, embedder, caplog):
     index = make_index(**SMALL)
     index.index_documents(MULTI_DOCS, progress=False)
-    saved = SparseBM25.load(index.bm25_dir)
+    saved = SegmentedBM25.load(index.bm25_dir)
     assert saved is not None and saved[1] == index.store.generation
 
     caplog.set_level(logging.INFO, logger="sieve.retriever.index")

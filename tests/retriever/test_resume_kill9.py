@@ -15,7 +15,7 @@ import pytest
 from _retriever_helpers import RESUME_CONFIG, assert_consistent, synthetic_docs
 
 from sieve.retriever import CorpusIndex, RetrieverConfig
-from sieve.retriever.bm25 import SparseBM25
+from sieve.retriever.bm25_segments import SegmentedBM25
 
 CHILD = Path(__file__).with_name("_resume_child.py")
 N_DOCS = 200
@@ -62,7 +62,7 @@ def test_kill9_mid_index_then_resume(tmp_path, embedder, caplog):
     # killed run's last generation, so it is rebuilt from Chroma rather than trusted.
     present = index.count()
     assert written_before_kill <= present < fresh_total
-    saved = SparseBM25.load(index.bm25_dir)
+    saved = SegmentedBM25.load(index.bm25_dir)
     assert saved is None or saved[1] != index.store.generation
     chroma_ids = {cid for cid, _t, _m in index.store.scan(include_text=False)}
     assert set(index.bm25_index().ids) == chroma_ids

@@ -25,6 +25,12 @@ def test_index_retrieve_list_delete(run, sample_dir):
     assert {r["doc_id"] for r in out["results"]} <= {"faq.txt", "glossary.html", "sieve-overview.md"}
     assert all(r["id"].startswith(r["doc_id"] + "#") and r["text"] for r in out["results"])
 
+    before = run("retrieve", "pruning", "-k", "3", "--mode", "bm25", "-c", "cli-docs", "--json").stdout
+    merged = run("index", "--optimize", "-c", "cli-docs", "--json")
+    assert merged.exit_code == 0 and json.loads(merged.stdout)["bm25_segments_merged"] == 1, merged.output
+    assert run("retrieve", "pruning", "-k", "3", "--mode", "bm25", "-c", "cli-docs", "--json").stdout == before
+    assert run("index", "-c", "cli-docs").exit_code == 2  # neither PATH nor --optimize
+
     table = run("retrieve", "pruning", "-k", "2", "--mode", "bm25", "-c", "cli-docs")
     assert table.exit_code == 0 and "bm25 results for: pruning" in table.stdout
 

@@ -95,7 +95,7 @@ class CachedIndex:
     # -- persistence ----------------------------------------------------------------------------
     def _key(self) -> str:
         e = self.index.embedder
-        tag = f"{self.index.name}|{self.index.store.generation}|{e.name}|{e.dtype}|{self.max_excluded}"
+        tag = f"{self.index.name}|{self.index.generation}|{e.name}|{e.dtype}|{self.max_excluded}"
         return f"{self.index.name[:60]}-{hashlib.sha256(tag.encode()).hexdigest()[:12]}"
 
     def _load(self) -> None:
@@ -133,9 +133,8 @@ class CachedIndex:
         if got is not None:
             self.hits += 1
             return got
-        vec = self.embedder.embed_query(query)
-        dense = [cid for cid, _ in self.index.store.query_ids(vec, depth)]
-        bm25 = [cid for cid, _ in self.index.hybrid.bm25.scored_ids(query, depth)]
+        dense = [cid for cid, _ in self.index.scored_ids(query, depth, mode="dense")]
+        bm25 = [cid for cid, _ in self.index.scored_ids(query, depth, mode="bm25")]
         with self._lock:
             self.misses += 1
             self._lists[key] = (dense, bm25)
