@@ -41,6 +41,22 @@ STOPWORDS = frozenset(
 )
 
 
+def term_counts(vocab: dict[str, int], query_tokens: Sequence[str]) -> dict[int, int]:
+    """Term id -> how often the query holds it (terms outside ``vocab`` dropped): a term repeated in the
+    query counts again, as rank-bm25 scores it.
+
+    Example:
+        >>> term_counts({"paris": 0, "city": 1}, ["paris", "city", "paris", "zzz"])
+        {0: 2, 1: 1}
+    """
+    counts: dict[int, int] = {}
+    for t in query_tokens:
+        j = vocab.get(t)
+        if j is not None:
+            counts[j] = counts.get(j, 0) + 1
+    return counts
+
+
 def tokenize(text: str) -> list[str]:
     """Lower-cased word tokens without stop words.
 
@@ -155,11 +171,7 @@ class SparseBM25:
     def scores(self, query_tokens: Sequence[str]) -> np.ndarray:
         """BM25 score of every document, in ``ids`` order (repeated query terms count again)."""
         out = np.zeros(len(self.ids), dtype=np.float64)
-        counts: dict[int, int] = {}
-        for t in query_tokens:
-            j = self.vocab.get(t)
-            if j is not None:
-                counts[j] = counts.get(j, 0) + 1
+        counts = term_counts(self.vocab, query_tokens)
         k1p1 = self.k1 + 1
         for j, mult in counts.items():
             lo, hi = self.tf.indptr[j], self.tf.indptr[j + 1]
@@ -285,4 +297,4 @@ class BM25Retriever(ScoredIdsRetriever):
         return index.top_k(tokenize(query), k, allowed=allowed)
 
 
-__all__ = ["BM25Builder", "BM25Index", "BM25Retriever", "BM25_FILE", "STOPWORDS", "SparseBM25", "tokenize", "top_k_of"]
+__all__ = ["BM25Builder", "BM25Index", "BM25Retriever", "BM25_FILE", "STOPWORDS", "SparseBM25", "term_counts", "tokenize", "top_k_of"]

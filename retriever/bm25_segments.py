@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
-from sieve.retriever.bm25 import STOPWORDS, top_k_of
+from sieve.retriever.bm25 import STOPWORDS, term_counts, top_k_of
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
@@ -207,11 +207,7 @@ class SegmentedBM25:
     def scores(self, query_tokens: Sequence[str]) -> np.ndarray:
         """BM25 score of every row, in ``row_ids`` order (dead rows 0; repeated query terms count again)."""
         out = np.zeros(len(self.row_ids), dtype=np.float64)
-        counts: dict[int, int] = {}
-        for t in query_tokens:
-            j = self.vocab.get(t)
-            if j is not None:
-                counts[j] = counts.get(j, 0) + 1
+        counts = term_counts(self.vocab, query_tokens)
         k1p1 = self.k1 + 1
         for j, mult in counts.items():
             if not self.df[j]:
