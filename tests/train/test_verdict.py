@@ -93,12 +93,17 @@ def test_the_report_recommends_only_a_better_model(tmp_path: Path) -> None:
     result = {"n_tasks": 96, "n_train": 72, "n_heldout": 24, "model_dir": "run/rl/model",
               "rl": {"updates": 3, "rl_seconds": 60.0, "stop": "stopped by the time budget (1 min) after 3 updates",
                      "screen": {"tasks": 72, "solved": 60, "kept": 18, "kept_unsolved": 12, "kept_solved": 6}},
-              "evals": {"held": {"learned (shipped)": scores, "learned (retrained)": scores}}}
+              "evals": {"held": {"learned (shipped)": scores, "learned (retrained)": scores}},
+              "served": {"held": {"shipped": {"recall": 0.75, "all_gold": 0.5, "recall_2k": 0.8, "n": 24},
+                                  "retrained": {"recall": 0.5, "all_gold": 0.5, "recall_2k": 0.6, "n": 24}}},
+              "ranker": None, "n_eval_tasks": 0}
     worse = decide([_set("held", [1.0, 0.5] * 12, [0.5, 0.5] * 12)], "held", CFG)
     text = learned_report(cfg, result, worse, 10)
     assert "Keep the shipped default" in text and "--policy-path run/rl/model" not in text
     assert "24 held out" in text and "solves 60 of 72 training tasks; trained on 18 (12 unsolved + 6 solved" in text
     assert "stopped by the time budget (1 min)" in text and worse.rule in text
+    assert "the shipped closing ranker kept" in text and "| held | shipped | 24 | 0.750 | 0.500 | 0.800 |" in text
+    assert "Decided on synthetic tasks only" in text  # no --eval-tasks: the report says what that verdict rests on
     better = decide([_set("held", [0.5, 0.0] * 12, [1.0, 0.5] * 12)], "held", CFG)
     text = learned_report(cfg, result, better, 10)
     assert "--policy-path run/rl/model" in text and "Keep the shipped default" not in text
