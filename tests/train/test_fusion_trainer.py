@@ -12,9 +12,15 @@ from sieve.eval.data import load_tasks
 from sieve.train.fusion import collect, finetune, fit, recall_table, split
 
 
-def test_collect_fit_and_reload(sample_index, sample_dir, tmp_path):
+@pytest.fixture(scope="module")
+def heuristic_episodes(sample_index, sample_dir):
+    """The heuristic policy's episodes of 8 sample tasks, collected once (read-only for the tests)."""
     tasks = load_tasks(sample_dir / "tasks.jsonl", "sample")[:8]
-    data = collect(sample_index, tasks, ["heuristic"], k=10, progress=False)
+    return collect(sample_index, tasks, ["heuristic"], k=10, progress=False)
+
+
+def test_collect_fit_and_reload(heuristic_episodes, tmp_path):
+    data = heuristic_episodes
     assert len(data.x) == len(data.y) == len(data.episodes) == 8
     assert all(x.shape == (len(y), len(FEATURES)) for x, y in zip(data.x, data.y))
     assert sum(float(y.sum()) for y in data.y) > 0  # gold chunks are in the pools
@@ -33,9 +39,8 @@ def _log_loss(model: FusionModel, data) -> float:
     return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
 
 
-def test_finetune_adapts_the_shipped_ranker_and_the_anchor_holds_it_back(sample_index, sample_dir):
-    tasks = load_tasks(sample_dir / "tasks.jsonl", "sample")[:8]
-    data = collect(sample_index, tasks, ["heuristic"], k=10, progress=False)
+def test_finetune_adapts_the_shipped_ranker_and_the_anchor_holds_it_back(heuristic_episodes):
+    data = heuristic_episodes
     base = FusionModel.load(None)
     free = finetune(data, base, anchor=0.0, steps=200)
     held = finetune(data, base, anchor=1e6, steps=200)
