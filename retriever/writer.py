@@ -312,6 +312,8 @@ class WriterMixin:
                     writer.submit(self._write, run, pending, states, self._embed([c for _, _, cs in pending for c in cs]))
                     bar.done(len(pending), chunks=writer.done)
                 report.chunks_written = writer.drain()
+                # Writes run a batch behind, so the bar's count lags until they are drained.
+                bar.done(0, chunks=report.chunks_written)
                 bar.close()
         report.seconds = time.perf_counter() - t0
         return report
