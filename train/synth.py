@@ -124,22 +124,6 @@ class SynthReport:
         return d
 
 
-def all_chunks(index: CorpusIndex) -> list[Chunk]:
-    """Every chunk of the collection, read in pages of 1,000 ids.
-
-    Raises:
-        EmptyCorpus: the collection holds no chunk.
-    """
-    docs = index.documents()
-    if not docs:
-        raise EmptyCorpus(f"Expected an indexed collection, got {index.name!r} with no chunks")
-    ids = [f"{d}#{i}" for d, n in sorted(docs.items()) for i in range(n)]
-    chunks: list[Chunk] = []
-    for i in range(0, len(ids), 1000):
-        chunks.extend(index.get_chunks(ids[i:i + 1000]))
-    return chunks
-
-
 class CorpusView:
     """All chunks of a collection plus a title → document map for mention matching."""
 
@@ -162,7 +146,14 @@ class CorpusView:
 
     @classmethod
     def load(cls, index: CorpusIndex, **kwargs: Any) -> CorpusView:
-        return cls(all_chunks(index), **kwargs)
+        docs = index.documents()
+        if not docs:
+            raise EmptyCorpus(f"Expected an indexed collection, got {index.name!r} with no chunks")
+        ids = [f"{d}#{i}" for d, n in sorted(docs.items()) for i in range(n)]
+        chunks: list[Chunk] = []
+        for i in range(0, len(ids), 1000):
+            chunks.extend(index.get_chunks(ids[i:i + 1000]))
+        return cls(chunks, **kwargs)
 
     def title_mentions(self, chunk: Chunk) -> list[tuple[str, int, int, str]]:
         """(doc_id, start, end, mention) of other documents' titles occurring in ``chunk.text``; longest first."""
@@ -510,5 +501,5 @@ def no_tasks_message(report: SynthReport, generator: str, source: str) -> str | 
             f"{report.drafts} drafts, rejected: {dict(report.rejected) or 'none'}).{why}")
 
 
-__all__ = ["CorpusView", "all_chunks", "GeneratorName", "SynthConfig", "SynthReport", "find_links", "make_task",
+__all__ = ["CorpusView", "GeneratorName", "SynthConfig", "SynthReport", "find_links", "make_task",
            "make_writer", "no_tasks_message", "read_task_ids", "read_written_tasks", "synthesize", "task_id", "verify"]

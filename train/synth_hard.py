@@ -39,9 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from sieve.errors import InvalidInput
+from sieve.errors import EmptyCorpus, InvalidInput
 from sieve.retriever.bm25 import tokenize
-from sieve.train.synth import all_chunks, read_task_ids
 from sieve.train.synth_facts import STOPWORDS, clean_title, quoted_content_words
 
 if TYPE_CHECKING:
@@ -335,6 +334,7 @@ class _Writer:
             "gold_ids": list(dict.fromkeys(c.doc_id for c in gold)),
             "meta": {"gold_chunk_ids": [c.chunk_id for c in gold], "hops": len(gold), "generator": "hard",
                      "kind": kind, "phrases": phrases, "context": context, "seed": self.cfg.seed,
+                     # a bridge's answer is the phrase only its two chunks share (the link between them)
                      "single_shot_rank": ranks, "source": "sieve train synth"},
         }
         if kind == "span":  # the evidence inside a long document: each gold chunk's characters
@@ -348,6 +348,17 @@ def _pairs(ps: list[Phrase]) -> list[tuple[Phrase, Phrase]]:
     return [(a, b) for i, a in enumerate(head) for b in head[i + 1:] if not set(a.tokens) & set(b.tokens)]
 
 
+def load_chunks(index: CorpusIndex) -> list[Chunk]:
+    docs = index.documents()
+    if not docs:
+        raise EmptyCorpus(f"Expected an indexed collection, got {index.name!r} with no chunks")
+    ids = [f"{d}#{i}" for d, n in sorted(docs.items()) for i in range(n)]
+    chunks: list[Chunk] = []
+    for i in range(0, len(ids), 1000):
+        chunks.extend(index.get_chunks(ids[i:i + 1000]))
+    return chunks
+
+
 def synthesize_hard(index: CorpusIndex, out: str | Path, cfg: HardConfig, *, progress: bool = True) -> HardRun:
     """Append up to ``cfg.n`` verified hard tasks to ``out`` (ids already there count and are skipped).
 
@@ -358,12 +369,12 @@ def synthesize_hard(index: CorpusIndex, out: str | Path, cfg: HardConfig, *, pro
     t0 = time.perf_counter()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    existing = read_task_ids(out)
+    existing = _read_ids(out)
     run = HardRun()
     need = cfg.n - len(existing)
     if need <= 0:
         return run
-    chunks = all_chunks(index)
+    chunks = load_chunks(index)
     writer = _Writer(index, chunks, cfg, run)
     order = list(chunks)
     random.Random(cfg.seed).shuffle(order)
@@ -398,6 +409,17 @@ def synthesize_hard(index: CorpusIndex, out: str | Path, cfg: HardConfig, *, pro
         logger.warning("Wrote %d of %d hard tasks: the corpus ran out of verifiable chunks (rejected: %s)",
                        len(run.tasks), need, dict(run.rejected))
     return run
+
+
+def _read_ids(path: Path) -> set[str]:
+    ids: set[str] = set()
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                ids.add(json.loads(line)["id"])
+            except (ValueError, KeyError, TypeError):
+                continue  # a torn last line of an interrupted run
+    return ids
 
 
 __all__ = ["HardConfig", "HardRun", "HardWriter", "KINDS", "Phrase", "context_of", "keyphrases", "question_for", "synthesize_hard"]
