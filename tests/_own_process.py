@@ -25,36 +25,52 @@ class Outcome:
     text: str = ""
 
 
-def run_tests_in_own_process(path: Path, work: Path, timeout_s: float = 1800) -> dict[str, Outcome]:
-    """``python -m pytest PATH`` in a new interpreter (same environment, repository root as cwd,
-    its temporary folders under ``work``, apart from the suite's).
+class OwnProcessRun:
+    """A ``python -m pytest PATH`` child, started now and read when its outcomes are needed.
 
-    Returns:
-        Test name (``test_x`` or ``test_x[param]``) -> its :class:`Outcome`, from the child's JUnit XML;
-        the child's own output goes to ``work/pytest.log``.
-
-    Raises:
-        RuntimeError: the child wrote no report (it crashed, or collected nothing), naming its log.
+    Started at the session's start (``conftest.own_process_runs``), the child's minute of training
+    runs on the second core while the suite's other tests run on the first.
     """
-    work.mkdir(parents=True, exist_ok=True)
-    report, log = work / "junit.xml", work / "pytest.log"
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}",
-           f"--basetemp={work / 'tmp'}", str(path)]
-    with log.open("w", encoding="utf-8") as out:
-        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=dict(os.environ),
-                              timeout=timeout_s, check=False)
-    if not report.exists():
-        raise RuntimeError(f"Expected a JUnit report from pytest {path.name}, got none "
-                           f"(exit {proc.returncode}); see {log}")
-    outcomes = {}
-    for case in ET.parse(report).getroot().iter("testcase"):
-        status, text = "passed", ""
-        for child in case:
-            if child.tag in ("failure", "error", "skipped"):
-                status, text = child.tag, f"{child.get('message', '')}\n{child.text or ''}"
-                break
-        outcomes[case.get("name", "")] = Outcome(status, text)
-    return outcomes
+
+    def __init__(self, path: Path, work: Path, timeout_s: float = 1800) -> None:
+        work.mkdir(parents=True, exist_ok=True)
+        self.path, self.timeout_s = path, timeout_s
+        self.report, self.log = work / "junit.xml", work / "pytest.log"
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={self.report}",
+               f"--basetemp={work / 'tmp'}", str(path)]
+        with self.log.open("w", encoding="utf-8") as out:
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=dict(os.environ))
+
+    def outcomes(self) -> dict[str, Outcome]:
+        """Wait for the child; test name (``test_x`` or ``test_x[param]``) -> its :class:`Outcome`, from its JUnit XML.
+
+        Raises:
+            RuntimeError: the child wrote no report (it crashed, or collected nothing), naming its log.
+            subprocess.TimeoutExpired: the child ran past ``timeout_s`` (it is killed).
+        """
+        try:
+            returncode = self.proc.wait(timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise
+        if not self.report.exists():
+            raise RuntimeError(f"Expected a JUnit report from pytest {self.path.name}, got none "
+                               f"(exit {returncode}); see {self.log}")
+        outcomes = {}
+        for case in ET.parse(self.report).getroot().iter("testcase"):
+            status, text = "passed", ""
+            for child in case:
+                if child.tag in ("failure", "error", "skipped"):
+                    status, text = child.tag, f"{child.get('message', '')}\n{child.text or ''}"
+                    break
+            outcomes[case.get("name", "")] = Outcome(status, text)
+        return outcomes
+
+    def stop(self) -> None:
+        """Kill the child if it still runs (a suite that ended early must not leave it behind)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
 
 
-__all__ = ["Outcome", "run_tests_in_own_process"]
+__all__ = ["Outcome", "OwnProcessRun"]

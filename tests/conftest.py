@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from _own_process import OwnProcessRun
 
 # Only opt-in tests may skip; any other skip (a missing dependency) fails the run. Freed memory goes
 # back to the system after each module (tests/_memory.py).
@@ -28,6 +31,24 @@ ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("SIEVE_MODEL_DIR", str(ROOT / ".pytest_cache" / "sieve-models"))
 SAMPLE = ROOT / "data" / "sample"
 SHARED_EVAL = ROOT.parent / "shared" / "eval"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_process_runs(request: pytest.FixtureRequest,
+                     tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[Path, OwnProcessRun]]:
+    """Children started as the session starts: one per ``CASES_IN_OWN_PROCESS`` file named by a collected module.
+
+    The LLM training runs take a minute of CPU in a process of their own (their memory never stacks
+    on the suite's); started first, that minute overlaps the suite instead of adding to it.
+    """
+    runs: dict[Path, OwnProcessRun] = {}
+    for module in dict.fromkeys(getattr(item, "module", None) for item in request.session.items):
+        cases = getattr(module, "CASES_IN_OWN_PROCESS", None)
+        if cases is not None and cases not in runs:
+            runs[cases] = OwnProcessRun(cases, tmp_path_factory.mktemp(f"own-process-{cases.stem}"))
+    yield runs
+    for run in runs.values():
+        run.stop()
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,8 @@
 """The LLM training runs of ``llm_training_cases.py``, each one test here, run together in a process of their own.
 
+The child starts with the session (``CASES_IN_OWN_PROCESS``, read by ``conftest.own_process_runs``) and
+trains on the second core while the rest of the suite runs; the tests here wait for its outcomes.
+
 Every test of that file must pass in the child; a failure here carries the child's traceback, a
 skip there fails here (the child has the same skip policy, but a skip must never read as a pass).
 """
@@ -11,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from _own_process import Outcome, run_tests_in_own_process
+from _own_process import Outcome, OwnProcessRun
 
 CASES = Path(__file__).with_name("llm_training_cases.py")
+CASES_IN_OWN_PROCESS = CASES
 NAMES = [node.name for node in ast.parse(CASES.read_text(encoding="utf-8")).body
          if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
 
@@ -21,8 +25,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
-    return run_tests_in_own_process(CASES, tmp_path_factory.mktemp("llm-training"))
+def outcomes(own_process_runs: dict[Path, OwnProcessRun]) -> dict[str, Outcome]:
+    return own_process_runs[CASES].outcomes()
 
 
 def test_the_cases_file_holds_the_training_runs() -> None:
