@@ -38,10 +38,21 @@ __all__ = [
 ]
 
 _LAZY = {
-    "CancelToken": "cancel", "Cancelled": "cancel", "AgentConfig": "config", "HeuristicConfig": "config",
-    "Episode": "episode", "POLICIES": "factory", "make_policy": "factory", "SearchAgent": "loop",
-    "fuse_traces": "loop", "TOOL_NAMES": "tool_specs", "tool_specs": "tool_specs", "Evidence": "trace",
-    "ToolCall": "trace", "Trace": "trace", "Turn": "trace",
+    "CancelToken": "cancel",
+    "Cancelled": "cancel",
+    "AgentConfig": "config",
+    "HeuristicConfig": "config",
+    "Episode": "episode",
+    "POLICIES": "factory",
+    "make_policy": "factory",
+    "SearchAgent": "loop",
+    "fuse_traces": "loop",
+    "TOOL_NAMES": "tool_specs",
+    "tool_specs": "tool_specs",
+    "Evidence": "trace",
+    "ToolCall": "trace",
+    "Trace": "trace",
+    "Turn": "trace",
 }
 
 

@@ -9,6 +9,7 @@ from typing import Literal
 from sieve.errors import InvalidInput
 from sieve.pruning.config import PruningConfig
 
+
 @dataclass
 class HeuristicConfig:
     """Knobs of the no-LLM policy.
@@ -63,33 +64,64 @@ class FloorConfig:
     tuning data only (``docs/experiments/tuning.md``).
     """
 
-    enabled: bool = field(default=True, metadata={"help": "Merge the policy's evidence with the question's "
-                                                          "hybrid ranking (off: return the policy's ranking as is)."})
-    method: Literal["fusion", "interleave"] = field(default="fusion", metadata={
-        "help": "fusion: rank the pool of both rankings' chunks with the learned fusion model "
-                "(sieve.agent.fusion); interleave: the fixed per-document interleave below."})
-    fusion_path: Path | None = field(default=None, metadata={
-        "help": "Fusion model JSON (default: the one shipped with Sieve; python -m sieve.train.fusion fits one)."})
-    hybrid_depth: int = field(default=30, metadata={
-        "help": "Chunks of the question's hybrid search put in the fusion pool (at least k)."})
+    enabled: bool = field(
+        default=True,
+        metadata={
+            "help": "Merge the policy's evidence with the question's "
+            "hybrid ranking (off: return the policy's ranking as is)."
+        },
+    )
+    method: Literal["fusion", "interleave"] = field(
+        default="fusion",
+        metadata={
+            "help": "fusion: rank the pool of both rankings' chunks with the learned fusion model "
+            "(sieve.agent.fusion); interleave: the fixed per-document interleave below."
+        },
+    )
+    fusion_path: Path | None = field(
+        default=None,
+        metadata={
+            "help": "Fusion model JSON (default: the one shipped with Sieve; python -m sieve.train.fusion fits one)."
+        },
+    )
+    hybrid_depth: int = field(
+        default=30, metadata={"help": "Chunks of the question's hybrid search put in the fusion pool (at least k)."}
+    )
     # Tuned: python -m sieve.eval.tune_floor on hotpotqa-train + 2wikimultihopqa-train + 400 scifact
     # tasks_train claims, heuristic and learned rankings (docs/experiments/tuning.md): the setting whose worst
     # (policy, set, k) recall difference to hybrid is best; on single-hop claims extra hops rarely help.
-    full_agreement: float = field(default=0.75, metadata={
-        "help": "Share of the policy's documents that hybrid's ranking must also hold for the policy to get "
-                "an equal interleave (less: fewer places; none: hybrid alone)."})
-    agreement_power: float = field(default=2.0, metadata={
-        "help": "Standing = min(1, agreement / full_agreement) ** agreement_power: above 1, a policy that "
-                "shares less with the question's own search loses its places faster."})
+    full_agreement: float = field(
+        default=0.75,
+        metadata={
+            "help": "Share of the policy's documents that hybrid's ranking must also hold for the policy to get "
+            "an equal interleave (less: fewer places; none: hybrid alone)."
+        },
+    )
+    agreement_power: float = field(
+        default=2.0,
+        metadata={
+            "help": "Standing = min(1, agreement / full_agreement) ** agreement_power: above 1, a policy that "
+            "shares less with the question's own search loses its places faster."
+        },
+    )
     # Tuned with full_agreement and agreement_power (same command, same declared data).
-    corroboration: float = field(default=0.25, metadata={
-        "help": "A document both rankings hold moves up to 1 / (1/hybrid place + 1/policy place), by at most "
-                "this share of its better place (0: the better place only)."})
-    rrf_k: int = field(default=60, metadata={"help": "Reciprocal-rank constant of the merged score "
-                                                     "1 / (rrf_k + place)."})
-    agreement: bool = field(default=True, metadata={
-        "help": "Scale the policy's standing by the share of its documents the hybrid ranking also holds: a "
-                "ranking that has drifted off the question (shares nothing with it) counts for nothing."})
+    corroboration: float = field(
+        default=0.25,
+        metadata={
+            "help": "A document both rankings hold moves up to 1 / (1/hybrid place + 1/policy place), by at most "
+            "this share of its better place (0: the better place only)."
+        },
+    )
+    rrf_k: int = field(
+        default=60, metadata={"help": "Reciprocal-rank constant of the merged score 1 / (rrf_k + place)."}
+    )
+    agreement: bool = field(
+        default=True,
+        metadata={
+            "help": "Scale the policy's standing by the share of its documents the hybrid ranking also holds: a "
+            "ranking that has drifted off the question (shares nothing with it) counts for nothing."
+        },
+    )
 
     def __post_init__(self) -> None:
         if not 0 < self.full_agreement <= 1:
@@ -123,17 +155,24 @@ class AgentConfig:
     search_candidates: int = field(
         default=50, metadata={"help": "Fused hybrid candidates re-scored before packing (Context-1: 50)."}
     )
-    search_tokens: int = field(default=2048, metadata={"help": "Per-call token budget of search, grep and read results."})
+    search_tokens: int = field(
+        default=2048, metadata={"help": "Per-call token budget of search, grep and read results."}
+    )
     rescore_dense: float = field(
-        default=0.5, metadata={"help": "Weight of query-chunk cosine against fused rank when re-scoring search results."}
+        default=0.5,
+        metadata={"help": "Weight of query-chunk cosine against fused rank when re-scoring search results."},
     )
     grep_k: int = field(default=5, metadata={"help": "Most chunks one grep call shows (Context-1: 5)."})
     read_window: int = field(default=1, metadata={"help": "Neighbouring chunks each side read() shows by default."})
     tool_workers: int = field(default=4, metadata={"help": "Threads running one turn's tool calls concurrently."})
     max_arg_chars: int = field(default=4000, metadata={"help": "Longest query or pattern a tool accepts."})
-    group_by_doc: bool = field(default=False, metadata={
-        "help": "Return each document's best chunk only (k documents); default: the k best chunks, several of "
-                "one document when they are the best evidence."})
+    group_by_doc: bool = field(
+        default=False,
+        metadata={
+            "help": "Return each document's best chunk only (k documents); default: the k best chunks, several of "
+            "one document when they are the best evidence."
+        },
+    )
     # -- episodes --
     rollouts: int = field(default=1, metadata={"help": "Default number of fused rollouts for run_fused."})
     rrf_k: int = field(default=60, metadata={"help": "Reciprocal-rank-fusion constant for fused rollouts."})
@@ -144,12 +183,17 @@ class AgentConfig:
     # -- LLM policies --
     temperature: float = field(default=0.0, metadata={"help": "Sampling temperature (fused rollouts use >= 0.7)."})
     max_new_tokens: int = field(default=512, metadata={"help": "Most tokens the model may write per turn."})
-    base_url: str = field(default="http://127.0.0.1:8001/v1", metadata={"help": "OpenAI-compatible endpoint (openai policy)."})
+    base_url: str = field(
+        default="http://127.0.0.1:8001/v1", metadata={"help": "OpenAI-compatible endpoint (openai policy)."}
+    )
     model: str = field(default="gpt-oss-20b", metadata={"help": "Model name sent to the OpenAI-compatible endpoint."})
     api_key: str | None = field(default=None, metadata={"help": "Bearer key for the endpoint, if it needs one."})
     tool_choice: Literal["auto", "required"] = field(
-        default="auto", metadata={"help": "OpenAI tool_choice; vLLM returns structured tool calls reliably only with "
-                                          "'required' (guided decoding) unless started with a tool-call parser."},
+        default="auto",
+        metadata={
+            "help": "OpenAI tool_choice; vLLM returns structured tool calls reliably only with "
+            "'required' (guided decoding) unless started with a tool-call parser."
+        },
     )
     timeout_s: float = field(default=120.0, metadata={"help": "Per-request timeout of the OpenAI backend."})
     retries: int = field(default=2, metadata={"help": "Retries of a failed or timed-out backend request."})
@@ -157,28 +201,43 @@ class AgentConfig:
         default=None, metadata={"help": "HF model folder for the local policy (default: SmolLM2-135M, converted once)."}
     )
     models_dir: Path | None = field(
-        default=None, metadata={"help": "Folder the default local model is converted into once (default: "
-                                        "<per-user data dir>/models; Settings uses SIEVE_DATA_DIR/models)."}
+        default=None,
+        metadata={
+            "help": "Folder the default local model is converted into once (default: "
+            "<per-user data dir>/models; Settings uses SIEVE_DATA_DIR/models)."
+        },
     )
     policy_path: Path | None = field(
-        default=None, metadata={"help": "Checkpoint folder of the learned policy (default: the one shipped with Sieve)."}
+        default=None,
+        metadata={"help": "Checkpoint folder of the learned policy (default: the one shipped with Sieve)."},
     )
     pruning: PruningConfig = field(default_factory=PruningConfig)
     heuristic: HeuristicConfig = field(default_factory=HeuristicConfig)
     floor: FloorConfig = field(default_factory=FloorConfig)
 
     def __post_init__(self) -> None:
-        positive = {"max_turns": self.max_turns, "max_tool_calls": self.max_tool_calls, "k": self.k,
-                    "search_k": self.search_k, "search_candidates": self.search_candidates, "grep_k": self.grep_k,
-                    "tool_workers": self.tool_workers, "rollouts": self.rollouts, "rrf_k": self.rrf_k,
-                    "max_calls_per_turn": self.max_calls_per_turn, "max_new_tokens": self.max_new_tokens}
+        positive = {
+            "max_turns": self.max_turns,
+            "max_tool_calls": self.max_tool_calls,
+            "k": self.k,
+            "search_k": self.search_k,
+            "search_candidates": self.search_candidates,
+            "grep_k": self.grep_k,
+            "tool_workers": self.tool_workers,
+            "rollouts": self.rollouts,
+            "rrf_k": self.rrf_k,
+            "max_calls_per_turn": self.max_calls_per_turn,
+            "max_new_tokens": self.max_new_tokens,
+        }
         bad = {n: v for n, v in positive.items() if v < 1}
         if bad:
             raise InvalidInput(f"Expected positive values, got {bad}")
         if self.budget_tokens < 256:
             raise InvalidInput(f"Expected budget_tokens >= 256, got {self.budget_tokens}")
         if self.search_candidates < self.search_k:
-            raise InvalidInput(f"Expected search_candidates >= search_k, got {self.search_candidates} < {self.search_k}")
+            raise InvalidInput(
+                f"Expected search_candidates >= search_k, got {self.search_candidates} < {self.search_k}"
+            )
         if not 0.0 <= self.rescore_dense <= 1.0:
             raise InvalidInput(f"Expected 0 <= rescore_dense <= 1, got {self.rescore_dense}")
         if self.tool_choice not in ("auto", "required"):

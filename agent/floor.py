@@ -55,8 +55,16 @@ def floor_hits(index: CorpusIndex, question: str, k: int, where: dict[str, Any] 
 def hit_evidence(hit: Hit) -> Evidence:
     """A hybrid hit as an evidence item (its score is replaced by the merged one)."""
     c = hit.chunk
-    return Evidence(chunk_id=c.chunk_id, doc_id=c.doc_id, score=hit.score, rank=hit.rank, title=c.title,
-                    source=c.source, text=c.text, metadata={"tool": "floor", "hybrid_score": round(hit.score, 6)})
+    return Evidence(
+        chunk_id=c.chunk_id,
+        doc_id=c.doc_id,
+        score=hit.score,
+        rank=hit.rank,
+        title=c.title,
+        source=c.source,
+        text=c.text,
+        metadata={"tool": "floor", "hybrid_score": round(hit.score, 6)},
+    )
 
 
 def _documents(policy: list[Evidence], hybrid: list[Evidence]) -> list[_Doc]:
@@ -110,6 +118,20 @@ def standing(policy: list[Evidence], hybrid: list[Evidence], config: FloorConfig
     return min(1.0, agreement(policy, hybrid) / config.full_agreement) ** config.agreement_power
 
 
+def _place(d: _Doc, weight: float, config: FloorConfig) -> float:
+    """A document's place: the better of its hybrid rank and its policy rank over ``weight``, corroborated."""
+    places = [float(d.hybrid_rank)] if d.hybrid_rank is not None else []
+    if d.policy_rank is not None and weight > 0:
+        places.append(d.policy_rank / weight)
+    place = min(places, default=float("inf"))
+    if len(places) == 2 and config.corroboration > 0:
+        # Both rankings hold it: their votes add as in reciprocal-rank fusion (1/place = 1/h + 1/p'),
+        # but it may move up by at most ``corroboration`` of its better single place, so a pair of
+        # mid-list votes cannot overtake hybrid's own top hits.
+        place = max(1.0 / sum(1.0 / p for p in places), (1.0 - config.corroboration) * place)
+    return place
+
+
 def fuse_with_floor(policy: list[Evidence], hybrid: list[Evidence], config: FloorConfig, k: int) -> list[Evidence]:
     """The returned set: ``policy`` and ``hybrid`` interleaved per document by place, cut at ``k``.
 
@@ -130,29 +152,37 @@ def fuse_with_floor(policy: list[Evidence], hybrid: list[Evidence], config: Floo
     docs = _documents(policy, hybrid)
     weight = standing(policy, hybrid, config)
     for d in docs:
-        places = [float(d.hybrid_rank)] if d.hybrid_rank is not None else []
-        if d.policy_rank is not None and weight > 0:
-            places.append(d.policy_rank / weight)
-        d.place = min(places, default=float("inf"))
-        if len(places) == 2 and config.corroboration > 0:
-            # Both rankings hold it: their votes add as in reciprocal-rank fusion (1/place = 1/h + 1/p'),
-            # but it may move up by at most ``corroboration`` of its better single place, so a pair of
-            # mid-list votes cannot overtake hybrid's own top hits.
-            d.place = max(1.0 / sum(1.0 / p for p in places), (1.0 - config.corroboration) * d.place)
+        d.place = _place(d, weight, config)
     # On a tied place hybrid's order decides (the question's own search is the floor), then the policy's.
     inf = float("inf")
-    docs = sorted((d for d in docs if d.place < inf),
-                  key=lambda d: (d.place, d.hybrid_rank or inf, d.policy_rank or inf))
+    docs = sorted(
+        (d for d in docs if d.place < inf), key=lambda d: (d.place, d.hybrid_rank or inf, d.policy_rank or inf)
+    )
     firsts = [(d, d.chunks[0]) for d in docs]
     extras = [(d, c) for d in docs for c in d.chunks[1:]]
     out: list[Evidence] = []
     for d, e in (firsts + extras)[:k]:
         score = 1.0 / (config.rrf_k + d.place)
         score = score if not out else min(score, out[-1].score)
-        meta = {**e.metadata, "policy_rank": d.policy_rank, "hybrid_rank": d.hybrid_rank,
-                "policy_score": e.score if d.policy_rank is not None and e.metadata.get("tool") != "floor" else None}
-        out.append(Evidence(chunk_id=e.chunk_id, doc_id=e.doc_id, score=round(score, 6), rank=len(out) + 1,
-                            title=e.title, source=e.source, text=e.text, justification=e.justification, metadata=meta))
+        meta = {
+            **e.metadata,
+            "policy_rank": d.policy_rank,
+            "hybrid_rank": d.hybrid_rank,
+            "policy_score": e.score if d.policy_rank is not None and e.metadata.get("tool") != "floor" else None,
+        }
+        out.append(
+            Evidence(
+                chunk_id=e.chunk_id,
+                doc_id=e.doc_id,
+                score=round(score, 6),
+                rank=len(out) + 1,
+                title=e.title,
+                source=e.source,
+                text=e.text,
+                justification=e.justification,
+                metadata=meta,
+            )
+        )
     return out
 
 

@@ -102,13 +102,24 @@ def features(items: Sequence[PoolItem], cos: Sequence[float], agree: float) -> n
         p = it.policy_rank is not None
         h_rr = 1.0 / (1 + it.hybrid_rank) if h else 0.0  # type: ignore[operator]
         p_rr = 1.0 / (1 + it.policy_rank) if p else 0.0  # type: ignore[operator]
-        x[i] = (h_rr, float(h), p_rr, float(p), float(h and p), float(p and not h), agree, p_rr * agree,
-                cos[i], cos[i] - best)
+        x[i] = (
+            h_rr,
+            float(h),
+            p_rr,
+            float(p),
+            float(h and p),
+            float(p and not h),
+            agree,
+            p_rr * agree,
+            cos[i],
+            cos[i] - best,
+        )
     return x
 
 
-def pool_features(policy: Sequence[Evidence], hybrid: Sequence[Evidence],
-                  cos: dict[str, float]) -> tuple[list[PoolItem], np.ndarray]:
+def pool_features(
+    policy: Sequence[Evidence], hybrid: Sequence[Evidence], cos: dict[str, float]
+) -> tuple[list[PoolItem], np.ndarray]:
     """The pool of both rankings and its feature matrix (``cos``: chunk id -> cosine with the question)."""
     items = pool(policy, hybrid)
     return items, features(items, [cos.get(it.evidence.chunk_id, 0.0) for it in items], agreement(policy, hybrid))
@@ -138,8 +149,10 @@ class FusionModel:
 
     def __post_init__(self) -> None:
         if tuple(self.names) != FEATURES:
-            raise InvalidInput(f"Expected fusion features {list(FEATURES)}, got {list(self.names)}; "
-                               "refit with python -m sieve.train.fusion")
+            raise InvalidInput(
+                f"Expected fusion features {list(FEATURES)}, got {list(self.names)}; "
+                "refit with python -m sieve.train.fusion"
+            )
         width = len(self.hidden[-1][1]) if self.hidden else len(FEATURES)
         if len(self.coef) != width:
             raise InvalidInput(f"Expected {width} output weights in the fusion model, got {len(self.coef)}")
@@ -161,21 +174,43 @@ class FusionModel:
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
-            raise InvalidInput(f"Expected a fusion model JSON at {str(path)!r}, got {type(exc).__name__}: {exc}") from None
-        return cls(coef=[float(c) for c in raw["coef"]], intercept=float(raw["intercept"]),
-                   names=tuple(raw.get("names", FEATURES)), mean=raw.get("mean"), scale=raw.get("scale"),
-                   meta=raw.get("meta", {}), hidden=[(h["w"], h["b"]) for h in raw.get("hidden", [])])
+            raise InvalidInput(
+                f"Expected a fusion model JSON at {str(path)!r}, got {type(exc).__name__}: {exc}"
+            ) from None
+        return cls(
+            coef=[float(c) for c in raw["coef"]],
+            intercept=float(raw["intercept"]),
+            names=tuple(raw.get("names", FEATURES)),
+            mean=raw.get("mean"),
+            scale=raw.get("scale"),
+            meta=raw.get("meta", {}),
+            hidden=[(h["w"], h["b"]) for h in raw.get("hidden", [])],
+        )
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
-        body = {"names": list(self.names), "coef": self.coef, "intercept": self.intercept, "mean": self.mean,
-                "scale": self.scale, "hidden": [{"w": w, "b": b} for w, b in self.hidden], "meta": self.meta}
+        body = {
+            "names": list(self.names),
+            "coef": self.coef,
+            "intercept": self.intercept,
+            "mean": self.mean,
+            "scale": self.scale,
+            "hidden": [{"w": w, "b": b} for w, b in self.hidden],
+            "meta": self.meta,
+        }
         path.write_text(json.dumps(body), encoding="utf-8")
         return path
 
 
-def fuse(policy: Sequence[Evidence], hybrid: Sequence[Evidence], cos: dict[str, float], model: FusionModel,
-         k: int, *, group_by_doc: bool = False) -> list[Evidence]:
+def fuse(
+    policy: Sequence[Evidence],
+    hybrid: Sequence[Evidence],
+    cos: dict[str, float],
+    model: FusionModel,
+    k: int,
+    *,
+    group_by_doc: bool = False,
+) -> list[Evidence]:
     """The returned set: the pool of both rankings ranked by ``model``, cut at ``k`` chunks.
 
     With ``group_by_doc`` each document contributes its best chunk only (``k`` documents).
@@ -186,8 +221,14 @@ def fuse(policy: Sequence[Evidence], hybrid: Sequence[Evidence], cos: dict[str, 
         return []
     p = model.predict(x)
     # Ties (rare with a continuous cosine) keep hybrid's order, then the policy's.
-    order = sorted(range(len(items)), key=lambda i: (-p[i], items[i].hybrid_rank if items[i].hybrid_rank is not None
-                                                     else math.inf, items[i].policy_rank or 0))
+    order = sorted(
+        range(len(items)),
+        key=lambda i: (
+            -p[i],
+            items[i].hybrid_rank if items[i].hybrid_rank is not None else math.inf,
+            items[i].policy_rank or 0,
+        ),
+    )
     out: list[Evidence] = []
     docs: set[str] = set()
     for i in order:
@@ -197,15 +238,38 @@ def fuse(policy: Sequence[Evidence], hybrid: Sequence[Evidence], cos: dict[str, 
             continue
         docs.add(e.doc_id)
         score = float(p[i]) if not out else min(float(p[i]), out[-1].score)
-        meta = {**e.metadata, "policy_rank": None if it.policy_rank is None else it.policy_rank + 1,
-                "hybrid_rank": None if it.hybrid_rank is None else it.hybrid_rank + 1,
-                "cos": round(cos.get(e.chunk_id, 0.0), 4)}
-        out.append(Evidence(chunk_id=e.chunk_id, doc_id=e.doc_id, score=round(score, 6), rank=len(out) + 1,
-                            title=e.title, source=e.source, text=e.text, justification=e.justification, metadata=meta))
+        meta = {
+            **e.metadata,
+            "policy_rank": None if it.policy_rank is None else it.policy_rank + 1,
+            "hybrid_rank": None if it.hybrid_rank is None else it.hybrid_rank + 1,
+            "cos": round(cos.get(e.chunk_id, 0.0), 4),
+        }
+        out.append(
+            Evidence(
+                chunk_id=e.chunk_id,
+                doc_id=e.doc_id,
+                score=round(score, 6),
+                rank=len(out) + 1,
+                title=e.title,
+                source=e.source,
+                text=e.text,
+                justification=e.justification,
+                metadata=meta,
+            )
+        )
         if len(out) >= k:
             break
     return out
 
 
-__all__ = ["DEFAULT_FUSION", "FEATURES", "FusionModel", "PoolItem", "agreement", "features", "fuse", "pool",
-           "pool_features"]
+__all__ = [
+    "DEFAULT_FUSION",
+    "FEATURES",
+    "FusionModel",
+    "PoolItem",
+    "agreement",
+    "features",
+    "fuse",
+    "pool",
+    "pool_features",
+]

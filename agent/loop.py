@@ -65,8 +65,9 @@ class SearchAgent:
         self.fusion = FusionModel.load(fusion_path) if floor.enabled and floor.method == "fusion" else None
 
     @classmethod
-    def with_policy(cls, index: CorpusIndex, policy: str, config: AgentConfig | None = None, *,
-                    backend: ChatBackend | None = None) -> SearchAgent:
+    def with_policy(
+        cls, index: CorpusIndex, policy: str, config: AgentConfig | None = None, *, backend: ChatBackend | None = None
+    ) -> SearchAgent:
         """An agent running the policy registered as ``policy``, built from ``config`` (the usual way to make one).
 
         Example:
@@ -76,9 +77,17 @@ class SearchAgent:
         return cls(index, make_policy(policy, config, backend=backend), config)
 
     # -- one episode ----------------------------------------------------------------------------
-    def run(self, question: str, *, on_event: Callable[[dict[str, Any]], None] | None = None,
-            seed: int | None = None, rollout: int = 0, where: dict[str, Any] | None = None,
-            cancel: CancelToken | None = None, group_by_doc: bool | None = None) -> Trace:
+    def run(
+        self,
+        question: str,
+        *,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        seed: int | None = None,
+        rollout: int = 0,
+        where: dict[str, Any] | None = None,
+        cancel: CancelToken | None = None,
+        group_by_doc: bool | None = None,
+    ) -> Trace:
         """Run one episode and return its trace (``trace.returned`` is the ranked evidence).
 
         ``cancel`` stops the episode at its next turn boundary (``stop_reason="cancelled"``).
@@ -90,12 +99,19 @@ class SearchAgent:
         trace = _EpisodeRun(self, question, seed=seed, rollout=rollout, where=where, emit=emit, cancel=cancel).play()
         return self._done(self.floor(trace, where=where, group_by_doc=group_by_doc), emit)
 
-    def _episode(self, question: str, rollout: int, where: dict[str, Any] | None,
-                 on_event: Callable[[dict[str, Any]], None] | None, cancel: CancelToken | None) -> Trace:
+    def _episode(
+        self,
+        question: str,
+        rollout: int,
+        where: dict[str, Any] | None,
+        on_event: Callable[[dict[str, Any]], None] | None,
+        cancel: CancelToken | None,
+    ) -> Trace:
         """One rollout of :meth:`run_fused`: the policy's own set; the floor applies once, to the fusion."""
         emit = _Emitter(on_event)
-        trace = _EpisodeRun(self, question, seed=self.config.seed + rollout, rollout=rollout, where=where,
-                            emit=emit, cancel=cancel).play()
+        trace = _EpisodeRun(
+            self, question, seed=self.config.seed + rollout, rollout=rollout, where=where, emit=emit, cancel=cancel
+        ).play()
         return self._done(trace, emit)
 
     # -- the floor ------------------------------------------------------------------------------
@@ -133,8 +149,13 @@ class SearchAgent:
         trace.wall_ms += (time.perf_counter() - t0) * 1000
         return trace
 
-    def closing_pool(self, question: str, returned: list[Evidence], *, where: dict[str, Any] | None = None,
-                     ) -> tuple[list[Evidence], dict[str, float], dict[str, Chunk]]:
+    def closing_pool(
+        self,
+        question: str,
+        returned: list[Evidence],
+        *,
+        where: dict[str, Any] | None = None,
+    ) -> tuple[list[Evidence], dict[str, float], dict[str, Chunk]]:
         """What the fusion model ranks beside the policy's ``returned`` chunks: the question's hybrid
         ranking (``floor.hybrid_depth`` chunks, at least ``k``), every pool chunk's cosine with the
         question, and the pool's chunks by id (serving and ``sieve.train.fusion`` share this)."""
@@ -143,23 +164,39 @@ class SearchAgent:
         chunks = {h.chunk_id: h.chunk for h in hits}
         missing = [e.chunk_id for e in returned if e.chunk_id not in chunks]
         chunks.update({c.chunk_id: c for c in self.index.get_chunks(missing)} if missing else {})
-        cos = dict(zip(chunks, (float(v) for v in self.vectors.cosine(question, list(chunks.values()))))) \
-            if chunks else {}
+        cos = (
+            dict(zip(chunks, (float(v) for v in self.vectors.cosine(question, list(chunks.values())))))
+            if chunks
+            else {}
+        )
         return [hit_evidence(h) for h in hits], cos, chunks
 
     @staticmethod
     def _done(trace: Trace, emit: _Emitter) -> Trace:
         for warning in trace.warnings:
             logger.warning("%s", warning)
-        emit({"type": "done", "stop_reason": trace.stop_reason, "returned": trace.returned_chunk_ids,
-              "wall_ms": round(trace.wall_ms, 1), "warnings": list(trace.warnings)})
+        emit(
+            {
+                "type": "done",
+                "stop_reason": trace.stop_reason,
+                "returned": trace.returned_chunk_ids,
+                "wall_ms": round(trace.wall_ms, 1),
+                "warnings": list(trace.warnings),
+            }
+        )
         return trace
 
     # -- fused rollouts -------------------------------------------------------------------------
-    def run_fused(self, question: str, rollouts: int | None = None, *,
-                  on_event: Callable[[dict[str, Any]], None] | None = None,
-                  where: dict[str, Any] | None = None, cancel: CancelToken | None = None,
-                  group_by_doc: bool | None = None) -> Trace:
+    def run_fused(
+        self,
+        question: str,
+        rollouts: int | None = None,
+        *,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        where: dict[str, Any] | None = None,
+        cancel: CancelToken | None = None,
+        group_by_doc: bool | None = None,
+    ) -> Trace:
         """``rollouts`` independent episodes in parallel, their ranked sets fused by reciprocal rank, then floored."""
         n = rollouts if rollouts is not None else self.config.rollouts
         if n < 1:
@@ -190,8 +227,17 @@ class _EpisodeRun:
     the evidence is the chunks still in view, most relevant first.
     """
 
-    def __init__(self, agent: SearchAgent, question: str, *, seed: int, rollout: int,
-                 where: dict[str, Any] | None, emit: _Emitter, cancel: CancelToken | None = None) -> None:
+    def __init__(
+        self,
+        agent: SearchAgent,
+        question: str,
+        *,
+        seed: int,
+        rollout: int,
+        where: dict[str, Any] | None,
+        emit: _Emitter,
+        cancel: CancelToken | None = None,
+    ) -> None:
         cfg = self.config = agent.config
         self.started = time.perf_counter()
         self.policy = agent.policy
@@ -199,11 +245,24 @@ class _EpisodeRun:
         self.budget = TokenBudget.from_config(cfg.budget_tokens, cfg.pruning)
         self.toolbox = Toolbox(agent.index, self.context, self.budget, cfg, agent.vectors, question, where=where)
         self.pruner = make_pruner(cfg.pruning)
-        self.episode = Episode(question=question, config=cfg, context=self.context, tools=tool_specs(config=cfg),
-                               vectors=agent.vectors, seed=seed, rollout=rollout, cancel=cancel,
-                               term_share=agent.index.bm25_index().doc_share)
-        self.trace = Trace(question=question, collection=agent.index.name, policy=agent.policy.name,
-                           budget_tokens=cfg.budget_tokens, meta={"seed": seed, "rollout": rollout})
+        self.episode = Episode(
+            question=question,
+            config=cfg,
+            context=self.context,
+            tools=tool_specs(config=cfg),
+            vectors=agent.vectors,
+            seed=seed,
+            rollout=rollout,
+            cancel=cancel,
+            term_share=agent.index.bm25_index().doc_share,
+        )
+        self.trace = Trace(
+            question=question,
+            collection=agent.index.name,
+            policy=agent.policy.name,
+            budget_tokens=cfg.budget_tokens,
+            meta={"seed": seed, "rollout": rollout},
+        )
         self.emit = emit
         self.n_calls = 0
         self.finish: FinishRequest | None = None
@@ -273,9 +332,13 @@ class _EpisodeRun:
         step = self._step(session)
         if step is None:
             return True
-        turn = Turn(index=turn_i, completion=step.completion or step.text,
-                    completion_tokens=step.completion_tokens, prompt_messages=prompt,
-                    meta={k: v for k, v in step.meta.items() if k != "stop_reason"})
+        turn = Turn(
+            index=turn_i,
+            completion=step.completion or step.text,
+            completion_tokens=step.completion_tokens,
+            prompt_messages=prompt,
+            meta={k: v for k, v in step.meta.items() if k != "stop_reason"},
+        )
         self.trace.turns.append(turn)
         self.trace.tokens_total += (step.prompt_tokens or self.context.tokens()) + step.completion_tokens
         if not step.tool_calls:
@@ -306,7 +369,8 @@ class _EpisodeRun:
         else:
             self.trace.warnings.append(
                 f"Policy {self.policy.name!r} wrote no tool call (turn {turn.index + 1}); no evidence was "
-                f"searched, so its text is not returned as an answer" + (f" ({text[:120]!r})" if text else ""))
+                f"searched, so its text is not returned as an answer" + (f" ({text[:120]!r})" if text else "")
+            )
         turn.context_tokens = self.context.tokens()
         turn.ms = (time.perf_counter() - t_turn) * 1000
 
@@ -318,8 +382,14 @@ class _EpisodeRun:
             c.call_id = c.call_id or f"call_{turn_i}_{j}"
         allowed = max(0, min(cfg.max_calls_per_turn, cfg.max_tool_calls - self.n_calls))
         self.context.add("assistant", step.text, tool_calls=[c.to_openai() for c in calls])
-        self.emit({"type": "action", "turn": turn_i, "tools": [c.name for c in calls],
-                   "params": [c.arguments if c.arguments is not None else c.raw for c in calls]})
+        self.emit(
+            {
+                "type": "action",
+                "turn": turn_i,
+                "tools": [c.name for c in calls],
+                "params": [c.arguments if c.arguments is not None else c.raw for c in calls],
+            }
+        )
         outcomes = self.toolbox.run(calls[:allowed], turn_i)
         outcomes.extend(_over_cap(self.context, c, allowed) for c in calls[allowed:])
         self.n_calls += len(calls)
@@ -338,11 +408,19 @@ class _EpisodeRun:
         turn.context_tokens = self.context.tokens()
         turn.ms = (time.perf_counter() - t_turn) * 1000
         self.trace.peak_context_tokens = max(self.trace.peak_context_tokens, turn.context_tokens)
-        self.emit({"type": "observation", "turn": turn.index,
-                   "results": [_observation(self.context, o) for o in outcomes]})
-        self.emit({"type": "usage", "turn": turn.index, "context_tokens": turn.context_tokens,
-                   "budget": self.budget.total, "state": self.budget.state(turn.context_tokens),
-                   "tokens_total": self.trace.tokens_total})
+        self.emit(
+            {"type": "observation", "turn": turn.index, "results": [_observation(self.context, o) for o in outcomes]}
+        )
+        self.emit(
+            {
+                "type": "usage",
+                "turn": turn.index,
+                "context_tokens": turn.context_tokens,
+                "budget": self.budget.total,
+                "state": self.budget.state(turn.context_tokens),
+                "tokens_total": self.trace.tokens_total,
+            }
+        )
 
     # -- the end --------------------------------------------------------------------------------
     def _close(self) -> Trace:
@@ -388,10 +466,16 @@ def _over_cap(context: ContextState, call: ParsedToolCall, allowed: int) -> Tool
 
 def _tool_call(context: ContextState, o: ToolOutcome) -> ToolCall:
     """The trace's record of one outcome."""
-    return ToolCall(name=o.name or o.call.name, arguments=o.arguments if o.arguments else (o.call.arguments or {}),
-                    call_id=o.call.call_id, error=o.error, malformed=o.malformed,
-                    result_chunk_ids=[context.chunks[h].chunk_id for h in o.handles], result_tokens=o.tokens,
-                    ms=round(o.ms, 2))
+    return ToolCall(
+        name=o.name or o.call.name,
+        arguments=o.arguments if o.arguments else (o.call.arguments or {}),
+        call_id=o.call.call_id,
+        error=o.error,
+        malformed=o.malformed,
+        result_chunk_ids=[context.chunks[h].chunk_id for h in o.handles],
+        result_tokens=o.tokens,
+        ms=round(o.ms, 2),
+    )
 
 
 def fuse_traces(traces: list[Trace], *, k: int, rrf_k: int = 60, wall_ms: float = 0.0) -> Trace:
@@ -401,9 +485,19 @@ def fuse_traces(traces: list[Trace], *, k: int, rrf_k: int = 60, wall_ms: float 
     returned = []
     for rank, (cid, score) in enumerate(fused_ids, start=1):
         e = by_id[cid]
-        returned.append(Evidence(chunk_id=cid, doc_id=e.doc_id, score=score, rank=rank, title=e.title,
-                                 source=e.source, text=e.text, justification=e.justification,
-                                 metadata={**e.metadata, "votes": sum(cid in t.returned_chunk_ids for t in traces)}))
+        returned.append(
+            Evidence(
+                chunk_id=cid,
+                doc_id=e.doc_id,
+                score=score,
+                rank=rank,
+                title=e.title,
+                source=e.source,
+                text=e.text,
+                justification=e.justification,
+                metadata={**e.metadata, "votes": sum(cid in t.returned_chunk_ids for t in traces)},
+            )
+        )
     turns: list[Turn] = []
     for t in traces:
         for turn in t.turns:
@@ -412,16 +506,35 @@ def fuse_traces(traces: list[Trace], *, k: int, rrf_k: int = 60, wall_ms: float 
     pruned_any = dict.fromkeys(c for t in traces for c in t.pruned_chunk_ids)
     answers = [t.answer for t in traces if t.answer]
     return Trace(
-        question=first.question, collection=first.collection, policy=f"{first.policy}x{len(traces)}", turns=turns,
+        question=first.question,
+        collection=first.collection,
+        policy=f"{first.policy}x{len(traces)}",
+        turns=turns,
         seen_chunk_ids=list(dict.fromkeys(c for t in traces for c in t.seen_chunk_ids)),
         seen_doc_ids=list(dict.fromkeys(d for t in traces for d in t.seen_doc_ids)),
-        pruned_chunk_ids=[c for c in pruned_any if c not in by_id], returned=returned,
-        answer=answers[0] if answers else None, warnings=list(dict.fromkeys(w for t in traces for w in t.warnings)),
-        stop_reason="finished" if any(t.stop_reason in ("finished", "converged") for t in traces) else first.stop_reason,
-        budget_tokens=first.budget_tokens, tokens_total=sum(t.tokens_total for t in traces),
-        peak_context_tokens=max(t.peak_context_tokens for t in traces), wall_ms=wall_ms or max(t.wall_ms for t in traces),
-        meta={"rollouts": [{"seed": t.meta.get("seed"), "stop_reason": t.stop_reason, "returned": t.returned_chunk_ids,
-                            "turns": len(t.turns), "wall_ms": round(t.wall_ms, 1)} for t in traces]},
+        pruned_chunk_ids=[c for c in pruned_any if c not in by_id],
+        returned=returned,
+        answer=answers[0] if answers else None,
+        warnings=list(dict.fromkeys(w for t in traces for w in t.warnings)),
+        stop_reason="finished"
+        if any(t.stop_reason in ("finished", "converged") for t in traces)
+        else first.stop_reason,
+        budget_tokens=first.budget_tokens,
+        tokens_total=sum(t.tokens_total for t in traces),
+        peak_context_tokens=max(t.peak_context_tokens for t in traces),
+        wall_ms=wall_ms or max(t.wall_ms for t in traces),
+        meta={
+            "rollouts": [
+                {
+                    "seed": t.meta.get("seed"),
+                    "stop_reason": t.stop_reason,
+                    "returned": t.returned_chunk_ids,
+                    "turns": len(t.turns),
+                    "wall_ms": round(t.wall_ms, 1),
+                }
+                for t in traces
+            ]
+        },
     )
 
 
@@ -442,17 +555,38 @@ def _evidence(entries: list[ChunkEntry], scores: list[float]) -> list[Evidence]:
     for rank, (e, score) in enumerate(zip(entries, scores), start=1):
         c = e.chunk
         score = score if not out else min(score, out[-1].score)
-        out.append(Evidence(chunk_id=c.chunk_id, doc_id=c.doc_id, score=round(score, 6), rank=rank, title=c.title,
-                            source=c.source, text=c.text,
-                            metadata={"handle": e.handle, "relevance": round(e.relevance, 4), "tool": e.tool,
-                                      "query": e.query, "pruned": e.pruned}))
+        out.append(
+            Evidence(
+                chunk_id=c.chunk_id,
+                doc_id=c.doc_id,
+                score=round(score, 6),
+                rank=rank,
+                title=c.title,
+                source=c.source,
+                text=c.text,
+                metadata={
+                    "handle": e.handle,
+                    "relevance": round(e.relevance, 4),
+                    "tool": e.tool,
+                    "query": e.query,
+                    "pruned": e.pruned,
+                },
+            )
+        )
     return out
 
 
 def _observation(context: ContextState, o: ToolOutcome) -> dict[str, Any]:
-    return {"tool": o.name, "handles": o.handles, "chunk_ids": [context.chunks[h].chunk_id for h in o.handles],
-            "titles": [context.chunks[h].chunk.title for h in o.handles], "error": o.error, "tokens": o.tokens,
-            "ms": round(o.ms, 1), "content": o.content}
+    return {
+        "tool": o.name,
+        "handles": o.handles,
+        "chunk_ids": [context.chunks[h].chunk_id for h in o.handles],
+        "titles": [context.chunks[h].chunk.title for h in o.handles],
+        "error": o.error,
+        "tokens": o.tokens,
+        "ms": round(o.ms, 1),
+        "content": o.content,
+    }
 
 
 class _Emitter:

@@ -34,8 +34,17 @@ logger = logging.getLogger(__name__)
 class Toolbox:
     """Runs tool calls for one episode."""
 
-    def __init__(self, index: CorpusIndex, context: ContextState, budget: TokenBudget, config: AgentConfig,
-                 vectors: VectorView, question: str, *, where: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        index: CorpusIndex,
+        context: ContextState,
+        budget: TokenBudget,
+        config: AgentConfig,
+        vectors: VectorView,
+        question: str,
+        *,
+        where: dict[str, Any] | None = None,
+    ) -> None:
         self.index = index
         self.context = context
         self.budget = budget
@@ -63,7 +72,9 @@ class Toolbox:
         p = PreparedCall(call=call, name=name, args=dict(call.arguments or {}))
         try:
             if call.error is not None or call.arguments is None:
-                raise ToolRejected(call.error or f"Expected JSON arguments for {call.name}, got {call.raw[:200]!r}", True)
+                raise ToolRejected(
+                    call.error or f"Expected JSON arguments for {call.name}, got {call.raw[:200]!r}", True
+                )
             tool = TOOLS.get(name)
             if tool is None:
                 raise ToolRejected(f"Expected a tool in {list(TOOLS)}, got {call.name!r}", True)
@@ -82,7 +93,9 @@ class Toolbox:
             p.error = ToolRejected(f"{name} failed: {exc.message}", False)
         except Exception as exc:  # a tool bug must not end the episode; the model is told, the log keeps it
             logger.exception("Tool %s failed", name)
-            p.error = ToolRejected(f"{name} failed with an internal error ({type(exc).__name__}); try another call.", False)
+            p.error = ToolRejected(
+                f"{name} failed with an internal error ({type(exc).__name__}); try another call.", False
+            )
         p.ms = (time.perf_counter() - t0) * 1000
         return p
 
@@ -90,7 +103,9 @@ class Toolbox:
         if not value.strip():
             raise ToolRejected(f"Expected a non-empty {key} for {name}, got {value!r}", True)
         if len(value) > self.config.max_arg_chars:
-            raise ToolRejected(f"Expected a {key} of at most {self.config.max_arg_chars} characters, got {len(value)}", True)
+            raise ToolRejected(
+                f"Expected a {key} of at most {self.config.max_arg_chars} characters, got {len(value)}", True
+            )
         return value
 
     def cap_k(self, p: PreparedCall, default: int, cap: int) -> int:
@@ -130,8 +145,9 @@ class Toolbox:
             logger.exception("Tool %s failed while committing", p.name)
             out.error = f"{p.name} failed with an internal error ({type(exc).__name__})"
             out.content = f"Error: {out.error}"
-        msg = self.context.add("tool", out.content, kind="tool", chunk_handles=out.handles,
-                               tool_call_id=p.call.call_id, name=p.name)
+        msg = self.context.add(
+            "tool", out.content, kind="tool", chunk_handles=out.handles, tool_call_id=p.call.call_id, name=p.name
+        )
         out.tokens = msg.fixed_tokens + sum(self.context.chunks[h].tokens for h in out.handles)
         out.ms = p.ms + (time.perf_counter() - t0) * 1000
         return out
@@ -158,8 +174,9 @@ class Toolbox:
                 if keep < 16:
                     break
                 text = cand.chunk.text[: keep * 4].rsplit(" ", 1)[0] + " …"
-            entry = self.context.register(cand.chunk, relevance=cand.relevance, score=cand.score, tool=p.name,
-                                          query=query, turn=turn, text=text)
+            entry = self.context.register(
+                cand.chunk, relevance=cand.relevance, score=cand.score, tool=p.name, query=query, turn=turn, text=text
+            )
             spent += entry.tokens
             out.handles.append(entry.handle)
         n = len(out.handles)

@@ -40,8 +40,9 @@ class CliBenchConfig:
     warmup: int = field(default=1, metadata={"help": "Unmeasured runs per command first."})
     collection: str = field(default="sample", metadata={"help": "Collection the retrieve commands query."})
     sieve: str = field(default="", metadata={"help": "The sieve executable (default: the one beside this Python)."})
-    data_dir: str = field(default="", metadata={
-        "help": "--data-dir for --sieve (default: its SIEVE_DATA_DIR or default folder)."})
+    data_dir: str = field(
+        default="", metadata={"help": "--data-dir for --sieve (default: its SIEVE_DATA_DIR or default folder)."}
+    )
     baseline: str = field(default="", metadata={"help": "A second sieve executable to compare with (before)."})
     baseline_data_dir: str = field(default="", metadata={"help": "--data-dir for --baseline."})
     commands: str = field(default="help,collections,bm25,dense,hybrid,search", metadata={"help": "Which rows to run."})
@@ -105,8 +106,13 @@ def time_pair(after: list[str], before: list[str] | None, cfg: CliBenchConfig) -
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     for f in fields(CliBenchConfig):
-        parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=type(f.default), default=f.default,
-                            help=f.metadata["help"])
+        parser.add_argument(
+            "--" + f.name.replace("_", "-"),
+            dest=f.name,
+            type=type(f.default),
+            default=f.default,
+            help=f.metadata["help"],
+        )
     cfg = CliBenchConfig(**vars(parser.parse_args(argv)))
     exe, base = sieve_executable(cfg.sieve), cfg.baseline
     load = os.getloadavg()[0]

@@ -94,8 +94,9 @@ def reference_texts(hotpotqa: Path, n: int = REFERENCE_PASSAGES) -> list[str]:
     return [passage_text(str(r.get("title") or ""), r["text"]) for r in rows]
 
 
-def prepare_fp16(out: Path, source: Path | None = None, hotpotqa: Path = HOTPOTQA,
-                 reference_passages: int = REFERENCE_PASSAGES) -> int:
+def prepare_fp16(
+    out: Path, source: Path | None = None, hotpotqa: Path = HOTPOTQA, reference_passages: int = REFERENCE_PASSAGES
+) -> int:
     """Write a float16 copy of the embedder ``source`` (default: the bundled MiniLM) to ``out``; returns its bytes.
 
     Beside the weights goes ``sieve_reference.npz``: ``reference_passages`` HotpotQA passages and
@@ -178,8 +179,20 @@ def sieve_command() -> list[str]:
 
 
 def _index_args(corpus: Corpus, data_dir: Path, embedder: Path | None, device: str) -> list[str]:
-    args = [*sieve_command(), "index", str(corpus.path), "--data-dir", str(data_dir), "--collection",
-            _collection(corpus), "--device", device, "--embed-backend", "torch", "--json"]
+    args = [
+        *sieve_command(),
+        "index",
+        str(corpus.path),
+        "--data-dir",
+        str(data_dir),
+        "--collection",
+        _collection(corpus),
+        "--device",
+        device,
+        "--embed-backend",
+        "torch",
+        "--json",
+    ]
     return args + (["--embedder", str(embedder)] if embedder else [])
 
 
@@ -192,8 +205,12 @@ def _config(data_dir: Path, embedder: Path | None, device: str) -> object:
 
     config = RetrieverConfig(data_dir=data_dir, embed_backend="torch", device=device)  # type: ignore[arg-type]
     if embedder:  # validated like any other field: the path must hold a model
-        config = RetrieverConfig(data_dir=data_dir, embed_backend="torch", device=device,  # type: ignore[arg-type]
-                                 embedder_path=str(embedder))
+        config = RetrieverConfig(
+            data_dir=data_dir,
+            embed_backend="torch",
+            device=device,  # type: ignore[arg-type]
+            embedder_path=str(embedder),
+        )
     return config
 
 
@@ -231,8 +248,9 @@ def check(corpus: Corpus, data_dir: Path, embedder: Path | None, device: str, ti
     t0 = time.perf_counter()
     timed_out, out = False, {}
     try:
-        res = subprocess.run(_index_args(corpus, data_dir, embedder, device), capture_output=True, text=True,
-                             timeout=max(timeout_s, 1))
+        res = subprocess.run(
+            _index_args(corpus, data_dir, embedder, device), capture_output=True, text=True, timeout=max(timeout_s, 1)
+        )
     except subprocess.TimeoutExpired:
         timed_out = True
     else:
@@ -244,8 +262,17 @@ def check(corpus: Corpus, data_dir: Path, embedder: Path | None, device: str, ti
     p50 = p95 = None
     if not timed_out and chunks:
         p50, p95 = time_queries(data_dir, corpus, embedder, device)
-    return CheckRow(corpus.name, out.get("device") if out else device, corpus.docs, chunks, round(wall, 2),
-                    round(chunks / wall, 1) if wall else 0.0, p50, p95, timed_out)
+    return CheckRow(
+        corpus.name,
+        out.get("device") if out else device,
+        corpus.docs,
+        chunks,
+        round(wall, 2),
+        round(chunks / wall, 1) if wall else 0.0,
+        p50,
+        p95,
+        timed_out,
+    )
 
 
 def compare_reference(folder: Path, device: str) -> dict[str, object]:
@@ -260,8 +287,13 @@ def compare_reference(folder: Path, device: str) -> dict[str, object]:
     embedder = Embedder.load(str(folder), backend="torch", device=device)
     got = embedder.embed_passages(texts)
     cos = np.sum(got * want, axis=1)
-    return {"check": "vs_cpu_float32", "device": embedder.device_choice.device, "passages": len(texts),
-            "min_cosine": round(float(cos.min()), 7), "mean_cosine": round(float(cos.mean()), 7)}
+    return {
+        "check": "vs_cpu_float32",
+        "device": embedder.device_choice.device,
+        "passages": len(texts),
+        "min_cosine": round(float(cos.min()), 7),
+        "mean_cosine": round(float(cos.mean()), 7),
+    }
 
 
 # -- command line --------------------------------------------------------------------------------
@@ -271,8 +303,12 @@ def main(argv: list[str] | None = None) -> int:
     prep = sub.add_parser("prepare", help="write a float16 copy of the bundled MiniLM (runs on a CPU)")
     prep.add_argument("--out", type=Path, required=True, help="folder to write the copy into")
     prep.add_argument("--hotpotqa", type=Path, default=HOTPOTQA, help="folder with corpus.jsonl (reference passages)")
-    prep.add_argument("--reference-passages", type=int, default=REFERENCE_PASSAGES,
-                      help="HotpotQA passages whose CPU float32 vectors the GPU run compares with")
+    prep.add_argument(
+        "--reference-passages",
+        type=int,
+        default=REFERENCE_PASSAGES,
+        help="HotpotQA passages whose CPU float32 vectors the GPU run compares with",
+    )
     run = sub.add_parser("run", help="index and query each corpus, one JSON line per corpus")
     run.add_argument("--sizes", default="hotpotqa,100000", help="hotpotqa | hotpotqa:N | N (synthetic) | small")
     run.add_argument("--device", default="cuda", choices=("auto", "cpu", "cuda"))

@@ -21,8 +21,15 @@ def _rate(n: int, seconds: float) -> str:
     return f"{n / seconds:.2f}" if seconds > 0 else "-"
 
 
-def bench(collection: str, tasks_path: Path, policy_path: Path | None, n_tasks: int, group: int, epochs: int,
-          data_dir: Path | None) -> list[tuple[str, str, str]]:
+def bench(
+    collection: str,
+    tasks_path: Path,
+    policy_path: Path | None,
+    n_tasks: int,
+    group: int,
+    epochs: int,
+    data_dir: Path | None,
+) -> list[tuple[str, str, str]]:
     import torch
 
     from sieve.agent import AgentConfig, SearchAgent, make_policy
@@ -47,8 +54,13 @@ def bench(collection: str, tasks_path: Path, policy_path: Path | None, n_tasks: 
         traces = [agent.run(t["question"]) for t in tasks]
         dt = time.perf_counter() - t0
         searches = sum(t.n_searches for t in traces) / len(traces)
-        rows.append((f"served, {name} (greedy, no cache)", f"{_rate(len(tasks), dt)} episodes/s",
-                     f"{dt / len(tasks) * 1000:.0f} ms/episode, {searches:.1f} searches/episode"))
+        rows.append(
+            (
+                f"served, {name} (greedy, no cache)",
+                f"{_rate(len(tasks), dt)} episodes/s",
+                f"{dt / len(tasks) * 1000:.0f} ms/episode, {searches:.1f} searches/episode",
+            )
+        )
     cached = CachedIndex(index)
     policy = LearnedPolicy.load(policy_path, sample=True, record=True, temperature=1.5)
     policy.prefetch = cached.embedder.embed_queries
@@ -65,17 +77,26 @@ def bench(collection: str, tasks_path: Path, policy_path: Path | None, n_tasks: 
         rollouts += run_group(agent, policy, task, gi, [gi * 1000 + j for j in range(1, group)], RewardConfig(), 0.0)
         t_cold, t_warm = t_cold + (t1 - t0), t_warm + (time.perf_counter() - t1)
     rows.append(("training, 1st rollout of a task (cache cold)", f"{_rate(len(tasks), t_cold)} episodes/s", ""))
-    rows.append((f"training, rollouts 2..{group} (cache warm)", f"{_rate(len(tasks) * (group - 1), t_warm)} episodes/s",
-                 f"cache hit rate {cached.hits / max(1, cached.hits + cached.misses):.0%}"))
+    rows.append(
+        (
+            f"training, rollouts 2..{group} (cache warm)",
+            f"{_rate(len(tasks) * (group - 1), t_warm)} episodes/s",
+            f"cache hit rate {cached.hits / max(1, cached.hits + cached.misses):.0%}",
+        )
+    )
     opt = torch.optim.Adam(policy.net.parameters(), lr=1e-3)
     t0 = time.perf_counter()
     update(policy.net, opt, rollouts, epochs=epochs, clip=0.2, entropy_coef=0.003, max_grad_norm=1.0)
     dt = time.perf_counter() - t0
     n_dec = sum(len(r.decisions) for r in rollouts)
-    rows.append((f"update: {epochs} optimiser steps on {len(rollouts)} episodes", f"{dt:.2f} s",
-                 f"{n_dec} decisions"))
-    rows.append((f"one GRPO update ({len(tasks)} tasks x {group} rollouts + optimiser)",
-                 f"{t_cold + t_warm + dt:.1f} s", f"rollouts {t_cold + t_warm:.1f} s + update {dt:.2f} s"))
+    rows.append((f"update: {epochs} optimiser steps on {len(rollouts)} episodes", f"{dt:.2f} s", f"{n_dec} decisions"))
+    rows.append(
+        (
+            f"one GRPO update ({len(tasks)} tasks x {group} rollouts + optimiser)",
+            f"{t_cold + t_warm + dt:.1f} s",
+            f"rollouts {t_cold + t_warm:.1f} s + update {dt:.2f} s",
+        )
+    )
     return rows
 
 
@@ -93,10 +114,13 @@ def main(argv: list[str] | None = None) -> None:
 
     prepare_runtime()
     load = os.getloadavg()
-    rows = bench(args.collection, args.tasks, args.policy_path, args.tasks_per_update, args.group, args.epochs,
-                 args.data_dir)
-    print(f"\nLoad average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; after: "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)\n")
+    rows = bench(
+        args.collection, args.tasks, args.policy_path, args.tasks_per_update, args.group, args.epochs, args.data_dir
+    )
+    print(
+        f"\nLoad average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; after: "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)\n"
+    )
     print("| what | rate / time | detail |\n|---|---:|---|")
     for r in rows:
         print(f"| {r[0]} | {r[1]} | {r[2]} |")

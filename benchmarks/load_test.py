@@ -100,8 +100,9 @@ async def _sample_rss(pid: int | None, t0: float, out: list[tuple[float, float]]
         await asyncio.sleep(every_s)
 
 
-async def run_cell(url: str, endpoint: str, clients: int, n: int, queries: list[str], body: dict,
-                   server_pid: int | None = None) -> Cell:
+async def run_cell(
+    url: str, endpoint: str, clients: int, n: int, queries: list[str], body: dict, server_pid: int | None = None
+) -> Cell:
     import httpx
 
     accepted: list[float] = []
@@ -135,8 +136,17 @@ async def run_cell(url: str, endpoint: str, clients: int, n: int, queries: list[
     m = rss_mib(server_pid)
     if m is not None:
         rss.append((round(seconds, 2), round(m, 1)))
-    return Cell(endpoint, clients, n, seconds, dict(sorted(codes.items())), _pct(accepted, 50),
-                _pct(accepted, 95), _pct(refused, 95), rss)
+    return Cell(
+        endpoint,
+        clients,
+        n,
+        seconds,
+        dict(sorted(codes.items())),
+        _pct(accepted, 50),
+        _pct(accepted, 95),
+        _pct(refused, 95),
+        rss,
+    )
 
 
 def _env(data_dir: Path, chroma_url: str | None) -> dict[str, str]:
@@ -168,8 +178,11 @@ def start_chroma(path: Path) -> tuple[subprocess.Popen, str]:
     if exe is None:
         raise RuntimeError("the `chroma` CLI (shipped with chromadb) is not on PATH")
     port = free_port()
-    proc = subprocess.Popen([exe, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [exe, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     wait_healthy(proc, f"{url}/api/v2/heartbeat", "chroma run", 60)
     return proc, url
@@ -178,19 +191,39 @@ def start_chroma(path: Path) -> tuple[subprocess.Popen, str]:
 def index_sample(data_dir: Path, collection: str, chroma_url: str | None, extra: list[str]) -> None:
     """Index the sample corpus (idempotent: a second call writes nothing)."""
     logger.info("Indexing the sample corpus into %s", chroma_url or data_dir)
-    subprocess.run([*_CLI, "index", str(SAMPLE_DIR / "corpus.jsonl"), "-c", collection, "--json", *extra],
-                   env=_env(data_dir, chroma_url), check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [*_CLI, "index", str(SAMPLE_DIR / "corpus.jsonl"), "-c", collection, "--json", *extra],
+        env=_env(data_dir, chroma_url),
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
-def start_server(data_dir: Path, collection: str, chroma_url: str | None = None, workers: int = 1,
-                 extra: list[str] | None = None) -> tuple[subprocess.Popen, str]:
+def start_server(
+    data_dir: Path, collection: str, chroma_url: str | None = None, workers: int = 1, extra: list[str] | None = None
+) -> tuple[subprocess.Popen, str]:
     """Index the sample corpus (once per store) and start ``sieve serve --workers N`` on a free port."""
     embed = [a for a in extra or [] if a == "--bf16" or a.startswith("--embed-")]  # `index` takes these too
     index_sample(data_dir, collection, chroma_url, embed)
     port = free_port()
-    proc = subprocess.Popen([*_CLI, "serve", "--port", str(port), "-c", collection, "--preload", collection,
-                             "--workers", str(workers), "--log-level", "warning", *(extra or [])],
-                            env=_env(data_dir, chroma_url))
+    proc = subprocess.Popen(
+        [
+            *_CLI,
+            "serve",
+            "--port",
+            str(port),
+            "-c",
+            collection,
+            "--preload",
+            collection,
+            "--workers",
+            str(workers),
+            "--log-level",
+            "warning",
+            *(extra or []),
+        ],
+        env=_env(data_dir, chroma_url),
+    )
     url = f"http://127.0.0.1:{port}"
     wait_healthy(proc, url + "/healthz", f"sieve serve --workers {workers}")
     return proc, url
@@ -202,12 +235,17 @@ def _codes(codes: dict[str, int]) -> str:
 
 def markdown_table(cells: list[Cell]) -> str:
     """The cells as a Markdown table (for reports)."""
-    rows = ["| endpoint | clients | requests | codes | ok req/s | p50 ms (200) | p95 ms (200) | p95 ms (429/503) "
-            "| RSS MiB start→max→end |", "|---|---:|---:|---|---:|---:|---:|---:|---:|"]
+    rows = [
+        "| endpoint | clients | requests | codes | ok req/s | p50 ms (200) | p95 ms (200) | p95 ms (429/503) "
+        "| RSS MiB start→max→end |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|",
+    ]
     for c in cells:
         rss = f"{c.rss_mb[0][1]:.0f}→{c.rss_max_mb:.0f}→{c.rss_mb[-1][1]:.0f}" if c.rss_mb else "-"
-        rows.append(f"| {c.endpoint} | {c.clients} | {c.requests} | {_codes(c.codes)} | {c.rps:.1f} | {c.p50_ms:.0f} "
-                    f"| {c.p95_ms:.0f} | {c.refused_p95_ms:.0f} | {rss} |")
+        rows.append(
+            f"| {c.endpoint} | {c.clients} | {c.requests} | {_codes(c.codes)} | {c.rps:.1f} | {c.p50_ms:.0f} "
+            f"| {c.p95_ms:.0f} | {c.refused_p95_ms:.0f} | {rss} |"
+        )
     return "\n".join(rows)
 
 
@@ -216,30 +254,57 @@ def print_table(cells: list[Cell], title: str) -> None:
     from rich.table import Table
 
     table = Table(title=title)
-    cols = ("endpoint", "clients", "requests", "codes", "ok req/s", "p50 ms (200)", "p95 ms (200)",
-            "p95 ms (429/503)", "RSS MiB start→max→end")
+    cols = (
+        "endpoint",
+        "clients",
+        "requests",
+        "codes",
+        "ok req/s",
+        "p50 ms (200)",
+        "p95 ms (200)",
+        "p95 ms (429/503)",
+        "RSS MiB start→max→end",
+    )
     for col in cols:
         table.add_column(col, justify="left" if col in ("endpoint", "codes") else "right")
     for c in cells:
         rss = f"{c.rss_mb[0][1]:.0f}→{c.rss_max_mb:.0f}→{c.rss_mb[-1][1]:.0f}" if c.rss_mb else "-"
-        table.add_row(c.endpoint, str(c.clients), str(c.requests), _codes(c.codes), f"{c.rps:.1f}",
-                      f"{c.p50_ms:.0f}", f"{c.p95_ms:.0f}", f"{c.refused_p95_ms:.0f}", rss)
+        table.add_row(
+            c.endpoint,
+            str(c.clients),
+            str(c.requests),
+            _codes(c.codes),
+            f"{c.rps:.1f}",
+            f"{c.p50_ms:.0f}",
+            f"{c.p95_ms:.0f}",
+            f"{c.refused_p95_ms:.0f}",
+            rss,
+        )
     Console(width=160).print(table)
 
 
 def measure(url: str, args: argparse.Namespace, queries: list[str], pid: int | None) -> list[Cell]:
     """Every (endpoint, concurrency) cell against ``url``, after a warm-up that reaches every worker."""
-    plans = [("/v1/retrieve", args.retrieve_requests, {"collection": args.collection, "k": args.k}),
-             ("/v1/search", args.search_requests, {"collection": args.collection, "k": args.k})]
+    plans = [
+        ("/v1/retrieve", args.retrieve_requests, {"collection": args.collection, "k": args.k}),
+        ("/v1/search", args.search_requests, {"collection": args.collection, "k": args.k}),
+    ]
     for endpoint, _, body in plans:  # first-query costs (BM25 load, caches) of every worker stay out of the table
         asyncio.run(run_cell(url, endpoint, 8, 16, queries, body))
     cells = []
     for endpoint, n, body in plans:
         for c in [int(x) for x in args.clients.split(",")]:
             cell = asyncio.run(run_cell(url, endpoint, c, max(n, 2 * c), queries, body, pid))
-            logger.info("%s x%d: %s; p50 %.0f ms, p95 %.0f ms (200); refused p95 %.0f ms; RSS max %.0f MiB",
-                        endpoint, c, _codes(cell.codes), cell.p50_ms, cell.p95_ms, cell.refused_p95_ms,
-                        cell.rss_max_mb)
+            logger.info(
+                "%s x%d: %s; p50 %.0f ms, p95 %.0f ms (200); refused p95 %.0f ms; RSS max %.0f MiB",
+                endpoint,
+                c,
+                _codes(cell.codes),
+                cell.p50_ms,
+                cell.p95_ms,
+                cell.refused_p95_ms,
+                cell.rss_max_mb,
+            )
             cells.append(cell)
     return cells
 
@@ -253,8 +318,9 @@ def measure_started(args: argparse.Namespace, queries: list[str]) -> dict[int, l
         chroma = start_chroma(Path(tmp) / "chroma") if max(counts) > 1 else None
         try:
             for workers in counts:
-                proc, url = start_server(data_dir, args.collection, chroma[1] if chroma else None, workers,
-                                         args.serve_arg)
+                proc, url = start_server(
+                    data_dir, args.collection, chroma[1] if chroma else None, workers, args.serve_arg
+                )
                 try:
                     results[workers] = measure(url, args, queries, proc.pid)
                 finally:
@@ -271,20 +337,30 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Latency, status codes and server RSS of /v1/retrieve and /v1/search.")
     parser.add_argument("--url", help="A running server (default: start one on a free loopback port).")
     parser.add_argument("--server-pid", type=int, help="With --url: the server's pid, to sample its RSS.")
-    parser.add_argument("--workers", default="1", help="Comma-separated `sieve serve --workers` counts to start "
-                                                       "and compare, e.g. 1,2 (any > 1 adds a `chroma run` store "
-                                                       "that every count then uses).")
+    parser.add_argument(
+        "--workers",
+        default="1",
+        help="Comma-separated `sieve serve --workers` counts to start "
+        "and compare, e.g. 1,2 (any > 1 adds a `chroma run` store "
+        "that every count then uses).",
+    )
     parser.add_argument("--collection", default="sample")
     parser.add_argument("--data-dir", type=Path, help="Data folder for the started server (default: a temp dir).")
     parser.add_argument("--clients", default="1,8,32,64", help="Comma-separated concurrency levels.")
-    parser.add_argument("--retrieve-requests", type=int, default=96, help="Requests per /v1/retrieve cell (at least "
-                                                                          "2 per client).")
-    parser.add_argument("--search-requests", type=int, default=64, help="Requests per /v1/search cell (at least "
-                                                                        "2 per client).")
+    parser.add_argument(
+        "--retrieve-requests", type=int, default=96, help="Requests per /v1/retrieve cell (at least 2 per client)."
+    )
+    parser.add_argument(
+        "--search-requests", type=int, default=64, help="Requests per /v1/search cell (at least 2 per client)."
+    )
     parser.add_argument("--k", type=int, default=10)
-    parser.add_argument("--serve-arg", action="append", default=[],
-                        help="Extra `sieve serve` argument for the started server (repeatable); the embedder's "
-                             "(--embed-backend=..., --embed-dtype=..., --bf16) also reach `sieve index`.")
+    parser.add_argument(
+        "--serve-arg",
+        action="append",
+        default=[],
+        help="Extra `sieve serve` argument for the started server (repeatable); the embedder's "
+        "(--embed-backend=..., --embed-dtype=..., --bf16) also reach `sieve index`.",
+    )
     parser.add_argument("--json", type=Path, help="Also write the cells (with the RSS series) as JSON here.")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -297,12 +373,16 @@ def main(argv: list[str] | None = None) -> int:
         results = measure_started(args, queries)
     for workers, cells in results.items():
         where = args.url or f"{workers} worker(s)"
-        print_table(cells, f"Sieve HTTP load ({os.cpu_count()} CPUs, {where}, heuristic policy, k={args.k}; "
-                           f"load average {load0:.1f} -> {os.getloadavg()[0]:.1f})")
+        print_table(
+            cells,
+            f"Sieve HTTP load ({os.cpu_count()} CPUs, {where}, heuristic policy, k={args.k}; "
+            f"load average {load0:.1f} -> {os.getloadavg()[0]:.1f})",
+        )
         print(markdown_table(cells))
     if args.json:
-        args.json.write_text(json.dumps({w: [{**asdict(c), "rps": c.rps} for c in cells]
-                                         for w, cells in results.items()}, indent=2))
+        args.json.write_text(
+            json.dumps({w: [{**asdict(c), "rps": c.rps} for c in cells] for w, cells in results.items()}, indent=2)
+        )
     # Refusals (429/503) are the server working as designed; anything else is a failure.
     return 1 if any(set(c.codes) - {"200", "429", "503"} for cells in results.values() for c in cells) else 0
 

@@ -63,16 +63,27 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("-k", type=int, default=10, help="Returned-set size (documents).")
     ap.add_argument("--budget", type=int, default=8192)
     ap.add_argument("--rollouts", type=int, default=1)
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="Override a HeuristicConfig field (repeatable), e.g. --set hop_k=4.")
-    ap.add_argument("--agent-set", action="append", default=[], metavar="KEY=VALUE",
-                    help="Override an AgentConfig field (repeatable), e.g. --agent-set search_k=15.")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Override a HeuristicConfig field (repeatable), e.g. --set hop_k=4.",
+    )
+    ap.add_argument(
+        "--agent-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Override an AgentConfig field (repeatable), e.g. --agent-set search_k=15.",
+    )
     ap.add_argument("--json", action="store_true", help="Print the result row as JSON too.")
     return ap
 
 
-def _score(rows: dict[str, list[float]], docs: list[str], seen: list[str], gold: set[str], k: int, searches: int,
-           ms: float) -> None:
+def _score(
+    rows: dict[str, list[float]], docs: list[str], seen: list[str], gold: set[str], k: int, searches: int, ms: float
+) -> None:
     """Add one task's figures to a system's rows."""
     rows["r5"].append(_recall(docs, gold, 5))
     rows["r10"].append(_recall(docs, gold, k))
@@ -90,8 +101,9 @@ def _agents(args: argparse.Namespace, index: Any) -> dict[str, Any]:
     for policy in [p.strip() for p in args.policies.split(",") if p.strip()]:
         for floor in [f.strip() for f in args.floors.split(",") if f.strip()]:
             config = AgentConfig(k=args.k, budget_tokens=args.budget, heuristic=heur, **_parse_sets(args.agent_set))
-            fc = dataclasses.replace(config.floor, enabled=floor != "off",
-                                     method=floor if floor != "off" else config.floor.method)
+            fc = dataclasses.replace(
+                config.floor, enabled=floor != "off", method=floor if floor != "off" else config.floor.method
+            )
             config = dataclasses.replace(config, floor=fc)
             agents[f"{policy}/{floor}"] = SearchAgent.with_policy(index, policy, config)
     return agents
@@ -112,8 +124,15 @@ def run(args: argparse.Namespace, tasks: list[dict[str, Any]]) -> dict[str, dict
         for name, agent in agents.items():
             t0 = time.perf_counter()
             trace = agent.run_fused(task["question"], args.rollouts, group_by_doc=True)
-            _score(rows[name], trace.returned_doc_ids[: args.k], list(trace.seen_doc_ids), gold, args.k,
-                   trace.n_searches, (time.perf_counter() - t0) * 1000)
+            _score(
+                rows[name],
+                trace.returned_doc_ids[: args.k],
+                list(trace.seen_doc_ids),
+                gold,
+                args.k,
+                trace.n_searches,
+                (time.perf_counter() - t0) * 1000,
+            )
     return rows
 
 
@@ -122,7 +141,9 @@ def _print(args: argparse.Namespace, n_tasks: int, rows: dict[str, dict[str, lis
 
     out = sys.stdout
     out.write(f"\n{args.data.name}: {n_tasks} tasks, k={args.k}, budget={args.budget}, rollouts={args.rollouts}\n\n")
-    out.write(f"| system | recall@5 | recall@{args.k} | all-gold@{args.k} | seen-recall | searches | p50 ms | p95 ms |\n")
+    out.write(
+        f"| system | recall@5 | recall@{args.k} | all-gold@{args.k} | seen-recall | searches | p50 ms | p95 ms |\n"
+    )
     out.write("|---|---:|---:|---:|---:|---:|---:|---:|\n")
     table = {}
     for name, r in rows.items():
@@ -131,8 +152,10 @@ def _print(args: argparse.Namespace, n_tasks: int, rows: dict[str, dict[str, lis
         m["p50"] = percentile(r["ms"], 50) if r["ms"] else 0.0
         m["p95"] = percentile(r["ms"], 95) if r["ms"] else 0.0
         table[name] = {key: round(v, 4) for key, v in m.items()}
-        out.write(f"| {name} | {m['r5']:.3f} | {m['r10']:.3f} | {m['all']:.3f} | {m['seen']:.3f} | "
-                  f"{m['searches']:.1f} | {m['p50']:.0f} | {m['p95']:.0f} |\n")
+        out.write(
+            f"| {name} | {m['r5']:.3f} | {m['r10']:.3f} | {m['all']:.3f} | {m['seen']:.3f} | "
+            f"{m['searches']:.1f} | {m['p50']:.0f} | {m['p95']:.0f} |\n"
+        )
     if args.json:
         out.write(json.dumps({"data": args.data.name, "tasks": n_tasks, **table}) + "\n")
 
@@ -145,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
 
     prepare_runtime()
 
-    tasks = read_tasks(args.data / "tasks.jsonl")[args.offset:]
+    tasks = read_tasks(args.data / "tasks.jsonl")[args.offset :]
     if args.limit:
         tasks = tasks[: args.limit]
     _print(args, len(tasks), run(args, tasks))

@@ -54,26 +54,47 @@ SHARED_EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"
 
 @dataclass
 class BenchConfig:
-    sizes: str = field(default="10000,100000", metadata={"help": "Comma-separated synthetic collection sizes (chunks)."})
+    sizes: str = field(
+        default="10000,100000", metadata={"help": "Comma-separated synthetic collection sizes (chunks)."}
+    )
     queries: int = field(default=100, metadata={"help": "Timed queries per mode and size."})
     grep_queries: int = field(default=20, metadata={"help": "Timed grep calls per size (regex scans are slower)."})
     k: int = field(default=10, metadata={"help": "Results per query."})
     passages: int = field(default=300, metadata={"help": "Real HotpotQA passages indexed for the throughput rows."})
     hotpotqa: str = field(default=str(SHARED_EVAL / "hotpotqa"), metadata={"help": "HotpotQA folder (corpus.jsonl)."})
-    recall_data: str = field(default=str(SHARED_EVAL / "2wikimultihopqa"),
-                             metadata={"help": "Folder with corpus.jsonl + tasks.jsonl for the bf16 recall rows."})
-    parts: str = field(default="backends,latency", metadata={"help": "Which parts to run: backends, latency, "
-                                                                           "throughput, recall."})
-    backends: str = field(default="torch/float32,torch/bfloat16,onnx/float32,onnx/int8",
-                          metadata={"help": "backend/dtype pairs of the backend table (the first is the baseline)."})
-    backend_data: str = field(default=f"{SHARED_EVAL / '2wikimultihopqa'},{SHARED_EVAL / 'hotpotqa'}",
-                              metadata={"help": "Comma-separated folders (corpus.jsonl + tasks.jsonl) of the backend "
-                                                "table; each is indexed whole by every backend."})
-    limit_passages: int = field(default=0, metadata={"help": "Backend table on the first N passages of each corpus "
-                                                             "and the tasks whose gold passages all lie in them "
-                                                             "(0 = whole corpora)."})
-    model_dir: str = field(default="", metadata={"help": "Where ONNX exports are cached (default: $SIEVE_MODEL_DIR, "
-                                                         "else the user's data dir's models folder)."})
+    recall_data: str = field(
+        default=str(SHARED_EVAL / "2wikimultihopqa"),
+        metadata={"help": "Folder with corpus.jsonl + tasks.jsonl for the bf16 recall rows."},
+    )
+    parts: str = field(
+        default="backends,latency", metadata={"help": "Which parts to run: backends, latency, throughput, recall."}
+    )
+    backends: str = field(
+        default="torch/float32,torch/bfloat16,onnx/float32,onnx/int8",
+        metadata={"help": "backend/dtype pairs of the backend table (the first is the baseline)."},
+    )
+    backend_data: str = field(
+        default=f"{SHARED_EVAL / '2wikimultihopqa'},{SHARED_EVAL / 'hotpotqa'}",
+        metadata={
+            "help": "Comma-separated folders (corpus.jsonl + tasks.jsonl) of the backend "
+            "table; each is indexed whole by every backend."
+        },
+    )
+    limit_passages: int = field(
+        default=0,
+        metadata={
+            "help": "Backend table on the first N passages of each corpus "
+            "and the tasks whose gold passages all lie in them "
+            "(0 = whole corpora)."
+        },
+    )
+    model_dir: str = field(
+        default="",
+        metadata={
+            "help": "Where ONNX exports are cached (default: $SIEVE_MODEL_DIR, "
+            "else the user's data dir's models folder)."
+        },
+    )
     data_dir: str = field(default="", metadata={"help": "Scratch folder (default: a temporary one, removed after)."})
     out: str = field(default="", metadata={"help": "Also write the results as JSON to this file."})
     seed: int = field(default=0, metadata={"help": "Seed of the synthetic corpus and queries."})
@@ -108,8 +129,13 @@ def time_calls(fn: Callable[[str], Any], queries: Sequence[str], warmup: int = 3
         fn(q)
         ms.append((time.perf_counter() - t0) * 1000)
         cpu.append((time.process_time() - c0) * 1000)
-    return {"p50_ms": percentile(ms, 50), "p95_ms": percentile(ms, 95), "mean_ms": float(np.mean(ms)),
-            "cpu_p50_ms": percentile(cpu, 50), "n": len(ms)}
+    return {
+        "p50_ms": percentile(ms, 50),
+        "p95_ms": percentile(ms, 95),
+        "mean_ms": float(np.mean(ms)),
+        "cpu_p50_ms": percentile(cpu, 50),
+        "n": len(ms),
+    }
 
 
 # -- synthetic corpus ---------------------------------------------------------------------------
@@ -153,9 +179,20 @@ def fill_synthetic(index: CorpusIndex, n_chunks: int, text: SyntheticText, dim: 
             chunks = []
             for i in range(start, min(start + 5000, n_chunks)):
                 body = text.passage(text.rng.randint(80, 160))  # ~ a 200-token chunk
-                chunks.append(Chunk(chunk_id=f"syn-{i}#0", doc_id=f"syn-{i}", position=0, text=body,
-                                    title=f"Doc {i}", source="synthetic", char_start=0, char_end=len(body),
-                                    n_tokens=0, metadata={"topic": topics[i % 4]}))
+                chunks.append(
+                    Chunk(
+                        chunk_id=f"syn-{i}#0",
+                        doc_id=f"syn-{i}",
+                        position=0,
+                        text=body,
+                        title=f"Doc {i}",
+                        source="synthetic",
+                        char_start=0,
+                        char_end=len(body),
+                        n_tokens=0,
+                        metadata={"topic": topics[i % 4]},
+                    )
+                )
             vecs = rng.standard_normal((len(chunks), dim)).astype(np.float32)
             vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
             yield chunks, vecs
@@ -176,8 +213,11 @@ def bench_latency(cfg: BenchConfig, data_dir: Path, embedder: Embedder) -> list[
 
     rows = []
     for size in [int(s) for s in cfg.sizes.split(",") if s.strip()]:
-        rcfg = RetrieverConfig(data_dir=data_dir, embed_backend=embedder.backend,  # type: ignore[arg-type]
-                               embed_dtype=embedder.dtype)  # type: ignore[arg-type]
+        rcfg = RetrieverConfig(
+            data_dir=data_dir,
+            embed_backend=embedder.backend,  # type: ignore[arg-type]
+            embed_dtype=embedder.dtype,  # type: ignore[arg-type]
+        )
         name = f"bench-{size}"
         index = CorpusIndex.open(rcfg, name, create=True, embedder=embedder)
         text = SyntheticText(cfg.seed + size)
@@ -245,9 +285,17 @@ def bench_throughput(cfg: BenchConfig, data_dir: Path, embedders: dict[str, Embe
         t0 = time.perf_counter()
         emb.embed_passages(texts)
         embed_s = time.perf_counter() - t0
-        rows.append({"dtype": dtype, "passages": len(docs), "chunks": report.chunks_written,
-                     "seconds": report.seconds, "chunks_per_s": report.chunks_per_second,
-                     "embed_only_chunks_per_s": len(texts) / embed_s, "peak_rss_mib": peak_rss_mib()})
+        rows.append(
+            {
+                "dtype": dtype,
+                "passages": len(docs),
+                "chunks": report.chunks_written,
+                "seconds": report.seconds,
+                "chunks_per_s": report.chunks_per_second,
+                "embed_only_chunks_per_s": len(texts) / embed_s,
+                "peak_rss_mib": peak_rss_mib(),
+            }
+        )
     return rows
 
 
@@ -273,11 +321,19 @@ def bench_recall(cfg: BenchConfig, data_dir: Path, embedders: dict[str, Embedder
             for k in recalls:
                 recalls[k].append(recall_at_k(returned, t["gold_ids"], k))
         first = first or tops
-        rows.append({"dtype": dtype, "passages": len(docs), "chunks": report.chunks_written, "tasks": len(tasks),
-                     "recall@10": float(np.mean(recalls[10])), "recall@5": float(np.mean(recalls[5])),
-                     "same_top10": float(np.mean([a == b for a, b in zip(tops, first)])),
-                     "top10_overlap": float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(tops, first)])),
-                     "index_chunks_per_s": report.chunks_per_second})
+        rows.append(
+            {
+                "dtype": dtype,
+                "passages": len(docs),
+                "chunks": report.chunks_written,
+                "tasks": len(tasks),
+                "recall@10": float(np.mean(recalls[10])),
+                "recall@5": float(np.mean(recalls[5])),
+                "same_top10": float(np.mean([a == b for a, b in zip(tops, first)])),
+                "top10_overlap": float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(tops, first)])),
+                "index_chunks_per_s": report.chunks_per_second,
+            }
+        )
     return rows
 
 
@@ -290,8 +346,18 @@ def doc_recall(index: CorpusIndex, tasks: Sequence[dict[str, Any]], mode: str, k
     """Mean doc-level recall@k of ``mode`` search (chunks count for their document, deduplicated)."""
     from sieve.eval.metrics import recall_at_k
 
-    return float(np.mean([recall_at_k([h.doc_id for h in index.search(t["question"], 3 * k, mode=mode)],  # type: ignore[arg-type]
-                                      t["gold_ids"], k) for t in tasks]))
+    return float(
+        np.mean(
+            [
+                recall_at_k(
+                    [h.doc_id for h in index.search(t["question"], 3 * k, mode=mode)],  # type: ignore[arg-type]
+                    t["gold_ids"],
+                    k,
+                )
+                for t in tasks
+            ]
+        )
+    )
 
 
 def bench_backends(cfg: BenchConfig, data_dir: Path, models: Path) -> list[dict[str, Any]]:
@@ -307,8 +373,14 @@ def bench_backends(cfg: BenchConfig, data_dir: Path, models: Path) -> list[dict[
     rows = []
     for pair in [p.strip() for p in cfg.backends.split(",") if p.strip()]:
         backend, _, dtype = pair.partition("/")
-        emb = Embedder.from_config(RetrieverConfig(data_dir=data_dir, model_dir=models, embed_backend=backend,  # type: ignore[arg-type]
-                                                   embed_dtype=dtype or "auto"))  # type: ignore[arg-type]
+        emb = Embedder.from_config(
+            RetrieverConfig(
+                data_dir=data_dir,
+                model_dir=models,
+                embed_backend=backend,  # type: ignore[arg-type]
+                embed_dtype=dtype or "auto",  # type: ignore[arg-type]
+            )
+        )
         for folder in [Path(p) for p in cfg.backend_data.split(",") if p.strip()]:
             docs, tasks = read_corpus(folder, cfg.limit_passages or None), load_tasks(folder)
             have = {d.doc_id for d in docs}
@@ -320,12 +392,22 @@ def bench_backends(cfg: BenchConfig, data_dir: Path, models: Path) -> list[dict[
             emb.clear_cache()
             t0 = time.perf_counter()
             dense, hybrid = doc_recall(index, tasks, "dense"), doc_recall(index, tasks, "hybrid")
-            rows.append({"backend": backend, "dtype": emb.dtype, "data": folder.name, "chunks": report.chunks_written,
-                         "seconds": report.seconds, "chunks_per_s": report.chunks_per_second,
-                         "cpu_s_per_chunk": cpu / max(report.chunks_written, 1), "tasks": len(tasks),
-                         "dense_recall@10": dense, "hybrid_recall@10": hybrid,
-                         "query_ms": (time.perf_counter() - t0) * 1000 / (2 * len(tasks)),
-                         "loadavg": os.getloadavg()[0]})
+            rows.append(
+                {
+                    "backend": backend,
+                    "dtype": emb.dtype,
+                    "data": folder.name,
+                    "chunks": report.chunks_written,
+                    "seconds": report.seconds,
+                    "chunks_per_s": report.chunks_per_second,
+                    "cpu_s_per_chunk": cpu / max(report.chunks_written, 1),
+                    "tasks": len(tasks),
+                    "dense_recall@10": dense,
+                    "hybrid_recall@10": hybrid,
+                    "query_ms": (time.perf_counter() - t0) * 1000 / (2 * len(tasks)),
+                    "loadavg": os.getloadavg()[0],
+                }
+            )
             logger.info("%s", rows[-1])
         del emb
     base = {r["data"]: r for r in rows if (r["backend"], r["dtype"]) == (rows[0]["backend"], rows[0]["dtype"])}
@@ -341,16 +423,21 @@ def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, 
     """``columns`` = (key, header, format spec)."""
     head = "| " + " | ".join(h for _, h, _ in columns) + " |"
     sep = "|" + "|".join("---" for _ in columns) + "|"
-    body = ["| " + " | ".join(format(r[k], f) if isinstance(r[k], (int, float)) else str(r[k])
-                              for k, _, f in columns) + " |" for r in rows]
+    body = [
+        "| "
+        + " | ".join(format(r[k], f) if isinstance(r[k], (int, float)) else str(r[k]) for k, _, f in columns)
+        + " |"
+        for r in rows
+    ]
     return "\n".join([head, sep, *body])
 
 
 def parse_args(argv: Sequence[str] | None = None) -> BenchConfig:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for f in fields(BenchConfig):
-        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default,
-                            help=f.metadata["help"])
+        parser.add_argument(
+            f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default, help=f.metadata["help"]
+        )
     return BenchConfig(**vars(parser.parse_args(argv)))
 
 
@@ -375,9 +462,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         default = Embedder.from_config(RetrieverConfig(data_dir=scratch, model_dir=models))
         embedders = {"default": default}
         if parts & {"throughput", "recall"}:
-            embedders = {"float32": Embedder.from_config(RetrieverConfig(data_dir=scratch, embed_backend="torch")),
-                         "bfloat16": Embedder.from_config(RetrieverConfig(data_dir=scratch, embed_backend="torch",
-                                                                          embed_dtype="bfloat16"))}
+            embedders = {
+                "float32": Embedder.from_config(RetrieverConfig(data_dir=scratch, embed_backend="torch")),
+                "bfloat16": Embedder.from_config(
+                    RetrieverConfig(data_dir=scratch, embed_backend="torch", embed_dtype="bfloat16")
+                ),
+            }
         if "latency" in parts:
             results["latency"] = bench_latency(cfg, scratch, default)
         if "throughput" in parts:
@@ -390,41 +480,100 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     results["loadavg_end"] = os.getloadavg()
     results["peak_rss_mib"] = peak_rss_mib()
 
-    out = [f"CPUs: {results['cpus']}; load average at start {results['loadavg_start'][0]:.1f}, "
-           f"at end {results['loadavg_end'][0]:.1f}; process peak RSS {results['peak_rss_mib']:.0f} MiB"]
+    out = [
+        f"CPUs: {results['cpus']}; load average at start {results['loadavg_start'][0]:.1f}, "
+        f"at end {results['loadavg_end'][0]:.1f}; process peak RSS {results['peak_rss_mib']:.0f} MiB"
+    ]
     if "backends" in results:
-        out += ["", "Embedding backends (whole corpus indexed per backend: chunk + embed + Chroma + BM25; doc-level "
-                    "recall@10 of its tasks; speed-up and hybrid delta against the first row of the same data set):",
-                markdown_table(results["backends"], [
-                    ("backend", "backend", ""), ("dtype", "dtype", ""), ("data", "data", ""), ("chunks", "chunks", "d"),
-                    ("chunks_per_s", "chunks/s", ".1f"), ("speedup", "x baseline", ".2f"),
-                    ("cpu_s_per_chunk", "CPU s/chunk", ".3f"), ("dense_recall@10", "dense R@10", ".4f"),
-                    ("hybrid_recall@10", "hybrid R@10", ".4f"), ("hybrid_delta", "hybrid delta", "+.4f"),
-                    ("query_ms", "query ms", ".1f"), ("loadavg", "load", ".1f")])]
+        out += [
+            "",
+            "Embedding backends (whole corpus indexed per backend: chunk + embed + Chroma + BM25; doc-level "
+            "recall@10 of its tasks; speed-up and hybrid delta against the first row of the same data set):",
+            markdown_table(
+                results["backends"],
+                [
+                    ("backend", "backend", ""),
+                    ("dtype", "dtype", ""),
+                    ("data", "data", ""),
+                    ("chunks", "chunks", "d"),
+                    ("chunks_per_s", "chunks/s", ".1f"),
+                    ("speedup", "x baseline", ".2f"),
+                    ("cpu_s_per_chunk", "CPU s/chunk", ".3f"),
+                    ("dense_recall@10", "dense R@10", ".4f"),
+                    ("hybrid_recall@10", "hybrid R@10", ".4f"),
+                    ("hybrid_delta", "hybrid delta", "+.4f"),
+                    ("query_ms", "query ms", ".1f"),
+                    ("loadavg", "load", ".1f"),
+                ],
+            ),
+        ]
     if "throughput" in results:
-        out += ["", "Indexing throughput (HotpotQA passages; chunk + embed + Chroma + BM25):",
-                markdown_table(results["throughput"], [
-                    ("dtype", "dtype", ""), ("passages", "passages", "d"), ("chunks", "chunks", "d"),
-                    ("seconds", "s", ".1f"), ("chunks_per_s", "chunks/s", ".1f"),
-                    ("embed_only_chunks_per_s", "embed-only chunks/s", ".1f"), ("peak_rss_mib", "peak RSS MiB", ".0f")])]
+        out += [
+            "",
+            "Indexing throughput (HotpotQA passages; chunk + embed + Chroma + BM25):",
+            markdown_table(
+                results["throughput"],
+                [
+                    ("dtype", "dtype", ""),
+                    ("passages", "passages", "d"),
+                    ("chunks", "chunks", "d"),
+                    ("seconds", "s", ".1f"),
+                    ("chunks_per_s", "chunks/s", ".1f"),
+                    ("embed_only_chunks_per_s", "embed-only chunks/s", ".1f"),
+                    ("peak_rss_mib", "peak RSS MiB", ".0f"),
+                ],
+            ),
+        ]
     if "latency" in results:
-        out += ["", f"Query latency (k={cfg.k}; synthetic chunks, random unit vectors, real query embedding):",
-                markdown_table(results["latency"], [
-                    ("size", "chunks", "d"), ("mode", "mode", ""), ("p50_ms", "p50 ms", ".1f"),
-                    ("p95_ms", "p95 ms", ".1f"), ("mean_ms", "mean ms", ".1f"), ("cpu_p50_ms", "CPU p50 ms", ".1f"),
-                    ("n", "n", "d")])]
+        out += [
+            "",
+            f"Query latency (k={cfg.k}; synthetic chunks, random unit vectors, real query embedding):",
+            markdown_table(
+                results["latency"],
+                [
+                    ("size", "chunks", "d"),
+                    ("mode", "mode", ""),
+                    ("p50_ms", "p50 ms", ".1f"),
+                    ("p95_ms", "p95 ms", ".1f"),
+                    ("mean_ms", "mean ms", ".1f"),
+                    ("cpu_p50_ms", "CPU p50 ms", ".1f"),
+                    ("n", "n", "d"),
+                ],
+            ),
+        ]
         builds = {r["size"]: r for r in results["latency"]}.values()
-        out += ["", "Build and memory per size:", markdown_table(list(builds), [
-            ("size", "chunks", "d"), ("write_s", "Chroma + BM25 write s", ".1f"),
-            ("bm25_nnz", "BM25 nnz", ".0f"),
-            ("rss_after_build_mib", "RSS after build MiB", ".0f"), ("peak_rss_mib", "peak RSS MiB", ".0f")])]
+        out += [
+            "",
+            "Build and memory per size:",
+            markdown_table(
+                list(builds),
+                [
+                    ("size", "chunks", "d"),
+                    ("write_s", "Chroma + BM25 write s", ".1f"),
+                    ("bm25_nnz", "BM25 nnz", ".0f"),
+                    ("rss_after_build_mib", "RSS after build MiB", ".0f"),
+                    ("peak_rss_mib", "peak RSS MiB", ".0f"),
+                ],
+            ),
+        ]
     if "recall" in results:
-        out += ["", f"bf16 recall cost (dense, doc-level, {Path(cfg.recall_data).name}):",
-                markdown_table(results["recall"], [
-                    ("dtype", "dtype", ""), ("passages", "passages", "d"), ("tasks", "tasks", "d"),
-                    ("recall@5", "recall@5", ".4f"), ("recall@10", "recall@10", ".4f"),
-                    ("same_top10", "top-10 identical to fp32", ".3f"), ("top10_overlap", "top-10 overlap", ".3f"),
-                    ("index_chunks_per_s", "index chunks/s", ".1f")])]
+        out += [
+            "",
+            f"bf16 recall cost (dense, doc-level, {Path(cfg.recall_data).name}):",
+            markdown_table(
+                results["recall"],
+                [
+                    ("dtype", "dtype", ""),
+                    ("passages", "passages", "d"),
+                    ("tasks", "tasks", "d"),
+                    ("recall@5", "recall@5", ".4f"),
+                    ("recall@10", "recall@10", ".4f"),
+                    ("same_top10", "top-10 identical to fp32", ".3f"),
+                    ("top10_overlap", "top-10 overlap", ".3f"),
+                    ("index_chunks_per_s", "index chunks/s", ".1f"),
+                ],
+            ),
+        ]
     text = "\n".join(out)
     print(text)  # the table is this script's output
     if cfg.out:

@@ -51,8 +51,15 @@ logger = logging.getLogger("bench_scale")
 VOCAB = 500_000
 DIM = 384
 BATCH = 5000  # chunks generated per batch (the store splits at Chroma's maximum itself)
-KEYS = ("chunks", "write_chunks_per_s", "bm25_add_1k_s", "hybrid_p50_ms", "hybrid_p95_ms", "serving_rss_mib",
-        "disk_mib")
+KEYS = (
+    "chunks",
+    "write_chunks_per_s",
+    "bm25_add_1k_s",
+    "hybrid_p50_ms",
+    "hybrid_p95_ms",
+    "serving_rss_mib",
+    "disk_mib",
+)
 MARKER = "zqxjvbenchmarker"  # a word no synthetic text holds: the added chunks carry it
 
 
@@ -107,7 +114,41 @@ class Vocabulary:
         """``seed`` fixes the words and their ranks; ``stream`` picks an independent sampling sequence
         (the serving stage draws queries from the same words as the indexed texts)."""
         rng = np.random.default_rng(seed)
-        syllables = np.array(["ka", "lo", "mi", "ren", "tus", "va", "por", "ji", "sel", "dan", "qua", "bri", "zo", "ne", "fi", "gu", "har", "mel", "ost", "pa", "ri", "sun", "te", "vol", "cam", "ber", "lin", "dor", "e", "ax"], dtype="<U15")
+        syllables = np.array(
+            [
+                "ka",
+                "lo",
+                "mi",
+                "ren",
+                "tus",
+                "va",
+                "por",
+                "ji",
+                "sel",
+                "dan",
+                "qua",
+                "bri",
+                "zo",
+                "ne",
+                "fi",
+                "gu",
+                "har",
+                "mel",
+                "ost",
+                "pa",
+                "ri",
+                "sun",
+                "te",
+                "vol",
+                "cam",
+                "ber",
+                "lin",
+                "dor",
+                "e",
+                "ax",
+            ],
+            dtype="<U15",
+        )
         n = 2 * size  # 2-5 syllables from 32: far more combinations than needed; duplicates dropped
         picks = syllables[rng.integers(0, len(syllables), size=(n, 5))]
         lengths = rng.integers(2, 6, size=n)
@@ -147,17 +188,27 @@ def _open(data_dir: Path, name: str, create: bool) -> Any:
     return CorpusIndex.open(cfg, name, create=create)
 
 
-def _batches(vocab: Vocabulary, rng: np.random.Generator, start: int, size: int, timer: list[float],
-             marker: str = "") -> Iterator[tuple[list[Any], np.ndarray]]:
+def _batches(
+    vocab: Vocabulary, rng: np.random.Generator, start: int, size: int, timer: list[float], marker: str = ""
+) -> Iterator[tuple[list[Any], np.ndarray]]:
     """Synthetic (chunks, unit vectors) batches; the seconds spent making them accumulate in ``timer[0]``."""
     from sieve.retriever.types import Chunk
 
     for at in range(start, start + size, BATCH):
         t0 = time.perf_counter()
         n = min(BATCH, start + size - at)
-        chunks = [Chunk(chunk_id=f"syn-{i}#0", doc_id=f"syn-{i}", position=0, text=f"{t} {marker}".strip(),
-                        title=f"Doc {i}", source="synthetic", char_end=len(t))
-                  for i, t in zip(range(at, at + n), vocab.passages(n))]
+        chunks = [
+            Chunk(
+                chunk_id=f"syn-{i}#0",
+                doc_id=f"syn-{i}",
+                position=0,
+                text=f"{t} {marker}".strip(),
+                title=f"Doc {i}",
+                source="synthetic",
+                char_end=len(t),
+            )
+            for i, t in zip(range(at, at + n), vocab.passages(n))
+        ]
         vecs = rng.standard_normal((n, DIM)).astype(np.float32)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
         timer[0] += time.perf_counter() - t0
@@ -176,11 +227,17 @@ def stage_write(data_dir: Path, size: int, seed: int) -> dict[str, Any]:
     # CPU of every thread of this process (Chroma's included), text making too: what a loaded machine cannot inflate.
     cpu_s = time.process_time() - c0
     if not written == size == index.count() == len(index.bm25_index()):
-        raise RuntimeError(f"Expected {size} chunks in Chroma and BM25, got {index.count()} and "
-                           f"{len(index.bm25_index())}")
-    return {"write_chunks_per_s": size / write_s, "write_s": write_s, "text_s": timer[0], "write_cpu_s": cpu_s,
-            "write_chunks_per_cpu_s": size / cpu_s,
-            "write_peak_rss_mib": peak_rss_mib()}
+        raise RuntimeError(
+            f"Expected {size} chunks in Chroma and BM25, got {index.count()} and {len(index.bm25_index())}"
+        )
+    return {
+        "write_chunks_per_s": size / write_s,
+        "write_s": write_s,
+        "text_s": timer[0],
+        "write_cpu_s": cpu_s,
+        "write_chunks_per_cpu_s": size / cpu_s,
+        "write_peak_rss_mib": peak_rss_mib(),
+    }
 
 
 def stage_add(data_dir: Path, size: int, seed: int) -> dict[str, Any]:
@@ -221,9 +278,14 @@ def stage_serve(data_dir: Path, size: int, seed: int, queries: int) -> dict[str,
         index.search(q, 10, mode="hybrid")
         ms.append((time.perf_counter() - t0) * 1000)
         cpu.append((time.process_time() - c0) * 1000)  # this process's CPU (Chroma's threads included)
-    return {"open_s": open_s, "first_query_ms": first_ms, "hybrid_p50_ms": percentile(ms, 50),
-            "hybrid_p95_ms": percentile(ms, 95), "hybrid_cpu_p50_ms": percentile(cpu, 50),
-            "serving_rss_mib": peak_rss_mib()}
+    return {
+        "open_s": open_s,
+        "first_query_ms": first_ms,
+        "hybrid_p50_ms": percentile(ms, 50),
+        "hybrid_p95_ms": percentile(ms, 95),
+        "hybrid_cpu_p50_ms": percentile(cpu, 50),
+        "serving_rss_mib": peak_rss_mib(),
+    }
 
 
 # -- driver -----------------------------------------------------------------------------------------
@@ -259,8 +321,9 @@ def run_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
     common = ["--sizes", str(size), "--data-dir", str(args.data_dir), "--seed", str(args.seed)]
     row: dict[str, Any] = {"chunks": size, "load_start": os.getloadavg()[0]}
     for stage in ("write", "add", "serve"):
-        row.update(run_child(["--stage", stage, *common, "--queries", str(args.queries)], args.max_rss_gib,
-                             args.min_free_gib))
+        row.update(
+            run_child(["--stage", stage, *common, "--queries", str(args.queries)], args.max_rss_gib, args.min_free_gib)
+        )
         logger.info("%d chunks, after %s: %s (load %.1f)", size, stage, row, os.getloadavg()[0])
     row["disk_mib"] = du_mib(folder)
     row["load_end"] = os.getloadavg()[0]
@@ -272,8 +335,11 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="100000", help="Comma-separated chunk counts.")
-    ap.add_argument("--data-dir", type=Path, help="Scratch folder, one sub-folder per size (removed and made "
-                                                  "afresh); default <SIEVE_DATA_DIR>/bench-scale.")
+    ap.add_argument(
+        "--data-dir",
+        type=Path,
+        help="Scratch folder, one sub-folder per size (removed and made afresh); default <SIEVE_DATA_DIR>/bench-scale.",
+    )
     ap.add_argument("--queries", type=int, default=100, help="Timed hybrid queries per size.")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true", help="One JSON object per size per line (the seven keys).")

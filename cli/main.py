@@ -22,12 +22,21 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 app = typer.Typer(
-    name="sieve", help="Sieve: agentic retrieval with context pruning.", no_args_is_help=True,
-    pretty_exceptions_enable=False, add_completion=False,
+    name="sieve",
+    help="Sieve: agentic retrieval with context pruning.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
 )
 
 # Command modules, in help order.
-COMMAND_MODULES = ["sieve.cli.commands.retrieval", "sieve.cli.commands.agent", "sieve.cli.commands.evaluate", "sieve.cli.commands.serve", "sieve.cli.commands.train"]
+COMMAND_MODULES = [
+    "sieve.cli.commands.retrieval",
+    "sieve.cli.commands.agent",
+    "sieve.cli.commands.evaluate",
+    "sieve.cli.commands.serve",
+    "sieve.cli.commands.train",
+]
 
 
 class _ProgressSafeHandler(logging.StreamHandler):  # type: ignore[type-arg]

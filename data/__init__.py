@@ -8,6 +8,8 @@ from pathlib import Path
 SAMPLE_DIR = Path(__file__).resolve().parent / "sample"
 
 #: The multi-hop question ``sieve demo`` and the playground ask of the sample corpus.
-DEMO_QUESTION = "What was the 2020 population of the city that Charles Lindbergh's transatlantic aircraft was named after?"
+DEMO_QUESTION = (
+    "What was the 2020 population of the city that Charles Lindbergh's transatlantic aircraft was named after?"
+)
 
 __all__ = ["DEMO_QUESTION", "SAMPLE_DIR"]

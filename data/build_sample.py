@@ -74,8 +74,7 @@ TASKS: list[dict] = [
     {
         "id": "sample-02",
         "question": (
-            "The composer of La bohème became one of the leading exponents of which realistic "
-            "operatic style?"
+            "The composer of La bohème became one of the leading exponents of which realistic operatic style?"
         ),
         "answers": ["verismo"],
         "gold": ["La bohème", "Giacomo Puccini"],
@@ -98,8 +97,7 @@ TASKS: list[dict] = [
     {
         "id": "sample-05",
         "question": (
-            "Which drawing medium did the painter of A Sunday Afternoon on the Island of La "
-            "Grande Jatte use on paper?"
+            "Which drawing medium did the painter of A Sunday Afternoon on the Island of La Grande Jatte use on paper?"
         ),
         "answers": ["conté crayon", "conte crayon"],
         "gold": ["A Sunday Afternoon on the Island of La Grande Jatte", "Georges Seurat"],
@@ -107,7 +105,7 @@ TASKS: list[dict] = [
     {
         "id": "sample-06",
         "question": (
-            "The actor who played \"the Good\" in The Good, the Bad and the Ugly later served as "
+            'The actor who played "the Good" in The Good, the Bad and the Ugly later served as '
             "mayor of which California town?"
         ),
         "answers": ["Carmel-by-the-Sea", "Carmel-by-the-Sea, California"],
@@ -177,8 +175,7 @@ TASKS: list[dict] = [
     {
         "id": "sample-14",
         "question": (
-            "What is the full name of the Italian artist who painted the half-length portrait "
-            "displayed at the Louvre?"
+            "What is the full name of the Italian artist who painted the half-length portrait displayed at the Louvre?"
         ),
         "answers": ["Leonardo di ser Piero da Vinci"],
         "gold": ["Louvre", "Mona Lisa", "Leonardo da Vinci"],
@@ -199,25 +196,68 @@ TASKS: list[dict] = [
 # skipped with a note.
 HAND_DISTRACTORS: list[str] = [
     # film and directors
-    "Tokyo Story", "Yasujirō Ozu", "Breathless (1960 film)", "Jean-Luc Godard", "François Truffaut",
-    "Agnès Varda", "Arthur C. Clarke", "Jupiter", "Walt Disney", "Cinderella",
+    "Tokyo Story",
+    "Yasujirō Ozu",
+    "Breathless (1960 film)",
+    "Jean-Luc Godard",
+    "François Truffaut",
+    "Agnès Varda",
+    "Arthur C. Clarke",
+    "Jupiter",
+    "Walt Disney",
+    "Cinderella",
     # music
-    "Giuseppe Verdi", "The Nutcracker", "Pyotr Ilyich Tchaikovsky", "Swan Lake", "Marius Petipa",
-    "Like a Rolling Stone", "Bob Dylan",
+    "Giuseppe Verdi",
+    "The Nutcracker",
+    "Pyotr Ilyich Tchaikovsky",
+    "Swan Lake",
+    "Marius Petipa",
+    "Like a Rolling Stone",
+    "Bob Dylan",
     # literature
-    "Madame Bovary", "The Metamorphosis", "Franz Kafka", "Prague", "A Doll's House", "Henrik Ibsen",
-    "Copenhagen", "Goethe's Faust", "Johann Wolfgang von Goethe", "Alexandre Dumas",
-    "The History of the Decline and Fall of the Roman Empire", "Edward Gibbon",
+    "Madame Bovary",
+    "The Metamorphosis",
+    "Franz Kafka",
+    "Prague",
+    "A Doll's House",
+    "Henrik Ibsen",
+    "Copenhagen",
+    "Goethe's Faust",
+    "Johann Wolfgang von Goethe",
+    "Alexandre Dumas",
+    "The History of the Decline and Fall of the Roman Empire",
+    "Edward Gibbon",
     # art, museums, architecture
-    "Venus de Milo", "Michelangelo", "Leon Battista Alberti", "Florence", "Paris",
-    "Saint Petersburg", "Marcel Duchamp", "Camille Pissarro",
+    "Venus de Milo",
+    "Michelangelo",
+    "Leon Battista Alberti",
+    "Florence",
+    "Paris",
+    "Saint Petersburg",
+    "Marcel Duchamp",
+    "Camille Pissarro",
     # science, engineering, exploration
-    "Diesel engine", "Rudolf Diesel", "Nicolaus Copernicus", "De revolutionibus orbium coelestium",
-    "Nuremberg", "Ferdinand Magellan", "Strait of Magellan", "Tierra del Fuego", "Chile",
-    "Hilbert's problems", "David Hilbert", "Henri Poincaré",
+    "Diesel engine",
+    "Rudolf Diesel",
+    "Nicolaus Copernicus",
+    "De revolutionibus orbium coelestium",
+    "Nuremberg",
+    "Ferdinand Magellan",
+    "Strait of Magellan",
+    "Tierra del Fuego",
+    "Chile",
+    "Hilbert's problems",
+    "David Hilbert",
+    "Henri Poincaré",
     # rivers, places, universities
-    "Missouri River", "Mississippi River", "Niger", "Mali", "Nile", "Congo River",
-    "Rocky Mountains", "University of Cambridge",
+    "Missouri River",
+    "Mississippi River",
+    "Niger",
+    "Mali",
+    "Nile",
+    "Congo River",
+    "Rocky Mountains",
+    "University of Cambridge",
 ]
 
 LINKED_PER_GOLD = 4  # passages linked to each gold passage (by title mention, either direction)
@@ -408,8 +448,10 @@ def build(source: Path) -> None:
     for w in warnings:
         print("warning:", w)
     max_words = max(len(r["text"].split()) for r in records)
-    print(f"Wrote {corpus_path.relative_to(HERE.parent)}: {len(records)} passages, {size:,} bytes "
-          f"(longest {max_words} words)")
+    print(
+        f"Wrote {corpus_path.relative_to(HERE.parent)}: {len(records)} passages, {size:,} bytes "
+        f"(longest {max_words} words)"
+    )
     print("  by stage: " + ", ".join(f"{k}={v}" for k, v in counts.items()))
     topics: dict[str, int] = {}
     for r in records:

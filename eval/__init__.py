@@ -11,6 +11,18 @@ from sieve.eval.runner import EvalConfig, EvalReport, run_eval
 from sieve.eval.systems import AgentSystem, RetrievalSystem, System, SystemOutput, make_system, parse_systems
 
 __all__ = [
-    "AgentSystem", "EvalConfig", "EvalReport", "EvalSet", "EvalTask", "RetrievalEvaluator", "RetrievalSystem",
-    "SequentialEvaluator", "System", "SystemOutput", "load_sets", "make_system", "parse_systems", "run_eval",
+    "AgentSystem",
+    "EvalConfig",
+    "EvalReport",
+    "EvalSet",
+    "EvalTask",
+    "RetrievalEvaluator",
+    "RetrievalSystem",
+    "SequentialEvaluator",
+    "System",
+    "SystemOutput",
+    "load_sets",
+    "make_system",
+    "parse_systems",
+    "run_eval",
 ]

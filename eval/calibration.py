@@ -64,16 +64,20 @@ def real_recall(index: CorpusIndex, tasks: list[EvalTask], k: int = 10) -> tuple
     for t in tasks:
         if spans:
             hits = index.search(t.question, k=k, mode="hybrid")
-            scores.append(span_recall_at_k([(h.chunk.doc_id, h.chunk.char_start, h.chunk.char_end) for h in hits],
-                                           list(t.gold_spans), k))
+            scores.append(
+                span_recall_at_k(
+                    [(h.chunk.doc_id, h.chunk.char_start, h.chunk.char_end) for h in hits], list(t.gold_spans), k
+                )
+            )
         else:
             docs = [d.doc_id for d in index.search_documents(t.question, k, mode="hybrid")]
             scores.append(recall_at_k(docs, t.gold_ids, k))
     return (float(np.mean(scores)) if scores else 0.0), ("spans" if spans else "documents")
 
 
-def calibrate(data: Path, out: Path, n: int, config: RetrieverConfig, seed: int = 0, *,
-              progress: bool = True) -> CalibrationRow:
+def calibrate(
+    data: Path, out: Path, n: int, config: RetrieverConfig, seed: int = 0, *, progress: bool = True
+) -> CalibrationRow:
     """Write ``n`` hard tasks from ``data``'s corpus (the eval cache collection ``sieve eval`` uses) and score both."""
     from sieve.eval.data import load_sets, open_eval_index
     from sieve.train.synth_hard import HardConfig, synthesize_hard
@@ -89,16 +93,23 @@ def calibrate(data: Path, out: Path, n: int, config: RetrieverConfig, seed: int 
 
 
 def table(rows: list[CalibrationRow]) -> str:
-    lines = ["| set | synthetic tasks | synthetic R@10 | real questions | real R@10 (unit) | gap | per kind |",
-             "|---|---:|---:|---:|---:|---:|---|"]
-    lines += [f"| {r.name} | {r.synthetic_n} | {r.synthetic_recall:.3f} | {r.real_n} | {r.real_recall:.3f} ({r.unit}) | "
-              f"{r.gap:+.3f} | {', '.join(f'{k} {v:.2f}' for k, v in sorted(r.by_kind.items()))} |" for r in rows]
+    lines = [
+        "| set | synthetic tasks | synthetic R@10 | real questions | real R@10 (unit) | gap | per kind |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    lines += [
+        f"| {r.name} | {r.synthetic_n} | {r.synthetic_recall:.3f} | {r.real_n} | {r.real_recall:.3f} ({r.unit}) | "
+        f"{r.gap:+.3f} | {', '.join(f'{k} {v:.2f}' for k, v in sorted(r.by_kind.items()))} |"
+        for r in rows
+    ]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, action="append", required=True, help="Data dir (corpus.jsonl + tasks.jsonl); repeat.")
+    ap.add_argument(
+        "--data", type=Path, action="append", required=True, help="Data dir (corpus.jsonl + tasks.jsonl); repeat."
+    )
     ap.add_argument("--n", type=int, default=100, help="Hard tasks written per corpus.")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=Path("runs/calibration"), help="Where the synthetic tasks go.")

@@ -98,10 +98,18 @@ def read_tasks(path: str | Path, limit: int | None = None) -> list[dict[str, Any
     tasks: list[dict[str, Any]] = []
     seen: set[str] = set()
     for i, rec in enumerate(_read_jsonl(path), start=1):
-        if not isinstance(rec, dict) or "id" not in rec or not isinstance(rec.get("question"), str) \
-                or not rec["question"].strip() or not isinstance(rec.get("gold_ids"), list) or not rec["gold_ids"]:
-            raise InvalidInput(f"Expected {{'id', 'question', 'gold_ids': [...]}} with a question and at least one "
-                               f"gold id on {path}:{i}, got {str(rec)[:120]}")
+        if (
+            not isinstance(rec, dict)
+            or "id" not in rec
+            or not isinstance(rec.get("question"), str)
+            or not rec["question"].strip()
+            or not isinstance(rec.get("gold_ids"), list)
+            or not rec["gold_ids"]
+        ):
+            raise InvalidInput(
+                f"Expected {{'id', 'question', 'gold_ids': [...]}} with a question and at least one "
+                f"gold id on {path}:{i}, got {str(rec)[:120]}"
+            )
         tid = str(rec["id"])
         if tid in seen:
             raise InvalidInput(f"Expected unique task ids in {path}, got {tid!r} twice")
@@ -129,11 +137,17 @@ def parse_spans(rec: dict[str, Any], id_map: dict[str, str], where: str) -> tupl
         raise InvalidInput(f"Expected gold_spans to be a list on {where}, got {type(raw).__name__}")
     spans = []
     for sp in raw:
-        ok = isinstance(sp, dict) and isinstance(sp.get("start"), int) and isinstance(sp.get("end"), int) \
-            and 0 <= sp["start"] < sp["end"] and str(sp.get("doc_id")) in gold
+        ok = (
+            isinstance(sp, dict)
+            and isinstance(sp.get("start"), int)
+            and isinstance(sp.get("end"), int)
+            and 0 <= sp["start"] < sp["end"]
+            and str(sp.get("doc_id")) in gold
+        )
         if not ok:
-            raise InvalidInput(f"Expected spans {{'doc_id' in gold_ids, 'start' < 'end' (ints >= 0)}} on {where}, "
-                               f"got {str(sp)[:120]}")
+            raise InvalidInput(
+                f"Expected spans {{'doc_id' in gold_ids, 'start' < 'end' (ints >= 0)}} on {where}, got {str(sp)[:120]}"
+            )
         did = str(sp["doc_id"])
         spans.append((id_map.get(did, did), sp["start"], sp["end"]))
     return tuple(spans)
@@ -145,12 +159,17 @@ def load_tasks(path: Path, source: str, id_map: dict[str, str] | None = None) ->
     tasks: list[EvalTask] = []
     for i, rec in enumerate(read_tasks(path), start=1):
         answers = rec.get("answers") or []
-        tasks.append(EvalTask(
-            task_id=str(rec["id"]), question=rec["question"],
-            gold_ids=tuple(dict.fromkeys(id_map.get(str(g), str(g)) for g in rec["gold_ids"])),
-            answers=tuple(str(a) for a in (answers if isinstance(answers, list) else [answers])),
-            source=source, meta=rec.get("meta") or {}, gold_spans=parse_spans(rec, id_map, f"{path} task {i}"),
-        ))
+        tasks.append(
+            EvalTask(
+                task_id=str(rec["id"]),
+                question=rec["question"],
+                gold_ids=tuple(dict.fromkeys(id_map.get(str(g), str(g)) for g in rec["gold_ids"])),
+                answers=tuple(str(a) for a in (answers if isinstance(answers, list) else [answers])),
+                source=source,
+                meta=rec.get("meta") or {},
+                gold_spans=parse_spans(rec, id_map, f"{path} task {i}"),
+            )
+        )
     return tasks
 
 
@@ -165,8 +184,14 @@ def read_corpus(path: Path, id_map: dict[str, str] | None = None, source: str = 
             logger.warning("Skipped %s:%d: empty text", path, i)
             continue
         did = str(rec["id"])
-        docs.append(Document(doc_id=id_map.get(did, did), text=rec["text"], title=str(rec.get("title") or ""),
-                             source=source or path.parent.name))
+        docs.append(
+            Document(
+                doc_id=id_map.get(did, did),
+                text=rec["text"],
+                title=str(rec.get("title") or ""),
+                source=source or path.parent.name,
+            )
+        )
     return docs
 
 
@@ -220,8 +245,9 @@ def collection_name(sets: Sequence[EvalSet], config: RetrieverConfig) -> str:
     for s in sets:
         h.update(s.name.encode())
         h.update(hashlib.sha256(s.corpus_path.read_bytes()).digest())
-    h.update(f"{config.chunk_tokens}/{config.chunk_overlap}/{config.embed_dtype}/{Path(config.embedder_path).name}"
-             .encode())
+    h.update(
+        f"{config.chunk_tokens}/{config.chunk_overlap}/{config.embed_dtype}/{Path(config.embedder_path).name}".encode()
+    )
     if config.embed_backend != "torch":  # torch keeps the names its caches had before ONNX existed
         h.update(config.embed_backend.encode())
     tag = {"bfloat16": "bf16", "float32": "fp32"}.get(config.embed_dtype, config.embed_dtype)
@@ -233,8 +259,12 @@ def collection_name(sets: Sequence[EvalSet], config: RetrieverConfig) -> str:
 
 
 def open_eval_index(
-    sets: Sequence[EvalSet], maps: dict[str, dict[str, str]], config: RetrieverConfig,
-    embedder: Embedder | None = None, *, progress: bool = True,
+    sets: Sequence[EvalSet],
+    maps: dict[str, dict[str, str]],
+    config: RetrieverConfig,
+    embedder: Embedder | None = None,
+    *,
+    progress: bool = True,
 ) -> CorpusIndex:
     """Open (creating and indexing when needed) the cached collection of the sets' pooled corpus.
 
@@ -250,10 +280,26 @@ def open_eval_index(
         logger.info("Cached collection %s is complete (%d documents)", index.name, len(docs))
         return index
     report = index.index_documents(docs, progress=progress)
-    logger.info("Indexed %s: %d added, %d unchanged, %d chunks in %.1fs", index.name, report.added,
-                report.unchanged, report.chunks_written, report.seconds)
+    logger.info(
+        "Indexed %s: %d added, %d unchanged, %d chunks in %.1fs",
+        index.name,
+        report.added,
+        report.unchanged,
+        report.chunks_written,
+        report.seconds,
+    )
     return index
 
 
-__all__ = ["EvalSet", "EvalTask", "collection_name", "collision_maps", "load_sets", "load_tasks",
-           "open_eval_index", "parse_spans", "read_corpus", "read_tasks"]
+__all__ = [
+    "EvalSet",
+    "EvalTask",
+    "collection_name",
+    "collision_maps",
+    "load_sets",
+    "load_tasks",
+    "open_eval_index",
+    "parse_spans",
+    "read_corpus",
+    "read_tasks",
+]

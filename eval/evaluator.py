@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 from tqdm.auto import tqdm
 
 from sieve.eval.metrics import (
-    mean, ndcg_at_k, percentile, prune_accuracy, ranking_metrics, reciprocal_rank, span_metrics, trajectory_recall,
+    mean,
+    ndcg_at_k,
+    percentile,
+    prune_accuracy,
+    ranking_metrics,
+    reciprocal_rank,
+    span_metrics,
+    trajectory_recall,
 )
 
 if TYPE_CHECKING:
@@ -54,12 +61,22 @@ def load_results(path: Path) -> dict[RowKey, dict[str, Any]]:
 def make_row(task: EvalTask, system: str, out: SystemOutput, depth: int, ks: Sequence[int]) -> dict[str, Any]:
     """The stored record of one (system, task): ids, gold, cost, trace, and its metrics for reading."""
     row: dict[str, Any] = {
-        "system": system, "source": task.source, "task_id": task.task_id, "question": task.question,
-        "gold_ids": list(task.gold_ids), "depth": depth,
-        "returned_doc_ids": out.doc_ids, "returned_chunk_ids": out.chunk_ids, "scores": out.scores,
-        "chunk_tokens": out.chunk_tokens, "seen_doc_ids": out.seen_doc_ids,
-        "tool_call_counts": out.tool_call_counts, "answer": out.answer, "wall_ms": out.wall_ms,
-        "trace": out.trace, "unit": out.unit,
+        "system": system,
+        "source": task.source,
+        "task_id": task.task_id,
+        "question": task.question,
+        "gold_ids": list(task.gold_ids),
+        "depth": depth,
+        "returned_doc_ids": out.doc_ids,
+        "returned_chunk_ids": out.chunk_ids,
+        "scores": out.scores,
+        "chunk_tokens": out.chunk_tokens,
+        "seen_doc_ids": out.seen_doc_ids,
+        "tool_call_counts": out.tool_call_counts,
+        "answer": out.answer,
+        "wall_ms": out.wall_ms,
+        "trace": out.trace,
+        "unit": out.unit,
     }
     if task.gold_spans:
         row["gold_spans"] = [list(sp) for sp in task.gold_spans]
@@ -178,8 +195,12 @@ class RetrievalEvaluator:
         for t in self.tasks:
             old = done.get((system.name, t.source, t.task_id))
             # A row made for a smaller depth cannot be cut at today's largest k: redo it.
-            if old is not None and old.get("depth", 0) >= self.depth and old["gold_ids"] == list(t.gold_ids) \
-                    and old.get("unit", "docs") == self.unit:
+            if (
+                old is not None
+                and old.get("depth", 0) >= self.depth
+                and old["gold_ids"] == list(t.gold_ids)
+                and old.get("unit", "docs") == self.unit
+            ):
                 rows.append(old)
             else:
                 todo.append(t)
@@ -187,8 +208,13 @@ class RetrievalEvaluator:
         if todo:
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
-            bar = tqdm(total=len(self.tasks), initial=len(self.tasks) - len(todo), unit="task",
-                       desc=f"{system.name} on {self.name}", disable=not self.progress)
+            bar = tqdm(
+                total=len(self.tasks),
+                initial=len(self.tasks) - len(todo),
+                unit="task",
+                desc=f"{system.name} on {self.name}",
+                disable=not self.progress,
+            )
             new: dict[str, dict[str, Any]] = {}
             fh = path.open("a", encoding="utf-8") if path is not None else None
             try:
@@ -242,5 +268,12 @@ class SequentialEvaluator:
         return out
 
 
-__all__ = ["RESULTS_FILE", "RetrievalEvaluator", "SequentialEvaluator", "aggregate", "load_results", "make_row",
-           "row_metrics"]
+__all__ = [
+    "RESULTS_FILE",
+    "RetrievalEvaluator",
+    "SequentialEvaluator",
+    "aggregate",
+    "load_results",
+    "make_row",
+    "row_metrics",
+]

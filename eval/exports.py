@@ -52,9 +52,14 @@ def bcp_record(row: dict[str, Any]) -> dict[str, Any]:
     if trace is not None:
         for turn in trace.get("turns", []):
             for call in turn.get("tool_calls", []):
-                result.append({"type": "tool_call", "tool_name": call.get("name"),
-                               "arguments": json.dumps(call.get("arguments", {}), ensure_ascii=False),
-                               "output": json.dumps(call.get("result_chunk_ids", []))})
+                result.append(
+                    {
+                        "type": "tool_call",
+                        "tool_name": call.get("name"),
+                        "arguments": json.dumps(call.get("arguments", {}), ensure_ascii=False),
+                        "output": json.dumps(call.get("result_chunk_ids", [])),
+                    }
+                )
         stop = trace.get("stop_reason", "finished")
         status = "completed" if stop in _COMPLETED else str(stop)
     result.append({"type": "output_text", "output": row.get("answer") or ""})
@@ -75,7 +80,8 @@ def write_bcp(rows: Sequence[dict[str, Any]], out_dir: Path) -> list[Path]:
         folder = out_dir / "bcp" / slug(row["source"]) / slug(row["system"])
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{_safe_qid(row['task_id'])}.json").write_text(
-            json.dumps(bcp_record(row), ensure_ascii=False, indent=1), encoding="utf-8")
+            json.dumps(bcp_record(row), ensure_ascii=False, indent=1), encoding="utf-8"
+        )
         folders.add(folder)
     return sorted(folders)
 

@@ -77,9 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     sets, _ = load_sets([args.data])
     index = CorpusIndex.open(config, collection_name(sets, config))
     result = check_queries(agent_queries(args.report / RESULTS_FILE), index.bm25_index().doc_share)
-    sys.stdout.write(f"{args.data.name}: {result.searches} searches, {result.single_word} of one word, "
-                     f"{len(result.common)} a common word of the corpus{': ' if result.common else ''}"
-                     f"{', '.join(sorted(set(result.common))[:20])}\n")
+    sys.stdout.write(
+        f"{args.data.name}: {result.searches} searches, {result.single_word} of one word, "
+        f"{len(result.common)} a common word of the corpus{': ' if result.common else ''}"
+        f"{', '.join(sorted(set(result.common))[:20])}\n"
+    )
     return 1 if result.common else 0
 
 

@@ -48,10 +48,14 @@ class EvalConfig:
     plots: bool = field(default=True, metadata={"help": "Draw the PNG plots embedded in summary.md."})
     progress: bool = field(default=True, metadata={"help": "Show progress bars."})
     command: str = field(default="", metadata={"help": "The command line, recorded in the summary."})
-    policy_path: Path | None = field(default=None, metadata={
-        "help": "Checkpoint folder of agent:learned (default: the checkpoint shipped with Sieve)."})
-    agent: dict[str, Any] = field(default_factory=dict, metadata={
-        "help": "AgentConfig overrides for every agent system (model endpoint, floor, max_turns, ...)."})
+    policy_path: Path | None = field(
+        default=None,
+        metadata={"help": "Checkpoint folder of agent:learned (default: the checkpoint shipped with Sieve)."},
+    )
+    agent: dict[str, Any] = field(
+        default_factory=dict,
+        metadata={"help": "AgentConfig overrides for every agent system (model endpoint, floor, max_turns, ...)."},
+    )
 
     def __post_init__(self) -> None:
         self.data = [Path(d) for d in self.data]
@@ -80,8 +84,12 @@ class EvalReport:
 
 
 def run_eval(
-    config: EvalConfig, retriever_config: RetrieverConfig, *, embedder: Embedder | None = None,
-    index: CorpusIndex | None = None, system_factory: Callable[..., System] | None = None,
+    config: EvalConfig,
+    retriever_config: RetrieverConfig,
+    *,
+    embedder: Embedder | None = None,
+    index: CorpusIndex | None = None,
+    system_factory: Callable[..., System] | None = None,
 ) -> EvalReport:
     """Run every system of ``config`` on every task and write the report folder.
 
@@ -99,8 +107,10 @@ def run_eval(
     """
     t_start = time.perf_counter()
     if system_factory is None:
+
         def system_factory(spec: str, index: CorpusIndex, depth: int, **extra: Any) -> System:
             return make_system(spec, index, depth, **{**config.agent, **extra})
+
     sets, maps = load_sets(config.data)
     if config.limit is not None:
         for s in sets:
@@ -119,8 +129,9 @@ def run_eval(
     out_dir = config.out
     out_dir.mkdir(parents=True, exist_ok=True)
 
-    evaluator = SequentialEvaluator([RetrievalEvaluator(s.tasks, config.ks, s.name, progress=config.progress)
-                                     for s in sets])
+    evaluator = SequentialEvaluator(
+        [RetrievalEvaluator(s.tasks, config.ks, s.name, progress=config.progress) for s in sets]
+    )
     metrics: dict[str, dict[str, dict[str, float]]] = {s.name: {} for s in sets}
     flat: dict[str, dict[str, float]] = {}
     calls: dict[str, int] = {}
@@ -128,15 +139,19 @@ def run_eval(
         # The embedder caches query vectors: without this, every system after the first would
         # find the questions pre-embedded and report a flattering latency.
         index.embedder.clear_cache()
-        system = system_factory(spec, index, depth, policy_path=config.policy_path) \
-            if config.policy_path is not None and spec == "agent:learned" else system_factory(spec, index, depth)
+        system = (
+            system_factory(spec, index, depth, policy_path=config.policy_path)
+            if config.policy_path is not None and spec == "agent:learned"
+            else system_factory(spec, index, depth)
+        )
         logger.info("Evaluating %s on %s", system.name, ", ".join(s.name for s in sets))
         flat[system.name] = evaluator(system, out_dir)
         calls[system.name] = evaluator.calls
         for s in sets:
             prefix = f"{s.name}_"
-            metrics[s.name][system.name] = {k[len(prefix):]: v for k, v in flat[system.name].items()
-                                            if k.startswith(prefix)}
+            metrics[s.name][system.name] = {
+                k[len(prefix) :]: v for k, v in flat[system.name].items() if k.startswith(prefix)
+            }
 
     # Exports and summaries cover exactly this run's (system, task) pairs, fresh or resumed.
     wanted = {(name, t.source, t.task_id) for name in flat for s in sets for t in s.tasks}
@@ -145,20 +160,31 @@ def run_eval(
         write_bcp(rows, out_dir)
         write_trec(rows, out_dir, depth)
     meta = {
-        "command": config.command, "data": [str(p) for p in config.data], "systems": list(flat),
-        "ks": config.ks, "limit": config.limit, "collection": index.name, "n_chunks": index.count(),
-        "embed_dtype": index.config.embed_dtype, "embed_backend": index.config.embed_backend, "pooled": len(sets) > 1,
-        "n_tasks": {s.name: len(s.tasks) for s in sets}, "id_renames": {k: len(v) for k, v in maps.items()},
+        "command": config.command,
+        "data": [str(p) for p in config.data],
+        "systems": list(flat),
+        "ks": config.ks,
+        "limit": config.limit,
+        "collection": index.name,
+        "n_chunks": index.count(),
+        "embed_dtype": index.config.embed_dtype,
+        "embed_backend": index.config.embed_backend,
+        "pooled": len(sets) > 1,
+        "n_tasks": {s.name: len(s.tasks) for s in sets},
+        "id_renames": {k: len(v) for k, v in maps.items()},
         "policy_path": str(config.policy_path) if config.policy_path else None,
-        "index_seconds": index_seconds, "run_seconds": time.perf_counter() - t_start, "calls": calls,
+        "index_seconds": index_seconds,
+        "run_seconds": time.perf_counter() - t_start,
+        "calls": calls,
         "tuning_overlap": tuning,
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items() if k != "data"},
     }
     summary = {"meta": meta, "primary_metric": evaluator.primary_metric, "metrics": metrics, "flat": flat}
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     write_summary_md(out_dir, metrics, config.ks, meta, plots=config.plots)
-    return EvalReport(metrics=metrics, flat=flat, primary_metric=evaluator.primary_metric, out_dir=out_dir,
-                      calls=calls, meta=meta)
+    return EvalReport(
+        metrics=metrics, flat=flat, primary_metric=evaluator.primary_metric, out_dir=out_dir, calls=calls, meta=meta
+    )
 
 
 __all__ = ["EvalConfig", "EvalReport", "run_eval"]

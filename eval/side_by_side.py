@@ -23,8 +23,9 @@ def _cell(chunk_id: str, text: str, words: int) -> str:
     return f"`{chunk_id}` {first}…"
 
 
-def side_by_side(index: CorpusIndex, questions: list[str], k: int = 5, *, policy: str | None = None,
-                 words: int = 8) -> str:
+def side_by_side(
+    index: CorpusIndex, questions: list[str], k: int = 5, *, policy: str | None = None, words: int = 8
+) -> str:
     """One markdown table per question: rank, hybrid's chunk, the agent's chunk."""
     from sieve.agent import AgentConfig, SearchAgent
     from sieve.defaults import DEFAULT_POLICY

@@ -70,9 +70,16 @@ class System(Protocol):
 
 def _chunk_output(chunks: list[Chunk], scores: list[float], wall_ms: float, **extra: Any) -> SystemOutput:
     """A ``unit="chunks"`` output: the ranked chunks as they are, with their character ranges."""
-    return SystemOutput(doc_ids=[c.doc_id for c in chunks], chunk_ids=[c.chunk_id for c in chunks], scores=scores,
-                        chunk_tokens=[c.n_tokens for c in chunks], wall_ms=wall_ms, unit="chunks",
-                        chunk_ranges=[(c.char_start, c.char_end) for c in chunks], **extra)
+    return SystemOutput(
+        doc_ids=[c.doc_id for c in chunks],
+        chunk_ids=[c.chunk_id for c in chunks],
+        scores=scores,
+        chunk_tokens=[c.n_tokens for c in chunks],
+        wall_ms=wall_ms,
+        unit="chunks",
+        chunk_ranges=[(c.char_start, c.char_end) for c in chunks],
+        **extra,
+    )
 
 
 def _first_per_doc(items: list[tuple[str, str, float, int]]) -> tuple[list[str], list[str], list[float], list[int]]:
@@ -105,15 +112,24 @@ class RetrievalSystem:
         t0 = time.perf_counter()
         if unit == "chunks":
             hits = self.index.search(question, self.depth, mode=self.mode)
-            return _chunk_output([h.chunk for h in hits], [h.score for h in hits], (time.perf_counter() - t0) * 1000,
-                                 seen_doc_ids=list(dict.fromkeys(h.doc_id for h in hits)),
-                                 tool_call_counts={"search": 1})
+            return _chunk_output(
+                [h.chunk for h in hits],
+                [h.score for h in hits],
+                (time.perf_counter() - t0) * 1000,
+                seen_doc_ids=list(dict.fromkeys(h.doc_id for h in hits)),
+                tool_call_counts={"search": 1},
+            )
         hits = self.index.search_documents(question, self.depth, mode=self.mode)
         docs, chunks, scores, toks = _first_per_doc([(h.chunk_id, h.doc_id, h.score, h.chunk.n_tokens) for h in hits])
         wall_ms = (time.perf_counter() - t0) * 1000
         return SystemOutput(
-            doc_ids=docs, chunk_ids=chunks, scores=scores, chunk_tokens=toks, wall_ms=wall_ms,
-            seen_doc_ids=list(docs), tool_call_counts={"search": 1},
+            doc_ids=docs,
+            chunk_ids=chunks,
+            scores=scores,
+            chunk_tokens=toks,
+            wall_ms=wall_ms,
+            seen_doc_ids=list(docs),
+            tool_call_counts={"search": 1},
         )
 
 
@@ -125,8 +141,9 @@ class AgentSystem:
     :class:`~sieve.errors.BackendError`: the run stops rather than score the floor's results as the model's.
     """
 
-    def __init__(self, index: CorpusIndex, policy: str, depth: int, *, with_floor: bool = True,
-                 **agent_overrides: Any) -> None:
+    def __init__(
+        self, index: CorpusIndex, policy: str, depth: int, *, with_floor: bool = True, **agent_overrides: Any
+    ) -> None:
         from dataclasses import replace
 
         from sieve.agent import AgentConfig, SearchAgent
@@ -158,16 +175,29 @@ class AgentSystem:
         got = {c.chunk_id: c for c in self.index.get_chunks(trace.returned_chunk_ids)} if trace.returned else {}
         if unit == "chunks":
             chunks_ = [got[e.chunk_id] for e in trace.returned if e.chunk_id in got][: self.depth]
-            return _chunk_output(chunks_, [e.score for e in trace.returned if e.chunk_id in got][: self.depth],
-                                 wall_ms, seen_doc_ids=list(dict.fromkeys(trace.seen_doc_ids)),
-                                 tool_call_counts=counts, answer=trace.answer or "", trace=trace.to_dict())
+            return _chunk_output(
+                chunks_,
+                [e.score for e in trace.returned if e.chunk_id in got][: self.depth],
+                wall_ms,
+                seen_doc_ids=list(dict.fromkeys(trace.seen_doc_ids)),
+                tool_call_counts=counts,
+                answer=trace.answer or "",
+                trace=trace.to_dict(),
+            )
         n_tok = {cid: c.n_tokens for cid, c in got.items()}
         docs, chunks, scores, toks = _first_per_doc(
-            [(e.chunk_id, e.doc_id, e.score, n_tok.get(e.chunk_id, 0)) for e in trace.returned])
+            [(e.chunk_id, e.doc_id, e.score, n_tok.get(e.chunk_id, 0)) for e in trace.returned]
+        )
         return SystemOutput(
-            doc_ids=docs[: self.depth], chunk_ids=chunks[: self.depth], scores=scores[: self.depth],
-            chunk_tokens=toks[: self.depth], wall_ms=wall_ms, seen_doc_ids=list(dict.fromkeys(trace.seen_doc_ids)),
-            tool_call_counts=counts, answer=trace.answer or "", trace=trace.to_dict(),
+            doc_ids=docs[: self.depth],
+            chunk_ids=chunks[: self.depth],
+            scores=scores[: self.depth],
+            chunk_tokens=toks[: self.depth],
+            wall_ms=wall_ms,
+            seen_doc_ids=list(dict.fromkeys(trace.seen_doc_ids)),
+            tool_call_counts=counts,
+            answer=trace.answer or "",
+            trace=trace.to_dict(),
         )
 
 
@@ -191,8 +221,10 @@ def parse_systems(spec: str) -> list[str]:
         policy, _, variant = rest.partition(":")
         valid = name in BASELINES or (base == "agent" and policy in AGENT_POLICIES and variant in ("", NO_FLOOR))
         if not valid:
-            raise InvalidInput(f"Expected systems from {', '.join(BASELINES)}, "
-                               f"agent[:{'|'.join(AGENT_POLICIES)}[:{NO_FLOOR}]], got {name!r}")
+            raise InvalidInput(
+                f"Expected systems from {', '.join(BASELINES)}, "
+                f"agent[:{'|'.join(AGENT_POLICIES)}[:{NO_FLOOR}]], got {name!r}"
+            )
         if name not in out:
             out.append(name)
     if not out:
@@ -209,5 +241,15 @@ def make_system(spec: str, index: CorpusIndex, depth: int, **agent_overrides: An
     return AgentSystem(index, policy, depth, with_floor=variant != NO_FLOOR, **agent_overrides)
 
 
-__all__ = ["AGENT_POLICIES", "AgentSystem", "BASELINES", "NO_FLOOR", "RetrievalSystem", "System", "SystemOutput",
-           "Unit", "make_system", "parse_systems"]
+__all__ = [
+    "AGENT_POLICIES",
+    "AgentSystem",
+    "BASELINES",
+    "NO_FLOOR",
+    "RetrievalSystem",
+    "System",
+    "SystemOutput",
+    "Unit",
+    "make_system",
+    "parse_systems",
+]

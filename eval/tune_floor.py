@@ -103,33 +103,48 @@ def _pairs_by_policy(paths: list[Path], systems: list[str]) -> dict[str, list[di
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", type=Path, nargs="+", help="results.jsonl of `sieve eval` runs on tuning data.")
-    ap.add_argument("--policy-system", default="agent:heuristic:nofloor",
-                    help="Comma-separated policy systems; each (policy, set) counts as one tuning set.")
+    ap.add_argument(
+        "--policy-system",
+        default="agent:heuristic:nofloor",
+        help="Comma-separated policy systems; each (policy, set) counts as one tuning set.",
+    )
     ap.add_argument("--ks", default="5,10,20")
     args = ap.parse_args(argv)
     ks = [int(k) for k in args.ks.split(",")]
     pairs = _pairs_by_policy(args.results, [s.strip() for s in args.policy_system.split(",") if s.strip()])
     print("tasks: " + ", ".join(f"{s} {len(t)}" for s, t in pairs.items()))
-    alone = {(s, k): sum(recall_at_k(t["policy"], t["gold"], k) - recall_at_k(t["hybrid"], t["gold"], k)
-                         for t in ts) / len(ts) for s, ts in pairs.items() for k in ks}
+    alone = {
+        (s, k): sum(recall_at_k(t["policy"], t["gold"], k) - recall_at_k(t["hybrid"], t["gold"], k) for t in ts)
+        / len(ts)
+        for s, ts in pairs.items()
+        for k in ks
+    }
     print("policy alone (no floor)  " + "  ".join(f"{s}@{k} {v:+.3f}" for (s, k), v in alone.items()))
     scored = []
-    settings = [(True, full, power, corr) for full, power, corr
-                in itertools.product(FULL_AGREEMENTS, AGREEMENT_POWERS, CORROBORATIONS)]
+    settings = [
+        (True, full, power, corr)
+        for full, power, corr in itertools.product(FULL_AGREEMENTS, AGREEMENT_POWERS, CORROBORATIONS)
+    ]
     for agree, full, power, corr in [*settings, (False, 1.0, 1.0, 0.0)]:
         config = FloorConfig(full_agreement=full, agreement_power=power, corroboration=corr, agreement=agree)
         g = gains(pairs, config, ks)
         scored.append((min(g.values()), sum(g.values()) / len(g), agree, full, power, corr))
-        label = (f"full_agreement={full:<4} power={power:<3} corroboration={corr:<4}" if agree
-                 else "agreement scaling off                          ")
+        label = (
+            f"full_agreement={full:<4} power={power:<3} corroboration={corr:<4}"
+            if agree
+            else "agreement scaling off                          "
+        )
         print(f"{label} " + "  ".join(f"{s}@{k} {v:+.3f}" for (s, k), v in g.items()))
     # The agreement scaling is a requirement, not a knob: without it a ranking unrelated to the
     # question displaces hybrid's (its row is printed for reference only). Ties: the larger mean
     # gain, then the more protective setting (larger full_agreement, larger power, less corroboration).
-    worst, mean, _, full, power, corr = max((t for t in scored if t[2]),
-                                            key=lambda t: (round(t[0], 4), round(t[1], 4), t[3], t[4], -t[5]))
-    print(f"chosen: full_agreement={full} agreement_power={power} corroboration={corr} "
-          f"(worst {worst:+.3f}, mean {mean:+.3f} recall vs hybrid)")
+    worst, mean, _, full, power, corr = max(
+        (t for t in scored if t[2]), key=lambda t: (round(t[0], 4), round(t[1], 4), t[3], t[4], -t[5])
+    )
+    print(
+        f"chosen: full_agreement={full} agreement_power={power} corroboration={corr} "
+        f"(worst {worst:+.3f}, mean {mean:+.3f} recall vs hybrid)"
+    )
     return 0
 
 

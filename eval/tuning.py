@@ -67,8 +67,13 @@ def tuning_overlap(sets: Sequence[EvalSet], path: Path | None = None) -> dict[st
             continue
         n = sum(any(k in tuned for tuned in declared.values()) for k in keys)
         out[s.name] = {"tasks": n, "of": len(keys), "tuning_sets": sorted(hit)}
-        logger.warning("%d of %d tasks of %s are declared tuning data (%s): their figures are in-sample, "
-                       "not a measure of Sieve", n, len(keys), s.name, ", ".join(sorted(hit)))
+        logger.warning(
+            "%d of %d tasks of %s are declared tuning data (%s): their figures are in-sample, not a measure of Sieve",
+            n,
+            len(keys),
+            s.name,
+            ", ".join(sorted(hit)),
+        )
     return out
 
 
@@ -81,7 +86,11 @@ def declare(files: Sequence[Path], path: Path | None = None) -> dict[str, int]:
     sets = {s["name"]: s for s in data["sets"]}
     for f in files:
         name = f.parent.name if f.name == "tasks.jsonl" else f"{f.parent.name}/{f.stem}"
-        sets[name] = {"name": name, "file": f.name, "keys": sorted({question_key(t["question"]) for t in read_tasks(f)})}
+        sets[name] = {
+            "name": name,
+            "file": f.name,
+            "keys": sorted({question_key(t["question"]) for t in read_tasks(f)}),
+        }
     data["sets"] = sorted(sets.values(), key=lambda s: s["name"])
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     return {s["name"]: len(s["keys"]) for s in data["sets"]}

@@ -17,6 +17,7 @@ from sieve.pruning.config import PruningConfig
 
 BudgetState = Literal["ok", "soft", "hard"]
 
+
 def share_words(fraction: float) -> str:
     """A budget share as the prompt says it: ``0.5`` -> ``"half"``, ``0.6`` -> ``"60%"``.
 
@@ -29,13 +30,17 @@ def share_words(fraction: float) -> str:
 
 def soft_notice(fraction: float) -> str:
     """The warning past the soft limit, naming the configured share (``PruningConfig.soft_fraction``)."""
-    return (f"You have used more than {share_words(fraction)} of your context budget. Prune chunks that do not help "
-            "answer the question (prune tool) or finish with the evidence you have (finish tool).")
+    return (
+        f"You have used more than {share_words(fraction)} of your context budget. Prune chunks that do not help "
+        "answer the question (prune tool) or finish with the evidence you have (finish tool)."
+    )
 
 
 SOFT_NOTICE = soft_notice(0.5)  # at the default soft_fraction
-HARD_NOTICE = ("Context budget nearly exhausted: only prune and finish are accepted now. Prune irrelevant chunks "
-               "to continue searching, or finish.")
+HARD_NOTICE = (
+    "Context budget nearly exhausted: only prune and finish are accepted now. Prune irrelevant chunks "
+    "to continue searching, or finish."
+)
 # Tools still allowed past the hard limit when the caller names none: freeing context, and concluding.
 # The agent passes its registry's over-budget tools (sieve.agent.tool_specs.over_budget_tools()).
 HARD_ALLOWED = ("prune", "finish")
@@ -62,8 +67,12 @@ class TokenBudget:
     def from_config(cls, total: int, config: PruningConfig) -> TokenBudget:
         if total < 256:
             raise InvalidInput(f"Expected a token budget >= 256, got {total}")
-        return cls(total=total, soft=int(total * config.soft_fraction), hard=int(total * config.hard_fraction),
-                   soft_fraction=config.soft_fraction)
+        return cls(
+            total=total,
+            soft=int(total * config.soft_fraction),
+            hard=int(total * config.hard_fraction),
+            soft_fraction=config.soft_fraction,
+        )
 
     def state(self, used: int) -> BudgetState:
         if used >= self.hard:
@@ -94,8 +103,10 @@ class TokenBudget:
         the tools accepted past the hard limit)."""
         if self.state(used) != "hard" or tool in allowed:
             return None
-        return (f"Expected {' or '.join(allowed)} past the hard context limit ({used:,}/{self.total:,} tokens used, "
-                f"limit {self.hard:,}), got {tool}. Prune chunks you no longer need, or finish.")
+        return (
+            f"Expected {' or '.join(allowed)} past the hard context limit ({used:,}/{self.total:,} tokens used, "
+            f"limit {self.hard:,}), got {tool}. Prune chunks you no longer need, or finish."
+        )
 
 
 __all__ = ["HARD_ALLOWED", "HARD_NOTICE", "SOFT_NOTICE", "BudgetState", "TokenBudget", "share_words", "soft_notice"]

@@ -22,11 +22,14 @@ class PruningConfig:
     )
     auto: AutoPruner = field(
         default="none",
-        metadata={"help": "Automatic pruner run after each turn: none (model-driven only), threshold (drop chunks "
-                          "below score_threshold) or pressure (past the soft limit drop the least relevant chunks)."},
+        metadata={
+            "help": "Automatic pruner run after each turn: none (model-driven only), threshold (drop chunks "
+            "below score_threshold) or pressure (past the soft limit drop the least relevant chunks)."
+        },
     )
     score_threshold: float = field(
-        default=0.2, metadata={"help": "Relevance (cosine to the question) below which the threshold pruner drops a chunk."}
+        default=0.2,
+        metadata={"help": "Relevance (cosine to the question) below which the threshold pruner drops a chunk."},
     )
     pressure_target: float = field(
         default=0.4, metadata={"help": "Share of the budget the pressure pruner prunes down to."}

@@ -91,12 +91,27 @@ class ContextState:
 
     # -- messages -----------------------------------------------------------------------------
     def add(
-        self, role: str, content: str = "", *, kind: MessageKind | None = None, chunk_handles: Iterable[str] = (),
-        suffix: str = "", tool_calls: list[dict[str, Any]] | None = None, tool_call_id: str | None = None,
+        self,
+        role: str,
+        content: str = "",
+        *,
+        kind: MessageKind | None = None,
+        chunk_handles: Iterable[str] = (),
+        suffix: str = "",
+        tool_calls: list[dict[str, Any]] | None = None,
+        tool_call_id: str | None = None,
         name: str | None = None,
     ) -> Message:
-        msg = Message(role=role, kind=kind or role, content=content, chunk_handles=list(chunk_handles),  # type: ignore[arg-type]
-                      suffix=suffix, tool_calls=tool_calls, tool_call_id=tool_call_id, name=name)
+        msg = Message(
+            role=role,
+            kind=kind or role,  # type: ignore[arg-type]
+            content=content,
+            chunk_handles=list(chunk_handles),  # type: ignore[arg-type]
+            suffix=suffix,
+            tool_calls=tool_calls,
+            tool_call_id=tool_call_id,
+            name=name,
+        )
         fixed = MESSAGE_OVERHEAD + self.counter.count(content) + self.counter.count(suffix)
         for call in tool_calls or ():
             fn = call.get("function", {})
@@ -151,8 +166,17 @@ class ContextState:
         return self.counter.count(render_pruned(entry))
 
     # -- chunks -------------------------------------------------------------------------------
-    def register(self, chunk: Chunk, *, relevance: float = 0.0, score: float = 0.0, tool: str = "",
-                 query: str = "", turn: int = 0, text: str | None = None) -> ChunkEntry:
+    def register(
+        self,
+        chunk: Chunk,
+        *,
+        relevance: float = 0.0,
+        score: float = 0.0,
+        tool: str = "",
+        query: str = "",
+        turn: int = 0,
+        text: str | None = None,
+    ) -> ChunkEntry:
         """Give ``chunk`` the next handle (``c1``, ``c2``...). A chunk already registered keeps its entry."""
         with self._lock:
             if chunk.chunk_id in self._by_id:
@@ -162,8 +186,16 @@ class ContextState:
                 from dataclasses import replace
 
                 chunk = replace(chunk, text=text)  # truncated to fit the budget
-            entry = ChunkEntry(handle=handle, chunk=chunk, tokens=0, relevance=relevance, score=score, tool=tool,
-                               query=query, turn=turn)
+            entry = ChunkEntry(
+                handle=handle,
+                chunk=chunk,
+                tokens=0,
+                relevance=relevance,
+                score=score,
+                tool=tool,
+                query=query,
+                turn=turn,
+            )
             entry.tokens = self.counter.count(render_chunk(entry)) + 2  # the blank line between blocks
             self.chunks[handle] = entry
             self._by_id[chunk.chunk_id] = handle

@@ -45,7 +45,7 @@ class ScoreThresholdPruner:
 
     def select(self, context: ContextState, budget: TokenBudget) -> list[str]:
         active = sorted(context.active(), key=lambda e: -e.relevance)
-        return [e.handle for e in active[self.keep_min:] if e.relevance < self.threshold]
+        return [e.handle for e in active[self.keep_min :] if e.relevance < self.threshold]
 
 
 class BudgetPressurePruner:

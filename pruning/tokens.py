@@ -77,5 +77,11 @@ def count_messages(counter: TokenCounter, messages: Sequence[dict[str, Any]]) ->
     return sum(count_message(counter, m) for m in messages)
 
 
-__all__ = ["MESSAGE_OVERHEAD", "ApproxTokenCounter", "HFTokenCounter", "TokenCounter", "count_message",
-           "count_messages"]
+__all__ = [
+    "MESSAGE_OVERHEAD",
+    "ApproxTokenCounter",
+    "HFTokenCounter",
+    "TokenCounter",
+    "count_message",
+    "count_messages",
+]

@@ -31,9 +31,17 @@ __all__ = [
 ]
 
 _LAZY = {
-    "Retriever": "base", "validate_k": "base", "validate_query": "base", "RetrieverConfig": "config",
-    "CorpusIndex": "index", "IndexReport": "index", "delete_collection": "index", "list_collections": "store",
-    "Chunk": "types", "Document": "types", "Hit": "types",
+    "Retriever": "base",
+    "validate_k": "base",
+    "validate_query": "base",
+    "RetrieverConfig": "config",
+    "CorpusIndex": "index",
+    "IndexReport": "index",
+    "delete_collection": "index",
+    "list_collections": "store",
+    "Chunk": "types",
+    "Document": "types",
+    "Hit": "types",
 }
 
 

@@ -22,9 +22,7 @@ class Retriever(Protocol):
         self, query: str, k: int = 10, *, where: Where | None = None, exclude: Collection[str] | None = None
     ) -> list[Hit]: ...
 
-    def batch_search(
-        self, queries: Sequence[str], k: int = 10, *, where: Where | None = None
-    ) -> list[list[Hit]]: ...
+    def batch_search(self, queries: Sequence[str], k: int = 10, *, where: Where | None = None) -> list[list[Hit]]: ...
 
 
 class ScoredIdsRetriever:

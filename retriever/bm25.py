@@ -94,16 +94,27 @@ class BM25Builder:
     def take(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Hand the accumulated (ids, term ids, counts, row pointers, lengths) over without copying,
         leaving the builder empty (the vocabulary stays: the term ids refer to it)."""
-        out = (self.ids, np.frombuffer(self._cols, dtype=np.int32), np.frombuffer(self._tf, dtype=np.float32),
-               np.frombuffer(self._indptr, dtype=np.int64), np.frombuffer(self._doc_len, dtype=np.float64))
+        out = (
+            self.ids,
+            np.frombuffer(self._cols, dtype=np.int32),
+            np.frombuffer(self._tf, dtype=np.float32),
+            np.frombuffer(self._indptr, dtype=np.int64),
+            np.frombuffer(self._doc_len, dtype=np.float64),
+        )
         self.ids, self._cols, self._tf = [], array("i"), array("f")
         self._indptr, self._doc_len = array("q", [0]), array("d")
         return out
 
     def build(self, *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> SparseBM25:
         n, n_terms = len(self.ids), len(self.vocab)
-        tf = sp.csr_matrix((np.frombuffer(self._tf, dtype=np.float32), np.frombuffer(self._cols, dtype=np.int32),
-                            np.frombuffer(self._indptr, dtype=np.int64)), shape=(n, n_terms)).tocsc()
+        tf = sp.csr_matrix(
+            (
+                np.frombuffer(self._tf, dtype=np.float32),
+                np.frombuffer(self._cols, dtype=np.int32),
+                np.frombuffer(self._indptr, dtype=np.int64),
+            ),
+            shape=(n, n_terms),
+        ).tocsc()
         self._cols, self._tf, self._indptr = array("i"), array("f"), array("q", [0])  # free before CSC lives on
         doc_len = np.frombuffer(self._doc_len, dtype=np.float64).copy()
         # Chunks made only of stop words have no tokens; keep the maths finite for them.
@@ -139,7 +150,13 @@ class SparseBM25:
 
     @classmethod
     def from_tokens(
-        cls, ids: Sequence[str], corpus: Sequence[Sequence[str]], *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25
+        cls,
+        ids: Sequence[str],
+        corpus: Sequence[Sequence[str]],
+        *,
+        k1: float = 1.5,
+        b: float = 0.75,
+        epsilon: float = 0.25,
     ) -> SparseBM25:
         builder = BM25Builder()
         for cid, toks in zip(ids, corpus):
@@ -187,13 +204,15 @@ class SparseBM25:
             j = self.vocab.get(t)
             if j is None:
                 return []
-            col = self.tf.indices[self.tf.indptr[j]:self.tf.indptr[j + 1]]
+            col = self.tf.indices[self.tf.indptr[j] : self.tf.indptr[j + 1]]
             rows = col if rows is None else np.intersect1d(rows, col, assume_unique=True)
             if not len(rows):
                 return []
         return [] if rows is None else [self.ids[i] for i in np.sort(rows)]
 
-    def top_k(self, query_tokens: Sequence[str], k: int, *, allowed: np.ndarray | None = None) -> list[tuple[str, float]]:
+    def top_k(
+        self, query_tokens: Sequence[str], k: int, *, allowed: np.ndarray | None = None
+    ) -> list[tuple[str, float]]:
         """The ``k`` best (id, score) pairs with a positive score; ``allowed`` masks documents."""
         return top_k_of(self.scores(query_tokens), self.ids, k, allowed)
 
@@ -212,9 +231,18 @@ class SparseBM25:
         fd, tmp = tempfile.mkstemp(prefix="bm25.", suffix=".tmp", dir=folder)  # unique per writer
         try:
             with os.fdopen(fd, "wb") as f:
-                np.savez(f, data=self.tf.data, indices=self.tf.indices, indptr=self.tf.indptr,
-                         shape=np.asarray(self.tf.shape, dtype=np.int64), idf=self.idf, norm=self.norm,
-                         ids=_json_bytes(self.ids), vocab=_json_bytes(list(self.vocab)), meta=_json_bytes(meta))
+                np.savez(
+                    f,
+                    data=self.tf.data,
+                    indices=self.tf.indices,
+                    indptr=self.tf.indptr,
+                    shape=np.asarray(self.tf.shape, dtype=np.int64),
+                    idf=self.idf,
+                    norm=self.norm,
+                    ids=_json_bytes(self.ids),
+                    vocab=_json_bytes(list(self.vocab)),
+                    meta=_json_bytes(meta),
+                )
             os.replace(tmp, folder / BM25_FILE)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -235,8 +263,16 @@ class SparseBM25:
             return None
         if shape != (len(ids), len(terms)) or len(idf) != len(terms) or len(norm) != len(ids):
             return None
-        index = cls(ids=ids, vocab={t: i for i, t in enumerate(terms)}, tf=tf, idf=idf, norm=norm, k1=meta["k1"],
-                    b=meta["b"], epsilon=meta["epsilon"])
+        index = cls(
+            ids=ids,
+            vocab={t: i for i, t in enumerate(terms)},
+            tf=tf,
+            idf=idf,
+            norm=norm,
+            k1=meta["k1"],
+            b=meta["b"],
+            epsilon=meta["epsilon"],
+        )
         return index, meta["fingerprint"]
 
 
@@ -265,8 +301,9 @@ def _json_bytes(value: object) -> np.ndarray:
 class BM25Index(Protocol):
     """What :class:`BM25Retriever` asks of an index: :class:`SparseBM25` and the segmented one alike."""
 
-    def top_k(self, query_tokens: Sequence[str], k: int, *, allowed: np.ndarray | None = None
-              ) -> list[tuple[str, float]]: ...
+    def top_k(
+        self, query_tokens: Sequence[str], k: int, *, allowed: np.ndarray | None = None
+    ) -> list[tuple[str, float]]: ...
     def mask(self, ids: Collection[str], *, exclude: bool = False) -> np.ndarray: ...
 
 
@@ -297,4 +334,14 @@ class BM25Retriever(ScoredIdsRetriever):
         return index.top_k(tokenize(query), k, allowed=allowed)
 
 
-__all__ = ["BM25Builder", "BM25Index", "BM25Retriever", "BM25_FILE", "STOPWORDS", "SparseBM25", "term_counts", "tokenize", "top_k_of"]
+__all__ = [
+    "BM25Builder",
+    "BM25Index",
+    "BM25Retriever",
+    "BM25_FILE",
+    "STOPWORDS",
+    "SparseBM25",
+    "term_counts",
+    "tokenize",
+    "top_k_of",
+]

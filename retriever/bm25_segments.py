@@ -101,14 +101,16 @@ def segment_from_builder(builder: BM25Builder, vocab: dict[str, int]) -> Segment
     exist at most twice while the column-ordered matrix is built, as in a rebuild.
     """
     n_before = len(vocab)
-    to_global = np.fromiter((vocab.setdefault(t, len(vocab)) for t in builder.vocab), dtype=np.int32,
-                            count=len(builder.vocab))
+    to_global = np.fromiter(
+        (vocab.setdefault(t, len(vocab)) for t in builder.vocab), dtype=np.int32, count=len(builder.vocab)
+    )
     new_terms = list(vocab)[n_before:] if len(vocab) > n_before else []
     ids, local, counts, indptr, lens = builder.take()
     tf = sp.csr_matrix((counts, to_global[local] if len(local) else local, indptr), shape=(len(ids), len(vocab)))
     del local
-    return Segment(name=uuid.uuid4().hex[:12], ids=ids, tf=tf.tocsc(), doc_len=lens.astype(np.int64),
-                   new_terms=new_terms)
+    return Segment(
+        name=uuid.uuid4().hex[:12], ids=ids, tf=tf.tocsc(), doc_len=lens.astype(np.int64), new_terms=new_terms
+    )
 
 
 @dataclass
@@ -145,8 +147,15 @@ class SegmentedBM25:
         return self._live_ids
 
     @classmethod
-    def from_segments(cls, segments: list[Segment], vocab: dict[str, int] | None = None, *, k1: float = 1.5,
-                      b: float = 0.75, epsilon: float = 0.25) -> SegmentedBM25:
+    def from_segments(
+        cls,
+        segments: list[Segment],
+        vocab: dict[str, int] | None = None,
+        *,
+        k1: float = 1.5,
+        b: float = 0.75,
+        epsilon: float = 0.25,
+    ) -> SegmentedBM25:
         """The index over ``segments``; ``vocab`` defaults to the concatenation of their new terms."""
         if vocab is None:
             vocab = {}
@@ -168,7 +177,7 @@ class SegmentedBM25:
         for seg in self.segments:
             offsets.append(len(ids))
             ids.extend(seg.ids)
-            df[:seg.n_terms] += seg.df()
+            df[: seg.n_terms] += seg.df()
             total_len += seg.live_len()
             any_dead |= seg.live is not None
             lives.append(np.ones(len(seg.ids), dtype=bool) if seg.live is None else seg.live)
@@ -223,8 +232,9 @@ class SegmentedBM25:
             out[~self.live] = 0.0
         return out
 
-    def top_k(self, query_tokens: Sequence[str], k: int, *, allowed: np.ndarray | None = None
-              ) -> list[tuple[str, float]]:
+    def top_k(
+        self, query_tokens: Sequence[str], k: int, *, allowed: np.ndarray | None = None
+    ) -> list[tuple[str, float]]:
         """The ``k`` best live (id, score) pairs with a positive score; ``allowed`` masks rows."""
         return top_k_of(self.scores(query_tokens), self.row_ids, k, allowed)
 
@@ -238,7 +248,7 @@ class SegmentedBM25:
         for seg, off in zip(self.segments, self._offsets):
             rows: np.ndarray | None = None
             for j in terms:
-                col = seg.tf.indices[seg.tf.indptr[j]:seg.tf.indptr[j + 1]] if j < seg.n_terms else np.zeros(0, int)
+                col = seg.tf.indices[seg.tf.indptr[j] : seg.tf.indptr[j + 1]] if j < seg.n_terms else np.zeros(0, int)
                 rows = col if rows is None else np.intersect1d(rows, col, assume_unique=True)
                 if not len(rows):
                     break
@@ -284,8 +294,13 @@ class SegmentedBM25:
         whole = _merge(self.segments, len(self.vocab))
         keep = np.flatnonzero(whole.df() > 0)
         terms = list(self.vocab)
-        seg = Segment(name=whole.name, ids=whole.ids, tf=whole.tf[:, keep].tocsc(), doc_len=whole.doc_len,
-                      new_terms=[terms[j] for j in keep])
+        seg = Segment(
+            name=whole.name,
+            ids=whole.ids,
+            tf=whole.tf[:, keep].tocsc(),
+            doc_len=whole.doc_len,
+            new_terms=[terms[j] for j in keep],
+        )
         return SegmentedBM25.from_segments([seg], k1=self.k1, b=self.b, epsilon=self.epsilon)
 
     # -- persistence ---------------------------------------------------------------------------------
@@ -298,16 +313,31 @@ class SegmentedBM25:
         for seg in self.segments:
             path = seg_dir / f"{seg.name}.npz"
             if not path.exists():
-                _atomic(path, lambda f, s=seg: np.savez(
-                    f, data=s.tf.data, indices=s.tf.indices, indptr=s.tf.indptr,
-                    shape=np.asarray(s.tf.shape, dtype=np.int64), doc_len=s.doc_len, ids=_json_bytes(s.ids),
-                    new_terms=_json_bytes(s.new_terms)))
+                _atomic(
+                    path,
+                    lambda f, s=seg: np.savez(
+                        f,
+                        data=s.tf.data,
+                        indices=s.tf.indices,
+                        indptr=s.tf.indptr,
+                        shape=np.asarray(s.tf.shape, dtype=np.int64),
+                        doc_len=s.doc_len,
+                        ids=_json_bytes(s.ids),
+                        new_terms=_json_bytes(s.new_terms),
+                    ),
+                )
             if seg.live is not None and seg.live_file is None:
                 seg.live_file = f"{seg.name}.live-{uuid.uuid4().hex[:8]}.npy"
                 _atomic(seg_dir / seg.live_file, lambda f, s=seg: np.save(f, s.live))
             entries.append({"name": seg.name, "live": seg.live_file})
-        manifest = {"format": FORMAT, "fingerprint": fingerprint, "k1": self.k1, "b": self.b, "epsilon": self.epsilon,
-                    "segments": entries}
+        manifest = {
+            "format": FORMAT,
+            "fingerprint": fingerprint,
+            "k1": self.k1,
+            "b": self.b,
+            "epsilon": self.epsilon,
+            "segments": entries,
+        }
         _atomic(folder / MANIFEST, lambda f: f.write(json.dumps(manifest).encode()))
         named = {f"{e['name']}.npz" for e in entries} | {e["live"] for e in entries if e["live"]}
         for p in seg_dir.iterdir():
@@ -373,8 +403,13 @@ def _merge(segments: Sequence[Segment], n_terms: int) -> Segment:
         lens.append(seg.doc_len[keep])
         new_terms.extend(seg.new_terms)
     tf = sp.vstack(parts, format="csr") if parts else sp.csr_matrix((0, n_terms), dtype=np.float32)
-    return Segment(name=uuid.uuid4().hex[:12], ids=ids, tf=tf.astype(np.float32).tocsc(),
-                   doc_len=np.concatenate(lens) if lens else np.zeros(0, np.int64), new_terms=new_terms)
+    return Segment(
+        name=uuid.uuid4().hex[:12],
+        ids=ids,
+        tf=tf.astype(np.float32).tocsc(),
+        doc_len=np.concatenate(lens) if lens else np.zeros(0, np.int64),
+        new_terms=new_terms,
+    )
 
 
 def _load_segment(path: Path, name: str) -> Segment:

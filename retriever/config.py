@@ -30,8 +30,10 @@ def validate_backend(backend: str, dtype: str) -> tuple[str, str]:
     if backend not in BACKEND_DTYPES:
         raise InvalidInput(f"Expected embed_backend in {tuple(BACKEND_DTYPES)}, got {backend!r}; valid: {valid}")
     if dtype not in BACKEND_DTYPES[backend]:
-        raise InvalidInput(f"Expected embed_dtype in {BACKEND_DTYPES[backend]} for embed_backend {backend!r}, "
-                           f"got {dtype!r}; valid: {valid}")
+        raise InvalidInput(
+            f"Expected embed_dtype in {BACKEND_DTYPES[backend]} for embed_backend {backend!r}, "
+            f"got {dtype!r}; valid: {valid}"
+        )
     return backend, dtype
 
 
@@ -69,7 +71,8 @@ class RetrieverConfig:
         metadata={"help": "Folder of the embedded Chroma store, the BM25 indexes and converted models."},
     )
     chroma_url: str | None = field(
-        default=None, metadata={"help": "URL of a Chroma server (http://host:port); when set, HttpClient is used."},
+        default=None,
+        metadata={"help": "URL of a Chroma server (http://host:port); when set, HttpClient is used."},
     )
     embedder_path: str = field(
         default_factory=default_embedder_path,
@@ -81,20 +84,25 @@ class RetrieverConfig:
     )
     embed_dtype: Literal["auto", "float32", "bfloat16", "int8"] = field(
         default="auto",
-        metadata={"help": "Embedding precision: float32 | int8 (onnx) or float32 | bfloat16 (torch); auto = "
-                          "float32 for both backends. Speed and recall of each in "
-                          "benchmarks/retriever.py."},
+        metadata={
+            "help": "Embedding precision: float32 | int8 (onnx) or float32 | bfloat16 (torch); auto = "
+            "float32 for both backends. Speed and recall of each in "
+            "benchmarks/retriever.py."
+        },
     )
     device: Literal["auto", "cpu", "cuda"] = field(
         default="auto",
-        metadata={"help": "Where the embedder runs: auto (CUDA when the backend's runtime sees a GPU, else the "
-                          "CPU) | cpu | cuda (an error when there is no GPU). On CUDA the torch backend uses "
-                          "float16 weights and batches of at least 256."},
+        metadata={
+            "help": "Where the embedder runs: auto (CUDA when the backend's runtime sees a GPU, else the "
+            "CPU) | cpu | cuda (an error when there is no GPU). On CUDA the torch backend uses "
+            "float16 weights and batches of at least 256."
+        },
     )
     model_dir: Path | None = field(
         default=None,
-        metadata={"help": "Folder of converted models (the embedder's ONNX exports, SmolLM2); default "
-                          "<data_dir>/models."},
+        metadata={
+            "help": "Folder of converted models (the embedder's ONNX exports, SmolLM2); default <data_dir>/models."
+        },
     )
     embed_batch_size: int = field(default=32, metadata={"help": "Passages per embedding batch."})
     chunk_tokens: int = field(default=200, metadata={"help": "Chunk size in embedder tokens."})
@@ -107,16 +115,24 @@ class RetrieverConfig:
     bm25_b: float = field(default=0.75, metadata={"help": "BM25 b."})
     bm25_epsilon: float = field(default=0.25, metadata={"help": "Floor for negative IDF, as rank-bm25's BM25Okapi."})
     max_k: int = field(default=200, metadata={"help": "Largest k a search may ask for."})
-    index_batch_size: int = field(default=256, metadata={"help": "Chunks embedded and written per batch by `sieve index`."})
+    index_batch_size: int = field(
+        default=256, metadata={"help": "Chunks embedded and written per batch by `sieve index`."}
+    )
     hnsw_sync_threshold: int = field(
-        default=1000, metadata={"help": "New collections: records Chroma adds to its HNSW index between two saves of "
-                                        "it to disk; what a new process replays at its first use (see docs/scaling.md)."},
+        default=1000,
+        metadata={
+            "help": "New collections: records Chroma adds to its HNSW index between two saves of "
+            "it to disk; what a new process replays at its first use (see docs/scaling.md)."
+        },
     )
     hnsw_ef_construction: int = field(default=100, metadata={"help": "New collections: HNSW construction breadth."})
     hnsw_max_neighbors: int = field(default=16, metadata={"help": "New collections: HNSW links per node (M)."})
     write_lock_timeout_s: float = field(
-        default=60.0, metadata={"help": "How long a write waits for another writer of the same store before it "
-                                        "fails with store_locked (one writer per store)."},
+        default=60.0,
+        metadata={
+            "help": "How long a write waits for another writer of the same store before it "
+            "fails with store_locked (one writer per store)."
+        },
     )
 
     @property
@@ -144,5 +160,14 @@ class RetrieverConfig:
             raise InvalidInput(f"Expected rrf_k >= 1 and candidates >= 1, got {self.rrf_k}, {self.candidates}")
 
 
-__all__ = ["BACKEND_DTYPES", "DEFAULT_EMBED_BACKEND", "DEFAULT_EMBED_DTYPE", "EmbedBackend", "EmbedDtype", "RetrieverConfig",
-           "default_data_dir", "default_embedder_path", "validate_backend"]
+__all__ = [
+    "BACKEND_DTYPES",
+    "DEFAULT_EMBED_BACKEND",
+    "DEFAULT_EMBED_DTYPE",
+    "EmbedBackend",
+    "EmbedDtype",
+    "RetrieverConfig",
+    "default_data_dir",
+    "default_embedder_path",
+    "validate_backend",
+]

@@ -66,8 +66,10 @@ def onnx_sees_cuda() -> bool:
     return "CUDAExecutionProvider" in ort.get_available_providers()
 
 
-_RUNTIME = {"torch": "torch (torch.cuda.is_available() is False)",
-            "onnx": "ONNX Runtime (no CUDAExecutionProvider: the onnxruntime-gpu build has it)"}
+_RUNTIME = {
+    "torch": "torch (torch.cuda.is_available() is False)",
+    "onnx": "ONNX Runtime (no CUDAExecutionProvider: the onnxruntime-gpu build has it)",
+}
 
 
 def resolve_device(requested: str, backend: str) -> DeviceChoice:
@@ -91,10 +93,21 @@ def resolve_device(requested: str, backend: str) -> DeviceChoice:
 def cuda_unavailable(backend: str, detail: str = "") -> ModelUnavailable:
     """The error for ``--device cuda`` where the ``backend`` cannot use a GPU."""
     seen = detail or f"none visible to {_RUNTIME.get(backend, backend)}"
-    return ModelUnavailable(f"Expected a CUDA device for --device cuda (SIEVE_DEVICE=cuda) with embed backend "
-                            f"{backend!r}, got {seen}; valid: --device cpu, or --device auto to use a GPU only "
-                            "when there is one")
+    return ModelUnavailable(
+        f"Expected a CUDA device for --device cuda (SIEVE_DEVICE=cuda) with embed backend "
+        f"{backend!r}, got {seen}; valid: --device cpu, or --device auto to use a GPU only "
+        "when there is one"
+    )
 
 
-__all__ = ["CUDA_BATCH_SIZE", "DEVICES", "Device", "DeviceChoice", "cuda_unavailable", "onnx_sees_cuda",
-           "resolve_device", "torch_sees_cuda", "validate_device"]
+__all__ = [
+    "CUDA_BATCH_SIZE",
+    "DEVICES",
+    "Device",
+    "DeviceChoice",
+    "cuda_unavailable",
+    "onnx_sees_cuda",
+    "resolve_device",
+    "torch_sees_cuda",
+    "validate_device",
+]

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class EmbedderIdentity:
     """What produced a collection's vectors; stored in the Chroma collection metadata.
@@ -222,8 +223,14 @@ class TorchEncoder:
             from sieve.retriever.prefetch import encode_prefetched
 
             return encode_prefetched(self.model, texts, batch_size)
-        vecs = self.model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
-                                 convert_to_numpy=False, convert_to_tensor=True, show_progress_bar=False)
+        vecs = self.model.encode(
+            list(texts),
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=False,
+            convert_to_tensor=True,
+            show_progress_bar=False,
+        )
         return vecs.float().cpu().numpy().astype(np.float32)
 
 
@@ -301,8 +308,15 @@ def device_batch_size(batch_size: int, device: str) -> int:
     return max(batch_size, CUDA_BATCH_SIZE) if device == "cuda" else batch_size
 
 
-def load_encoder(path: Path, backend: str, dtype: str, cache_root: Path, fingerprint: str,
-                 device: str = "cpu", threads: int | None = None) -> Encoder:
+def load_encoder(
+    path: Path,
+    backend: str,
+    dtype: str,
+    cache_root: Path,
+    fingerprint: str,
+    device: str = "cpu",
+    threads: int | None = None,
+) -> Encoder:
     """The model on ``backend``; ``threads`` caps its CPU threads (default: every core this process may use)."""
     if backend == "torch":
         encoder = TorchEncoder.load(path, dtype, device)
@@ -344,8 +358,17 @@ class Embedder:
     _load_lock: Lock = field(default_factory=Lock, repr=False)
 
     @classmethod
-    def load(cls, path: str, *, backend: str = "torch", dtype: str = "float32", batch_size: int = 32,
-             cache_dir: Path | None = None, device: str = "auto", lazy: bool = False) -> Embedder:
+    def load(
+        cls,
+        path: str,
+        *,
+        backend: str = "torch",
+        dtype: str = "float32",
+        batch_size: int = 32,
+        cache_dir: Path | None = None,
+        device: str = "auto",
+        lazy: bool = False,
+    ) -> Embedder:
         """A local sentence-transformers folder; never touches a model hub.
 
         Args:
@@ -379,9 +402,15 @@ class Embedder:
     @classmethod
     def from_config(cls, config: RetrieverConfig, *, lazy: bool = False) -> Embedder:
         """The configured model. Loading costs seconds: build one and share it between indexes."""
-        return cls.load(config.embedder_path, backend=config.embed_backend, dtype=config.embed_dtype,
-                        batch_size=config.embed_batch_size, cache_dir=config.models_dir, device=config.device,
-                        lazy=lazy)
+        return cls.load(
+            config.embedder_path,
+            backend=config.embed_backend,
+            dtype=config.embed_dtype,
+            batch_size=config.embed_batch_size,
+            cache_dir=config.models_dir,
+            device=config.device,
+            lazy=lazy,
+        )
 
     @property
     def is_loaded(self) -> bool:
@@ -401,11 +430,20 @@ class Embedder:
                 if self._encoder is None:
                     folder = Path(self.path)
                     prepare_runtime()  # offline hub, passive OpenMP waiting: before torch is first imported
-                    encoder = load_encoder(folder, self.backend, self.dtype, self.cache_dir or folder,
-                                           self.fingerprint, self.device, self.threads)
+                    encoder = load_encoder(
+                        folder,
+                        self.backend,
+                        self.dtype,
+                        self.cache_dir or folder,
+                        self.fingerprint,
+                        self.device,
+                        self.threads,
+                    )
                     if self._identity is not None and self._identity.dim != encoder.dim:
-                        raise ModelUnavailable(f"Expected the embedder at {self.path!r} to output "
-                                               f"{self._identity.dim} dimensions as its config says, got {encoder.dim}")
+                        raise ModelUnavailable(
+                            f"Expected the embedder at {self.path!r} to output "
+                            f"{self._identity.dim} dimensions as its config says, got {encoder.dim}"
+                        )
                     self._encoder = encoder
                     logger.info("Loaded embedder %s on %s", self.identity.describe(), encoder.device.describe())
         return self._encoder
@@ -432,8 +470,13 @@ class Embedder:
             dim = self._encoder.dim if self._encoder is not None else config_dim(folder)
             if dim is None:
                 dim = self.loaded().dim
-            self._identity = EmbedderIdentity(model=model_display_name(folder), fingerprint=self.fingerprint,
-                                              backend=self.backend, dtype=self.dtype, dim=dim)
+            self._identity = EmbedderIdentity(
+                model=model_display_name(folder),
+                fingerprint=self.fingerprint,
+                backend=self.backend,
+                dtype=self.dtype,
+                dim=dim,
+            )
         return self._identity
 
     @property
@@ -490,6 +533,17 @@ class Embedder:
         return np.stack([self.embed_query(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
 
 
-__all__ = ["Embedder", "EmbedderIdentity", "Encoder", "TorchEncoder", "cached_model_fingerprint", "config_dim",
-           "cpu_threads", "device_batch_size", "load_encoder", "model_fingerprint", "quiet_hf_progress",
-           "torch_weights_dtype"]
+__all__ = [
+    "Embedder",
+    "EmbedderIdentity",
+    "Encoder",
+    "TorchEncoder",
+    "cached_model_fingerprint",
+    "config_dim",
+    "cpu_threads",
+    "device_batch_size",
+    "load_encoder",
+    "model_fingerprint",
+    "quiet_hf_progress",
+    "torch_weights_dtype",
+]

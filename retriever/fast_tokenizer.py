@@ -86,8 +86,11 @@ class BatchTokenizer:
         special = read_json_object(model_path / "special_tokens_map.json")
         tok = Tokenizer.from_file(str(file))
         saved_padding = tok.padding or {}
-        pad_token = (_token_text(config.get("pad_token")) or _token_text(special.get("pad_token"))
-                     or _token_text(saved_padding.get("pad_token")))
+        pad_token = (
+            _token_text(config.get("pad_token"))
+            or _token_text(special.get("pad_token"))
+            or _token_text(saved_padding.get("pad_token"))
+        )
         pad_id = tok.token_to_id(pad_token) if pad_token else None
         if pad_id is None:
             return None
@@ -95,11 +98,16 @@ class BatchTokenizer:
         # What transformers sets before each call (tokenization_utils_fast.set_truncation_and_padding);
         # the file's own settings (MiniLM's: pad every text to 128) are not what it applies.
         tok.no_padding()
-        tok.enable_truncation(max_length, stride=0, strategy="longest_first",
-                              direction=str(config.get("truncation_side") or "right"))
-        return cls(tokenizer=tok, max_length=max_length, pad_id=int(pad_id),
-                   pad_type_id=int(saved_padding.get("pad_type_id") or 0),
-                   padding_left=config.get("padding_side") == "left")
+        tok.enable_truncation(
+            max_length, stride=0, strategy="longest_first", direction=str(config.get("truncation_side") or "right")
+        )
+        return cls(
+            tokenizer=tok,
+            max_length=max_length,
+            pad_id=int(pad_id),
+            pad_type_id=int(saved_padding.get("pad_type_id") or 0),
+            padding_left=config.get("padding_side") == "left",
+        )
 
     def encode(self, texts: Sequence[str]) -> list[Any]:
         """One ``tokenizers.Encoding`` per text (special tokens added, truncated, not padded)."""

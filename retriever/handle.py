@@ -70,8 +70,11 @@ def _locks_dir(config: RetrieverConfig) -> Path:
 
 def store_write_lock(config: RetrieverConfig, timeout_s: float | None = None) -> WriteLock:
     """The write lock of the configured store (one per embedded folder or Chroma server URL)."""
-    return WriteLock(_locks_dir(config) / f"store-{store_tag(config)}.lock", store_location(config),
-                     timeout_s=config.write_lock_timeout_s if timeout_s is None else timeout_s)
+    return WriteLock(
+        _locks_dir(config) / f"store-{store_tag(config)}.lock",
+        store_location(config),
+        timeout_s=config.write_lock_timeout_s if timeout_s is None else timeout_s,
+    )
 
 
 class StoreHandle:
@@ -146,8 +149,9 @@ class StoreHandle:
         with self._cond:
             while self._reopening:
                 self._cond.wait()
-            stale = self._client is None or (self.embedded and self.token() != self._seen
-                                             and not self._another_writer_busy())
+            stale = self._client is None or (
+                self.embedded and self.token() != self._seen and not self._another_writer_busy()
+            )
             if stale:
                 self._reopening = True  # new sessions wait; the ones in progress finish first
                 while self._users:
@@ -217,9 +221,15 @@ class StoreHandle:
             if not self.embedded:
                 url = urlparse(self.config.chroma_url)
                 if url.scheme not in ("http", "https") or not url.hostname:
-                    raise InvalidInput(f"Expected a Chroma URL like http://127.0.0.1:8000, got {self.config.chroma_url!r}")
-                return chromadb.HttpClient(host=url.hostname, port=url.port or (443 if url.scheme == "https" else 8000),
-                                           ssl=url.scheme == "https", settings=settings)
+                    raise InvalidInput(
+                        f"Expected a Chroma URL like http://127.0.0.1:8000, got {self.config.chroma_url!r}"
+                    )
+                return chromadb.HttpClient(
+                    host=url.hostname,
+                    port=url.port or (443 if url.scheme == "https" else 8000),
+                    ssl=url.scheme == "https",
+                    settings=settings,
+                )
             with self._created():
                 return chromadb.PersistentClient(path=self.location, settings=settings)
         except (InvalidInput, StoreLocked):

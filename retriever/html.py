@@ -25,29 +25,37 @@ def _has_class(tag: str, name: str) -> str:
 
 
 # Elements that are navigation wherever they appear.
-_NAV_XPATH = " | ".join([
-    "//nav", "//aside", "//script", "//style", "//noscript", "//template",
-    # A page's header and footer; an article's own <header> (its title, its byline) is content.
-    "//header[not(ancestor::article or ancestor::main)]", "//footer[not(ancestor::article or ancestor::main)]",
-    "//*[@role='navigation' or @role='banner' or @role='contentinfo' or @role='search']",
-    # Texinfo (makeinfo --html): the "Next: … Previous: … Up: …" line, its newer nav-panel, node menus
-    # and mini tables of contents (they repeat titles of other pages).
-    _has_class("div", "header"),
-    _has_class("div", "nav-panel"),
-    _has_class("table", "menu"),
-    _has_class("ul", "section-toc"),
-    _has_class("ul", "mini-toc"),
-    # DocBook XSL and gtk-doc.
-    _has_class("div", "navheader"),
-    _has_class("div", "navfooter"),
-    _has_class("table", "navigation"),
-    # Sphinx.
-    _has_class("div", "related"),
-    _has_class("div", "sphinxsidebar"),
-    _has_class("div", "footer"),
-    # Permalink anchors after headings (Sphinx's ¶, Node's #).
-    "//a[normalize-space(.)='#' or normalize-space(.)='¶' or normalize-space(.)='§']",
-])
+_NAV_XPATH = " | ".join(
+    [
+        "//nav",
+        "//aside",
+        "//script",
+        "//style",
+        "//noscript",
+        "//template",
+        # A page's header and footer; an article's own <header> (its title, its byline) is content.
+        "//header[not(ancestor::article or ancestor::main)]",
+        "//footer[not(ancestor::article or ancestor::main)]",
+        "//*[@role='navigation' or @role='banner' or @role='contentinfo' or @role='search']",
+        # Texinfo (makeinfo --html): the "Next: … Previous: … Up: …" line, its newer nav-panel, node menus
+        # and mini tables of contents (they repeat titles of other pages).
+        _has_class("div", "header"),
+        _has_class("div", "nav-panel"),
+        _has_class("table", "menu"),
+        _has_class("ul", "section-toc"),
+        _has_class("ul", "mini-toc"),
+        # DocBook XSL and gtk-doc.
+        _has_class("div", "navheader"),
+        _has_class("div", "navfooter"),
+        _has_class("table", "navigation"),
+        # Sphinx.
+        _has_class("div", "related"),
+        _has_class("div", "sphinxsidebar"),
+        _has_class("div", "footer"),
+        # Permalink anchors after headings (Sphinx's ¶, Node's #).
+        "//a[normalize-space(.)='#' or normalize-space(.)='¶' or normalize-space(.)='§']",
+    ]
+)
 
 
 def _parse(raw: str):
@@ -82,8 +90,11 @@ def _main_text(tree) -> str:
     import trafilatura
 
     text = trafilatura.extract(
-        deepcopy(tree), output_format="txt",  # a copy: the fallback reads the tree as it was include_comments=False, include_tables=True, include_images=False,
-        include_links=False, deduplicate=False, with_metadata=False,
+        deepcopy(tree),
+        output_format="txt",  # a copy: the fallback reads the tree as it was include_comments=False, include_tables=True, include_images=False,
+        include_links=False,
+        deduplicate=False,
+        with_metadata=False,
     )
     return (text or "").strip()
 

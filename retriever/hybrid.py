@@ -44,8 +44,15 @@ class HybridRetriever(ScoredIdsRetriever):
     mode = "hybrid"
 
     def __init__(
-        self, dense: DenseRetriever, bm25: BM25Retriever, *, rrf_k: int = 60, candidates: int = 50,
-        dense_weight: float = 1.0, bm25_weight: float = 1.0, max_k: int = 200,
+        self,
+        dense: DenseRetriever,
+        bm25: BM25Retriever,
+        *,
+        rrf_k: int = 60,
+        candidates: int = 50,
+        dense_weight: float = 1.0,
+        bm25_weight: float = 1.0,
+        max_k: int = 200,
     ) -> None:
         self.dense = dense
         self.bm25 = bm25

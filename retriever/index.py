@@ -74,8 +74,13 @@ class CorpusIndex(WriterMixin, UpsertMixin):
         self.dense = DenseRetriever(store, embedder, max_k=config.max_k)
         self.bm25 = BM25Retriever(store, self.bm25_index, max_k=config.max_k)
         self.hybrid = HybridRetriever(
-            self.dense, self.bm25, rrf_k=config.rrf_k, candidates=config.candidates,
-            dense_weight=config.dense_weight, bm25_weight=config.bm25_weight, max_k=config.max_k,
+            self.dense,
+            self.bm25,
+            rrf_k=config.rrf_k,
+            candidates=config.candidates,
+            dense_weight=config.dense_weight,
+            bm25_weight=config.bm25_weight,
+            max_k=config.max_k,
         )
 
     @property
@@ -93,8 +98,13 @@ class CorpusIndex(WriterMixin, UpsertMixin):
 
     @classmethod
     def open(
-        cls, config: RetrieverConfig, collection: str = "default", *, create: bool = False,
-        embedder: Embedder | None = None, client: StoreHandle | Any | None = None,
+        cls,
+        config: RetrieverConfig,
+        collection: str = "default",
+        *,
+        create: bool = False,
+        embedder: Embedder | None = None,
+        client: StoreHandle | Any | None = None,
     ) -> CorpusIndex:
         """Open ``collection``; with ``create=False`` an unknown name raises :class:`UnknownCollection`.
 
@@ -117,8 +127,11 @@ class CorpusIndex(WriterMixin, UpsertMixin):
     def chunker(self) -> Chunker:
         """Splits documents with the embedder's tokenizer (which loads the embedder: only indexing needs it)."""
         if self._chunker is None:
-            self._chunker = Chunker(self.embedder.tokenizer, self.config.chunk_tokens,  # type: ignore[arg-type]
-                                    self.config.chunk_overlap)
+            self._chunker = Chunker(
+                self.embedder.tokenizer,
+                self.config.chunk_tokens,  # type: ignore[arg-type]
+                self.config.chunk_overlap,
+            )
         return self._chunker
 
     def drop(self, lock_timeout_s: float | None = None) -> None:
@@ -139,8 +152,12 @@ class CorpusIndex(WriterMixin, UpsertMixin):
                 shutil.rmtree(self.bm25_dir, ignore_errors=True)
                 self._bm25 = None
         except StoreLocked:
-            logger.warning("Could not remove the collection %r this failed run created: another writer holds "
-                           "the store (`sieve collections --delete %s` removes it)", self.name, self.name)
+            logger.warning(
+                "Could not remove the collection %r this failed run created: another writer holds "
+                "the store (`sieve collections --delete %s` removes it)",
+                self.name,
+                self.name,
+            )
 
     # -- consistency with Chroma: generation and embedder ------------------------------------
     def refresh(self) -> CollectionState:
@@ -181,8 +198,8 @@ class CorpusIndex(WriterMixin, UpsertMixin):
             saved = self._load_bm25()
             if saved is not None and saved == gen:
                 self._bm25_generation = gen
-                logger.info("Loaded BM25 for %s (generation %s, %d segments)", self.name, gen[:8],
-                            len(self._bm25.segments))  # type: ignore[union-attr]
+                segments = len(self._bm25.segments)  # type: ignore[union-attr]
+                logger.info("Loaded BM25 for %s (generation %s, %d segments)", self.name, gen[:8], segments)
                 return self._bm25  # type: ignore[return-value]
             if self._bm25 is not None and self._writer_busy():
                 # A run in progress: serve the last complete set of segments, check again next time.
@@ -206,7 +223,10 @@ class CorpusIndex(WriterMixin, UpsertMixin):
         if loaded is None:  # a writer's merge removed a segment between our two reads: read the new manifest
             loaded = SegmentedBM25.load(self.bm25_dir, reuse=self._bm25)
         if loaded is None or (loaded[0].k1, loaded[0].b, loaded[0].epsilon) != (
-                self.config.bm25_k1, self.config.bm25_b, self.config.bm25_epsilon):
+            self.config.bm25_k1,
+            self.config.bm25_b,
+            self.config.bm25_epsilon,
+        ):
             return None
         self._bm25, self._bm25_saved = loaded
         return self._bm25_saved
@@ -228,8 +248,9 @@ class CorpusIndex(WriterMixin, UpsertMixin):
                 self._bm25_generation = generation
                 return self._bm25
         if self.count() == 0:
-            return SegmentedBM25.from_segments([], k1=self.config.bm25_k1, b=self.config.bm25_b,
-                                               epsilon=self.config.bm25_epsilon)
+            return SegmentedBM25.from_segments(
+                [], k1=self.config.bm25_k1, b=self.config.bm25_b, epsilon=self.config.bm25_epsilon
+            )
         return None
 
     def _publish_bm25(self, run: WriteRun, generation: str) -> None:
@@ -249,16 +270,25 @@ class CorpusIndex(WriterMixin, UpsertMixin):
         index.save(self.bm25_dir, fingerprint=generation)
         with self._lock:
             self._bm25, self._bm25_generation, self._bm25_saved = index, generation, generation
-        logger.info("Saved BM25 for %s: %d chunks in %d segments (generation %s)", self.name, len(index),
-                    len(index.segments), generation[:8])
+        logger.info(
+            "Saved BM25 for %s: %d chunks in %d segments (generation %s)",
+            self.name,
+            len(index),
+            len(index.segments),
+            generation[:8],
+        )
 
     def _rebuild_bm25(self, gen: str) -> SegmentedBM25:
         # Streamed page by page: only term-frequency arrays accumulate, never the texts or token lists.
         builder = BM25Builder()
         for cid, text, meta in self.store.scan(include_text=True):
             builder.add(cid, tokenize(passage_text(str(meta.get("title") or ""), text or "")))
-        index = SegmentedBM25.from_segments([segment_from_builder(builder, {})], k1=self.config.bm25_k1,
-                                            b=self.config.bm25_b, epsilon=self.config.bm25_epsilon)
+        index = SegmentedBM25.from_segments(
+            [segment_from_builder(builder, {})],
+            k1=self.config.bm25_k1,
+            b=self.config.bm25_b,
+            epsilon=self.config.bm25_epsilon,
+        )
         # A reader must not wait for a writer, nor write the file while one runs: it keeps its
         # rebuilt index in memory and the writer saves the file when it finishes. A write that
         # finished meanwhile (another worker's) has its own, newer file.
@@ -267,8 +297,13 @@ class CorpusIndex(WriterMixin, UpsertMixin):
             if saved:
                 index.save(self.bm25_dir, fingerprint=gen)
             self._bm25_saved = gen if saved else ""
-        logger.info("Rebuilt BM25 for %s: %d chunks, %d terms%s", self.name, len(index.ids), len(index.vocab),
-                    "" if saved else " (not saved: a writer holds or changed the store)")
+        logger.info(
+            "Rebuilt BM25 for %s: %d chunks, %d terms%s",
+            self.name,
+            len(index.ids),
+            len(index.vocab),
+            "" if saved else " (not saved: a writer holds or changed the store)",
+        )
         return index
 
     # -- reading --------------------------------------------------------------------------------
@@ -287,8 +322,9 @@ class CorpusIndex(WriterMixin, UpsertMixin):
             InvalidInput: an ``offset`` outside 0..MAX_OFFSET or a ``limit`` outside 1..1000.
         """
         if not 0 <= offset <= MAX_OFFSET or not 1 <= limit <= 1000:
-            raise InvalidInput(f"Expected 0 <= offset <= {MAX_OFFSET} and 1 <= limit <= 1000, got offset={offset}, "
-                               f"limit={limit}")
+            raise InvalidInput(
+                f"Expected 0 <= offset <= {MAX_OFFSET} and 1 <= limit <= 1000, got offset={offset}, limit={limit}"
+            )
         total = len(self.store.ids_where({"position": 0}))
         return total, self.store.first_chunks(limit=limit, offset=offset)
 
@@ -324,14 +360,20 @@ class CorpusIndex(WriterMixin, UpsertMixin):
         return self.store.doc_states()
 
     def search(
-        self, query: str, k: int = 10, *, mode: SearchMode = "hybrid", where: Where | None = None,
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        mode: SearchMode = "hybrid",
+        where: Where | None = None,
         exclude: Collection[str] | None = None,
     ) -> list[Hit]:
         self._ready(mode)
         return self.retriever(mode).search(query, k, where=where, exclude=exclude)
 
-    def batch_search(self, queries: Sequence[str], k: int = 10, *, mode: SearchMode = "hybrid",
-                     where: Where | None = None) -> list[list[Hit]]:
+    def batch_search(
+        self, queries: Sequence[str], k: int = 10, *, mode: SearchMode = "hybrid", where: Where | None = None
+    ) -> list[list[Hit]]:
         """One result list per query (the query embeddings in one batched forward pass)."""
         self._ready(mode)
         return self.retriever(mode).batch_search(queries, k, where=where)
@@ -340,13 +382,16 @@ class CorpusIndex(WriterMixin, UpsertMixin):
         # len(BM25) is the chunk count at the store's current generation, without the Chroma
         # count() round-trip (~9 ms at 100k chunks) on every query.
         if len(self.bm25_index()) == 0:
-            raise EmptyCorpus(f"Expected an indexed collection, got {self.name!r} with no chunks; run `sieve index PATH`")
+            raise EmptyCorpus(
+                f"Expected an indexed collection, got {self.name!r} with no chunks; run `sieve index PATH`"
+            )
         known = MODES.get(mode)
         if known is None or known.needs_vectors:  # a mode that reads no vectors runs with any embedder
             self._require_embedder_match()
 
-    def search_documents(self, query: str, n_docs: int, *, mode: SearchMode = "hybrid",
-                         where: Where | None = None) -> list[Hit]:
+    def search_documents(
+        self, query: str, n_docs: int, *, mode: SearchMode = "hybrid", where: Where | None = None
+    ) -> list[Hit]:
         """The best chunk of each of the ``n_docs`` best documents: one search, de-duplicated by document.
 
         Asks for ``3 * n_docs`` chunks so that ``n_docs`` documents survive de-duplication, and
@@ -429,5 +474,12 @@ def delete_collection(config: RetrieverConfig, name: str, client: StoreHandle | 
         shutil.rmtree(_bm25_dir(config, name), ignore_errors=True)
 
 
-__all__ = ["MAX_OFFSET", "CorpusIndex", "IndexReport", "delete_collection", "split_chunk_id", "store_write_lock",
-           "validate_doc_id"]
+__all__ = [
+    "MAX_OFFSET",
+    "CorpusIndex",
+    "IndexReport",
+    "delete_collection",
+    "split_chunk_id",
+    "store_write_lock",
+    "validate_doc_id",
+]

@@ -117,8 +117,9 @@ class IngestReport:
             lines += [f"  {where}: {reason}" for where, reason in self.skipped]
         if self.ignored:
             its = "its" if len(self.ignored) == 1 else "their"
-            lines.append(f"{len(self.ignored):,} ignored for {its} type: {self.ignored_counts()} "
-                         f"(e.g. {self.ignored[0]})")
+            lines.append(
+                f"{len(self.ignored):,} ignored for {its} type: {self.ignored_counts()} (e.g. {self.ignored[0]})"
+            )
         if self.hidden:
             lines.append(f"{_plural(self.hidden, 'hidden file')} (or files in hidden folders) passed over")
         return lines
@@ -287,10 +288,16 @@ class DocumentStream:
             except InvalidInput as exc:
                 self._skip(where, exc.message)
                 continue
-            yield Document(
-                doc_id=str(rec["id"]), text=rec["text"], title=str(rec.get("title") or ""),
-                source=str(rec.get("source") or f"{path.name}:{lineno}"), metadata=meta,
-            ), where
+            yield (
+                Document(
+                    doc_id=str(rec["id"]),
+                    text=rec["text"],
+                    title=str(rec.get("title") or ""),
+                    source=str(rec.get("source") or f"{path.name}:{lineno}"),
+                    metadata=meta,
+                ),
+                where,
+            )
 
 
 def iter_documents(path: str | Path, report: IngestReport | None = None) -> DocumentStream:
@@ -310,6 +317,11 @@ def load_documents(path: str | Path) -> tuple[list[Document], IngestReport]:
 
 
 __all__ = [
-    "DocumentStream", "IngestReport", "NO_SUFFIX", "SUPPORTED_SUFFIXES", "content_hash", "iter_documents",
+    "DocumentStream",
+    "IngestReport",
+    "NO_SUFFIX",
+    "SUPPORTED_SUFFIXES",
+    "content_hash",
+    "iter_documents",
     "load_documents",
 ]

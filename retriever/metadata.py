@@ -19,8 +19,18 @@ from typing import Any
 from sieve.errors import InvalidInput
 
 # Keys Sieve writes on every chunk; a document's own metadata may not shadow them.
-RESERVED_KEYS = ("chunk_id", "doc_id", "title", "source", "position", "char_start", "char_end", "n_tokens",
-                 "doc_hash", "n_chunks")
+RESERVED_KEYS = (
+    "chunk_id",
+    "doc_id",
+    "title",
+    "source",
+    "position",
+    "char_start",
+    "char_end",
+    "n_tokens",
+    "doc_hash",
+    "n_chunks",
+)
 _INT64 = (-(2**63), 2**63 - 1)
 _SCALARS = (str, int, float, bool)
 
@@ -69,17 +79,22 @@ def validate_metadata(metadata: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in metadata.items():
         if not isinstance(key, str) or not key or key[0] in "$#":
-            raise InvalidInput(f"Expected metadata keys to be non-empty strings not starting with '$' or '#', "
-                               f"got {key!r}")
+            raise InvalidInput(
+                f"Expected metadata keys to be non-empty strings not starting with '$' or '#', got {key!r}"
+            )
         if key in RESERVED_KEYS:
-            raise InvalidInput(f"Expected metadata keys other than Sieve's own {list(RESERVED_KEYS)}, got {key!r}; "
-                               f"use the record's top-level field or rename the key")
+            raise InvalidInput(
+                f"Expected metadata keys other than Sieve's own {list(RESERVED_KEYS)}, got {key!r}; "
+                f"use the record's top-level field or rename the key"
+            )
         if value is None:
             continue
         problem = _value_problem(value)
         if problem is not None:
-            raise InvalidInput(f"Expected metadata {key!r} to be a string, integer, float, bool or a non-empty "
-                               f"list of one of those types, got {problem}")
+            raise InvalidInput(
+                f"Expected metadata {key!r} to be a string, integer, float, bool or a non-empty "
+                f"list of one of those types, got {problem}"
+            )
         out[key] = list(value) if isinstance(value, list) else value
     return out
 

@@ -57,23 +57,30 @@ def read_st_modules(path: Path) -> StModules:
     try:
         modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ModelUnavailable(f"Expected a sentence-transformers folder with modules.json, got {str(path)!r}: {exc}") \
-            from exc
+        raise ModelUnavailable(
+            f"Expected a sentence-transformers folder with modules.json, got {str(path)!r}: {exc}"
+        ) from exc
     kinds = [m["type"].rsplit(".", 1)[-1] for m in modules]
     if kinds[:2] != ["Transformer", "Pooling"] or kinds[2:] not in ([], ["Normalize"]):
-        raise ModelUnavailable(f"Expected modules Transformer, Pooling[, Normalize] for the ONNX backend, got {kinds}; "
-                               "use --embed-backend torch for this model")
+        raise ModelUnavailable(
+            f"Expected modules Transformer, Pooling[, Normalize] for the ONNX backend, got {kinds}; "
+            "use --embed-backend torch for this model"
+        )
     pooling_dir = path / modules[1]["path"]
     pool = json.loads((pooling_dir / "config.json").read_text(encoding="utf-8"))
     active = [k for k, v in pool.items() if k.startswith("pooling_mode") and v]
     modes = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls"}
     if len(active) != 1 or active[0] not in modes:
-        raise ModelUnavailable(f"Expected mean or CLS pooling for the ONNX backend, got {active}; "
-                               "use --embed-backend torch for this model")
+        raise ModelUnavailable(
+            f"Expected mean or CLS pooling for the ONNX backend, got {active}; use --embed-backend torch for this model"
+        )
     st_cfg_path = path / "sentence_bert_config.json"
     st_cfg = json.loads(st_cfg_path.read_text(encoding="utf-8")) if st_cfg_path.exists() else {}
-    return StModules(pooling=modes[active[0]], normalize=kinds[2:] == ["Normalize"],  # type: ignore[arg-type]
-                     max_seq_length=int(st_cfg.get("max_seq_length") or 512))
+    return StModules(
+        pooling=modes[active[0]],  # type: ignore[arg-type]
+        normalize=kinds[2:] == ["Normalize"],
+        max_seq_length=int(st_cfg.get("max_seq_length") or 512),
+    )
 
 
 # -- export -------------------------------------------------------------------------------------
@@ -81,8 +88,9 @@ def onnx_cache_dir(cache_root: Path, model_name: str, fingerprint: str, variant:
     return cache_root / "onnx" / f"{model_name}-{fingerprint[:12]}-{variant}"
 
 
-def ensure_onnx_model(model_path: Path, cache_root: Path, model_name: str, fingerprint: str,
-                      variant: OnnxVariant) -> Path:
+def ensure_onnx_model(
+    model_path: Path, cache_root: Path, model_name: str, fingerprint: str, variant: OnnxVariant
+) -> Path:
     """The cached export of ``model_path`` for ``variant``, exporting it first if absent (needs torch)."""
     target = onnx_cache_dir(cache_root, model_name, fingerprint, variant)
     if (target / MODEL_FILE).is_file():
@@ -137,12 +145,21 @@ def _export_fp32(model_path: Path, out_dir: Path) -> None:
         warnings.simplefilter("ignore")  # tracer warnings about Python-side shape checks; axes are dynamic
         # The TorchScript exporter (dynamo=False): the dynamo one needs onnxscript, and this graph
         # is what ONNX Runtime's transformer optimizer recognises.
-        torch.onnx.export(_Hidden(model), tuple(sample[n] for n in inputs), str(raw), input_names=inputs,
-                          output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=17, dynamo=False)
+        torch.onnx.export(
+            _Hidden(model),
+            tuple(sample[n] for n in inputs),
+            str(raw),
+            input_names=inputs,
+            output_names=["last_hidden_state"],
+            dynamic_axes=axes,
+            opset_version=17,
+            dynamo=False,
+        )
     _optimize(raw, out_dir / MODEL_FILE, model.config)
     raw.unlink()
-    (out_dir / "sieve_export.json").write_text(json.dumps({"inputs": inputs, "source": str(model_path)}),
-                                               encoding="utf-8")
+    (out_dir / "sieve_export.json").write_text(
+        json.dumps({"inputs": inputs, "source": str(model_path)}), encoding="utf-8"
+    )
 
 
 def _optimize(raw: Path, out: Path, config: Any) -> None:
@@ -151,8 +168,13 @@ def _optimize(raw: Path, out: Path, config: Any) -> None:
         return
     from onnxruntime.transformers.optimizer import optimize_model
 
-    opt = optimize_model(str(raw), model_type="bert", num_heads=int(config.num_attention_heads),
-                         hidden_size=int(config.hidden_size), use_gpu=False)
+    opt = optimize_model(
+        str(raw),
+        model_type="bert",
+        num_heads=int(config.num_attention_heads),
+        hidden_size=int(config.hidden_size),
+        use_gpu=False,
+    )
     logger.info("ONNX fusions: %s", {k: v for k, v in opt.get_fused_operator_statistics().items() if v})
     opt.save_model_to_file(str(out))
 
@@ -168,9 +190,17 @@ def _quantize(source: Path, out: Path) -> None:
     previous = logging.root.manager.disable
     logging.disable(logging.INFO)  # the quantizer logs one root-logger line per tensor
     try:
-        quantize_dynamic(str(source), str(out), per_channel=True, weight_type=QuantType.QUInt8,
-                         extra_options={"WeightSymmetric": True, "ActivationSymmetric": False,
-                                        "DefaultTensorType": onnx.TensorProto.FLOAT})
+        quantize_dynamic(
+            str(source),
+            str(out),
+            per_channel=True,
+            weight_type=QuantType.QUInt8,
+            extra_options={
+                "WeightSymmetric": True,
+                "ActivationSymmetric": False,
+                "DefaultTensorType": onnx.TensorProto.FLOAT,
+            },
+        )
     finally:
         logging.disable(previous)
     shutil.copy(source.parent / "sieve_export.json", out.parent / "sieve_export.json")
@@ -186,8 +216,15 @@ class OnnxEncoder:
     transformers tokenizer the chunker needs for offsets, loads on first use only (indexing).
     """
 
-    def __init__(self, session: Any, model_path: Path, modules: StModules, inputs: Sequence[str],
-                 fast: BatchTokenizer | None = None, device: DeviceChoice | None = None) -> None:
+    def __init__(
+        self,
+        session: Any,
+        model_path: Path,
+        modules: StModules,
+        inputs: Sequence[str],
+        fast: BatchTokenizer | None = None,
+        device: DeviceChoice | None = None,
+    ) -> None:
         self.session = session
         self.model_path = model_path
         self.modules = modules
@@ -217,8 +254,9 @@ class OnnxEncoder:
         # Spinning threads burn their time slice whenever another process wants the CPU (the
         # same reason the torch path sets OMP_WAIT_POLICY=PASSIVE).
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if choice.device == "cuda" \
-            else ["CPUExecutionProvider"]
+        providers = (
+            ["CUDAExecutionProvider", "CPUExecutionProvider"] if choice.device == "cuda" else ["CPUExecutionProvider"]
+        )
         session = ort.InferenceSession(str(onnx_path), opts, providers=providers)
         if choice.device == "cuda" and "CUDAExecutionProvider" not in session.get_providers():
             # onnxruntime-gpu lists the provider even where no GPU or CUDA library is usable.
@@ -259,14 +297,19 @@ class OnnxEncoder:
 
     def _encode_hf(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         """The transformers tokenizer's path, for folders without a ``tokenizer.json``."""
-        lengths = [len(ids) for ids in self.tokenizer(list(texts), truncation=True, max_length=self.max_length,
-                                                      return_attention_mask=False, verbose=False)["input_ids"]]
+        lengths = [
+            len(ids)
+            for ids in self.tokenizer(
+                list(texts), truncation=True, max_length=self.max_length, return_attention_mask=False, verbose=False
+            )["input_ids"]
+        ]
         order = np.argsort(lengths, kind="stable")[::-1]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(texts), batch_size):
             idx = order[start : start + batch_size]
-            enc = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=self.max_length,
-                                 return_tensors="np")
+            enc = self.tokenizer(
+                [texts[i] for i in idx], padding=True, truncation=True, max_length=self.max_length, return_tensors="np"
+            )
             out[idx] = self._run(enc)
         return out
 

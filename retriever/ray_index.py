@@ -87,7 +87,9 @@ class RayOptions:
 
     def __post_init__(self) -> None:
         if not self.address:
-            raise InvalidInput(f"Expected a Ray address (local | auto | HOST:PORT | ray://HOST:PORT), got {self.address!r}")
+            raise InvalidInput(
+                f"Expected a Ray address (local | auto | HOST:PORT | ray://HOST:PORT), got {self.address!r}"
+            )
         for name in ("embed_cpus", "chunk_actors", "docs_per_block", "embed_batch", "object_store_mib"):
             if getattr(self, name) < 1:
                 raise InvalidInput(f"Expected {name} >= 1, got {getattr(self, name)}")
@@ -117,8 +119,13 @@ def ray_cluster(options: RayOptions) -> Iterator[Any]:
     if options.address == LOCAL:
         from sieve.retriever.embeddings import cpu_threads
 
-        ray.init(num_cpus=options.num_cpus or cpu_threads(), object_store_memory=options.object_store_mib << 20,
-                 include_dashboard=False, log_to_driver=False, **options.extra_init)
+        ray.init(
+            num_cpus=options.num_cpus or cpu_threads(),
+            object_store_memory=options.object_store_mib << 20,
+            include_dashboard=False,
+            log_to_driver=False,
+            **options.extra_init,
+        )
     else:
         ray.init(address=options.address, log_to_driver=False, **options.extra_init)
     try:
@@ -139,8 +146,10 @@ class ActorPlan:
 
     def describe(self) -> str:
         unit = f"{self.embed_gpus:g} GPU" if self.embed_gpus else f"{self.embed_cpus:g} CPU"
-        return (f"{self.chunk_actors} chunking actor(s) x {self.chunk_cpus:g} CPU, "
-                f"{self.embed_actors} embedding actor(s) x {unit}")
+        return (
+            f"{self.chunk_actors} chunking actor(s) x {self.chunk_cpus:g} CPU, "
+            f"{self.embed_actors} embedding actor(s) x {unit}"
+        )
 
 
 def plan_actors(options: RayOptions, device: str, cpus: float, gpus: float) -> ActorPlan:
@@ -157,8 +166,10 @@ def plan_actors(options: RayOptions, device: str, cpus: float, gpus: float) -> A
     """
     use_gpu = gpus >= 1 and device in ("auto", "cuda")
     if device == "cuda" and not use_gpu:
-        raise InvalidInput(f"Expected a GPU in the Ray cluster for --device cuda, got {gpus:g} GPUs; valid: "
-                           "--device cpu, or --device auto to embed on GPUs only where the cluster has them")
+        raise InvalidInput(
+            f"Expected a GPU in the Ray cluster for --device cuda, got {gpus:g} GPUs; valid: "
+            "--device cpu, or --device auto to embed on GPUs only where the cluster has them"
+        )
     if use_gpu:
         actors = options.embed_actors or int(gpus)
         return ActorPlan(options.chunk_actors, options.chunk_cpus, actors, 1, 1)
@@ -187,8 +198,9 @@ class _Assembler:
         return done
 
 
-def _pending(index: CorpusIndex, path: str | Path, report: IngestReport, ix: IndexReport,
-             states: dict) -> dict[str, tuple[Document, str, str]]:
+def _pending(
+    index: CorpusIndex, path: str | Path, report: IngestReport, ix: IndexReport, states: dict
+) -> dict[str, tuple[Document, str, str]]:
     """The documents to (re)write: doc_id -> (document, content hash, kind: added | updated | resumed)."""
     todo: dict[str, tuple[Document, str, str]] = {}
     for doc in iter_documents(path, report):
@@ -209,35 +221,50 @@ def _check_embedder(index: CorpusIndex) -> None:
         index.embedder.identity.check_compatible(EmbedderIdentity.from_json(recorded), index.name)
 
 
-def _dataset(ray: Any, todo: dict[str, tuple[Document, str, str]], index: CorpusIndex, options: RayOptions,
-             plan: ActorPlan) -> Any:
+def _dataset(
+    ray: Any, todo: dict[str, tuple[Document, str, str]], index: CorpusIndex, options: RayOptions, plan: ActorPlan
+) -> Any:
     from sieve.retriever.config import default_embedder_path
 
     docs = [d for d, _, _ in todo.values()]
     hashes = [h for _, h, _ in todo.values()]
     blocks = max(1, math.ceil(len(docs) / options.docs_per_block))
-    ds = ray.data.from_items([{k: v[i] for k, v in documents_batch(docs, hashes).items()} for i in range(len(docs))],
-                             override_num_blocks=blocks)
+    ds = ray.data.from_items(
+        [{k: v[i] for k, v in documents_batch(docs, hashes).items()} for i in range(len(docs))],
+        override_num_blocks=blocks,
+    )
     init = {"config": index.config, "default_embedder": default_embedder_path()}
-    ds = ds.map_batches(ChunkStage, fn_constructor_kwargs=init, batch_size=options.docs_per_block,
-                        batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=plan.chunk_actors),
-                        num_cpus=plan.chunk_cpus)
+    ds = ds.map_batches(
+        ChunkStage,
+        fn_constructor_kwargs=init,
+        batch_size=options.docs_per_block,
+        batch_format="numpy",
+        compute=ray.data.ActorPoolStrategy(size=plan.chunk_actors),
+        num_cpus=plan.chunk_cpus,
+    )
     threads = None if plan.embed_gpus else max(1, math.ceil(plan.embed_cpus))
-    return ds.map_batches(EmbedStage, fn_constructor_kwargs={**init, "threads": threads},
-                          batch_size=options.embed_batch, batch_format="numpy",
-                          compute=ray.data.ActorPoolStrategy(size=plan.embed_actors),
-                          num_cpus=plan.embed_cpus, num_gpus=plan.embed_gpus)
+    return ds.map_batches(
+        EmbedStage,
+        fn_constructor_kwargs={**init, "threads": threads},
+        batch_size=options.embed_batch,
+        batch_format="numpy",
+        compute=ray.data.ActorPoolStrategy(size=plan.embed_actors),
+        num_cpus=plan.embed_cpus,
+        num_gpus=plan.embed_gpus,
+    )
 
 
 def _write(index: CorpusIndex, run: WriteRun, todo: dict, docs: list[list[EmbeddedChunk]], states: dict) -> int:
     batch: list[tuple[Document, str, list[Chunk]]] = [
-        (todo[rows[0].chunk.doc_id][0], rows[0].doc_hash, [r.chunk for r in rows]) for rows in docs]
+        (todo[rows[0].chunk.doc_id][0], rows[0].doc_hash, [r.chunk for r in rows]) for rows in docs
+    ]
     vectors = np.stack([r.vector for rows in docs for r in rows]).astype(np.float32, copy=False)
     return index.write_embedded(run, batch, states, vectors)
 
 
-def index_path_ray(index: CorpusIndex, path: str | Path, options: RayOptions | None = None, *,
-                   progress: bool = True) -> IndexReport:
+def index_path_ray(
+    index: CorpusIndex, path: str | Path, options: RayOptions | None = None, *, progress: bool = True
+) -> IndexReport:
     """Index a file or folder on Ray (see the module docstring): the same chunks, ids and BM25 as
     :meth:`CorpusIndex.index_path`, and vectors of the same embedder.
 
@@ -271,8 +298,9 @@ def index_path_ray(index: CorpusIndex, path: str | Path, options: RayOptions | N
     return result
 
 
-def _run(index: CorpusIndex, path: str | Path, options: RayOptions, report: IngestReport,
-         progress: bool) -> IndexReport:
+def _run(
+    index: CorpusIndex, path: str | Path, options: RayOptions, report: IngestReport, progress: bool
+) -> IndexReport:
     t0 = time.perf_counter()
     ix = IndexReport()
     with index.write_lock.hold():
@@ -286,11 +314,13 @@ def _run(index: CorpusIndex, path: str | Path, options: RayOptions, report: Inge
                 ray.data.DataContext.get_current().enable_progress_bars = progress  # Ray Data's bars, on stderr
                 res = ray.cluster_resources()
                 plan = plan_actors(options, index.config.device, res.get("CPU", 0), res.get("GPU", 0))
-                logger.info("Ray cluster of %g CPUs, %g GPUs: %s", res.get("CPU", 0), res.get("GPU", 0),
-                            plan.describe())
+                logger.info(
+                    "Ray cluster of %g CPUs, %g GPUs: %s", res.get("CPU", 0), res.get("GPU", 0), plan.describe()
+                )
                 written: set[str] = set()
-                ix.chunks_written = _stream(index, run, _dataset(ray, todo, index, options, plan), todo, states,
-                                            written)
+                ix.chunks_written = _stream(
+                    index, run, _dataset(ray, todo, index, options, plan), todo, states, written
+                )
             _count_kinds(todo, written, ix, report)
     ix.seconds = time.perf_counter() - t0
     return ix
@@ -311,13 +341,16 @@ def _stream(index: CorpusIndex, run: WriteRun, ds: Any, todo: dict, states: dict
     if ready:
         written += _write(index, run, todo, ready, states)
     if assembler.partial:  # a lost row would leave a document incomplete: say which, never hide it
-        raise RuntimeError(f"Expected every chunk back from the Ray pipeline, got documents with chunks missing: "
-                           f"{sorted(assembler.partial)[:5]}")
+        raise RuntimeError(
+            f"Expected every chunk back from the Ray pipeline, got documents with chunks missing: "
+            f"{sorted(assembler.partial)[:5]}"
+        )
     return written
 
 
-def _count_kinds(todo: dict[str, tuple[Document, str, str]], written: set[str], ix: IndexReport,
-                 report: IngestReport) -> None:
+def _count_kinds(
+    todo: dict[str, tuple[Document, str, str]], written: set[str], ix: IndexReport, report: IngestReport
+) -> None:
     """added/updated/resumed as the single-process path counts them; a document that chunked to nothing is a skip."""
     for doc_id, (_, _, kind) in todo.items():
         if doc_id in written:
@@ -326,5 +359,13 @@ def _count_kinds(todo: dict[str, tuple[Document, str, str]], written: set[str], 
             report.skip(doc_id, "no tokens after chunking")
 
 
-__all__ = ["INSTALL_HINT", "LOCAL", "ActorPlan", "RayOptions", "import_ray", "index_path_ray", "plan_actors",
-           "ray_cluster"]
+__all__ = [
+    "INSTALL_HINT",
+    "LOCAL",
+    "ActorPlan",
+    "RayOptions",
+    "import_ray",
+    "index_path_ray",
+    "plan_actors",
+    "ray_cluster",
+]

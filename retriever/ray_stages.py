@@ -32,8 +32,20 @@ Batch = dict[str, Any]
 """A Ray Data batch in ``numpy`` format: column name -> 1-d array (2-d for ``vector``)."""
 
 DOC_COLUMNS = ("doc_id", "text", "title", "source", "metadata", "doc_hash")
-CHUNK_COLUMNS = ("chunk_id", "doc_id", "position", "text", "title", "source", "char_start", "char_end", "n_tokens",
-                 "metadata", "doc_hash", "n_chunks")
+CHUNK_COLUMNS = (
+    "chunk_id",
+    "doc_id",
+    "position",
+    "text",
+    "title",
+    "source",
+    "char_start",
+    "char_end",
+    "n_tokens",
+    "metadata",
+    "doc_hash",
+    "n_chunks",
+)
 
 
 def _strings(values: Sequence[str]) -> np.ndarray:
@@ -51,29 +63,42 @@ def documents_batch(docs: Sequence[Document], hashes: Sequence[str]) -> Batch:
         >>> list(b["doc_id"]), json.loads(b["metadata"][0])
         (['a'], {})
     """
-    return {"doc_id": _strings([d.doc_id for d in docs]), "text": _strings([d.text for d in docs]),
-            "title": _strings([d.title for d in docs]), "source": _strings([d.source for d in docs]),
-            "metadata": _strings([json.dumps(d.metadata, sort_keys=True) for d in docs]),
-            "doc_hash": _strings(list(hashes))}
+    return {
+        "doc_id": _strings([d.doc_id for d in docs]),
+        "text": _strings([d.text for d in docs]),
+        "title": _strings([d.title for d in docs]),
+        "source": _strings([d.source for d in docs]),
+        "metadata": _strings([json.dumps(d.metadata, sort_keys=True) for d in docs]),
+        "doc_hash": _strings(list(hashes)),
+    }
 
 
 def documents_from_batch(batch: Batch) -> list[tuple[Document, str]]:
     """The inverse of :func:`documents_batch`: (document, content hash) pairs."""
-    return [(Document(str(d), str(t), str(ti), str(s), json.loads(str(m))), str(h))
-            for d, t, ti, s, m, h in zip(*(batch[c] for c in DOC_COLUMNS))]
+    return [
+        (Document(str(d), str(t), str(ti), str(s), json.loads(str(m))), str(h))
+        for d, t, ti, s, m, h in zip(*(batch[c] for c in DOC_COLUMNS))
+    ]
 
 
 def chunks_batch(rows: Sequence[tuple[Chunk, str, int]]) -> Batch:
     """Chunks with their document's hash and chunk count as one batch of :data:`CHUNK_COLUMNS`."""
     chunks = [c for c, _, _ in rows]
-    ints = {name: np.array([getattr(c, name) for c in chunks], dtype=np.int64)
-            for name in ("position", "char_start", "char_end", "n_tokens")}
-    return {"chunk_id": _strings([c.chunk_id for c in chunks]), "doc_id": _strings([c.doc_id for c in chunks]),
-            "text": _strings([c.text for c in chunks]), "title": _strings([c.title for c in chunks]),
-            "source": _strings([c.source for c in chunks]),
-            "metadata": _strings([json.dumps(c.metadata, sort_keys=True) for c in chunks]),
-            "doc_hash": _strings([h for _, h, _ in rows]), "n_chunks": np.array([n for _, _, n in rows], np.int64),
-            **ints}
+    ints = {
+        name: np.array([getattr(c, name) for c in chunks], dtype=np.int64)
+        for name in ("position", "char_start", "char_end", "n_tokens")
+    }
+    return {
+        "chunk_id": _strings([c.chunk_id for c in chunks]),
+        "doc_id": _strings([c.doc_id for c in chunks]),
+        "text": _strings([c.text for c in chunks]),
+        "title": _strings([c.title for c in chunks]),
+        "source": _strings([c.source for c in chunks]),
+        "metadata": _strings([json.dumps(c.metadata, sort_keys=True) for c in chunks]),
+        "doc_hash": _strings([h for _, h, _ in rows]),
+        "n_chunks": np.array([n for _, _, n in rows], np.int64),
+        **ints,
+    }
 
 
 @dataclass(frozen=True)
@@ -91,11 +116,18 @@ def embedded_chunks(batch: Batch) -> list[EmbeddedChunk]:
     out = []
     vectors = np.asarray(batch["vector"], dtype=np.float32)
     for i in range(len(batch["chunk_id"])):
-        chunk = Chunk(chunk_id=str(batch["chunk_id"][i]), doc_id=str(batch["doc_id"][i]),
-                      position=int(batch["position"][i]), text=str(batch["text"][i]), title=str(batch["title"][i]),
-                      source=str(batch["source"][i]), char_start=int(batch["char_start"][i]),
-                      char_end=int(batch["char_end"][i]), n_tokens=int(batch["n_tokens"][i]),
-                      metadata=json.loads(str(batch["metadata"][i])))
+        chunk = Chunk(
+            chunk_id=str(batch["chunk_id"][i]),
+            doc_id=str(batch["doc_id"][i]),
+            position=int(batch["position"][i]),
+            text=str(batch["text"][i]),
+            title=str(batch["title"][i]),
+            source=str(batch["source"][i]),
+            char_start=int(batch["char_start"][i]),
+            char_end=int(batch["char_end"][i]),
+            n_tokens=int(batch["n_tokens"][i]),
+            metadata=json.loads(str(batch["metadata"][i])),
+        )
         out.append(EmbeddedChunk(chunk, str(batch["doc_hash"][i]), int(batch["n_chunks"][i]), vectors[i]))
     return out
 
@@ -158,5 +190,16 @@ class EmbedStage:
         return {**batch, "vector": self.embedder.embed_passages(texts)}
 
 
-__all__ = ["CHUNK_COLUMNS", "DOC_COLUMNS", "Batch", "ChunkStage", "EmbedStage", "EmbeddedChunk", "chunks_batch",
-           "documents_batch", "documents_from_batch", "embedded_chunks", "worker_config"]
+__all__ = [
+    "CHUNK_COLUMNS",
+    "DOC_COLUMNS",
+    "Batch",
+    "ChunkStage",
+    "EmbedStage",
+    "EmbeddedChunk",
+    "chunks_batch",
+    "documents_batch",
+    "documents_from_batch",
+    "embedded_chunks",
+    "worker_config",
+]

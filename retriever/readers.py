@@ -107,8 +107,10 @@ def read_text(path: Path) -> tuple[str, str]:
     return (_markdown_title(text) if path.suffix.lower() == ".md" else ""), text
 
 
-_DECLARED_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9._:-]+)|<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9._:-]+)""",
-                               re.IGNORECASE)
+_DECLARED_CHARSET = re.compile(
+    rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9._:-]+)|<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9._:-]+)""",
+    re.IGNORECASE,
+)
 
 
 def _declared_charset(data: bytes) -> str | None:
@@ -201,9 +203,27 @@ def read_docx(path: Path) -> tuple[str, str]:
 
 # Sphinx directives whose content is navigation or a pointer to other files: dropped whole.
 _RST_DROPPED = {
-    "toctree", "index", "include", "literalinclude", "tabularcolumns", "highlight", "currentmodule",
-    "module", "automodule", "autoclass", "autofunction", "automethod", "autoattribute", "autodata",
-    "autoexception", "autosummary", "codeauthor", "sectionauthor", "moduleauthor", "default-role", "default-domain",
+    "toctree",
+    "index",
+    "include",
+    "literalinclude",
+    "tabularcolumns",
+    "highlight",
+    "currentmodule",
+    "module",
+    "automodule",
+    "autoclass",
+    "autofunction",
+    "automethod",
+    "autoattribute",
+    "autodata",
+    "autoexception",
+    "autosummary",
+    "codeauthor",
+    "sectionauthor",
+    "moduleauthor",
+    "default-role",
+    "default-domain",
 }
 _ROLE = re.compile(r"^:(?:[\w.+-]+:)+`(.*)`$", re.DOTALL)
 _DIRECTIVE = re.compile(r"^\.\.\s+([\w:.+-]+)::[ \t]*(.*)$")
@@ -246,11 +266,20 @@ def _rst_text(source: str, depth: int = 0) -> tuple[str, str]:
     from docutils import nodes
     from docutils.core import publish_doctree
 
-    doctree = publish_doctree(source, settings_overrides={
-        "report_level": 5, "halt_level": 5, "warning_stream": io.StringIO(), "file_insertion_enabled": False,
-        "raw_enabled": False, "_disable_config": True, "syntax_highlight": "none", "input_encoding": "unicode",
-        "doctitle_xform": depth == 0,
-    })
+    doctree = publish_doctree(
+        source,
+        settings_overrides={
+            "report_level": 5,
+            "halt_level": 5,
+            "warning_stream": io.StringIO(),
+            "file_insertion_enabled": False,
+            "raw_enabled": False,
+            "_disable_config": True,
+            "syntax_highlight": "none",
+            "input_encoding": "unicode",
+            "doctitle_xform": depth == 0,
+        },
+    )
     for node in list(doctree.findall(nodes.problematic)):  # an unknown role (Sphinx's :ref:, :func:)
         node.parent.replace(node, nodes.Text(_role_text(node.astext())))
     for node in list(doctree.findall(nodes.system_message)):
@@ -261,8 +290,9 @@ def _rst_text(source: str, depth: int = 0) -> tuple[str, str]:
         elif node.parent is not None:
             node.parent.remove(node)
     dropped: tuple[Callable[[nodes.Node], bool], ...] = (
-        lambda n: isinstance(n, (nodes.comment, nodes.substitution_definition, nodes.raw, nodes.target,
-                                 nodes.pending, nodes.image)),
+        lambda n: isinstance(
+            n, (nodes.comment, nodes.substitution_definition, nodes.raw, nodes.target, nodes.pending, nodes.image)
+        ),
         lambda n: isinstance(n, nodes.topic) and "contents" in n.get("classes", ()),  # .. contents::
     )
     for node in list(doctree.findall(lambda n: any(test(n) for test in dropped))):
@@ -278,14 +308,20 @@ def read_rst(path: Path) -> tuple[str, str]:
     try:
         return _rst_text(source)
     except Exception as exc:  # docutils raises many types on odd input; the plain text is still worth indexing
-        logging.getLogger(__name__).info("%s: docutils failed (%s: %s); reading it as plain text",
-                                         path, type(exc).__name__, exc)
+        logging.getLogger(__name__).info(
+            "%s: docutils failed (%s: %s); reading it as plain text", path, type(exc).__name__, exc
+        )
         return "", source
 
 
 READERS: dict[str, Callable[[Path], tuple[str, str]]] = {
-    ".txt": read_text, ".md": read_text, ".rst": read_rst, ".html": read_html, ".htm": read_html,
-    ".docx": read_docx, ".pdf": read_pdf,
+    ".txt": read_text,
+    ".md": read_text,
+    ".rst": read_rst,
+    ".html": read_html,
+    ".htm": read_html,
+    ".docx": read_docx,
+    ".pdf": read_pdf,
 }
 
 

@@ -92,8 +92,12 @@ def hnsw_configuration(config: RetrieverConfig | None) -> dict[str, Any]:
     from sieve.retriever.config import RetrieverConfig
 
     cfg = config if config is not None else RetrieverConfig()
-    return {"space": "cosine", "sync_threshold": cfg.hnsw_sync_threshold, "ef_construction": cfg.hnsw_ef_construction,
-            "max_neighbors": cfg.hnsw_max_neighbors}
+    return {
+        "space": "cosine",
+        "sync_threshold": cfg.hnsw_sync_threshold,
+        "ef_construction": cfg.hnsw_ef_construction,
+        "max_neighbors": cfg.hnsw_max_neighbors,
+    }
 
 
 def _to_metadata(chunk: Chunk, doc_hash: str, n_chunks: int) -> dict[str, Any]:
@@ -101,9 +105,16 @@ def _to_metadata(chunk: Chunk, doc_hash: str, n_chunks: int) -> dict[str, Any]:
     # scalars and homogeneous lists go to Chroma as they are, never as their string form.
     meta: dict[str, Any] = {k: v for k, v in chunk.metadata.items() if k not in RESERVED_KEYS and v is not None}
     meta.update(
-        chunk_id=chunk.chunk_id, doc_id=chunk.doc_id, title=chunk.title, source=chunk.source,
-        position=chunk.position, char_start=chunk.char_start, char_end=chunk.char_end,
-        n_tokens=chunk.n_tokens, doc_hash=doc_hash, n_chunks=n_chunks,
+        chunk_id=chunk.chunk_id,
+        doc_id=chunk.doc_id,
+        title=chunk.title,
+        source=chunk.source,
+        position=chunk.position,
+        char_start=chunk.char_start,
+        char_end=chunk.char_end,
+        n_tokens=chunk.n_tokens,
+        doc_hash=doc_hash,
+        n_chunks=n_chunks,
     )
     return meta
 
@@ -112,10 +123,16 @@ def chunk_from_record(chunk_id: str, text: str | None, meta: dict[str, Any] | No
     meta = dict(meta or {})
     extra = {k: v for k, v in meta.items() if k not in RESERVED_KEYS}
     return Chunk(
-        chunk_id=chunk_id, doc_id=str(meta.get("doc_id", chunk_id.rpartition("#")[0])),
-        position=int(meta.get("position", 0)), text=text or "", title=str(meta.get("title", "")),
-        source=str(meta.get("source", "")), char_start=int(meta.get("char_start", 0)),
-        char_end=int(meta.get("char_end", 0)), n_tokens=int(meta.get("n_tokens", 0)), metadata=extra,
+        chunk_id=chunk_id,
+        doc_id=str(meta.get("doc_id", chunk_id.rpartition("#")[0])),
+        position=int(meta.get("position", 0)),
+        text=text or "",
+        title=str(meta.get("title", "")),
+        source=str(meta.get("source", "")),
+        char_start=int(meta.get("char_start", 0)),
+        char_end=int(meta.get("char_end", 0)),
+        n_tokens=int(meta.get("n_tokens", 0)),
+        metadata=extra,
     )
 
 
@@ -192,8 +209,9 @@ class ChromaStore:
         try:
             yield
         except NotFoundError as exc:
-            raise CollectionGone(f"Expected collection {self.name!r} to exist, got it deleted while in use "
-                                 f"({exc})") from exc
+            raise CollectionGone(
+                f"Expected collection {self.name!r} to exist, got it deleted while in use ({exc})"
+            ) from exc
 
     @property
     def max_batch_size(self) -> int:
@@ -204,8 +222,9 @@ class ChromaStore:
         return self._max_batch
 
     @classmethod
-    def open(cls, handle: StoreHandle | Any, name: str, *, create: bool = True,
-             lock: WriteLock | None = None) -> ChromaStore:
+    def open(
+        cls, handle: StoreHandle | Any, name: str, *, create: bool = True, lock: WriteLock | None = None
+    ) -> ChromaStore:
         """Open collection ``name`` of the store; with ``create``, make it (under the store's write
         ``lock``, so that two processes creating it never race) if it does not exist.
 
@@ -248,7 +267,9 @@ class ChromaStore:
             except NotFoundError:
                 handle.mark_written()
                 client.create_collection(
-                    name, embedding_function=None, configuration={"hnsw": hnsw_configuration(handle.config)},
+                    name,
+                    embedding_function=None,
+                    configuration={"hnsw": hnsw_configuration(handle.config)},
                     metadata={GENERATION_KEY: "empty"},
                 )
                 handle.mark_written()
@@ -302,8 +323,13 @@ class ChromaStore:
         return gen
 
     # -- writes ---------------------------------------------------------------------------------
-    def upsert(self, chunks: Sequence[Chunk], embeddings: np.ndarray, doc_hashes: Mapping[str, str],
-               n_chunks: Mapping[str, int]) -> None:
+    def upsert(
+        self,
+        chunks: Sequence[Chunk],
+        embeddings: np.ndarray,
+        doc_hashes: Mapping[str, str],
+        n_chunks: Mapping[str, int],
+    ) -> None:
         """Write chunks and their vectors, in slices of at most :attr:`max_batch_size` records.
 
         The vectors go to Chroma as one float32 array per slice: Chroma validates and copies an
@@ -314,11 +340,11 @@ class ChromaStore:
         vectors = np.ascontiguousarray(embeddings, dtype=np.float32)
         step = self.max_batch_size
         for at in range(0, len(chunks), step):
-            part = chunks[at:at + step]
+            part = chunks[at : at + step]
             with self._use() as col:
                 col.upsert(
                     ids=[c.chunk_id for c in part],
-                    embeddings=vectors[at:at + step],
+                    embeddings=vectors[at : at + step],
                     documents=[c.text for c in part],
                     metadatas=[_to_metadata(c, doc_hashes[c.doc_id], n_chunks[c.doc_id]) for c in part],
                 )
@@ -372,7 +398,9 @@ class ChromaStore:
             return []
         with self._use() as col:
             page = col.get(ids=list(ids), include=["documents", "metadatas"])
-        by_id = {cid: chunk_from_record(cid, t, m) for cid, t, m in zip(page["ids"], page["documents"], page["metadatas"])}
+        by_id = {
+            cid: chunk_from_record(cid, t, m) for cid, t, m in zip(page["ids"], page["documents"], page["metadatas"])
+        }
         return [by_id[i] for i in ids if i in by_id]
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
@@ -402,8 +430,10 @@ class ChromaStore:
         """Documents' first chunks (metadata only, no text) with each document's ``n_chunks``, one page."""
         with self._use() as col:
             page = col.get(where={"position": 0}, include=["metadatas"], limit=limit, offset=offset)
-        return [(chunk_from_record(cid, None, m), int((m or {}).get("n_chunks", 0)))
-                for cid, m in zip(page["ids"], page["metadatas"])]
+        return [
+            (chunk_from_record(cid, None, m), int((m or {}).get("n_chunks", 0)))
+            for cid, m in zip(page["ids"], page["metadatas"])
+        ]
 
     def ids_where(self, where: Where) -> set[str]:
         try:
@@ -425,8 +455,7 @@ class ChromaStore:
             return []
         try:
             with self._use() as col:
-                res = col.query(query_embeddings=[embedding.tolist()], n_results=n, where=where,
-                                include=["distances"])
+                res = col.query(query_embeddings=[embedding.tolist()], n_results=n, where=where, include=["distances"])
         except chroma_input_errors() as exc:
             if where is None:
                 raise
@@ -443,11 +472,14 @@ class ChromaStore:
             raise InvalidPattern(f"Expected a valid regular expression, got {pattern!r}: {exc}") from exc
         try:
             with self._use() as col:
-                page = col.get(where_document={"$regex": pattern}, where=where, limit=limit,
-                               include=["documents", "metadatas"])
+                page = col.get(
+                    where_document={"$regex": pattern}, where=where, limit=limit, include=["documents", "metadatas"]
+                )
         except chroma_input_errors() as exc:  # e.g. look-around: Chroma uses the Rust regex engine
-            raise InvalidPattern(f"Expected a regex the Rust engine supports (no look-around), got {pattern!r}: "
-                                 f"{str(exc).splitlines()[-1]}") from exc
+            raise InvalidPattern(
+                f"Expected a regex the Rust engine supports (no look-around), got {pattern!r}: "
+                f"{str(exc).splitlines()[-1]}"
+            ) from exc
         return [chunk_from_record(cid, t, m) for cid, t, m in zip(page["ids"], page["documents"], page["metadatas"])]
 
 
@@ -456,7 +488,10 @@ def list_collection_names(client: Any) -> list[str]:
 
 
 def list_collections(
-    config: RetrieverConfig, client: StoreHandle | Any | None = None, *, include_eval: bool = False,
+    config: RetrieverConfig,
+    client: StoreHandle | Any | None = None,
+    *,
+    include_eval: bool = False,
 ) -> dict[str, int]:
     """Collection name -> chunk count; ``sieve eval``'s cached corpora only with ``include_eval``.
 
@@ -468,8 +503,11 @@ def list_collections(
     if client is not None and not isinstance(client, StoreHandle):
         client = StoreHandle.wrapping(client)
     with (client or open_store(config)).session() as chroma:
-        return {name: int(chroma.get_collection(name, embedding_function=None).count())
-                for name in list_collection_names(chroma) if include_eval or not is_eval_cache(name)}
+        return {
+            name: int(chroma.get_collection(name, embedding_function=None).count())
+            for name in list_collection_names(chroma)
+            if include_eval or not is_eval_cache(name)
+        }
 
 
 def is_eval_cache(name: str) -> bool:
@@ -482,6 +520,18 @@ def is_eval_cache(name: str) -> bool:
     return bool(_EVAL_CACHE_RE.match(name))
 
 
-__all__ = ["EMBEDDER_KEY", "EVAL_CACHE_PREFIX", "GENERATION_KEY", "ChromaStore", "CollectionState", "DocState",
-           "chroma_input_errors", "chunk_from_record", "is_eval_cache", "list_collection_names", "list_collections",
-           "make_client", "validate_collection_name"]
+__all__ = [
+    "EMBEDDER_KEY",
+    "EVAL_CACHE_PREFIX",
+    "GENERATION_KEY",
+    "ChromaStore",
+    "CollectionState",
+    "DocState",
+    "chroma_input_errors",
+    "chunk_from_record",
+    "is_eval_cache",
+    "list_collection_names",
+    "list_collections",
+    "make_client",
+    "validate_collection_name",
+]

@@ -93,5 +93,16 @@ class Hit:
         return self.chunk.doc_id
 
 
-__all__ = ["ChunkId", "Chunk", "DocId", "Document", "Hit", "HitMode", "Metadata", "MetadataValue", "SearchMode", "Where",
-           "passage_text"]
+__all__ = [
+    "ChunkId",
+    "Chunk",
+    "DocId",
+    "Document",
+    "Hit",
+    "HitMode",
+    "Metadata",
+    "MetadataValue",
+    "SearchMode",
+    "Where",
+    "passage_text",
+]

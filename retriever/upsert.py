@@ -50,8 +50,13 @@ class UpsertMixin:
         def drop(self, lock_timeout_s: float | None = None) -> None: ...
         def _embed(self, chunks: Sequence[Chunk]) -> np.ndarray: ...
         def _write_run(self) -> contextlib.AbstractContextManager[WriteRun]: ...
-        def _write(self, run: WriteRun, batch: list[tuple[Document, str, list[Chunk]]],
-                   states: Mapping[str, DocState], vectors: np.ndarray | None = None) -> int: ...
+        def _write(
+            self,
+            run: WriteRun,
+            batch: list[tuple[Document, str, list[Chunk]]],
+            states: Mapping[str, DocState],
+            vectors: np.ndarray | None = None,
+        ) -> int: ...
 
     def upsert_documents(self, docs: Sequence[Document], *, stop: threading.Event | None = None) -> IndexReport:
         """Add or update a list of documents in one short write that can be cancelled until it starts.
@@ -88,8 +93,9 @@ class UpsertMixin:
         self._require_embedder_match()
         hashes = {d.doc_id: content_hash(d) for d in docs}
         before = self.store.doc_states()
-        prepared = self._prepare([d for d in docs if not _unchanged(before.get(d.doc_id), hashes[d.doc_id])],
-                                 report, stop)
+        prepared = self._prepare(
+            [d for d in docs if not _unchanged(before.get(d.doc_id), hashes[d.doc_id])], report, stop
+        )
         if prepared is None:
             return IndexReport(cancelled=True)
         try:
@@ -100,8 +106,13 @@ class UpsertMixin:
                 self._require_embedder_match()
                 states = self.store.doc_states()
                 skipped = {where for where, _ in report.ingest.skipped}
-                late = [d for d in docs if d.doc_id not in prepared and d.doc_id not in skipped
-                        and not _unchanged(states.get(d.doc_id), hashes[d.doc_id])]
+                late = [
+                    d
+                    for d in docs
+                    if d.doc_id not in prepared
+                    and d.doc_id not in skipped
+                    and not _unchanged(states.get(d.doc_id), hashes[d.doc_id])
+                ]
                 prepared.update(self._prepare(late, report, threading.Event()) or {})
                 with self._write_run() as run:
                     self._commit(run, docs, hashes, prepared, states, report)
@@ -111,8 +122,9 @@ class UpsertMixin:
             raise
         return report
 
-    def _prepare(self, docs: Sequence[Document], report: IndexReport, stop: threading.Event
-                 ) -> dict[str, tuple[list[Chunk], np.ndarray]] | None:
+    def _prepare(
+        self, docs: Sequence[Document], report: IndexReport, stop: threading.Event
+    ) -> dict[str, tuple[list[Chunk], np.ndarray]] | None:
         """doc_id -> (chunks, vectors) for ``docs``; None once ``stop`` is set (checked between batches)."""
         import numpy as np
 
@@ -128,19 +140,25 @@ class UpsertMixin:
         for i in range(0, len(flat), self.config.embed_batch_size):
             if stop.is_set():
                 return None
-            parts.append(self._embed(flat[i:i + self.config.embed_batch_size]))
+            parts.append(self._embed(flat[i : i + self.config.embed_batch_size]))
         if stop.is_set():
             return None
         vectors = np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
         out, at = {}, 0
         for doc, cs in chunked:
-            out[doc.doc_id] = (cs, vectors[at:at + len(cs)])
+            out[doc.doc_id] = (cs, vectors[at : at + len(cs)])
             at += len(cs)
         return out
 
-    def _commit(self, run: WriteRun, docs: Sequence[Document], hashes: dict[str, str],
-                prepared: dict[str, tuple[list[Chunk], np.ndarray]], states: dict[str, DocState],
-                report: IndexReport) -> None:
+    def _commit(
+        self,
+        run: WriteRun,
+        docs: Sequence[Document],
+        hashes: dict[str, str],
+        prepared: dict[str, tuple[list[Chunk], np.ndarray]],
+        states: dict[str, DocState],
+        report: IndexReport,
+    ) -> None:
         """Write the prepared documents that still differ from the store (under the write lock)."""
         import numpy as np
 

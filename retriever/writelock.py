@@ -115,8 +115,12 @@ class WriteLock:
             self._lock.acquire(timeout=0)
         except Timeout:
             who = self.holder()
-            logger.warning("Another writer holds the store %s (%s); waiting up to %g s for it to finish",
-                           self.store, who.describe() if who else "holder unknown", timeout)
+            logger.warning(
+                "Another writer holds the store %s (%s); waiting up to %g s for it to finish",
+                self.store,
+                who.describe() if who else "holder unknown",
+                timeout,
+            )
             try:
                 self._wait(timeout, stop)
             except Timeout:

@@ -82,9 +82,11 @@ def validate_doc_id(doc_id: str) -> str:
         base, position = split_chunk_id(doc_id)
     except ValueError:
         return doc_id
-    raise InvalidInput(f"Expected a document id not ending in '#<digits>' (the form of chunk ids, doc#position), "
-                       f"got {doc_id!r}; it would name chunk {position} of document {base!r}: rename it, e.g. "
-                       f"{base + '-' + str(position)!r}")
+    raise InvalidInput(
+        f"Expected a document id not ending in '#<digits>' (the form of chunk ids, doc#position), "
+        f"got {doc_id!r}; it would name chunk {position} of document {base!r}: rename it, e.g. "
+        f"{base + '-' + str(position)!r}"
+    )
 
 
 def checked_documents(docs: Sequence[Document]) -> Sequence[Document]:
@@ -155,9 +157,17 @@ class WriterMixin:
         self.store.bump_generation()  # also writes the embedder stamp
         run.started = True
 
-    def _write_chunks(self, run: WriteRun, chunks: Sequence[Chunk], vectors: np.ndarray,
-                      doc_hashes: Mapping[str, str], n_chunks: Mapping[str, int], *,
-                      replace_docs: Sequence[str] = (), had_documents: bool | None = None) -> int:
+    def _write_chunks(
+        self,
+        run: WriteRun,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+        doc_hashes: Mapping[str, str],
+        n_chunks: Mapping[str, int],
+        *,
+        replace_docs: Sequence[str] = (),
+        had_documents: bool | None = None,
+    ) -> int:
         """Write one batch (replacing ``replace_docs`` first) and tokenise it into the run's BM25 segment."""
         self._start(run, had_documents=had_documents)
         if replace_docs:
@@ -195,8 +205,9 @@ class WriterMixin:
             with self._write_run() as run:
                 for chunks, vectors in batches:
                     if len(chunks) != len(vectors):
-                        raise InvalidInput(f"Expected one vector per chunk, got {len(vectors)} vectors for "
-                                           f"{len(chunks)} chunks")
+                        raise InvalidInput(
+                            f"Expected one vector per chunk, got {len(vectors)} vectors for {len(chunks)} chunks"
+                        )
                     if not len(chunks):
                         continue
                     counts: dict[str, int] = {}
@@ -309,7 +320,9 @@ class WriterMixin:
                         bar.done(len(pending), chunks=writer.done)
                         pending = []
                 if pending:
-                    writer.submit(self._write, run, pending, states, self._embed([c for _, _, cs in pending for c in cs]))
+                    writer.submit(
+                        self._write, run, pending, states, self._embed([c for _, _, cs in pending for c in cs])
+                    )
                     bar.done(len(pending), chunks=writer.done)
                 report.chunks_written = writer.drain()
                 # Writes run a batch behind, so the bar's count lags until they are drained.
@@ -318,18 +331,33 @@ class WriterMixin:
         report.seconds = time.perf_counter() - t0
         return report
 
-    def _write(self, run: WriteRun, batch: list[tuple[Document, str, list[Chunk]]], states: Mapping[str, DocState],
-               vectors: np.ndarray | None = None) -> int:
+    def _write(
+        self,
+        run: WriteRun,
+        batch: list[tuple[Document, str, list[Chunk]]],
+        states: Mapping[str, DocState],
+        vectors: np.ndarray | None = None,
+    ) -> int:
         chunks = [c for _, _, cs in batch for c in cs]
         if vectors is None:
             vectors = self._embed(chunks)
         return self._write_chunks(
-            run, chunks, vectors, {d.doc_id: h for d, h, _ in batch}, {d.doc_id: len(cs) for d, _, cs in batch},
-            replace_docs=[d.doc_id for d, _, _ in batch if d.doc_id in states], had_documents=bool(states),
+            run,
+            chunks,
+            vectors,
+            {d.doc_id: h for d, h, _ in batch},
+            {d.doc_id: len(cs) for d, _, cs in batch},
+            replace_docs=[d.doc_id for d, _, _ in batch if d.doc_id in states],
+            had_documents=bool(states),
         )
 
-    def write_embedded(self, run: WriteRun, batch: list[tuple[Document, str, list[Chunk]]],
-                       states: Mapping[str, DocState], vectors: np.ndarray) -> int:
+    def write_embedded(
+        self,
+        run: WriteRun,
+        batch: list[tuple[Document, str, list[Chunk]]],
+        states: Mapping[str, DocState],
+        vectors: np.ndarray,
+    ) -> int:
         """Write whole documents whose chunks were embedded elsewhere (``sieve index --ray``), in ``run``.
 
         The caller holds :attr:`write_lock`, opened ``run`` with :meth:`write_run` and read ``states``
@@ -347,8 +375,12 @@ class WriterMixin:
 
     def _adopt_embedder(self, had_documents: bool) -> None:
         if had_documents:
-            logger.warning("Collection %s records no embedder (indexed before Sieve stamped collections); "
-                           "assuming its vectors came from %s", self.name, self.embedder.identity.describe())
+            logger.warning(
+                "Collection %s records no embedder (indexed before Sieve stamped collections); "
+                "assuming its vectors came from %s",
+                self.name,
+                self.embedder.identity.describe(),
+            )
         self.store.embedder = self._recorded_embedder = self._checked_embedder = self.embedder.identity.to_json()
 
     def delete_documents(self, doc_ids: Sequence[str]) -> int:
@@ -382,8 +414,9 @@ def _nothing_to_index(path: str | Path, report: IngestReport) -> str:
     from sieve.retriever.ingest import SUPPORTED_SUFFIXES
 
     lines = report.problem_lines()  # every skip with its reason, ignored files by suffix
-    return (f"Expected at least one readable document ({' '.join(SUPPORTED_SUFFIXES)}) in {str(path)!r}, "
-            f"got none" + (":\n" + "\n".join(lines) if lines else ""))
+    return f"Expected at least one readable document ({' '.join(SUPPORTED_SUFFIXES)}) in {str(path)!r}, got none" + (
+        ":\n" + "\n".join(lines) if lines else ""
+    )
 
 
 __all__ = ["IndexReport", "WriteRun", "WriterMixin", "checked_documents", "validate_doc_id"]

@@ -141,9 +141,12 @@ class Gate:
         if self.metrics is not None:
             self.metrics.rejected.labels(gate=self.name).inc()
         retry = self.retry_after_s()
-        return Overloaded(f"Expected a free place for {self.name} within the server's limits, got {why}; "
-                          f"retry after {retry} s (raise SIEVE_MAX_{self.name.upper()} or the queue size to admit "
-                          f"more)", retry_after_s=retry)
+        return Overloaded(
+            f"Expected a free place for {self.name} within the server's limits, got {why}; "
+            f"retry after {retry} s (raise SIEVE_MAX_{self.name.upper()} or the queue size to admit "
+            f"more)",
+            retry_after_s=retry,
+        )
 
     def _release(self, loop: asyncio.AbstractEventLoop, held_s: float) -> None:
         def give_back() -> None:
@@ -202,9 +205,17 @@ class ShedWhenFull:
         while message["type"] == "http.request" and message.get("more_body", False):
             message = await receive()
         body = json.dumps(sieve_error_body(exc)).encode()
-        await send({"type": "http.response.start", "status": 503, "headers": [
-            (b"content-type", PROBLEM_MEDIA_TYPE.encode()), (b"content-length", str(len(body)).encode()),
-            (b"retry-after", str(exc.retry_after_s).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 503,
+                "headers": [
+                    (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"retry-after", str(exc.retry_after_s).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 

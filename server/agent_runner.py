@@ -77,8 +77,9 @@ def check_filters(index: Any, where: dict[str, Any] | None) -> None:
         index.check_filter(where)  # InvalidInput for a filter the store cannot run
 
 
-def run_episode(state: AppState, req: EpisodeRequest, on_event: Any | None = None,
-                cancel: CancelToken | None = None) -> Trace:
+def run_episode(
+    state: AppState, req: EpisodeRequest, on_event: Any | None = None, cancel: CancelToken | None = None
+) -> Trace:
     """Blocking: one episode (or ``rollouts`` fused ones) for ``req``; records metrics."""
     from sieve.agent import SearchAgent
 
@@ -92,8 +93,9 @@ def run_episode(state: AppState, req: EpisodeRequest, on_event: Any | None = Non
     # Policies are built once per app from the server defaults: what a request may change (k, budget,
     # turns, wall cap) reaches the policy through the episode's config, not the policy's.
     agent = SearchAgent(index, state.policy(name, lambda: agent_config(state)), cfg)
-    trace = agent.run_fused(req.query, req.rollouts, on_event=on_event, where=req.filters, cancel=cancel,
-                            group_by_doc=req.group_by_doc)
+    trace = agent.run_fused(
+        req.query, req.rollouts, on_event=on_event, where=req.filters, cancel=cancel, group_by_doc=req.group_by_doc
+    )
     state.metrics.observe_trace(trace)
     return trace
 
@@ -104,14 +106,24 @@ def cancel_episode(state: AppState, cancel: CancelToken, reason: str) -> None:
         state.metrics.agent_cancelled.labels(reason=reason).inc()
 
 
-def _episode_work(state: AppState, req: EpisodeRequest, cancel: CancelToken, slot: Slot | None,
-                  on_event: Any | None = None) -> Awaitable[Trace]:
-    return run_blocking(run_episode, state, req, on_event, cancel, timeout=state.settings.request_timeout_s,
-                        slot=slot, on_timeout=lambda: cancel_episode(state, cancel, "timeout"))
+def _episode_work(
+    state: AppState, req: EpisodeRequest, cancel: CancelToken, slot: Slot | None, on_event: Any | None = None
+) -> Awaitable[Trace]:
+    return run_blocking(
+        run_episode,
+        state,
+        req,
+        on_event,
+        cancel,
+        timeout=state.settings.request_timeout_s,
+        slot=slot,
+        on_timeout=lambda: cancel_episode(state, cancel, "timeout"),
+    )
 
 
-async def run_episode_async(state: AppState, req: EpisodeRequest, *, receive: Receive | None = None,
-                            slot: Slot | None = None) -> Trace:
+async def run_episode_async(
+    state: AppState, req: EpisodeRequest, *, receive: Receive | None = None, slot: Slot | None = None
+) -> Trace:
     """One episode off the event loop; with ``receive``, a client that disconnects cancels it."""
     cancel = CancelToken()
     work = asyncio.ensure_future(_episode_work(state, req, cancel, slot))
@@ -132,8 +144,9 @@ def _give_up(work: asyncio.Future[Trace], slot: Slot | None) -> None:
             slot.release_unless_running()
 
 
-async def _unless_disconnected(work: asyncio.Future[Trace], receive: Receive,
-                               on_disconnect: Callable[[], None]) -> Trace:
+async def _unless_disconnected(
+    work: asyncio.Future[Trace], receive: Receive, on_disconnect: Callable[[], None]
+) -> Trace:
     # The request body has been read, so the next ASGI message can only be the disconnect.
     async def disconnected() -> None:
         while (await receive())["type"] != "http.disconnect":
@@ -150,8 +163,9 @@ async def _unless_disconnected(work: asyncio.Future[Trace], receive: Receive,
         watcher.cancel()
 
 
-async def stream_episode(state: AppState, req: EpisodeRequest, slot: Slot | None = None
-                         ) -> AsyncIterator[tuple[str, Any]]:
+async def stream_episode(
+    state: AppState, req: EpisodeRequest, slot: Slot | None = None
+) -> AsyncIterator[tuple[str, Any]]:
     """Yield ``("event", dict)`` for each agent event as it happens, then ``("trace", Trace)``.
 
     Errors raised by the episode (``SieveError``, timeouts) propagate from this iterator after
@@ -217,15 +231,41 @@ def context1_events(event: dict[str, Any]) -> list[dict[str, Any]]:
     kind = event.get("type")
     if kind == "action":
         tools = [{"name": str(t)} if not isinstance(t, dict) else t for t in event.get("tools", [])]
-        return [{"type": "action", "data": {"tools": tools, "params": list(event.get("params", [])),
-                                            "sources": [], "turn": event.get("turn")}}]
+        return [
+            {
+                "type": "action",
+                "data": {
+                    "tools": tools,
+                    "params": list(event.get("params", [])),
+                    "sources": [],
+                    "turn": event.get("turn"),
+                },
+            }
+        ]
     if kind == "observation":
         sources = [cid for r in event.get("results", []) for cid in r.get("chunk_ids", [])]
-        sizes = [{"tool": r.get("tool"), "chunks": len(r.get("chunk_ids", [])), "tokens": r.get("tokens", 0),
-                  "error": r.get("error")} for r in event.get("results", [])]
+        sizes = [
+            {
+                "tool": r.get("tool"),
+                "chunks": len(r.get("chunk_ids", [])),
+                "tokens": r.get("tokens", 0),
+                "error": r.get("error"),
+            }
+            for r in event.get("results", [])
+        ]
         return [{"type": "observation", "data": {"sources": sources, "results": sizes, "turn": event.get("turn")}}]
     return []  # per-turn usage and the agent's own done are folded into the final usage/done events
 
 
-__all__ = ["EpisodeRequest", "agent_config", "cancel_episode", "check_filters", "context1_events", "policy_name",
-           "progress_event", "run_episode", "run_episode_async", "stream_episode"]
+__all__ = [
+    "EpisodeRequest",
+    "agent_config",
+    "cancel_episode",
+    "check_filters",
+    "context1_events",
+    "policy_name",
+    "progress_event",
+    "run_episode",
+    "run_episode_async",
+    "stream_episode",
+]

@@ -17,20 +17,42 @@ if TYPE_CHECKING:
 
 def hit_out(hit: Hit) -> EvidenceOut:
     c = hit.chunk
-    return EvidenceOut(id=c.chunk_id, doc_id=c.doc_id, rank=hit.rank, score=float(hit.score), title=c.title,
-                       text=c.text, source=c.source, metadata=dict(c.metadata))
+    return EvidenceOut(
+        id=c.chunk_id,
+        doc_id=c.doc_id,
+        rank=hit.rank,
+        score=float(hit.score),
+        title=c.title,
+        text=c.text,
+        source=c.source,
+        metadata=dict(c.metadata),
+    )
 
 
 def evidence_out(e: Evidence) -> EvidenceOut:
-    return EvidenceOut(id=e.chunk_id, doc_id=e.doc_id, rank=e.rank, score=float(e.score), title=e.title,
-                       text=e.text, source=e.source, justification=e.justification, metadata=dict(e.metadata))
+    return EvidenceOut(
+        id=e.chunk_id,
+        doc_id=e.doc_id,
+        rank=e.rank,
+        score=float(e.score),
+        title=e.title,
+        text=e.text,
+        source=e.source,
+        justification=e.justification,
+        metadata=dict(e.metadata),
+    )
 
 
 def trace_usage(trace: Trace) -> UsageOut:
     calls = trace.tool_calls
-    return UsageOut(turns=len(trace.turns), tool_calls=len(calls), searches=trace.n_searches,
-                    tokens=trace.tokens_total, peak_context_tokens=trace.peak_context_tokens,
-                    ms=round(trace.wall_ms, 2))
+    return UsageOut(
+        turns=len(trace.turns),
+        tool_calls=len(calls),
+        searches=trace.n_searches,
+        tokens=trace.tokens_total,
+        peak_context_tokens=trace.peak_context_tokens,
+        ms=round(trace.wall_ms, 2),
+    )
 
 
 def completion_tokens(trace: Trace) -> int:
@@ -70,21 +92,31 @@ def stitch_chunks(chunks: Sequence[Chunk]) -> str:
         elif c.char_start >= end:
             out.append(" " + c.text)  # a gap can only be whitespace the chunker stripped
         elif c.char_end > end:
-            out.append(c.text[end - c.char_start:])
+            out.append(c.text[end - c.char_start :])
         end = max(end, c.char_end)
     return "".join(out)
 
 
 def chunk_out(c: Chunk) -> ChunkOut:
-    return ChunkOut(id=c.chunk_id, position=c.position, text=c.text, char_start=c.char_start, char_end=c.char_end,
-                    n_tokens=c.n_tokens)
+    return ChunkOut(
+        id=c.chunk_id,
+        position=c.position,
+        text=c.text,
+        char_start=c.char_start,
+        char_end=c.char_end,
+        n_tokens=c.n_tokens,
+    )
 
 
 def document_out(chunks: Sequence[Chunk], collection: str) -> DocumentOut:
     first = min(chunks, key=lambda c: c.position)
     return DocumentOut(
-        id=first.doc_id, collection=collection, title=first.title, source=first.source,
-        text=stitch_chunks(chunks), metadata=dict(first.metadata),
+        id=first.doc_id,
+        collection=collection,
+        title=first.title,
+        source=first.source,
+        text=stitch_chunks(chunks),
+        metadata=dict(first.metadata),
         chunks=[chunk_out(c) for c in sorted(chunks, key=lambda c: c.position)],
     )
 
@@ -113,5 +145,16 @@ def document_blocks(evidence: Sequence[Evidence]) -> str:
     return "\n".join(blocks)
 
 
-__all__ = ["chunk_out", "completion_tokens", "document_blocks", "document_out", "evidence_out", "hit_out",
-           "justification_for", "search_r1_contents", "search_r1_doc", "stitch_chunks", "trace_usage"]
+__all__ = [
+    "chunk_out",
+    "completion_tokens",
+    "document_blocks",
+    "document_out",
+    "evidence_out",
+    "hit_out",
+    "justification_for",
+    "search_r1_contents",
+    "search_r1_doc",
+    "stitch_chunks",
+    "trace_usage",
+]

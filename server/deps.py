@@ -56,8 +56,14 @@ ReadAuth = Depends(require_read)
 WriteAuth = Depends(require_write)
 
 
-async def run_blocking(fn: Callable[..., T], *args: Any, timeout: float, slot: Slot | None = None,
-                       on_timeout: Callable[[], None] | None = None, **kwargs: Any) -> T:
+async def run_blocking(
+    fn: Callable[..., T],
+    *args: Any,
+    timeout: float,
+    slot: Slot | None = None,
+    on_timeout: Callable[[], None] | None = None,
+    **kwargs: Any,
+) -> T:
     """Run ``fn`` in the thread pool, giving up after ``timeout`` seconds with ``504 timeout``.
 
     The event loop never waits on embedding, Chroma or an agent episode. On timeout the worker
@@ -86,9 +92,20 @@ async def run_blocking(fn: Callable[..., T], *args: Any, timeout: float, slot: S
     # Only our own deadline leaves the block without a result (an outer cancel propagates).
     if on_timeout is not None:
         on_timeout()
-    raise RequestTimeout(f"Expected the request to finish within {timeout:g} s, got longer; "
-                         f"ask for less (smaller k or budget) or raise SIEVE_REQUEST_TIMEOUT_S")
+    raise RequestTimeout(
+        f"Expected the request to finish within {timeout:g} s, got longer; "
+        f"ask for less (smaller k or budget) or raise SIEVE_REQUEST_TIMEOUT_S"
+    )
 
 
-__all__ = ["BearerDep", "ReadAuth", "StateDep", "WriteAuth", "check_key", "get_state", "require_read",
-           "require_write", "run_blocking"]
+__all__ = [
+    "BearerDep",
+    "ReadAuth",
+    "StateDep",
+    "WriteAuth",
+    "check_key",
+    "get_state",
+    "require_read",
+    "require_write",
+    "run_blocking",
+]

@@ -18,8 +18,16 @@ from http import HTTPStatus
 from typing import Any
 
 from sieve.errors import (
-    BackendError, EmbedderMismatch, EmptyCorpus, InvalidInput, ModelUnavailable, NotFound, SieveError, StoreLocked,
-    StoreUnavailable, UnknownCollection,
+    BackendError,
+    EmbedderMismatch,
+    EmptyCorpus,
+    InvalidInput,
+    ModelUnavailable,
+    NotFound,
+    SieveError,
+    StoreLocked,
+    StoreUnavailable,
+    UnknownCollection,
 )
 
 
@@ -100,8 +108,13 @@ def problem_body(status: int, detail: str, code: str, errors: list[dict[str, Any
         title = HTTPStatus(status).phrase
     except ValueError:
         title = "Error"
-    body: dict[str, Any] = {"type": f"urn:sieve:error:{code}", "title": title, "status": status,
-                            "detail": detail, "code": code}
+    body: dict[str, Any] = {
+        "type": f"urn:sieve:error:{code}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "code": code,
+    }
     if errors is not None:
         body["errors"] = errors
     return body
@@ -112,5 +125,14 @@ def error_problem(exc: SieveError) -> dict[str, Any]:
     return problem_body(http_status(exc), exc.message, exc.code)
 
 
-__all__ = ["HTTP_STATUS", "ClientClosedRequest", "Overloaded", "PayloadTooLarge", "RequestTimeout", "Unauthorized",
-           "error_problem", "http_status", "problem_body"]
+__all__ = [
+    "HTTP_STATUS",
+    "ClientClosedRequest",
+    "Overloaded",
+    "PayloadTooLarge",
+    "RequestTimeout",
+    "Unauthorized",
+    "error_problem",
+    "http_status",
+    "problem_body",
+]

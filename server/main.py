@@ -98,15 +98,26 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     # Added innermost first: metrics see every request (400 invalid_host, 408, 413 included), a
     # wrong Host is refused before CORS or any route runs, and the body limits wrap the routes.
     # Overload shedding sits inside the body limits, so the body it drains unread is bounded too.
-    app.add_middleware(ShedWhenFull, routes={"/v1/search": state.episodes, "/search": state.episodes,
-                                             "/v1/retrieve": state.retrievals, "/retrieve": state.retrievals})
+    app.add_middleware(
+        ShedWhenFull,
+        routes={
+            "/v1/search": state.episodes,
+            "/search": state.episodes,
+            "/v1/retrieve": state.retrievals,
+            "/retrieve": state.retrievals,
+        },
+    )
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(BodyTimeoutMiddleware, timeout_s=settings.body_timeout_s)
     if settings.cors_origins:  # off unless configured: browsers on other origins cannot read responses
         from starlette.middleware.cors import CORSMiddleware
 
-        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST", "DELETE"],
-                           allow_headers=["Authorization", "Content-Type"])
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=["Authorization", "Content-Type"],
+        )
     app.add_middleware(TrustedHosts, allowed_hosts=settings.trusted_hosts())
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)
     return app

@@ -30,9 +30,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-INSTRUCTIONS = ("Sieve searches a document collection with an agent that issues several hybrid searches, prunes "
-                "what is irrelevant and returns ranked evidence. Call `search` with a natural-language question, "
-                "then `fetch` an id from the results to read the whole document.")
+INSTRUCTIONS = (
+    "Sieve searches a document collection with an agent that issues several hybrid searches, prunes "
+    "what is irrelevant and returns ranked evidence. Call `search` with a natural-language question, "
+    "then `fetch` an id from the results to read the whole document."
+)
 
 
 def doc_url(state: AppState, doc_id: str, source: str, collection: str) -> str:
@@ -51,18 +53,32 @@ def _search(state: AppState, query: str, cancel: CancelToken) -> McpSearchResult
         items: list[EvidenceOut] = [hit_out(h) for h in index.search(query, state.settings.k)]
     else:
         items = [evidence_out(e) for e in run_episode(state, EpisodeRequest(query=query), cancel=cancel).returned]
-    return McpSearchResults(results=[McpSearchResult(id=e.id, title=e.title or e.doc_id, text=e.text,
-                                                     url=doc_url(state, e.doc_id, e.source, collection))
-                                     for e in items])
+    return McpSearchResults(
+        results=[
+            McpSearchResult(
+                id=e.id, title=e.title or e.doc_id, text=e.text, url=doc_url(state, e.doc_id, e.source, collection)
+            )
+            for e in items
+        ]
+    )
 
 
 def _fetch(state: AppState, ref: str) -> McpDocument:
     index = state.index(None)
     doc = document_out(index.read(ref), index.name)
-    return McpDocument(id=ref, title=doc.title or doc.id, text=doc.text,
-                       url=doc_url(state, doc.id, doc.source, index.name),
-                       metadata={**doc.metadata, "doc_id": doc.id, "source": doc.source, "collection": index.name,
-                                 "chunks": len(doc.chunks)})
+    return McpDocument(
+        id=ref,
+        title=doc.title or doc.id,
+        text=doc.text,
+        url=doc_url(state, doc.id, doc.source, index.name),
+        metadata={
+            **doc.metadata,
+            "doc_id": doc.id,
+            "source": doc.source,
+            "collection": index.name,
+            "chunks": len(doc.chunks),
+        },
+    )
 
 
 def build_mcp(state: AppState) -> Any:
@@ -85,8 +101,15 @@ def build_mcp(state: AppState) -> Any:
         cancel = CancelToken()
         gate = state.retrievals if state.settings.mcp_search == "hybrid" else state.episodes
         try:
-            return await run_blocking(_search, state, query, cancel, timeout=timeout, slot=await gate.enter(),
-                                      on_timeout=lambda: cancel_episode(state, cancel, "timeout"))
+            return await run_blocking(
+                _search,
+                state,
+                query,
+                cancel,
+                timeout=timeout,
+                slot=await gate.enter(),
+                on_timeout=lambda: cancel_episode(state, cancel, "timeout"),
+            )
         except SieveError as exc:
             raise ToolError(f"[{exc.code}] {exc.message}") from exc
 
@@ -117,9 +140,12 @@ class _RequireKey:
             except SieveError as exc:
                 from fastapi.responses import JSONResponse
 
-                response = JSONResponse(sieve_error_body(exc), status_code=http_status(exc),
-                                        headers={"WWW-Authenticate": 'Bearer realm="sieve"'},
-                                        media_type="application/problem+json")
+                response = JSONResponse(
+                    sieve_error_body(exc),
+                    status_code=http_status(exc),
+                    headers={"WWW-Authenticate": 'Bearer realm="sieve"'},
+                    media_type="application/problem+json",
+                )
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
@@ -141,11 +167,19 @@ def mcp_route(server: Any, state: AppState) -> Route:
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
     from starlette.routing import Route
 
-    server.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True,
-                               host=state.settings.host, transport_security=_mcp_security(state))
+    server.streamable_http_app(
+        streamable_http_path="/mcp",
+        stateless_http=True,
+        json_response=True,
+        host=state.settings.host,
+        transport_security=_mcp_security(state),
+    )
     # (builds server.session_manager)
-    return Route("/mcp", endpoint=_RequireKey(StreamableHTTPASGIApp(server.session_manager), state),
-                 methods=["GET", "POST", "DELETE"])
+    return Route(
+        "/mcp",
+        endpoint=_RequireKey(StreamableHTTPASGIApp(server.session_manager), state),
+        methods=["GET", "POST", "DELETE"],
+    )
 
 
 __all__ = ["INSTRUCTIONS", "build_mcp", "doc_url", "mcp_route"]

@@ -30,29 +30,44 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.requests = Counter("sieve_http_requests", "HTTP requests served.", ["method", "route", "status"],
-                                registry=r)
-        self.latency = Histogram("sieve_http_request_duration_seconds", "Time to the response's last byte.",
-                                 ["method", "route"], buckets=LATENCY_BUCKETS, registry=r)
+        self.requests = Counter(
+            "sieve_http_requests", "HTTP requests served.", ["method", "route", "status"], registry=r
+        )
+        self.latency = Histogram(
+            "sieve_http_request_duration_seconds",
+            "Time to the response's last byte.",
+            ["method", "route"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
         self.in_flight = Gauge("sieve_http_requests_in_flight", "Requests being served.", registry=r)
         self.queries = Counter("sieve_retrieve_queries", "Queries answered by plain retrieval.", ["mode"], registry=r)
-        self.agent_runs = Counter("sieve_agent_runs", "Agent episodes finished.", ["policy", "stop_reason"],
-                                  registry=r)
-        self.agent_turns = Histogram("sieve_agent_turns", "Turns per agent episode.",
-                                     buckets=(1, 2, 4, 8, 16, 32, 64, 128), registry=r)
-        self.agent_tokens = Histogram("sieve_agent_tokens", "Tokens processed per agent episode.",
-                                      buckets=(256, 1024, 4096, 8192, 16384, 32768, 65536, 131072), registry=r)
+        self.agent_runs = Counter("sieve_agent_runs", "Agent episodes finished.", ["policy", "stop_reason"], registry=r)
+        self.agent_turns = Histogram(
+            "sieve_agent_turns", "Turns per agent episode.", buckets=(1, 2, 4, 8, 16, 32, 64, 128), registry=r
+        )
+        self.agent_tokens = Histogram(
+            "sieve_agent_tokens",
+            "Tokens processed per agent episode.",
+            buckets=(256, 1024, 4096, 8192, 16384, 32768, 65536, 131072),
+            registry=r,
+        )
         self.agent_tool_calls = Counter("sieve_agent_tool_calls", "Agent tool calls.", ["tool"], registry=r)
-        self.agent_seconds = Histogram("sieve_agent_episode_seconds", "Wall time per agent episode.",
-                                       buckets=LATENCY_BUCKETS, registry=r)
-        self.agent_cancelled = Counter("sieve_agent_cancelled", "Episodes the server cancelled while they ran "
-                                       "(disconnect: the client left; timeout: past the request limit).",
-                                       ["reason"], registry=r)
-        self.rejected = Counter("sieve_admission_rejected", "Requests refused with 503 overloaded.", ["gate"],
-                                registry=r)
+        self.agent_seconds = Histogram(
+            "sieve_agent_episode_seconds", "Wall time per agent episode.", buckets=LATENCY_BUCKETS, registry=r
+        )
+        self.agent_cancelled = Counter(
+            "sieve_agent_cancelled",
+            "Episodes the server cancelled while they ran "
+            "(disconnect: the client left; timeout: past the request limit).",
+            ["reason"],
+            registry=r,
+        )
+        self.rejected = Counter(
+            "sieve_admission_rejected", "Requests refused with 503 overloaded.", ["gate"], registry=r
+        )
         self.admission_running = Gauge("sieve_admission_running", "Jobs holding a place.", ["gate"], registry=r)
-        self.admission_queued = Gauge("sieve_admission_queued", "Requests waiting for a place.", ["gate"],
-                                      registry=r)
+        self.admission_queued = Gauge("sieve_admission_queued", "Requests waiting for a place.", ["gate"], registry=r)
 
     def observe_trace(self, trace: Trace) -> None:
         self.agent_runs.labels(policy=trace.policy or "unknown", stop_reason=trace.stop_reason).inc()

@@ -48,8 +48,13 @@ class TrustedHosts(TrustedHostMiddleware):
         if scope["type"] == "websocket":  # no problem body over a websocket handshake: refuse it
             await send({"type": "websocket.close", "code": 1008})
             return
-        await _send_problem(send, 400, f"Expected a Host header naming this server (one of {self.allowed_hosts}), "
-                            f"got {host or 'none'!r}; set SIEVE_ALLOWED_HOSTS to serve other names", "invalid_host")
+        await _send_problem(
+            send,
+            400,
+            f"Expected a Host header naming this server (one of {self.allowed_hosts}), "
+            f"got {host or 'none'!r}; set SIEVE_ALLOWED_HOSTS to serve other names",
+            "invalid_host",
+        )
 
 
 def _host_name(header: str) -> str:
@@ -62,9 +67,17 @@ def _host_name(header: str) -> str:
 
 async def _send_problem(send: Send, status: int, detail: str, code: str) -> None:
     body = json.dumps(problem_body(status, detail, code)).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", PROBLEM_MEDIA_TYPE.encode()),
-                            (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -86,13 +99,18 @@ class BodyLimitMiddleware:
             return
         length = _content_length(scope)
         if length == -1:
-            await _send_problem(send, 400, "Expected a numeric Content-Length header, got something else",
-                                "bad_request")
+            await _send_problem(
+                send, 400, "Expected a numeric Content-Length header, got something else", "bad_request"
+            )
             return
         if length is not None:
             if length > self.max_bytes:
-                await _send_problem(send, 413, f"Expected a request body of at most {self.max_bytes} bytes, "
-                                    f"got {length}", "payload_too_large")
+                await _send_problem(
+                    send,
+                    413,
+                    f"Expected a request body of at most {self.max_bytes} bytes, got {length}",
+                    "payload_too_large",
+                )
                 return
             await self.app(scope, receive, send)
             return
@@ -109,8 +127,12 @@ class BodyLimitMiddleware:
             body = message.get("body", b"")
             size += len(body)
             if size > self.max_bytes:
-                await _send_problem(send, 413, f"Expected a request body of at most {self.max_bytes} bytes, "
-                                    f"got more", "payload_too_large")
+                await _send_problem(
+                    send,
+                    413,
+                    f"Expected a request body of at most {self.max_bytes} bytes, got more",
+                    "payload_too_large",
+                )
                 return
             chunks.append(body)
             if not message.get("more_body", False):
@@ -173,8 +195,13 @@ class BodyTimeoutMiddleware:
             if not timed_out:
                 raise
         if timed_out and not response_started:
-            await _send_problem(send, 408, f"Expected the request body within {self.timeout_s:g} s, got it slower; "
-                                "send it at once (SIEVE_BODY_TIMEOUT_S)", "request_timeout")
+            await _send_problem(
+                send,
+                408,
+                f"Expected the request body within {self.timeout_s:g} s, got it slower; "
+                "send it at once (SIEVE_BODY_TIMEOUT_S)",
+                "request_timeout",
+            )
 
 
 class _BodyTimeout(Exception):

@@ -23,15 +23,30 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
-_HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-               405: "method_not_allowed", 406: "not_acceptable", 413: "payload_too_large",
-               415: "unsupported_media_type", 422: "invalid_input"}
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_input",
+}
 
 
-def problem(status: int, detail: str, code: str, *, errors: list[dict[str, Any]] | None = None,
-            headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(problem_body(status, detail, code, errors), status_code=status, headers=headers,
-                        media_type=PROBLEM_MEDIA_TYPE)
+def problem(
+    status: int,
+    detail: str,
+    code: str,
+    *,
+    errors: list[dict[str, Any]] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    return JSONResponse(
+        problem_body(status, detail, code, errors), status_code=status, headers=headers, media_type=PROBLEM_MEDIA_TYPE
+    )
 
 
 def sieve_error_body(exc: SieveError) -> dict[str, Any]:
@@ -42,8 +57,11 @@ def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     # Keep loc/msg/type: `input` may echo megabytes back and `ctx` can hold exception objects.
     out = []
     for err in exc.errors():
-        item = {"loc": [str(p) for p in err.get("loc", ())], "msg": str(err.get("msg", "")),
-                "type": str(err.get("type", ""))}
+        item = {
+            "loc": [str(p) for p in err.get("loc", ())],
+            "msg": str(err.get("msg", "")),
+            "type": str(err.get("type", "")),
+        }
         ctx = err.get("ctx") or {}
         if "error" in ctx:
             item["msg"] = f"{item['msg']}: {ctx['error']}"
@@ -80,15 +98,21 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResp
     detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
     if exc.status_code == 404 and detail == "Not Found":
         detail = f"Expected a known route, got {request.method} {request.url.path}; see /docs"
-    return problem(exc.status_code, detail, _HTTP_CODES.get(exc.status_code, "http_error"),
-                   headers=dict(exc.headers) if exc.headers else None)
+    return problem(
+        exc.status_code,
+        detail,
+        _HTTP_CODES.get(exc.status_code, "http_error"),
+        headers=dict(exc.headers) if exc.headers else None,
+    )
 
 
 def vanished_collection(exc: BaseException) -> SieveError | None:
     """A collection deleted under a running request (the store raised ``CollectionGone``): a 404, not a crash."""
     if isinstance(exc, CollectionGone):
-        return UnknownCollection(f"Expected the collection to exist for the whole request, got it deleted "
-                                 f"while the request ran ({exc.message})")
+        return UnknownCollection(
+            f"Expected the collection to exist for the whole request, got it deleted "
+            f"while the request ran ({exc.message})"
+        )
     return None
 
 
@@ -115,5 +139,11 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Exception, _unexpected)
 
 
-__all__ = ["PROBLEM_MEDIA_TYPE", "install_problem_handlers", "problem", "problem_body", "sieve_error_body",
-           "vanished_collection"]
+__all__ = [
+    "PROBLEM_MEDIA_TYPE",
+    "install_problem_handlers",
+    "problem",
+    "problem_body",
+    "sieve_error_body",
+    "vanished_collection",
+]

@@ -19,14 +19,21 @@ from sieve.retriever.modes import MODES
 # Chroma's metadata rules: non-empty keys not starting with "$" or "#", scalar values, 64-bit ints,
 # or non-empty lists of one scalar type (the library's validate_metadata rejects mixed lists with a 422).
 MetaKey = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^$#]")]
-Scalar = (Annotated[str, StringConstraints(max_length=10_000)] | Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
-          | Annotated[float, Field(allow_inf_nan=False)] | bool)
+Scalar = (
+    Annotated[str, StringConstraints(max_length=10_000)]
+    | Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+    | Annotated[float, Field(allow_inf_nan=False)]
+    | bool
+)
 MetaValue = Scalar | Annotated[list[Scalar], Field(min_length=1, max_length=1000)]
 # Chroma's rule, also checked by retriever.store.validate_collection_name (which adds: no "..").
 COLLECTION_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$"
 QueryText = Field(min_length=1, max_length=4000, pattern=r"\S", description="The question or query text.")
-CollectionName = Field(default=None, pattern=COLLECTION_PATTERN,
-                       description="Collection to search (default: the server's `collection` setting).")
+CollectionName = Field(
+    default=None,
+    pattern=COLLECTION_PATTERN,
+    description="Collection to search (default: the server's `collection` setting).",
+)
 # Names read from the registries when a request is validated or the schema generated (not frozen here).
 if TYPE_CHECKING:
     PolicyName = str
@@ -48,10 +55,12 @@ class EvidenceOut(BaseModel):
     id: str = Field(description="Chunk id, `doc_id#position`.")
     doc_id: str
     rank: int
-    score: float = Field(description="Never rises with rank. Agentic search: the floor's merged score "
-                         "1/(60 + place) of the policy's ranking interleaved with the question's hybrid ranking, or "
-                         "with the floor off "
-                         "the policy's evidence score; retrieval: the mode's score (cosine, BM25 or hybrid RRF).")
+    score: float = Field(
+        description="Never rises with rank. Agentic search: the floor's merged score "
+        "1/(60 + place) of the policy's ranking interleaved with the question's hybrid ranking, or "
+        "with the floor off "
+        "the policy's evidence score; retrieval: the mode's score (cosine, BM25 or hybrid RRF)."
+    )
     title: str = ""
     text: str = ""
     source: str = ""
@@ -91,14 +100,18 @@ class SearchRequest(_Strict):
     query: str = QueryText
     collection: str | None = CollectionName
     k: int | None = Field(default=None, ge=1, le=10_000, description="Evidence items to return.")
-    budget_tokens: int | None = Field(default=None, ge=256, le=10_000_000,
-                                      description="Agent context budget (server caps at max_budget_tokens).")
+    budget_tokens: int | None = Field(
+        default=None, ge=256, le=10_000_000, description="Agent context budget (server caps at max_budget_tokens)."
+    )
     max_turns: int | None = Field(default=None, ge=1, le=1000)
     policy: PolicyName | None = None
     filters: dict[str, Any] | None = Field(default=None, description="Chroma `where` filter for every search.")
     rollouts: int = Field(default=1, ge=1, le=8, description="Independent episodes fused by RRF.")
-    group_by_doc: bool = Field(default=False, description="Each document's best chunk only (default: the k best "
-                               "chunks, several of one document when they are the best evidence).")
+    group_by_doc: bool = Field(
+        default=False,
+        description="Each document's best chunk only (default: the k best "
+        "chunks, several of one document when they are the best evidence).",
+    )
     include_trace: bool = False
     stream: bool = Field(default=False, description="Send Server-Sent Events: one per tool call, then the result.")
 
@@ -110,8 +123,11 @@ class SearchResponse(BaseModel):
     results: list[EvidenceOut]
     answer: str | None = None
     stop_reason: str = ""
-    warnings: list[str] = Field(default_factory=list, description="How the episode went wrong, if it did (a "
-                                "policy that wrote no tool call, a failed backend): results are then the floor's.")
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="How the episode went wrong, if it did (a "
+        "policy that wrote no tool call, a failed backend): results are then the floor's.",
+    )
     usage: UsageOut
     trace: dict[str, Any] | None = None
 
@@ -157,9 +173,11 @@ class DocumentIn(_Strict):
     title: str = Field(default="", max_length=2000)
     source: str = Field(default="", max_length=2000)
     metadata: dict[MetaKey, MetaValue] = Field(
-        default_factory=dict, max_length=100,
+        default_factory=dict,
+        max_length=100,
         description="Filterable values: string, integer, float, bool, or a non-empty list of one of those types "
-                    "(filter lists with `{\"key\": {\"$contains\": value}}`).")
+        '(filter lists with `{"key": {"$contains": value}}`).',
+    )
 
 
 class UpsertRequest(_Strict):
@@ -280,9 +298,32 @@ class Problem(BaseModel):
 
 
 __all__ = [
-    "COLLECTION_PATTERN", "ChunkContextOut", "ChunkOut", "CollectionOut", "CollectionsResponse", "Context1Request", "DeleteResponse", "DocumentIn",
-    "DocumentOut", "DocumentSummaryOut", "DocumentsPage", "EvidenceOut", "HealthResponse", "McpDocument", "McpSearchResult", "McpSearchResults", "Problem",
-    "RetrieveRequest", "RetrieveResponse",
-    "SearchR1Doc", "SearchR1Request", "SearchR1Response", "SearchR1Scored", "SearchRequest", "SearchResponse",
-    "UpsertRequest", "UpsertResponse", "UsageOut",
+    "COLLECTION_PATTERN",
+    "ChunkContextOut",
+    "ChunkOut",
+    "CollectionOut",
+    "CollectionsResponse",
+    "Context1Request",
+    "DeleteResponse",
+    "DocumentIn",
+    "DocumentOut",
+    "DocumentSummaryOut",
+    "DocumentsPage",
+    "EvidenceOut",
+    "HealthResponse",
+    "McpDocument",
+    "McpSearchResult",
+    "McpSearchResults",
+    "Problem",
+    "RetrieveRequest",
+    "RetrieveResponse",
+    "SearchR1Doc",
+    "SearchR1Request",
+    "SearchR1Response",
+    "SearchR1Scored",
+    "SearchRequest",
+    "SearchResponse",
+    "UpsertRequest",
+    "UpsertResponse",
+    "UsageOut",
 ]

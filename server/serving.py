@@ -22,13 +22,17 @@ if TYPE_CHECKING:
     from sieve.settings import Settings
 
 DEFAULT_HEADER_TIMEOUT_S = 10.0
-_TIMEOUT_408 = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
-                b"content-length: 36\r\nconnection: close\r\n\r\nExpected the request headers sooner\n")
+_TIMEOUT_408 = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"content-length: 36\r\nconnection: close\r\n\r\nExpected the request headers sooner\n"
+)
 
 
-_TOO_MANY = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
-             b"content-length: 49\r\nretry-after: 5\r\nconnection: close\r\n\r\n"
-             b"Expected fewer open connections from this client\n")
+_TOO_MANY = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"content-length: 49\r\nretry-after: 5\r\nconnection: close\r\n\r\n"
+    b"Expected fewer open connections from this client\n"
+)
 
 
 class HeaderTimeoutProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
@@ -110,8 +114,14 @@ class SieveUvicornConfig(uvicorn.Config):
     """``uvicorn.Config`` that also carries the header timeout and the per-client connection limit
     (module level, so it pickles for workers; each worker counts its own connections)."""
 
-    def __init__(self, app: Any, *, header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
-                 max_client_connections: int = 0, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        app: Any,
+        *,
+        header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
+        max_client_connections: int = 0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(app, **kwargs)
         self.header_timeout_s = header_timeout_s
         self.max_client_connections = max_client_connections
@@ -126,9 +136,13 @@ def uvicorn_config(app: Any, settings: Settings, **overrides: Any) -> SieveUvico
         >>> uvicorn.Server(config).run()  # doctest: +SKIP
     """
     options: dict[str, Any] = {
-        "host": settings.host, "port": settings.port, "log_level": settings.log_level,
-        "http": HeaderTimeoutProtocol, "header_timeout_s": settings.header_timeout_s,
-        "limit_concurrency": settings.max_connections, "timeout_keep_alive": settings.keep_alive_s,
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": settings.log_level,
+        "http": HeaderTimeoutProtocol,
+        "header_timeout_s": settings.header_timeout_s,
+        "limit_concurrency": settings.max_connections,
+        "timeout_keep_alive": settings.keep_alive_s,
         "max_client_connections": settings.max_client_connections,
         "timeout_graceful_shutdown": 10,
         # The app checks Host itself (TrustedHosts); uvicorn's proxy-header rewriting stays at its

@@ -42,18 +42,34 @@ class AppState:
         # so the caller gets 503 store_locked naming the holder, never a 504 that writes later.
         self.retriever_config: RetrieverConfig = dataclasses.replace(
             settings.retriever_config(),
-            write_lock_timeout_s=min(settings.write_lock_timeout_s, settings.request_timeout_s / 2))
+            write_lock_timeout_s=min(settings.write_lock_timeout_s, settings.request_timeout_s / 2),
+        )
         self.metrics = Metrics()
         # Admission: agent episodes are costly (seconds of CPU or a GPU model); plain retrieval
         # is cheap and gets a larger bound of its own, so a queue of episodes never starves it.
-        self.episodes = Gate("episodes", limit=settings.max_episodes, queue=settings.episode_queue,
-                             wait_s=settings.queue_wait_s, metrics=self.metrics)
-        self.retrievals = Gate("retrievals", limit=settings.max_retrievals, queue=settings.retrieval_queue,
-                               wait_s=settings.queue_wait_s, metrics=self.metrics)
+        self.episodes = Gate(
+            "episodes",
+            limit=settings.max_episodes,
+            queue=settings.episode_queue,
+            wait_s=settings.queue_wait_s,
+            metrics=self.metrics,
+        )
+        self.retrievals = Gate(
+            "retrievals",
+            limit=settings.max_retrievals,
+            queue=settings.retrieval_queue,
+            wait_s=settings.queue_wait_s,
+            metrics=self.metrics,
+        )
         # Document writes take turns on the store's lock anyway: a few run (or wait for the lock) at
         # once, a bounded queue waits without a thread, and reads never wait behind them.
-        self.writes = Gate("writes", limit=settings.max_writes, queue=settings.write_queue,
-                           wait_s=settings.queue_wait_s, metrics=self.metrics)
+        self.writes = Gate(
+            "writes",
+            limit=settings.max_writes,
+            queue=settings.write_queue,
+            wait_s=settings.queue_wait_s,
+            metrics=self.metrics,
+        )
         self._embedder = embedder
         self._store: StoreHandle | None = None
         self._indexes: dict[str, CorpusIndex] = {}
@@ -103,8 +119,9 @@ class AppState:
             self._indexes.pop(name, None)
             from sieve.retriever import CorpusIndex
 
-            index = CorpusIndex.open(self.retriever_config, name, create=create, embedder=self.embedder,
-                                     client=self.store)
+            index = CorpusIndex.open(
+                self.retriever_config, name, create=create, embedder=self.embedder, client=self.store
+            )
             self._indexes[name] = index
             self._verified_at[name] = time.monotonic()
             return index

@@ -30,9 +30,13 @@ if TYPE_CHECKING:
 __all__ = ["AgentConfig", "Chunk", "Document", "Hit", "RetrieverConfig", "Sieve", "SieveError", "Trace"]
 
 _LAZY = {
-    "AgentConfig": "sieve.agent", "Trace": "sieve.agent", "Sieve": "sieve.facade",
-    "RetrieverConfig": "sieve.retriever.config", "Chunk": "sieve.retriever.types",
-    "Document": "sieve.retriever.types", "Hit": "sieve.retriever.types",
+    "AgentConfig": "sieve.agent",
+    "Trace": "sieve.agent",
+    "Sieve": "sieve.facade",
+    "RetrieverConfig": "sieve.retriever.config",
+    "Chunk": "sieve.retriever.types",
+    "Document": "sieve.retriever.types",
+    "Hit": "sieve.retriever.types",
 }
 
 

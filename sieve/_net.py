@@ -27,8 +27,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_until_healthy(url: str, *, proc: subprocess.Popen | None = None, name: str = "server",
-                       timeout_s: float = 120.0, poll_s: float = 0.5, request_timeout_s: float = 1.0) -> None:
+def wait_until_healthy(
+    url: str,
+    *,
+    proc: subprocess.Popen | None = None,
+    name: str = "server",
+    timeout_s: float = 120.0,
+    poll_s: float = 0.5,
+    request_timeout_s: float = 1.0,
+) -> None:
     """Poll ``url`` until it answers HTTP 200.
 
     Raises:

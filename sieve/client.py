@@ -40,9 +40,17 @@ class Result:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Result:
-        return cls(id=d["id"], doc_id=d["doc_id"], rank=int(d.get("rank", 0)), score=float(d.get("score", 0.0)),
-                   title=d.get("title", ""), text=d.get("text", ""), source=d.get("source", ""),
-                   justification=d.get("justification", ""), metadata=dict(d.get("metadata") or {}))
+        return cls(
+            id=d["id"],
+            doc_id=d["doc_id"],
+            rank=int(d.get("rank", 0)),
+            score=float(d.get("score", 0.0)),
+            title=d.get("title", ""),
+            text=d.get("text", ""),
+            source=d.get("source", ""),
+            justification=d.get("justification", ""),
+            metadata=dict(d.get("metadata") or {}),
+        )
 
 
 @dataclass(frozen=True)
@@ -62,10 +70,18 @@ class SearchResult:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> SearchResult:
-        return cls(query=d["query"], collection=d["collection"], results=[Result.from_json(r) for r in d["results"]],
-                   usage=dict(d.get("usage") or {}), policy=d.get("policy", ""), mode=d.get("mode", ""),
-                   answer=d.get("answer"), stop_reason=d.get("stop_reason", ""),
-                   warnings=list(d.get("warnings") or []), trace=d.get("trace"))
+        return cls(
+            query=d["query"],
+            collection=d["collection"],
+            results=[Result.from_json(r) for r in d["results"]],
+            usage=dict(d.get("usage") or {}),
+            policy=d.get("policy", ""),
+            mode=d.get("mode", ""),
+            answer=d.get("answer"),
+            stop_reason=d.get("stop_reason", ""),
+            warnings=list(d.get("warnings") or []),
+            trace=d.get("trace"),
+        )
 
 
 @dataclass(frozen=True)
@@ -108,8 +124,13 @@ def raise_for_problem(response: httpx.Response) -> None:
 def _doc_json(doc: Document | dict[str, Any]) -> dict[str, Any]:
     if isinstance(doc, dict):
         return doc
-    return {"id": doc.doc_id, "text": doc.text, "title": doc.title, "source": doc.source,
-            "metadata": dict(doc.metadata)}
+    return {
+        "id": doc.doc_id,
+        "text": doc.text,
+        "title": doc.title,
+        "source": doc.source,
+        "metadata": dict(doc.metadata),
+    }
 
 
 def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
@@ -164,8 +185,14 @@ class SieveClient:
         >>> [r.id for r in client.search("Who founded ...?").results]  # doctest: +SKIP
     """
 
-    def __init__(self, base_url: str = "http://127.0.0.1:8000", api_key: str | None = None, *,
-                 timeout: float = 120.0, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000",
+        api_key: str | None = None,
+        *,
+        timeout: float = 120.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.base_url = base_url.rstrip("/")
         self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout, transport=transport)
@@ -177,8 +204,9 @@ class SieveClient:
     def __enter__(self) -> SieveClient:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
@@ -199,27 +227,67 @@ class SieveClient:
         return f"{self.base_url}/mcp"
 
     # -- search ------------------------------------------------------------------------------------
-    def search(self, query: str, *, collection: str | None = None, k: int | None = None,
-               budget_tokens: int | None = None, max_turns: int | None = None, policy: str | None = None,
-               filters: dict[str, Any] | None = None, rollouts: int = 1, include_trace: bool = False,
-               group_by_doc: bool = False) -> SearchResult:
+    def search(
+        self,
+        query: str,
+        *,
+        collection: str | None = None,
+        k: int | None = None,
+        budget_tokens: int | None = None,
+        max_turns: int | None = None,
+        policy: str | None = None,
+        filters: dict[str, Any] | None = None,
+        rollouts: int = 1,
+        include_trace: bool = False,
+        group_by_doc: bool = False,
+    ) -> SearchResult:
         """Agentic search (``POST /v1/search``): the k best chunks (``group_by_doc``: each document's best only)."""
-        body = _drop_none({"query": query, "collection": collection, "k": k, "budget_tokens": budget_tokens,
-                           "max_turns": max_turns, "policy": policy, "filters": filters, "rollouts": rollouts,
-                           "include_trace": include_trace, "group_by_doc": group_by_doc})
+        body = _drop_none(
+            {
+                "query": query,
+                "collection": collection,
+                "k": k,
+                "budget_tokens": budget_tokens,
+                "max_turns": max_turns,
+                "policy": policy,
+                "filters": filters,
+                "rollouts": rollouts,
+                "include_trace": include_trace,
+                "group_by_doc": group_by_doc,
+            }
+        )
         return SearchResult.from_json(self._json("POST", "/v1/search", json=body))
 
-    def search_stream(self, query: str, *, collection: str | None = None, k: int | None = None,
-                      budget_tokens: int | None = None, max_turns: int | None = None, policy: str | None = None,
-                      filters: dict[str, Any] | None = None, rollouts: int = 1) -> Iterator[StreamEvent]:
+    def search_stream(
+        self,
+        query: str,
+        *,
+        collection: str | None = None,
+        k: int | None = None,
+        budget_tokens: int | None = None,
+        max_turns: int | None = None,
+        policy: str | None = None,
+        filters: dict[str, Any] | None = None,
+        rollouts: int = 1,
+    ) -> Iterator[StreamEvent]:
         """Agentic search as it happens: ``action``/``observation``/``usage`` events, then ``result``.
 
         The final ``result`` event's data is a ``SearchResult`` (already parsed); an ``error``
         event is raised as the matching ``SieveError``.
         """
-        body = _drop_none({"query": query, "collection": collection, "k": k, "budget_tokens": budget_tokens,
-                           "max_turns": max_turns, "policy": policy, "filters": filters, "rollouts": rollouts,
-                           "stream": True})
+        body = _drop_none(
+            {
+                "query": query,
+                "collection": collection,
+                "k": k,
+                "budget_tokens": budget_tokens,
+                "max_turns": max_turns,
+                "policy": policy,
+                "filters": filters,
+                "rollouts": rollouts,
+                "stream": True,
+            }
+        )
         for ev in self._stream("/v1/search", body):
             if ev.event == "result":
                 yield StreamEvent("result", SearchResult.from_json(ev.data))
@@ -231,23 +299,34 @@ class SieveClient:
             else:
                 yield ev
 
-    def context1_search(self, query: str, *, model: str | None = None,
-                        collection_name: str | None = None) -> Iterator[dict[str, Any]]:
+    def context1_search(
+        self, query: str, *, model: str | None = None, collection_name: str | None = None
+    ) -> Iterator[dict[str, Any]]:
         """Context-1's stream (``POST /search``): yields ``{"type": ..., "data": ...}`` dicts as sent."""
         body = _drop_none({"query": query, "model": model, "collection_name": collection_name})
         for ev in self._stream("/search", body):
             if isinstance(ev.data, dict):
                 yield ev.data
 
-    def retrieve(self, query: str, *, collection: str | None = None, k: int | None = None, mode: str = "hybrid",
-                 filters: dict[str, Any] | None = None, exclude: list[str] | None = None) -> SearchResult:
+    def retrieve(
+        self,
+        query: str,
+        *,
+        collection: str | None = None,
+        k: int | None = None,
+        mode: str = "hybrid",
+        filters: dict[str, Any] | None = None,
+        exclude: list[str] | None = None,
+    ) -> SearchResult:
         """Plain retrieval (``POST /v1/retrieve``): one query, top-k chunks, no agent."""
-        body = _drop_none({"query": query, "collection": collection, "k": k, "mode": mode, "filters": filters,
-                           "exclude": exclude})
+        body = _drop_none(
+            {"query": query, "collection": collection, "k": k, "mode": mode, "filters": filters, "exclude": exclude}
+        )
         return SearchResult.from_json(self._json("POST", "/v1/retrieve", json=body))
 
-    def retrieve_batch(self, queries: list[str], *, topk: int = 3, return_scores: bool = True,
-                       collection: str | None = None) -> list[list[dict[str, Any]]]:
+    def retrieve_batch(
+        self, queries: list[str], *, topk: int = 3, return_scores: bool = True, collection: str | None = None
+    ) -> list[list[dict[str, Any]]]:
         """Search-R1's batch shape (``POST /retrieve``): the ``result`` list, one list per query."""
         body = _drop_none({"queries": queries, "topk": topk, "return_scores": return_scores, "collection": collection})
         return self._json("POST", "/retrieve", json=body)["result"]
@@ -255,8 +334,11 @@ class SieveClient:
     # -- documents ---------------------------------------------------------------------------------
     def upsert(self, collection: str, documents: Iterable[Document | dict[str, Any]]) -> dict[str, Any]:
         """Add or update documents (idempotent by content hash); creates the collection if needed."""
-        return self._json("POST", f"/v1/collections/{_seg(collection)}/documents",
-                          json={"documents": [_doc_json(d) for d in documents]})
+        return self._json(
+            "POST",
+            f"/v1/collections/{_seg(collection)}/documents",
+            json={"documents": [_doc_json(d) for d in documents]},
+        )
 
     def delete_document(self, collection: str, doc_id: str) -> int:
         return int(self._json("DELETE", f"/v1/collections/{_seg(collection)}/documents/{_seg(doc_id)}")["deleted"])

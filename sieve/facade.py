@@ -34,8 +34,12 @@ class Sieve:
     """
 
     def __init__(
-        self, collection: str | None = None, *, config: RetrieverConfig | None = None,
-        agent_config: AgentConfig | None = None, data_dir: str | Path | None = None,
+        self,
+        collection: str | None = None,
+        *,
+        config: RetrieverConfig | None = None,
+        agent_config: AgentConfig | None = None,
+        data_dir: str | Path | None = None,
     ) -> None:
         if collection is None or config is None or agent_config is None:
             from sieve.settings import load_settings
@@ -74,7 +78,9 @@ class Sieve:
     def delete_documents(self, doc_ids: Sequence[str]) -> int:
         return self._open(create=False).delete_documents(doc_ids)
 
-    def retrieve(self, query: str, k: int = 10, *, mode: SearchMode = "hybrid", where: Where | None = None) -> list[Hit]:
+    def retrieve(
+        self, query: str, k: int = 10, *, mode: SearchMode = "hybrid", where: Where | None = None
+    ) -> list[Hit]:
         """Plain single-shot retrieval (no agent)."""
         return self._open(create=False).search(query, k, mode=mode, where=where)
 

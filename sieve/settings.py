@@ -84,16 +84,24 @@ class Settings(BaseSettings):
     # HTTP server
     host: str = Field(default="127.0.0.1", description="`sieve serve` bind address.")
     port: int = Field(default=8000, description="`sieve serve` port.")
-    workers: int = Field(default=1, ge=1, description="`sieve serve` worker processes; more than one needs a "
-                                                      "Chroma server (`SIEVE_CHROMA_URL`).")
-    server_api_key: str | None = Field(default=None, validation_alias=_renamed("server_api_key"),
-                                       description="Bearer key this server requires on mutating endpoints "
-                                                   "(SIEVE_API_KEY is read too).")
+    workers: int = Field(
+        default=1,
+        ge=1,
+        description="`sieve serve` worker processes; more than one needs a Chroma server (`SIEVE_CHROMA_URL`).",
+    )
+    server_api_key: str | None = Field(
+        default=None,
+        validation_alias=_renamed("server_api_key"),
+        description="Bearer key this server requires on mutating endpoints (SIEVE_API_KEY is read too).",
+    )
     require_auth: bool = Field(default=False, description="Require the API key on every endpoint but `/healthz`.")
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, description="Largest request body accepted (413).")
-    max_request_k: int = Field(default=100, ge=1, validation_alias=_renamed("max_request_k"),
-                               description="Largest k (results per query) a request may ask for (SIEVE_MAX_K is "
-                                           "read too).")
+    max_request_k: int = Field(
+        default=100,
+        ge=1,
+        validation_alias=_renamed("max_request_k"),
+        description="Largest k (results per query) a request may ask for (SIEVE_MAX_K is read too).",
+    )
     max_budget_tokens: int = Field(default=65536, ge=256, description="Largest agent token budget per request.")
     max_queries: int = Field(default=64, ge=1, description="Most queries in one Search-R1 /retrieve batch.")
     max_documents: int = Field(default=1000, ge=1, description="Most documents in one upsert request.")
@@ -106,8 +114,9 @@ class Settings(BaseSettings):
 
     # Agent defaults (requests may lower budgets and k; never above the max_* caps)
     policy: PolicyName = Field(default=DEFAULT_POLICY, description="Default agent policy.")
-    policy_path: str | None = Field(default=None, description="Checkpoint folder of the `learned` policy "
-                                                               "(default: the one shipped with Sieve).")
+    policy_path: str | None = Field(
+        default=None, description="Checkpoint folder of the `learned` policy (default: the one shipped with Sieve)."
+    )
     budget_tokens: int = _from(AgentConfig, "budget_tokens", ge=256)
     max_turns: int = _from(AgentConfig, "max_turns", ge=1)
     k: int = _from(AgentConfig, "k", ge=1)
@@ -115,47 +124,73 @@ class Settings(BaseSettings):
     openai_model: str | None = Field(default=None, description="Model name served at `SIEVE_OPENAI_BASE_URL`.")
     openai_api_key: str | None = Field(default=None, description="Key for the OpenAI-compatible backend.")
     local_model: str | None = Field(default=None, description="Local HF model folder for the `local` policy.")
-    allow_local: bool = Field(default=False, description="Serve the `local` policy with the bundled SmolLM2 "
-                                                         "(loads a model into the server process).")
-    floor: bool = Field(default=True, description="Merge every policy's evidence with the question's own hybrid "
-                                                  "ranking, so the agent is not worse than plain RAG.")
+    allow_local: bool = Field(
+        default=False,
+        description="Serve the `local` policy with the bundled SmolLM2 (loads a model into the server process).",
+    )
+    floor: bool = Field(
+        default=True,
+        description="Merge every policy's evidence with the question's own hybrid "
+        "ranking, so the agent is not worse than plain RAG.",
+    )
 
     # Writers: one per store (an inter-process lock; see retriever/writelock.py)
     # HTTP writes wait at most half of SIEVE_REQUEST_TIMEOUT_S.
     write_lock_timeout_s: float = _from(RetrieverConfig, "write_lock_timeout_s", ge=0)
 
     # Admission control: bounded work per process, fast 503 + Retry-After beyond it
-    max_episodes: int = Field(default_factory=lambda: max(1, min(4, os.cpu_count() or 1)), ge=1,
-                              description="Agent episodes run at once (`/v1/search`, `/search`, MCP search); "
-                                          "default: the CPU count, at most 4.")
-    episode_queue: int = Field(default=4, ge=0, description="Agent requests that may wait for a free episode place; "
-                                                            "beyond them, `503 overloaded` at once.")
-    max_retrievals: int = Field(default=32, ge=1, description="Plain retrievals run at once (`/v1/retrieve`, "
-                                                              "`/retrieve`).")
+    max_episodes: int = Field(
+        default_factory=lambda: max(1, min(4, os.cpu_count() or 1)),
+        ge=1,
+        description="Agent episodes run at once (`/v1/search`, `/search`, MCP search); "
+        "default: the CPU count, at most 4.",
+    )
+    episode_queue: int = Field(
+        default=4,
+        ge=0,
+        description="Agent requests that may wait for a free episode place; beyond them, `503 overloaded` at once.",
+    )
+    max_retrievals: int = Field(
+        default=32, ge=1, description="Plain retrievals run at once (`/v1/retrieve`, `/retrieve`)."
+    )
     retrieval_queue: int = Field(default=64, ge=0, description="Retrievals that may wait for a free place.")
-    max_writes: int = Field(default=2, ge=1, description="Document writes run at once (they take turns on the store's "
-                                                         "lock; each waiting one holds a worker thread).")
+    max_writes: int = Field(
+        default=2,
+        ge=1,
+        description="Document writes run at once (they take turns on the store's "
+        "lock; each waiting one holds a worker thread).",
+    )
     write_queue: int = Field(default=16, ge=0, description="Document writes that may wait for a free place.")
     queue_wait_s: float = Field(default=5.0, gt=0, description="Longest wait in an admission queue (then 503).")
 
     # Connections: slow or idle clients cannot hold the server
-    max_connections: int = Field(default=256, ge=1, description="Open connections (and requests in progress) "
-                                                                "beyond which uvicorn answers 503.")
-    max_client_connections: int = Field(default=64, ge=0, description="Open connections one client address may "
-                                        "hold (beyond them it gets 503 at once); 0 = no per-client limit (e.g. "
-                                        "behind a proxy, where every client has the proxy's address).")
-    header_timeout_s: float = Field(default=10.0, gt=0, description="Time a client has to send a request's headers "
-                                                                    "(then 408, connection closed).")
-    body_timeout_s: float = Field(default=30.0, gt=0, description="Time a client has to send a request's body "
-                                                                  "(then 408).")
+    max_connections: int = Field(
+        default=256, ge=1, description="Open connections (and requests in progress) beyond which uvicorn answers 503."
+    )
+    max_client_connections: int = Field(
+        default=64,
+        ge=0,
+        description="Open connections one client address may "
+        "hold (beyond them it gets 503 at once); 0 = no per-client limit (e.g. "
+        "behind a proxy, where every client has the proxy's address).",
+    )
+    header_timeout_s: float = Field(
+        default=10.0, gt=0, description="Time a client has to send a request's headers (then 408, connection closed)."
+    )
+    body_timeout_s: float = Field(
+        default=30.0, gt=0, description="Time a client has to send a request's body (then 408)."
+    )
     keep_alive_s: int = Field(default=5, ge=1, description="Idle keep-alive connections are closed after this.")
 
     # Which pages may talk to this server
     allowed_hosts: Annotated[list[str] | None, NoDecode] = Field(
-        default=None, description="Host header values served (comma-separated; `*.example.com` allowed; `*` = any). "
-                                  "Default: loopback names when bound to a loopback address, any otherwise.")
+        default=None,
+        description="Host header values served (comma-separated; `*.example.com` allowed; `*` = any). "
+        "Default: loopback names when bound to a loopback address, any otherwise.",
+    )
     cors_origins: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, description="Browser origins allowed by CORS (comma-separated); none by default.")
+        default_factory=list, description="Browser origins allowed by CORS (comma-separated); none by default."
+    )
 
     # Training
     train_api_key: str | None = Field(default=None, description="Key for `sieve train synth --generator openai`.")
@@ -170,15 +205,22 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _check_auth(self) -> Settings:
         if self.require_auth and not self.server_api_key:
-            raise InvalidInput("Expected SIEVE_API_KEY (or SIEVE_SERVER_API_KEY) to be set when SIEVE_REQUIRE_AUTH "
-                               "is true, got no key")
+            raise InvalidInput(
+                "Expected SIEVE_API_KEY (or SIEVE_SERVER_API_KEY) to be set when SIEVE_REQUIRE_AUTH is true, got no key"
+            )
         return self
 
     def retriever_config(self) -> RetrieverConfig:
         return RetrieverConfig(
-            data_dir=self.data_dir, chroma_url=self.chroma_url, embedder_path=self.embedder,
-            embed_backend=self.embed_backend, embed_dtype=self.embed_dtype, device=self.device,
-            model_dir=self.model_dir, chunk_tokens=self.chunk_tokens, chunk_overlap=self.chunk_overlap,
+            data_dir=self.data_dir,
+            chroma_url=self.chroma_url,
+            embedder_path=self.embedder,
+            embed_backend=self.embed_backend,
+            embed_dtype=self.embed_dtype,
+            device=self.device,
+            model_dir=self.model_dir,
+            chunk_tokens=self.chunk_tokens,
+            chunk_overlap=self.chunk_overlap,
             write_lock_timeout_s=self.write_lock_timeout_s,
         )
 
@@ -213,11 +255,19 @@ class Settings(BaseSettings):
         """The ``AgentConfig`` these settings imply; ``overrides`` replace any of its fields."""
         from sieve.agent.config import FloorConfig
 
-        values: dict[str, Any] = {"budget_tokens": self.budget_tokens, "max_turns": self.max_turns, "k": self.k,
-                                  "models_dir": self.retriever_config().models_dir}
-        optional = {"base_url": self.openai_base_url, "model": self.openai_model, "api_key": self.openai_api_key,
-                    "local_model": Path(self.local_model) if self.local_model else None,
-                    "policy_path": Path(self.policy_path) if self.policy_path else None}
+        values: dict[str, Any] = {
+            "budget_tokens": self.budget_tokens,
+            "max_turns": self.max_turns,
+            "k": self.k,
+            "models_dir": self.retriever_config().models_dir,
+        }
+        optional = {
+            "base_url": self.openai_base_url,
+            "model": self.openai_model,
+            "api_key": self.openai_api_key,
+            "local_model": Path(self.local_model) if self.local_model else None,
+            "policy_path": Path(self.policy_path) if self.policy_path else None,
+        }
         values.update({name: v for name, v in optional.items() if v is not None})
         values["floor"] = FloorConfig(enabled=self.floor)
         values.update(overrides)
@@ -231,8 +281,11 @@ class Settings(BaseSettings):
         """
         from sieve.agent.factory import POLICIES
 
-        met = {"none": True, "openai_endpoint": bool(self.openai_base_url),
-               "local_model": bool(self.local_model or self.allow_local or bundled_local)}
+        met = {
+            "none": True,
+            "openai_endpoint": bool(self.openai_base_url),
+            "local_model": bool(self.local_model or self.allow_local or bundled_local),
+        }
         return [name for name, spec in POLICIES.items() if met[spec.requires]]
 
     def require_policy(self, name: str, *, bundled_local: bool = False) -> str:
@@ -248,11 +301,15 @@ class Settings(BaseSettings):
             raise InvalidInput(f"Expected policy in {tuple(POLICIES)}, got {name!r}")
         valid = self.available_policies(bundled_local=bundled_local)
         if name == "openai" and name not in valid:
-            raise InvalidInput("Expected SIEVE_OPENAI_BASE_URL (and SIEVE_OPENAI_MODEL) to be set for policy "
-                               f"'openai', got none; valid here: {valid}")
+            raise InvalidInput(
+                "Expected SIEVE_OPENAI_BASE_URL (and SIEVE_OPENAI_MODEL) to be set for policy "
+                f"'openai', got none; valid here: {valid}"
+            )
         if name == "local" and name not in valid:
-            raise InvalidInput("Expected SIEVE_LOCAL_MODEL or SIEVE_ALLOW_LOCAL=1 for policy 'local', got neither; "
-                               f"valid here: {valid}")
+            raise InvalidInput(
+                "Expected SIEVE_LOCAL_MODEL or SIEVE_ALLOW_LOCAL=1 for policy 'local', got neither; "
+                f"valid here: {valid}"
+            )
         return name
 
     def agent_overrides(self) -> dict[str, Any]:
@@ -263,9 +320,17 @@ class Settings(BaseSettings):
         ``SIEVE_FLOOR``.
         """
         cfg = self.agent_config()
-        names = ["models_dir", "floor"] + [n for n, v in (("base_url", self.openai_base_url), (
-            "model", self.openai_model), ("api_key", self.openai_api_key), ("local_model", self.local_model),
-            ("policy_path", self.policy_path)) if v]
+        names = ["models_dir", "floor"] + [
+            n
+            for n, v in (
+                ("base_url", self.openai_base_url),
+                ("model", self.openai_model),
+                ("api_key", self.openai_api_key),
+                ("local_model", self.local_model),
+                ("policy_path", self.policy_path),
+            )
+            if v
+        ]
         return {name: getattr(cfg, name) for name in names}
 
 

@@ -63,5 +63,7 @@ def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str])
         return
     usage = resource.getrusage(resource.RUSAGE_SELF)
     with open(path, "a", encoding="utf-8") as f:
-        f.write(f"{time.time():.1f}\t{_rss_mib():.0f}\t{usage.ru_maxrss / 1024:.0f}\t"
-                f"{usage.ru_utime + usage.ru_stime:.1f}\t{nodeid}\n")
+        f.write(
+            f"{time.time():.1f}\t{_rss_mib():.0f}\t{usage.ru_maxrss / 1024:.0f}\t"
+            f"{usage.ru_utime + usage.ru_stime:.1f}\t{nodeid}\n"
+        )

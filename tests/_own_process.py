@@ -36,8 +36,17 @@ class OwnProcessRun:
         work.mkdir(parents=True, exist_ok=True)
         self.path, self.timeout_s = path, timeout_s
         self.report, self.log = work / "junit.xml", work / "pytest.log"
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={self.report}",
-               f"--basetemp={work / 'tmp'}", str(path)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={self.report}",
+            f"--basetemp={work / 'tmp'}",
+            str(path),
+        ]
         with self.log.open("w", encoding="utf-8") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=dict(os.environ))
 
@@ -54,8 +63,9 @@ class OwnProcessRun:
             self.stop()
             raise
         if not self.report.exists():
-            raise RuntimeError(f"Expected a JUnit report from pytest {self.path.name}, got none "
-                               f"(exit {returncode}); see {self.log}")
+            raise RuntimeError(
+                f"Expected a JUnit report from pytest {self.path.name}, got none (exit {returncode}); see {self.log}"
+            )
         outcomes = {}
         for case in ET.parse(self.report).getroot().iter("testcase"):
             status, text = "passed", ""

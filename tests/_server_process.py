@@ -29,9 +29,18 @@ def sieve_command() -> list[str]:
 
 
 @contextmanager
-def server_process(cmd: Sequence[str], health_url: str, *, name: str, log_path: Path, timeout_s: float,
-                   poll_s: float, request_timeout_s: float = 1.0, stop_timeout_s: float = 15.0,
-                   env: Mapping[str, str] | None = None) -> Iterator[None]:
+def server_process(
+    cmd: Sequence[str],
+    health_url: str,
+    *,
+    name: str,
+    log_path: Path,
+    timeout_s: float,
+    poll_s: float,
+    request_timeout_s: float = 1.0,
+    stop_timeout_s: float = 15.0,
+    env: Mapping[str, str] | None = None,
+) -> Iterator[None]:
     """Start ``cmd`` (output to ``log_path``), wait until ``health_url`` returns 200, stop it on exit.
 
     Fails the test, naming the log, if the process exits first or does not answer in ``timeout_s``.
@@ -40,8 +49,14 @@ def server_process(cmd: Sequence[str], health_url: str, *, name: str, log_path: 
     proc = subprocess.Popen(list(cmd), stdout=log, stderr=subprocess.STDOUT, env=None if env is None else dict(env))
     try:
         try:
-            wait_until_healthy(health_url, proc=proc, name=name, timeout_s=timeout_s, poll_s=poll_s,
-                               request_timeout_s=request_timeout_s)
+            wait_until_healthy(
+                health_url,
+                proc=proc,
+                name=name,
+                timeout_s=timeout_s,
+                poll_s=poll_s,
+                request_timeout_s=request_timeout_s,
+            )
         except RuntimeError as exc:
             pytest.fail(f"{exc}; see {log.name}")
         yield
@@ -63,9 +78,14 @@ def chroma_server(path: Path) -> Iterator[str]:
         pytest.fail("the `chroma` CLI (shipped with chromadb) is not on PATH")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    with server_process([exe, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-                        f"{url}/api/v2/heartbeat", name="chroma server", log_path=path.parent / f"{path.name}.log",
-                        timeout_s=60, poll_s=0.1):
+    with server_process(
+        [exe, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+        f"{url}/api/v2/heartbeat",
+        name="chroma server",
+        log_path=path.parent / f"{path.name}.log",
+        timeout_s=60,
+        poll_s=0.1,
+    ):
         yield url
 
 

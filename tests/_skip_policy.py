@@ -31,8 +31,10 @@ def _fail_unless_opt_in(report: pytest.TestReport | pytest.CollectReport) -> Non
     reason = _skip_reason(report.longrepr)
     if not reason.startswith(OPT_IN):
         report.outcome = "failed"
-        report.longrepr = (f"Expected only opt-in tests (a reason starting {OPT_IN!r}) to skip, got a skip: {reason}. "
-                           "A missing dependency is a broken install: install the test extras (.ci/install).")
+        report.longrepr = (
+            f"Expected only opt-in tests (a reason starting {OPT_IN!r}) to skip, got a skip: {reason}. "
+            "A missing dependency is a broken install: install the test extras (.ci/install)."
+        )
 
 
 @pytest.hookimpl(hookwrapper=True)

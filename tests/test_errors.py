@@ -16,16 +16,33 @@ from sieve.server import errors as http
 from sieve.server.errors import http_status
 
 # The statuses clients have always received for each code.
-STATUS = {"sieve_error": 500, "invalid_input": 422, "invalid_pattern": 422, "unknown_collection": 404,
-          "not_found": 404, "empty_corpus": 409, "store_unavailable": 503, "model_unavailable": 503,
-          "backend_error": 502, "unauthorized": 401, "payload_too_large": 413, "timeout": 504,
-          "store_locked": 503, "overloaded": 503, "client_closed_request": 499,
-          "embedder_mismatch": 409, "collection_gone": 404}
+STATUS = {
+    "sieve_error": 500,
+    "invalid_input": 422,
+    "invalid_pattern": 422,
+    "unknown_collection": 404,
+    "not_found": 404,
+    "empty_corpus": 409,
+    "store_unavailable": 503,
+    "model_unavailable": 503,
+    "backend_error": 502,
+    "unauthorized": 401,
+    "payload_too_large": 413,
+    "timeout": 504,
+    "store_locked": 503,
+    "overloaded": 503,
+    "client_closed_request": 499,
+    "embedder_mismatch": 409,
+    "collection_gone": 404,
+}
 
 
 def _classes(module) -> list[type[SieveError]]:
-    return [getattr(module, n) for n in module.__all__
-            if isinstance(getattr(module, n), type) and issubclass(getattr(module, n), SieveError)]
+    return [
+        getattr(module, n)
+        for n in module.__all__
+        if isinstance(getattr(module, n), type) and issubclass(getattr(module, n), SieveError)
+    ]
 
 
 def test_every_error_has_one_code_and_its_status() -> None:
@@ -48,22 +65,35 @@ def test_the_public_name_and_the_value_error_contract() -> None:
     assert issubclass(InvalidInput, ValueError) and issubclass(library.InvalidPattern, InvalidInput)
 
 
-@pytest.mark.parametrize(("module", "name", "bad"), [
-    ("sieve.agent.config", "AgentConfig", {"k": 0}),
-    ("sieve.pruning.config", "PruningConfig", {"soft_fraction": 2.0}),
-    ("sieve.retriever.config", "RetrieverConfig", {"chunk_tokens": 4}),
-    ("sieve.train.config", "EpisodeConfig", {"max_turns": 0}),
-    ("sieve.train.llm.rl", "RLConfig", {"group": 1}),
-    ("sieve.train.rewards", "RewardConfig", {"epsilon": 2.0}),
-])
+@pytest.mark.parametrize(
+    ("module", "name", "bad"),
+    [
+        ("sieve.agent.config", "AgentConfig", {"k": 0}),
+        ("sieve.pruning.config", "PruningConfig", {"soft_fraction": 2.0}),
+        ("sieve.retriever.config", "RetrieverConfig", {"chunk_tokens": 4}),
+        ("sieve.train.config", "EpisodeConfig", {"max_turns": 0}),
+        ("sieve.train.llm.rl", "RLConfig", {"group": 1}),
+        ("sieve.train.rewards", "RewardConfig", {"epsilon": 2.0}),
+    ],
+)
 def test_config_validation_raises_our_error(module: str, name: str, bad: dict) -> None:
     config = getattr(importlib.import_module(module), name)
     with pytest.raises(InvalidInput, match="Expected"):
         config(**bad)
 
 
-@pytest.mark.parametrize("module", ["sieve.errors", "sieve.server.errors", "sieve.settings", "sieve.runtime",
-                                    "sieve.retriever.config", "sieve.agent.config", "sieve.client"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "sieve.errors",
+        "sieve.server.errors",
+        "sieve.settings",
+        "sieve.runtime",
+        "sieve.retriever.config",
+        "sieve.agent.config",
+        "sieve.client",
+    ],
+)
 def test_each_module_imports_first_without_a_cycle(module: str) -> None:
     # A fresh interpreter importing this module before anything else: a cycle would fail here.
     subprocess.run([sys.executable, "-c", f"import {module}"], check=True, capture_output=True, timeout=120)
@@ -71,6 +101,7 @@ def test_each_module_imports_first_without_a_cycle(module: str) -> None:
 
 def test_the_errors_module_depends_on_nothing_of_sieve() -> None:
     tree = ast.parse(Path(library.__file__).read_text(encoding="utf-8"))
-    imported = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)] + \
-        [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    imported = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)] + [
+        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+    ]
     assert not [m for m in imported if m and m.split(".")[0] == "sieve"]

@@ -47,7 +47,9 @@ esac
 """
 
 
-def _bash(script: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+def _bash(
+    script: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess:
     full = {**os.environ, **(env or {})}
     return subprocess.run([BASH, "-c", script], cwd=cwd, env=full, capture_output=True, text=True, timeout=timeout)
 
@@ -63,8 +65,9 @@ def test_the_script_parses():
 
 
 def test_sourcing_only_defines_functions(tmp_path):
-    res = _bash(f". {INSTALL}; type wait_for_apt_locks target_python install_browser main >/dev/null && echo ok",
-                cwd=tmp_path)
+    res = _bash(
+        f". {INSTALL}; type wait_for_apt_locks target_python install_browser main >/dev/null && echo ok", cwd=tmp_path
+    )
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
     assert list(tmp_path.iterdir()) == []  # nothing installed, nothing made
 
@@ -72,8 +75,9 @@ def test_sourcing_only_defines_functions(tmp_path):
 @contextlib.contextmanager
 def _held(lock, seconds: int):
     """Another process holds ``lock`` (an flock, as apt/dpkg take it) for ``seconds`` while the block runs."""
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(lock), str(seconds)], stdout=subprocess.PIPE,
-                              text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(lock), str(seconds)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         yield
@@ -112,16 +116,24 @@ def test_a_failed_browser_install_is_a_note_and_the_install_goes_on(tmp_path):
         found = shutil.which(tool)
         assert found, tool
         (bin_dir / tool).symlink_to(found)
-    _executable(bin_dir / "apt-get", "#!/bin/sh\necho 'E: Could not get lock /var/lib/dpkg/lock-frontend' >&2\nexit 100\n")
+    _executable(
+        bin_dir / "apt-get", "#!/bin/sh\necho 'E: Could not get lock /var/lib/dpkg/lock-frontend' >&2\nexit 100\n"
+    )
     # `set -e` is on after sourcing, as in the script: the browser step must not end the shell.
-    res = _bash(f". {INSTALL}; install_browser; echo went-on", cwd=tmp_path,
-                env={"PATH": str(bin_dir), "SIEVE_APT_LOCK_WAIT_S": "0"})
+    res = _bash(
+        f". {INSTALL}; install_browser; echo went-on",
+        cwd=tmp_path,
+        env={"PATH": str(bin_dir), "SIEVE_APT_LOCK_WAIT_S": "0"},
+    )
     assert res.returncode == 0 and "went-on" in res.stdout, res.stderr
     assert "chromium" in res.stderr
     if os.geteuid() == 0:  # (a real apt running meanwhile makes the lock wait, not apt-get, fail: same note)
         assert "chromium could not be installed; Sieve itself is installed" in res.stderr
-    skipped = _bash(f". {INSTALL}; install_browser; echo went-on", cwd=tmp_path,
-                    env={"PATH": str(bin_dir), "SIEVE_INSTALL_BROWSER": "0"})
+    skipped = _bash(
+        f". {INSTALL}; install_browser; echo went-on",
+        cwd=tmp_path,
+        env={"PATH": str(bin_dir), "SIEVE_INSTALL_BROWSER": "0"},
+    )
     assert skipped.stdout.strip() == "went-on" and skipped.stderr == ""
 
 
@@ -133,16 +145,25 @@ def _fake_repo(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     python = _executable(bin_dir / "python", FAKE_PYTHON)
-    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_LOG": str(tmp_path / "calls.log"),
-           "FAKE_SYSTEM": str(python), "SIEVE_INSTALL_BROWSER": "0"}
+    env = {
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "FAKE_LOG": str(tmp_path / "calls.log"),
+        "FAKE_SYSTEM": str(python),
+        "SIEVE_INSTALL_BROWSER": "0",
+    }
     env.pop("VIRTUAL_ENV", None)
     return repo, python, env
 
 
 def test_an_externally_managed_python_gets_a_venv_and_the_one_command_to_run(tmp_path):
     repo, python, env = _fake_repo(tmp_path)
-    res = subprocess.run([BASH, str(repo / ".ci" / "install")], env={**os.environ, **env, "FAKE_MANAGED": "0"},
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [BASH, str(repo / ".ci" / "install")],
+        env={**os.environ, **env, "FAKE_MANAGED": "0"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 3, res.stderr  # `bash .ci/install && sieve demo` stops here, on the message
     assert "externally managed, PEP 668" in res.stderr and f"into {repo}/.venv" in res.stderr
     assert res.stderr.rstrip().endswith("source .venv/bin/activate && sieve demo")
@@ -154,8 +175,13 @@ def test_an_externally_managed_python_gets_a_venv_and_the_one_command_to_run(tmp
 
 def test_a_python_that_accepts_pip_is_installed_into_directly(tmp_path):
     repo, python, env = _fake_repo(tmp_path)
-    res = subprocess.run([BASH, str(repo / ".ci" / "install")], env={**os.environ, **env, "FAKE_MANAGED": "1"},
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [BASH, str(repo / ".ci" / "install")],
+        env={**os.environ, **env, "FAKE_MANAGED": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0 and res.stderr == "", res.stderr
     assert f"{python} -m pip install -q -e .[test,ray]" in (tmp_path / "calls.log").read_text()
     assert not (repo / ".venv").exists()
@@ -163,9 +189,13 @@ def test_a_python_that_accepts_pip_is_installed_into_directly(tmp_path):
 
 def test_no_venv_module_says_exactly_what_to_do(tmp_path):
     repo, _, env = _fake_repo(tmp_path)
-    res = subprocess.run([BASH, str(repo / ".ci" / "install")],
-                         env={**os.environ, **env, "FAKE_MANAGED": "0", "FAKE_VENV_FAILS": "1"},
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [BASH, str(repo / ".ci" / "install")],
+        env={**os.environ, **env, "FAKE_MANAGED": "0", "FAKE_VENV_FAILS": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode != 0 and "apt-get install python3-venv" in res.stderr
     assert "pip" not in (tmp_path / "calls.log").read_text()
 
@@ -178,7 +208,13 @@ def test_the_real_probe_sees_this_interpreter_and_the_system_python(tmp_path):
     if system.exists():  # Debian 12 marks it EXTERNALLY-MANAGED; a .venv made earlier is reused, not remade
         (tmp_path / ".venv" / "bin").mkdir(parents=True)
         _executable(tmp_path / ".venv" / "bin" / "python", "#!/bin/sh\nexit 0\n")
-        managed = subprocess.run([str(system), "-c", "import sys, sysconfig, os; sys.exit(0 if os.path.exists("
-                                  "os.path.join(sysconfig.get_path('stdlib'), 'EXTERNALLY-MANAGED')) else 1)"]).returncode
+        managed = subprocess.run(
+            [
+                str(system),
+                "-c",
+                "import sys, sysconfig, os; sys.exit(0 if os.path.exists("
+                "os.path.join(sysconfig.get_path('stdlib'), 'EXTERNALLY-MANAGED')) else 1)",
+            ]
+        ).returncode
         res = _bash(f". {INSTALL}; target_python {system}", cwd=tmp_path)
         assert res.stdout.strip() == (".venv/bin/python" if managed == 0 else str(system)), res.stderr

@@ -45,7 +45,8 @@ def _modules() -> dict[str, Path]:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _imports(tree: ast.Module, *, module_level: bool) -> list[ast.Import | ast.ImportFrom]:
@@ -116,7 +117,7 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
                 colour[path.pop()] = 2
                 stack.pop()
             elif colour.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             elif not colour.get(nxt):
                 colour[nxt] = 1
                 path.append(nxt)
@@ -142,13 +143,26 @@ def test_no_import_cycle() -> None:
 
 def test_no_cycle_through_type_only_or_lazy_imports() -> None:
     cycle = find_cycle(graph(module_level=False))
-    assert cycle is None, f"Expected no import cycle, even via TYPE_CHECKING or lazy imports, got {' -> '.join(cycle or [])}"
+    assert cycle is None, (
+        f"Expected no import cycle, even via TYPE_CHECKING or lazy imports, got {' -> '.join(cycle or [])}"
+    )
 
 
 def test_retriever_never_imports_the_layers_above_it() -> None:
-    above = ("sieve.pruning", "sieve.agent", "sieve.train", "sieve.eval", "sieve.server", "sieve.facade", "sieve.client")
-    bad = {m: sorted(t for t in ts if t.startswith(above))
-           for m, ts in graph(module_level=False).items() if m.startswith("sieve.retriever")}
+    above = (
+        "sieve.pruning",
+        "sieve.agent",
+        "sieve.train",
+        "sieve.eval",
+        "sieve.server",
+        "sieve.facade",
+        "sieve.client",
+    )
+    bad = {
+        m: sorted(t for t in ts if t.startswith(above))
+        for m, ts in graph(module_level=False).items()
+        if m.startswith("sieve.retriever")
+    }
     assert not {m: ts for m, ts in bad.items() if ts}
 
 
@@ -165,8 +179,11 @@ def _under(module: str, *packages: str) -> bool:
 
 def _reaching(prefix: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
     """Modules under ``prefix`` and what they import among the packages ``forbidden``."""
-    bad = {m: sorted(t for t in ts if _under(t, *forbidden))
-           for m, ts in graph(module_level=False).items() if _under(m, prefix)}
+    bad = {
+        m: sorted(t for t in ts if _under(t, *forbidden))
+        for m, ts in graph(module_level=False).items()
+        if _under(m, prefix)
+    }
     return {m: ts for m, ts in bad.items() if ts}
 
 
@@ -190,6 +207,7 @@ def test_nothing_imports_the_command_line_or_the_benchmarks() -> None:
 
 def test_only_the_retriever_imports_chromadb() -> None:
     """Chroma stays behind the store interface: the rest of Sieve sees its errors as Sieve's own."""
-    bad = sorted(m for m, ts in graph(module_level=False).items()
-                 if "ext:chromadb" in ts and not m.startswith("sieve.retriever"))
+    bad = sorted(
+        m for m, ts in graph(module_level=False).items() if "ext:chromadb" in ts and not m.startswith("sieve.retriever")
+    )
     assert bad == []

@@ -22,12 +22,14 @@ from sieve.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 # Every folder the package-dir mapping installs (read from pyproject.toml, so a new room is never missed).
-PACKAGE_FOLDERS = tuple(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values())
+PACKAGE_FOLDERS = tuple(
+    tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values()
+)
 
 # Modules that may touch os.environ, each with its one-line reason. Nothing here *reads* SIEVE_*.
 ALLOWED = {
     "sieve/runtime.py": "writes the offline / telemetry / OpenMP switches third-party libraries read, and the "
-                        "settings `sieve serve --workers` hands its worker processes",
+    "settings `sieve serve --workers` hands its worker processes",
     "benchmarks/load_test.py": "passes its own environment on to the `sieve serve` child it benchmarks",
 }
 
@@ -36,8 +38,12 @@ def _env_uses(tree: ast.AST) -> list[tuple[int, str]]:
     """(line, what) for every os.environ / os.getenv / os.putenv use, ``from os import environ``, or typer ``envvar=``."""
     hits = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os" \
-                and node.attr in ("environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "os"
+            and node.attr in ("environ", "environb", "getenv", "getenvb", "putenv", "unsetenv")
+        ):
             hits.append((node.lineno, f"os.{node.attr}"))
         elif isinstance(node, ast.ImportFrom) and node.module == "os":
             hits += [(node.lineno, f"from os import {a.name}") for a in node.names if "env" in a.name]
@@ -63,8 +69,11 @@ def test_nothing_outside_the_settings_module_reads_the_environment() -> None:
 
 
 def test_only_the_settings_module_declares_settings() -> None:
-    users = [p.relative_to(ROOT).as_posix() for p in _modules()
-             if re.search(r"^\s*(from|import) pydantic_settings\b", p.read_text(encoding="utf-8"), re.M)]
+    users = [
+        p.relative_to(ROOT).as_posix()
+        for p in _modules()
+        if re.search(r"^\s*(from|import) pydantic_settings\b", p.read_text(encoding="utf-8"), re.M)
+    ]
     assert users == ["sieve/settings.py"]
 
 
@@ -162,10 +171,13 @@ def test_the_python_api_reads_the_same_variables(monkeypatch: pytest.MonkeyPatch
 def test_the_cli_takes_its_collection_from_the_environment(sample_index, session_data_dir: Path) -> None:
     from sieve.cli.main import app
 
-    res = CliRunner().invoke(app, ["retrieve", "Spirit of St. Louis", "-k", "2", "--json", "--data-dir",
-                                   str(session_data_dir)], env={"SIEVE_COLLECTION": "sample"})
+    res = CliRunner().invoke(
+        app,
+        ["retrieve", "Spirit of St. Louis", "-k", "2", "--json", "--data-dir", str(session_data_dir)],
+        env={"SIEVE_COLLECTION": "sample"},
+    )
     assert res.exit_code == 0, res.output
-    body = json.loads(res.stdout[res.stdout.index("{"):])
+    body = json.loads(res.stdout[res.stdout.index("{") :])
     assert body["collection"] == "sample" and len(body["results"]) == 2
 
 

@@ -24,8 +24,10 @@ class EpisodeConfig:
     search_k: int = field(default=5, metadata={"help": "Most chunks one search shows."})
     search_tokens: int = field(default=1024, metadata={"help": "Per-call token budget of tool results."})
     max_new_tokens: int = field(default=192, metadata={"help": "Most tokens the model writes per turn."})
-    heuristic_queries: int = field(default=3, metadata={
-        "help": "Teacher (heuristic) reformulated searches per turn; fewer keeps SFT targets short."})
+    heuristic_queries: int = field(
+        default=3,
+        metadata={"help": "Teacher (heuristic) reformulated searches per turn; fewer keeps SFT targets short."},
+    )
 
     def __post_init__(self) -> None:
         if self.max_turns < 1 or self.k < 1 or self.search_k < 1 or self.max_new_tokens < 1:
@@ -36,9 +38,14 @@ class EpisodeConfig:
         from sieve.agent.config import AgentConfig, FloorConfig, HeuristicConfig
 
         base = AgentConfig(
-            budget_tokens=self.budget_tokens, max_turns=self.max_turns, k=self.k, search_k=self.search_k,
-            search_candidates=max(50, self.search_k), search_tokens=self.search_tokens,
-            max_new_tokens=self.max_new_tokens, record_prompts=True,
+            budget_tokens=self.budget_tokens,
+            max_turns=self.max_turns,
+            k=self.k,
+            search_k=self.search_k,
+            search_candidates=max(50, self.search_k),
+            search_tokens=self.search_tokens,
+            max_new_tokens=self.max_new_tokens,
+            record_prompts=True,
             heuristic=HeuristicConfig(max_queries_per_turn=self.heuristic_queries),
             # Rewards, SFT filters and held-out checks judge the policy's own ranking: with the
             # floor on, hybrid's share of the fused set would be credited to the policy.

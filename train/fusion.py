@@ -49,14 +49,28 @@ def _labels(task: EvalTask, items: list[Any], ranges: dict[str, tuple[int, int]]
     if chunk_gold:  # synthetic tasks know their gold chunks exactly
         return np.array([float(it.evidence.chunk_id in chunk_gold) for it in items])
     if task.gold_spans:
-        return np.array([float(any(span_found(sp, [(it.evidence.doc_id, *ranges[it.evidence.chunk_id])])
-                                   for sp in task.gold_spans)) for it in items])
+        return np.array(
+            [
+                float(
+                    any(span_found(sp, [(it.evidence.doc_id, *ranges[it.evidence.chunk_id])]) for sp in task.gold_spans)
+                )
+                for it in items
+            ]
+        )
     gold = set(task.gold_ids)
     return np.array([float(it.evidence.doc_id in gold) for it in items])
 
 
-def collect(index: CorpusIndex, tasks: list[EvalTask], policies: list[Any], *, k: int = 20,
-            data: FusionData | None = None, progress: bool = True, source: str = "") -> FusionData:
+def collect(
+    index: CorpusIndex,
+    tasks: list[EvalTask],
+    policies: list[Any],
+    *,
+    k: int = 20,
+    data: FusionData | None = None,
+    progress: bool = True,
+    source: str = "",
+) -> FusionData:
     """Run every policy (floor off) on every task and add each episode's pool, as serving builds it, to ``data``.
 
     ``policies``: registry names (``"learned"``) or policy objects (e.g. a retrained checkpoint).
@@ -68,8 +82,11 @@ def collect(index: CorpusIndex, tasks: list[EvalTask], policies: list[Any], *, k
         config = AgentConfig(k=k, models_dir=index.config.models_dir)
         config = replace(config, floor=replace(config.floor, enabled=False))
         name = policy if isinstance(policy, str) else policy.name
-        agent = SearchAgent.with_policy(index, policy, config) if isinstance(policy, str) \
+        agent = (
+            SearchAgent.with_policy(index, policy, config)
+            if isinstance(policy, str)
             else SearchAgent(index, policy, config)
+        )
         for task in tqdm(tasks, desc=f"{name} episodes", disable=not progress):
             trace = agent.run(task.question)
             hybrid, cos, chunks = agent.closing_pool(task.question, trace.returned)
@@ -77,8 +94,18 @@ def collect(index: CorpusIndex, tasks: list[EvalTask], policies: list[Any], *, k
             ranges = {cid: (c.char_start, c.char_end) for cid, c in chunks.items()}
             data.x.append(x)
             data.y.append(_labels(task, items, ranges))
-            data.episodes.append({"policy": name, "task": task, "returned": trace.returned, "hybrid": hybrid,
-                                  "cos": cos, "ranges": ranges, "source": source or task.source, "k": k})
+            data.episodes.append(
+                {
+                    "policy": name,
+                    "task": task,
+                    "returned": trace.returned,
+                    "hybrid": hybrid,
+                    "cos": cos,
+                    "ranges": ranges,
+                    "source": source or task.source,
+                    "k": k,
+                }
+            )
     return data
 
 
@@ -114,13 +141,22 @@ def add_offtopic(data: FusionData, indexes: dict[str, CorpusIndex], share: float
             foreign = [e for e in other["returned"] if e.chunk_id not in ep["cos"]]
             chunks = index.get_chunks([e.chunk_id for e in foreign]) if foreign else []
             cos = dict(ep["cos"])
-            cos.update(zip((c.chunk_id for c in chunks), (float(v) for v in vectors.cosine(ep["task"].question, chunks))))
+            cos.update(
+                zip((c.chunk_id for c in chunks), (float(v) for v in vectors.cosine(ep["task"].question, chunks)))
+            )
             ranges = {**ep["ranges"], **{c.chunk_id: (c.char_start, c.char_end) for c in chunks}}
             items, x = pool_features(other["returned"], ep["hybrid"], cos)
             data.x.append(x)
             data.y.append(_labels(ep["task"], items, ranges))
-            data.episodes.append({**ep, "policy": f"{ep['policy']}-offtopic", "returned": other["returned"],
-                                  "cos": cos, "ranges": ranges})
+            data.episodes.append(
+                {
+                    **ep,
+                    "policy": f"{ep['policy']}-offtopic",
+                    "returned": other["returned"],
+                    "cos": cos,
+                    "ranges": ranges,
+                }
+            )
             added += 1
     return added
 
@@ -132,8 +168,9 @@ def _weights(data: FusionData) -> np.ndarray:
     for src, x in zip(sources, data.x):
         per_source[src] = per_source.get(src, 0) + len(x)
     total = sum(per_source.values())
-    return np.concatenate([np.full(len(x), total / (len(per_source) * per_source[src]))
-                           for src, x in zip(sources, data.x)])
+    return np.concatenate(
+        [np.full(len(x), total / (len(per_source) * per_source[src])) for src, x in zip(sources, data.x)]
+    )
 
 
 def fit(data: FusionData, *, c: float = 1.0, hidden: int = 0, seed: int = 0) -> FusionModel:
@@ -148,8 +185,14 @@ def fit(data: FusionData, *, c: float = 1.0, hidden: int = 0, seed: int = 0) -> 
     scale = x.std(axis=0)
     scale[scale == 0] = 1.0
     z = (x - mean) / scale
-    meta = {"rows": int(len(y)), "positives": int(y.sum()), "episodes": len(data.x), "C": c, "hidden": hidden,
-            "seed": seed}
+    meta = {
+        "rows": int(len(y)),
+        "positives": int(y.sum()),
+        "episodes": len(data.x),
+        "C": c,
+        "hidden": hidden,
+        "seed": seed,
+    }
     if hidden:
         from sklearn.neural_network import MLPClassifier
 
@@ -157,22 +200,41 @@ def fit(data: FusionData, *, c: float = 1.0, hidden: int = 0, seed: int = 0) -> 
         rng = np.random.default_rng(seed)
         w = _weights(data)
         idx = rng.choice(len(y), size=len(y), replace=True, p=w / w.sum())
-        mlp = MLPClassifier(hidden_layer_sizes=(hidden,), activation="tanh", alpha=1.0 / c, max_iter=300,
-                            early_stopping=True, random_state=seed)
+        mlp = MLPClassifier(
+            hidden_layer_sizes=(hidden,),
+            activation="tanh",
+            alpha=1.0 / c,
+            max_iter=300,
+            early_stopping=True,
+            random_state=seed,
+        )
         mlp.fit(z[idx], y[idx])
-        return FusionModel(coef=[float(v) for v in mlp.coefs_[1][:, 0]], intercept=float(mlp.intercepts_[1][0]),
-                           names=FEATURES, mean=[float(v) for v in mean], scale=[float(v) for v in scale], meta=meta,
-                           hidden=[(mlp.coefs_[0].tolist(), mlp.intercepts_[0].tolist())])
+        return FusionModel(
+            coef=[float(v) for v in mlp.coefs_[1][:, 0]],
+            intercept=float(mlp.intercepts_[1][0]),
+            names=FEATURES,
+            mean=[float(v) for v in mean],
+            scale=[float(v) for v in scale],
+            meta=meta,
+            hidden=[(mlp.coefs_[0].tolist(), mlp.intercepts_[0].tolist())],
+        )
     from sklearn.linear_model import LogisticRegression
 
     clf = LogisticRegression(C=c, max_iter=2000)
     clf.fit(z, y, sample_weight=_weights(data))
-    return FusionModel(coef=[float(v) for v in clf.coef_[0]], intercept=float(clf.intercept_[0]), names=FEATURES,
-                       mean=[float(v) for v in mean], scale=[float(v) for v in scale], meta=meta)
+    return FusionModel(
+        coef=[float(v) for v in clf.coef_[0]],
+        intercept=float(clf.intercept_[0]),
+        names=FEATURES,
+        mean=[float(v) for v in mean],
+        scale=[float(v) for v in scale],
+        meta=meta,
+    )
 
 
-def finetune(data: FusionData, base: FusionModel, *, anchor: float = 1.0, steps: int = 300, lr: float = 0.01,
-             seed: int = 0) -> FusionModel:
+def finetune(
+    data: FusionData, base: FusionModel, *, anchor: float = 1.0, steps: int = 300, lr: float = 0.01, seed: int = 0
+) -> FusionModel:
     """``base`` adapted to ``data`` (e.g. episodes of synthetic tasks of the user's corpus).
 
     Full-batch Adam on the mean log-loss of ``data``'s rows plus ``anchor`` times the mean squared
@@ -187,8 +249,10 @@ def finetune(data: FusionData, base: FusionModel, *, anchor: float = 1.0, steps:
     x = torch.tensor((np.concatenate(data.x) - np.asarray(base.mean)) / np.asarray(base.scale), dtype=torch.float32)
     y = torch.tensor(np.concatenate(data.y), dtype=torch.float32)
     w = torch.tensor(_weights(data), dtype=torch.float32)
-    start = [torch.tensor(np.asarray(v, dtype=np.float32)) for layer in base.hidden for v in layer] + \
-        [torch.tensor(np.asarray(base.coef, dtype=np.float32)), torch.tensor([base.intercept], dtype=torch.float32)]
+    start = [torch.tensor(np.asarray(v, dtype=np.float32)) for layer in base.hidden for v in layer] + [
+        torch.tensor(np.asarray(base.coef, dtype=np.float32)),
+        torch.tensor([base.intercept], dtype=torch.float32),
+    ]
     params = [t.clone().requires_grad_(True) for t in start]
     opt = torch.optim.Adam(params, lr=lr)
     n_start = sum(t.numel() for t in start)
@@ -207,10 +271,27 @@ def finetune(data: FusionData, base: FusionModel, *, anchor: float = 1.0, steps:
         opt.step()
     vals = [p.detach().numpy().astype(float) for p in params]
     hidden = [(vals[2 * i].tolist(), vals[2 * i + 1].tolist()) for i in range(len(base.hidden))]
-    meta = {**base.meta, "finetuned": {"rows": int(len(y)), "positives": int(y.sum()), "episodes": len(data.x),
-                                       "anchor": anchor, "steps": steps, "lr": lr, "seed": seed}}
-    return FusionModel(coef=vals[-2].tolist(), intercept=float(vals[-1][0]), names=base.names, mean=base.mean,
-                       scale=base.scale, meta=meta, hidden=hidden)
+    meta = {
+        **base.meta,
+        "finetuned": {
+            "rows": int(len(y)),
+            "positives": int(y.sum()),
+            "episodes": len(data.x),
+            "anchor": anchor,
+            "steps": steps,
+            "lr": lr,
+            "seed": seed,
+        },
+    }
+    return FusionModel(
+        coef=vals[-2].tolist(),
+        intercept=float(vals[-1][0]),
+        names=base.names,
+        mean=base.mean,
+        scale=base.scale,
+        meta=meta,
+        hidden=hidden,
+    )
 
 
 def split(data: FusionData, share: float, seed: int = 0) -> tuple[FusionData, FusionData]:
@@ -230,7 +311,9 @@ def split(data: FusionData, share: float, seed: int = 0) -> tuple[FusionData, Fu
     return a, b
 
 
-def recall_table(data: FusionData, model: FusionModel, ks: tuple[int, ...] = (5, 10, 20)) -> dict[str, dict[str, float]]:
+def recall_table(
+    data: FusionData, model: FusionModel, ks: tuple[int, ...] = (5, 10, 20)
+) -> dict[str, dict[str, float]]:
     """Per source and policy: document recall@k of hybrid, the policy alone and the fused ranking (by document)."""
     from sieve.eval.metrics import recall_at_k
 
@@ -256,16 +339,29 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--policies", default="learned,heuristic", help="Policies whose episodes are pooled.")
     ap.add_argument("--k", type=int, default=20, help="Evidence set size of the episodes (the eval's depth).")
     ap.add_argument("--c", type=float, default=1.0, help="Inverse regularisation strength.")
-    ap.add_argument("--offtopic", type=float, default=0.0,
-                    help="Share of episodes copied with another question's policy ranking (robustness to drift).")
+    ap.add_argument(
+        "--offtopic",
+        type=float,
+        default=0.0,
+        help="Share of episodes copied with another question's policy ranking (robustness to drift).",
+    )
     ap.add_argument("--hidden", type=int, default=0, help="Units of one tanh layer (0: logistic regression).")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--check", type=float, default=0.3,
-                    help="Share of tasks held apart to print an out-of-sample table before the final fit on all.")
+    ap.add_argument(
+        "--check",
+        type=float,
+        default=0.3,
+        help="Share of tasks held apart to print an out-of-sample table before the final fit on all.",
+    )
     ap.add_argument("--out", type=Path, required=True, help="Where to write the model JSON.")
-    ap.add_argument("--episodes", type=Path, action="append", default=[],
-                    help="Pickle of collected episodes: read when it exists (refit without rerunning), else written; "
-                         "repeat to pool several existing ones (e.g. episodes of k = 10 and of k = 20).")
+    ap.add_argument(
+        "--episodes",
+        type=Path,
+        action="append",
+        default=[],
+        help="Pickle of collected episodes: read when it exists (refit without rerunning), else written; "
+        "repeat to pool several existing ones (e.g. episodes of k = 10 and of k = 20).",
+    )
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.episodes and all(p.is_file() for p in args.episodes):
@@ -285,8 +381,14 @@ def main(argv: list[str] | None = None) -> None:
             sets, maps = load_sets([d])
             tasks = sets[0].tasks[: args.limit] if args.limit else sets[0].tasks
             index = open_eval_index(sets, maps, config)
-            collect(index, tasks, [p.strip() for p in args.policies.split(",") if p.strip()], k=args.k, data=data,
-                    source=f"{Path(d).parent.name}/{Path(d).name}")
+            collect(
+                index,
+                tasks,
+                [p.strip() for p in args.policies.split(",") if p.strip()],
+                k=args.k,
+                data=data,
+                source=f"{Path(d).parent.name}/{Path(d).name}",
+            )
         if args.episodes:
             with args.episodes[0].open("wb") as f:
                 pickle.dump(data, f)

@@ -33,33 +33,58 @@ logger = logging.getLogger(__name__)
 @dataclass
 class RankerConfig:
     k: int = field(default=20, metadata={"help": "Evidence per episode when collecting the ranker's pools."})
-    anchor: float = field(default=1.0, metadata={
-        "help": "Pull toward the shipped ranker's weights (mean squared distance), against overfitting a few tasks."})
+    anchor: float = field(
+        default=1.0,
+        metadata={
+            "help": "Pull toward the shipped ranker's weights (mean squared distance), against overfitting a few tasks."
+        },
+    )
     steps: int = field(default=300, metadata={"help": "Full-batch Adam steps of the fine-tune."})
     lr: float = field(default=0.01, metadata={"help": "Adam learning rate."})
-    offtopic: float = field(default=0.5, metadata={
-        "help": "Share of episodes also copied with another task's policy ranking (as the shipped model was trained)."})
+    offtopic: float = field(
+        default=0.5,
+        metadata={
+            "help": "Share of episodes also copied with another task's policy ranking (as the shipped model was trained)."
+        },
+    )
     seed: int = 0
 
     def __post_init__(self) -> None:
         if self.k < 1 or self.anchor < 0 or self.steps < 1 or self.lr <= 0 or not 0 <= self.offtopic <= 1:
-            raise InvalidInput(f"Expected k >= 1, anchor >= 0, steps >= 1, lr > 0, 0 <= offtopic <= 1, got "
-                               f"{self.k}, {self.anchor}, {self.steps}, {self.lr}, {self.offtopic}")
+            raise InvalidInput(
+                f"Expected k >= 1, anchor >= 0, steps >= 1, lr > 0, 0 <= offtopic <= 1, got "
+                f"{self.k}, {self.anchor}, {self.steps}, {self.lr}, {self.offtopic}"
+            )
 
 
 def as_eval_tasks(tasks: list[dict[str, Any]], source: str = "synthetic") -> list[EvalTask]:
     """Task rows (``tasks.jsonl``) as :class:`EvalTask` objects, gold spans included."""
     from sieve.eval.data import EvalTask
 
-    return [EvalTask(task_id=str(t["id"]), question=t["question"], gold_ids=tuple(t.get("gold_ids") or ()),
-                     answers=tuple(t.get("answers") or ()), source=source, meta=dict(t.get("meta") or {}),
-                     gold_spans=tuple((s["doc_id"], int(s["start"]), int(s["end"])) for s in t.get("gold_spans") or ()))
-            for t in tasks]
+    return [
+        EvalTask(
+            task_id=str(t["id"]),
+            question=t["question"],
+            gold_ids=tuple(t.get("gold_ids") or ()),
+            answers=tuple(t.get("answers") or ()),
+            source=source,
+            meta=dict(t.get("meta") or {}),
+            gold_spans=tuple((s["doc_id"], int(s["start"]), int(s["end"])) for s in t.get("gold_spans") or ()),
+        )
+        for t in tasks
+    ]
 
 
-def retrain_ranker(index: CorpusIndex, policy: Any, tasks: list[dict[str, Any]], out: Path,
-                   cfg: RankerConfig | None = None, *, base: FusionModel | None = None,
-                   progress: bool = True) -> dict[str, Any]:
+def retrain_ranker(
+    index: CorpusIndex,
+    policy: Any,
+    tasks: list[dict[str, Any]],
+    out: Path,
+    cfg: RankerConfig | None = None,
+    *,
+    base: FusionModel | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
     """Fine-tune ``base`` (default: the shipped ranker) on ``policy``'s episodes of ``tasks``; write ``out``."""
     from sieve.agent.fusion import FusionModel
     from sieve.train.fusion import FusionData, add_offtopic, collect, finetune
@@ -68,15 +93,17 @@ def retrain_ranker(index: CorpusIndex, policy: Any, tasks: list[dict[str, Any]],
     if not tasks:
         raise InvalidInput("Expected tasks to retrain the ranker on, got none")
     base = base or FusionModel.load(None)
-    data = collect(index, as_eval_tasks(tasks), [policy], k=cfg.k, data=FusionData(), progress=progress,
-                   source="synthetic")
+    data = collect(
+        index, as_eval_tasks(tasks), [policy], k=cfg.k, data=FusionData(), progress=progress, source="synthetic"
+    )
     added = add_offtopic(data, {"synthetic": index}, cfg.offtopic, cfg.seed) if cfg.offtopic > 0 else 0
     model = finetune(data, base, anchor=cfg.anchor, steps=cfg.steps, lr=cfg.lr, seed=cfg.seed)
     model.meta["retrained_on"] = {"tasks": len(tasks), "offtopic_episodes": added, "collection": index.name}
     model.save(out)
     positives = int(sum(float(y.sum()) for y in data.y))
-    logger.info("Ranker retrained on %d episodes (%d off-topic copies, %d gold rows): %s", len(data.x), added,
-                positives, out)
+    logger.info(
+        "Ranker retrained on %d episodes (%d off-topic copies, %d gold rows): %s", len(data.x), added, positives, out
+    )
     return {"path": str(out), "episodes": len(data.x), "offtopic": added, "positives": positives}
 
 
@@ -98,8 +125,15 @@ def task_recall(task: EvalTask, returned: list[Any], k: int, ranges: dict[str, t
     return recall_at_k(list(dict.fromkeys(e.doc_id for e in returned)), task.gold_ids, k)
 
 
-def served_scores(index: CorpusIndex, policy: Any, tasks: list[EvalTask], *, k: int = 10,
-                  fusion_path: Path | None = None, progress: bool = True) -> list[dict[str, Any]]:
+def served_scores(
+    index: CorpusIndex,
+    policy: Any,
+    tasks: list[EvalTask],
+    *,
+    k: int = 10,
+    fusion_path: Path | None = None,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
     """Per task: recall@k, all-gold@k and recall@2k of Sieve as served (floor on) with this policy and ranker.
 
     Rows carry ``id``, ``recall``, ``all_gold`` and ``reward`` (here recall@2k: the tie-breaker of
@@ -117,11 +151,20 @@ def served_scores(index: CorpusIndex, policy: Any, tasks: list[EvalTask], *, k: 
     rows = []
     for t in tqdm(tasks, desc="served episodes", disable=not progress):
         returned = agent.run(t.question).returned
-        ranges = {c.chunk_id: (c.char_start, c.char_end) for c in index.get_chunks([e.chunk_id for e in returned])} \
-            if t.gold_spans else None
+        ranges = (
+            {c.chunk_id: (c.char_start, c.char_end) for c in index.get_chunks([e.chunk_id for e in returned])}
+            if t.gold_spans
+            else None
+        )
         r = task_recall(t, returned, k, ranges)
-        rows.append({"id": t.task_id, "recall": r, "all_gold": float(r == 1.0),
-                     "reward": task_recall(t, returned, 2 * k, ranges)})
+        rows.append(
+            {
+                "id": t.task_id,
+                "recall": r,
+                "all_gold": float(r == 1.0),
+                "reward": task_recall(t, returned, 2 * k, ranges),
+            }
+        )
     return rows
 
 

@@ -62,29 +62,43 @@ _CAPS = re.compile(r"\b[A-Z][a-zA-Z0-9À-ÿ]+(?:\s+(?:of|the|de|von|van|and|[A-Z
 class SynthConfig:
     n: int = field(default=500, metadata={"help": "Number of verified tasks wanted in the output file."})
     seed: int = field(default=0, metadata={"help": "Seed of the bridge-chunk order (same seed, same tasks)."})
-    generator: GeneratorName = field(default="heuristic", metadata={
-        "help": f"Question writer: {writer_help()}."})
+    generator: GeneratorName = field(default="heuristic", metadata={"help": f"Question writer: {writer_help()}."})
     links_per_bridge: int = field(default=2, metadata={"help": "Most links tried per bridge chunk."})
     tasks_per_target: int = field(default=2, metadata={"help": "Most tasks whose answer lies in one document."})
     min_title_chars: int = field(default=4, metadata={"help": "Shorter titles are not matched as mentions."})
     max_title_words: int = field(default=8, metadata={"help": "Longer titles are not matched as mentions."})
-    bm25_neighbours: int = field(default=5, metadata={"help": "BM25 neighbours tried when no title link (LLM writers)."})
+    bm25_neighbours: int = field(
+        default=5, metadata={"help": "BM25 neighbours tried when no title link (LLM writers)."}
+    )
     verify_k: int = field(default=10, metadata={"help": "Depth of the single-shot search used by verification."})
-    shortcut_rank: int = field(default=1, metadata={
-        "help": "Reject when single-shot search ranks the target within this rank but misses the bridge."})
+    shortcut_rank: int = field(
+        default=1,
+        metadata={"help": "Reject when single-shot search ranks the target within this rank but misses the bridge."},
+    )
     n_distractors: int = field(default=10, metadata={"help": "Hard distractors recorded per task."})
-    reader_check: bool = field(default=False, metadata={
-        "help": "LLM writers: also reject when the model answers from the bridge chunk alone."})
+    reader_check: bool = field(
+        default=False, metadata={"help": "LLM writers: also reject when the model answers from the bridge chunk alone."}
+    )
     max_answer_words: int = field(default=10, metadata={"help": "Longer answers are rejected."})
-    max_quoted_words: int = field(default=4, metadata={
-        "help": "Reject a question that copies more content words of a gold chunk in a row (names, numbers aside)."})
-    comparison_share: float = field(default=0.3, metadata={
-        "help": "Template writer: share of lead chunks tried first as one side of a comparison question."})
+    max_quoted_words: int = field(
+        default=4,
+        metadata={
+            "help": "Reject a question that copies more content words of a gold chunk in a row (names, numbers aside)."
+        },
+    )
+    comparison_share: float = field(
+        default=0.3,
+        metadata={"help": "Template writer: share of lead chunks tried first as one side of a comparison question."},
+    )
     drafts_per_link: int = field(default=3, metadata={"help": "Most drafts verified per link before moving on."})
     id_prefix: str = field(default="synth", metadata={"help": "Prefix of task ids."})
     claim_max_words: int = field(default=20, metadata={"help": "claims: longest claim written, in words."})
-    claim_search_depth: int = field(default=50, metadata={
-        "help": "claims: reject a claim whose source document single-shot search does not find in this many."})
+    claim_search_depth: int = field(
+        default=50,
+        metadata={
+            "help": "claims: reject a claim whose source document single-shot search does not find in this many."
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.n < 1:
@@ -92,14 +106,20 @@ class SynthConfig:
         if self.generator not in WRITERS:
             raise InvalidInput(f"Expected generator in {tuple(WRITERS)}, got {self.generator!r}")
         if self.claim_max_words < 5 or self.claim_search_depth < 1:
-            raise InvalidInput(f"Expected claim_max_words >= 5 and claim_search_depth >= 1, got "
-                               f"{self.claim_max_words}, {self.claim_search_depth}")
+            raise InvalidInput(
+                f"Expected claim_max_words >= 5 and claim_search_depth >= 1, got "
+                f"{self.claim_max_words}, {self.claim_search_depth}"
+            )
         if self.verify_k < 1 or self.shortcut_rank < 0 or self.n_distractors < 0:
-            raise InvalidInput(f"Expected verify_k >= 1, shortcut_rank >= 0, n_distractors >= 0, got "
-                             f"{self.verify_k}, {self.shortcut_rank}, {self.n_distractors}")
+            raise InvalidInput(
+                f"Expected verify_k >= 1, shortcut_rank >= 0, n_distractors >= 0, got "
+                f"{self.verify_k}, {self.shortcut_rank}, {self.n_distractors}"
+            )
         if not 0.0 <= self.comparison_share <= 1.0 or self.max_quoted_words < 0 or self.drafts_per_link < 1:
-            raise InvalidInput(f"Expected 0 <= comparison_share <= 1, max_quoted_words >= 0, drafts_per_link >= 1, "
-                               f"got {self.comparison_share}, {self.max_quoted_words}, {self.drafts_per_link}")
+            raise InvalidInput(
+                f"Expected 0 <= comparison_share <= 1, max_quoted_words >= 0, drafts_per_link >= 1, "
+                f"got {self.comparison_share}, {self.max_quoted_words}, {self.drafts_per_link}"
+            )
 
 
 @dataclass
@@ -116,9 +136,15 @@ class SynthReport:
     single_shot_recall_at_10: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        d = {"written": self.written, "existing": self.existing, "bridges_tried": self.bridges_tried,
-             "drafts": self.drafts, "rejected": dict(self.rejected), "seconds": round(self.seconds, 2),
-             "out": self.out}
+        d = {
+            "written": self.written,
+            "existing": self.existing,
+            "bridges_tried": self.bridges_tried,
+            "drafts": self.drafts,
+            "rejected": dict(self.rejected),
+            "seconds": round(self.seconds, 2),
+            "out": self.out,
+        }
         if self.single_shot_recall_at_10 is not None:
             d["single_shot_recall_at_10"] = round(self.single_shot_recall_at_10, 4)
         return d
@@ -152,7 +178,7 @@ class CorpusView:
         ids = [f"{d}#{i}" for d, n in sorted(docs.items()) for i in range(n)]
         chunks: list[Chunk] = []
         for i in range(0, len(ids), 1000):
-            chunks.extend(index.get_chunks(ids[i:i + 1000]))
+            chunks.extend(index.get_chunks(ids[i : i + 1000]))
         return cls(chunks, **kwargs)
 
     def title_mentions(self, chunk: Chunk) -> list[tuple[str, int, int, str]]:
@@ -161,7 +187,7 @@ class CorpusView:
         found: dict[str, tuple[str, int, int, str]] = {}
         for i in range(len(toks)):
             for n in range(min(self.max_words, len(toks) - i), 0, -1):
-                key = tuple(t for t, _, _ in toks[i:i + n])
+                key = tuple(t for t, _, _ in toks[i : i + n])
                 doc = self.titles.get(key)
                 if doc and doc != chunk.doc_id and doc not in found:
                     s, e = toks[i][1], toks[i + n - 1][2]
@@ -170,13 +196,16 @@ class CorpusView:
         return sorted(found.values(), key=lambda m: (-(m[2] - m[1]), m[1]))
 
 
-def find_links(bridge: Chunk, view: CorpusView, index: CorpusIndex | None, cfg: SynthConfig,
-               allow_bm25: bool) -> list[Link]:
+def find_links(
+    bridge: Chunk, view: CorpusView, index: CorpusIndex | None, cfg: SynthConfig, allow_bm25: bool
+) -> list[Link]:
     """Links from ``bridge``: title mentions first, then (``allow_bm25``) BM25 neighbours sharing an entity."""
     mentions = view.title_mentions(bridge)
     leads = [view.lead[doc] for doc, *_ in mentions]
-    links = [Link(bridge, view.lead[doc], mention, s, e, "title", tuple(c for c in leads if c.doc_id != doc))
-             for doc, s, e, mention in mentions][: cfg.links_per_bridge]
+    links = [
+        Link(bridge, view.lead[doc], mention, s, e, "title", tuple(c for c in leads if c.doc_id != doc))
+        for doc, s, e, mention in mentions
+    ][: cfg.links_per_bridge]
     if links or not allow_bm25 or index is None:
         return links
     query = f"{bridge.title}\n{bridge.text}"[:1000]
@@ -206,8 +235,9 @@ def _mentions(text: str, phrase: str) -> bool:
     return bool(p) and f" {p} " in f" {normalize_answer(text)} "
 
 
-def verify(draft: Draft, link: Link, index: CorpusIndex, cfg: SynthConfig,
-           reader: LLMWriter | None = None) -> tuple[str | None, dict[str, Any]]:
+def verify(
+    draft: Draft, link: Link, index: CorpusIndex, cfg: SynthConfig, reader: LLMWriter | None = None
+) -> tuple[str | None, dict[str, Any]]:
     """Check a draft; returns (rejection reason or None, facts for ``meta``)."""
     answers = tuple(a for a in draft.answers if a.strip())
     if not answers or len(answers[0].split()) > cfg.max_answer_words:
@@ -233,10 +263,13 @@ def verify(draft: Draft, link: Link, index: CorpusIndex, cfg: SynthConfig,
         return "reader_answers_from_bridge", {}
     gold = {link.bridge.chunk_id, link.target.chunk_id}
     extra = index.search(link.target.title, k=cfg.verify_k, mode="hybrid") if link.target.title else []
-    distractors = [h.chunk_id for h in [*hits, *extra]
-                   if h.chunk_id not in gold and not contains_answer(h.chunk.text, answers)]
-    facts = {"single_shot_rank": {"bridge": b_rank, "target": t_rank},
-             "distractor_ids": list(dict.fromkeys(distractors))[: cfg.n_distractors]}
+    distractors = [
+        h.chunk_id for h in [*hits, *extra] if h.chunk_id not in gold and not contains_answer(h.chunk.text, answers)
+    ]
+    facts = {
+        "single_shot_rank": {"bridge": b_rank, "target": t_rank},
+        "distractor_ids": list(dict.fromkeys(distractors))[: cfg.n_distractors],
+    }
     return None, facts
 
 
@@ -248,8 +281,9 @@ def make_task(draft: Draft, link: Link, facts: dict[str, Any], cfg: SynthConfig,
         "gold_ids": [c.doc_id for c in gold_chunks(link)],
         "meta": {
             "gold_chunk_ids": [c.chunk_id for c in gold_chunks(link)],
-            "answer_chunk_ids": ([c.chunk_id for c in compared_chunks(link)] if draft.evidence
-                                 else [link.target.chunk_id]),
+            "answer_chunk_ids": (
+                [c.chunk_id for c in compared_chunks(link)] if draft.evidence else [link.target.chunk_id]
+            ),
             "distractor_ids": facts.get("distractor_ids", []),
             "hops": len(gold_chunks(link)),
             "generator": writer_name,
@@ -286,17 +320,34 @@ def read_task_ids(path: Path) -> set[str]:
     return set(read_written_tasks(path))
 
 
-def make_writer(generator: GeneratorName, *, model_path: str | None = None, base_url: str | None = None,
-                model: str | None = None, api_key: str | None = None,
-                models_dir: Path | None = None, seed: int = 0, claim_max_words: int = 20) -> Writer:
+def make_writer(
+    generator: GeneratorName,
+    *,
+    model_path: str | None = None,
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key: str | None = None,
+    models_dir: Path | None = None,
+    seed: int = 0,
+    claim_max_words: int = 20,
+) -> Writer:
     """The task writer registered as ``generator`` (:data:`sieve.train.synth_writers.WRITERS`; models load lazily).
 
     ``models_dir`` is where the default local model is converted once (``RetrieverConfig.models_dir``);
     ``seed`` picks the template writer's phrasings.
     """
-    return build_writer(generator, WriterOptions(model_path=model_path, base_url=base_url, model=model,
-                                                 api_key=api_key, models_dir=models_dir, seed=seed,
-                                                 claim_max_words=claim_max_words))
+    return build_writer(
+        generator,
+        WriterOptions(
+            model_path=model_path,
+            base_url=base_url,
+            model=model,
+            api_key=api_key,
+            models_dir=models_dir,
+            seed=seed,
+            claim_max_words=claim_max_words,
+        ),
+    )
 
 
 def _drafts(writer: QuestionWriter, link: Link, cfg: SynthConfig) -> list[Draft]:
@@ -307,8 +358,9 @@ def _drafts(writer: QuestionWriter, link: Link, cfg: SynthConfig) -> list[Draft]
     return writer.drafts(link)[: cfg.drafts_per_link]
 
 
-def _first_verified(drafts: list[Draft], link: Link, index: CorpusIndex, cfg: SynthConfig, reader: LLMWriter | None,
-                    report: SynthReport) -> tuple[Draft, dict[str, Any]] | None:
+def _first_verified(
+    drafts: list[Draft], link: Link, index: CorpusIndex, cfg: SynthConfig, reader: LLMWriter | None, report: SynthReport
+) -> tuple[Draft, dict[str, Any]] | None:
     """The first draft that passes :func:`verify`, with its facts; rejections are counted in ``report``."""
     for draft in drafts:
         report.drafts += 1
@@ -362,9 +414,10 @@ class _Run:
     def from_chunk(self, chunk: Chunk, fill: bool) -> dict[str, Any] | None:
         """A verified task from one chunk: for a ``comparison_share`` of chunks a comparison first (while
         comparisons stay within that share), then a bridge (``fill``: comparisons only)."""
-        compare_ok = fill or (self.compared < self.cfg.comparison_share * (self.total + 1)
-                              and random.Random(f"{self.cfg.seed}|{chunk.chunk_id}|kind").random()
-                              < self.cfg.comparison_share)
+        compare_ok = fill or (
+            self.compared < self.cfg.comparison_share * (self.total + 1)
+            and random.Random(f"{self.cfg.seed}|{chunk.chunk_id}|kind").random() < self.cfg.comparison_share
+        )
         got = self.try_links(self.comparison_links(chunk)) if compare_ok else None
         if got is None and not fill:
             got = self.try_links(find_links(chunk, self.view, self.index, self.cfg, allow_bm25=self.reader is not None))
@@ -384,16 +437,25 @@ def _resume_point(order: list[Chunk], tasks: list[dict[str, Any]]) -> tuple[int,
     """(pass, position in ``order``) after the last task already written: a resumed run goes on from there
     with the same state, so it writes what an uninterrupted run would have."""
     pos = {c.chunk_id: i for i, c in enumerate(order)}
-    done = [(int(t["meta"].get("pass", 1)), pos[t["meta"]["gold_chunk_ids"][0]]) for t in tasks
-            if (t.get("meta") or {}).get("gold_chunk_ids") and t["meta"]["gold_chunk_ids"][0] in pos]
+    done = [
+        (int(t["meta"].get("pass", 1)), pos[t["meta"]["gold_chunk_ids"][0]])
+        for t in tasks
+        if (t.get("meta") or {}).get("gold_chunk_ids") and t["meta"]["gold_chunk_ids"][0] in pos
+    ]
     if not done:
         return 1, 0
     last_pass, last_pos = max(done)
     return last_pass, last_pos + 1
 
 
-def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None = None,
-               writer: QuestionWriter | ClaimWriter | HardWriter | None = None, *, progress: bool = True) -> SynthReport:
+def synthesize(
+    index: CorpusIndex,
+    out: str | Path,
+    config: SynthConfig | None = None,
+    writer: QuestionWriter | ClaimWriter | HardWriter | None = None,
+    *,
+    progress: bool = True,
+) -> SynthReport:
     """Write up to ``config.n`` verified tasks to ``out`` (appending; resumable).
 
     One pass over the chunks (in seeded order) tries each as a bridge, and as one side of a comparison
@@ -412,8 +474,9 @@ def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None =
         A :class:`SynthReport` (written, rejected by reason...).
     """
     cfg = config or SynthConfig()
-    writer = writer or make_writer(cfg.generator, models_dir=index.config.models_dir, seed=cfg.seed,
-                                   claim_max_words=cfg.claim_max_words)
+    writer = writer or make_writer(
+        cfg.generator, models_dir=index.config.models_dir, seed=cfg.seed, claim_max_words=cfg.claim_max_words
+    )
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -431,8 +494,17 @@ def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None =
         report.rejected.update(hard.rejected)
         return _finish(report, out, existing_tasks, need, t0, "chunks with verifiable keyphrases")
     if isinstance(writer, ClaimWriter):
-        claims = synthesize_claims(index, out, need, existing_tasks, seed=cfg.seed, id_prefix=cfg.id_prefix,
-                                   search_depth=cfg.claim_search_depth, writer=writer, progress=progress)
+        claims = synthesize_claims(
+            index,
+            out,
+            need,
+            existing_tasks,
+            seed=cfg.seed,
+            id_prefix=cfg.id_prefix,
+            search_depth=cfg.claim_search_depth,
+            writer=writer,
+            progress=progress,
+        )
         report.written, report.bridges_tried, report.drafts = len(claims.tasks), claims.documents_tried, claims.drafts
         report.rejected.update(claims.rejected)
         report.single_shot_recall_at_10 = single_shot_recall([*existing_tasks.values(), *claims.tasks], k=10)
@@ -440,19 +512,34 @@ def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None =
     view = CorpusView.load(index, min_title_chars=cfg.min_title_chars, max_title_words=cfg.max_title_words)
     order = list(view.chunks)
     random.Random(cfg.seed).shuffle(order)
-    pairs = ComparisonPairs(view, writer, index, cfg.seed) \
-        if isinstance(writer, TemplateWriter) and cfg.comparison_share > 0 else None
-    run = _Run(index, view, cfg, writer, writer if isinstance(writer, LLMWriter) else None, pairs,
-               set(existing_tasks), Counter(t["gold_ids"][-1] for t in existing_tasks.values() if t.get("gold_ids")),
-               report, compared=sum((t.get("meta") or {}).get("link") in ("compare", "bridge_compare")
-                                   for t in existing_tasks.values()),
-               total=len(existing_tasks))
+    pairs = (
+        ComparisonPairs(view, writer, index, cfg.seed)
+        if isinstance(writer, TemplateWriter) and cfg.comparison_share > 0
+        else None
+    )
+    run = _Run(
+        index,
+        view,
+        cfg,
+        writer,
+        writer if isinstance(writer, LLMWriter) else None,
+        pairs,
+        set(existing_tasks),
+        Counter(t["gold_ids"][-1] for t in existing_tasks.values() if t.get("gold_ids")),
+        report,
+        compared=sum(
+            (t.get("meta") or {}).get("link") in ("compare", "bridge_compare") for t in existing_tasks.values()
+        ),
+        total=len(existing_tasks),
+    )
     start_pass, start = _resume_point(order, list(existing_tasks.values()))
-    used = {t["meta"]["gold_chunk_ids"][0] for t in existing_tasks.values() if (t.get("meta") or {}).get("gold_chunk_ids")}
+    used = {
+        t["meta"]["gold_chunk_ids"][0] for t in existing_tasks.values() if (t.get("meta") or {}).get("gold_chunk_ids")
+    }
     bar = tqdm(total=need, desc="Synthesizing tasks", unit="task", disable=not progress)
     tried: set[str] = set()
     with out.open("a", encoding="utf-8") as f:
-        for fill in ((False, True) if pairs is not None else (False,)):
+        for fill in (False, True) if pairs is not None else (False,):
             if fill and start_pass == 1:
                 start = 0
             elif not fill and start_pass == 2:
@@ -477,14 +564,20 @@ def synthesize(index: CorpusIndex, out: str | Path, config: SynthConfig | None =
     return _finish(report, out, existing_tasks, need, t0, "verifiable links")
 
 
-def _finish(report: SynthReport, out: Path, existing_tasks: dict[str, Any], need: int, t0: float,
-            what: str) -> SynthReport:
+def _finish(
+    report: SynthReport, out: Path, existing_tasks: dict[str, Any], need: int, t0: float, what: str
+) -> SynthReport:
     report.seconds = time.perf_counter() - t0
     if not existing_tasks and report.written == 0 and out.exists() and out.stat().st_size == 0:
         out.unlink()  # nothing was written: leave no empty tasks file behind for a later step to trip on
     if report.written < need:
-        logger.warning("Synthesized %d of %d tasks: the corpus ran out of %s (rejected: %s)",
-                       report.written, need, what, dict(report.rejected))
+        logger.warning(
+            "Synthesized %d of %d tasks: the corpus ran out of %s (rejected: %s)",
+            report.written,
+            need,
+            what,
+            dict(report.rejected),
+        )
     return report
 
 
@@ -492,14 +585,35 @@ def no_tasks_message(report: SynthReport, generator: str, source: str) -> str | 
     """Why a synthesis run is unusable (no task at all in the output), with what to do instead; else None."""
     if report.written + report.existing > 0:
         return None
-    why = (" The template writer asks about encyclopedic passages: a subject's facts in a lead sentence and "
-           "pages that mention other pages' titles (scientific abstracts, for one, have neither). For text "
-           "that reports findings, write single-hop claims (`sieve train synth --generator claims`); else write "
-           "tasks with a model (`--generator local|openai`), or bring labelled tasks "
-           "(`sieve train rl --tasks FILE`).") if generator == "heuristic" else ""
-    return (f"Expected synthesized tasks from {source}, got none ({report.bridges_tried} chunks tried, "
-            f"{report.drafts} drafts, rejected: {dict(report.rejected) or 'none'}).{why}")
+    why = (
+        (
+            " The template writer asks about encyclopedic passages: a subject's facts in a lead sentence and "
+            "pages that mention other pages' titles (scientific abstracts, for one, have neither). For text "
+            "that reports findings, write single-hop claims (`sieve train synth --generator claims`); else write "
+            "tasks with a model (`--generator local|openai`), or bring labelled tasks "
+            "(`sieve train rl --tasks FILE`)."
+        )
+        if generator == "heuristic"
+        else ""
+    )
+    return (
+        f"Expected synthesized tasks from {source}, got none ({report.bridges_tried} chunks tried, "
+        f"{report.drafts} drafts, rejected: {dict(report.rejected) or 'none'}).{why}"
+    )
 
 
-__all__ = ["CorpusView", "GeneratorName", "SynthConfig", "SynthReport", "find_links", "make_task",
-           "make_writer", "no_tasks_message", "read_task_ids", "read_written_tasks", "synthesize", "task_id", "verify"]
+__all__ = [
+    "CorpusView",
+    "GeneratorName",
+    "SynthConfig",
+    "SynthReport",
+    "find_links",
+    "make_task",
+    "make_writer",
+    "no_tasks_message",
+    "read_task_ids",
+    "read_written_tasks",
+    "synthesize",
+    "task_id",
+    "verify",
+]

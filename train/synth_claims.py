@@ -56,47 +56,83 @@ _FINDING_CUES = frozenset(
     "reduces reduction higher lower greater improved improves impaired inhibits inhibited inhibition induces "
     "induced promotes promoted required requires essential correlated correlates correlation predicts predicted "
     "risk effective prevents prevented enhances enhanced suppresses suppressed causes caused leads led results "
-    "regulates regulated mediates mediated activates activated blocks blocked protects protected".split())
-_FRAMING_CUES = ("we show", "we found", "we find", "we demonstrate", "we report", "results", "findings", "data",
-                 "conclusion", "suggest", "indicate", "demonstrate", "reveal", "taken together")
+    "regulates regulated mediates mediated activates activated blocks blocked protects protected".split()
+)
+_FRAMING_CUES = (
+    "we show",
+    "we found",
+    "we find",
+    "we demonstrate",
+    "we report",
+    "results",
+    "findings",
+    "data",
+    "conclusion",
+    "suggest",
+    "indicate",
+    "demonstrate",
+    "reveal",
+    "taken together",
+)
 # A leading phrase that frames the finding rather than states it, in the order they are stripped.
 _LEADS = (
     # a structured abstract's section heading run into the sentence ("RESULTS There are ...")
-    re.compile(r"^(?:(?:AND|OF|RESULTS?|CONCLUSIONS?|FINDINGS|INTERPRETATION|SIGNIFICANCE|DISCUSSION|"
-               r"OBJECTIVES?|PURPOSE|SUMMARY|MAIN|PRINCIPAL|OUTCOMES?|MEASURES?)\b[\s:.,]*)+"),
-    re.compile(r"^(?:in conclusion|conclusions?|taken together|together|overall|thus|therefore|collectively|hence|"
-               r"first|second|third|conversely|similarly|accordingly|specifically|however|"
-               r"finally|here|moreover|furthermore|additionally|in addition|in summary|importantly|notably|consequently|"
-               r"in this study|in contrast|interpretation|significance)\s*[,:]?\s+", re.I),
-    re.compile(r"^(?:these|our|the(?:se)? present|the|this)\s+(?:results?|findings?|data|observations?|studies|"
-               r"study|work|analysis|analyses|experiments?)\s+(?:also\s+)?(?:strongly\s+)?(?:suggests?|indicates?|"
-               r"shows?|showed|demonstrates?|demonstrated|reveals?|revealed|supports?|establish(?:es)?|"
-               r"provides? evidence|imply|implies|confirms?|confirmed)\s+(?:that\s+)?", re.I),
-    re.compile(r"^we\s+(?:also\s+)?(?:have\s+)?(?:show|showed|shown|find|found|demonstrate|demonstrated|report|reported|suggest|"
-               r"observed?|conclude|concluded|propose|identified|identify|establish|established|reveal|"
-               r"revealed|provide evidence)\s+that\s+", re.I),  # without "that" what follows is an object, not a claim
+    re.compile(
+        r"^(?:(?:AND|OF|RESULTS?|CONCLUSIONS?|FINDINGS|INTERPRETATION|SIGNIFICANCE|DISCUSSION|"
+        r"OBJECTIVES?|PURPOSE|SUMMARY|MAIN|PRINCIPAL|OUTCOMES?|MEASURES?)\b[\s:.,]*)+"
+    ),
+    re.compile(
+        r"^(?:in conclusion|conclusions?|taken together|together|overall|thus|therefore|collectively|hence|"
+        r"first|second|third|conversely|similarly|accordingly|specifically|however|"
+        r"finally|here|moreover|furthermore|additionally|in addition|in summary|importantly|notably|consequently|"
+        r"in this study|in contrast|interpretation|significance)\s*[,:]?\s+",
+        re.I,
+    ),
+    re.compile(
+        r"^(?:these|our|the(?:se)? present|the|this)\s+(?:results?|findings?|data|observations?|studies|"
+        r"study|work|analysis|analyses|experiments?)\s+(?:also\s+)?(?:strongly\s+)?(?:suggests?|indicates?|"
+        r"shows?|showed|demonstrates?|demonstrated|reveals?|revealed|supports?|establish(?:es)?|"
+        r"provides? evidence|imply|implies|confirms?|confirmed)\s+(?:that\s+)?",
+        re.I,
+    ),
+    re.compile(
+        r"^we\s+(?:also\s+)?(?:have\s+)?(?:show|showed|shown|find|found|demonstrate|demonstrated|report|reported|suggest|"
+        r"observed?|conclude|concluded|propose|identified|identify|establish|established|reveal|"
+        r"revealed|provide evidence)\s+that\s+",
+        re.I,
+    ),  # without "that" what follows is an object, not a claim
     re.compile(r"^(?:it\s+(?:is|was)\s+(?:shown|found|concluded|demonstrated)\s+that\s+)", re.I),
     # framing in mid-sentence: "Through a genome-wide screen ..., we found that X" keeps X
-    re.compile(r"^.*?\b(?:we|our (?:results|data|findings)|these (?:results|data|findings)|the (?:results|data))\s+"
-               r"(?:also\s+)?(?:have\s+)?(?:show|showed|shown|found|find|demonstrate[sd]?|suggest|indicate|reveal(?:ed)?|"
-               r"conclude[d]?|propose)\s+that\s+", re.I),
+    re.compile(
+        r"^.*?\b(?:we|our (?:results|data|findings)|these (?:results|data|findings)|the (?:results|data))\s+"
+        r"(?:also\s+)?(?:have\s+)?(?:show|showed|shown|found|find|demonstrate[sd]?|suggest|indicate|reveal(?:ed)?|"
+        r"conclude[d]?|propose)\s+that\s+",
+        re.I,
+    ),
 )
 # A claim must state something, not open a subordinate clause or trail off.
-_OPENERS = frozenset("in through by as although when while for with to after before despite because if since "
-                     "during using upon from among within whether".split())
-_DANGLING = frozenset("and or of the a an for to with in by on at as that from than among between into "
-                      "within".split())
+_OPENERS = frozenset(
+    "in through by as although when while for with to after before despite because if since "
+    "during using upon from among within whether".split()
+)
+_DANGLING = frozenset("and or of the a an for to with in by on at as that from than among between into within".split())
 _BRACKETS = re.compile(r"\s*[(\[][^()\[\]]*[)\]]")
 # Statistics written inline: p values, confidence intervals, ratios with numbers, percentages.
 _STATS = re.compile(r"[,;]?\s*(?:\b[pP]\s*[<=>]|\b95\s*%|\bCI\b|\bOR\b|\bHR\b|\bRR\b)[^,;]*,?")
-_HEDGES = re.compile(r"\b(?:significantly|markedly|substantially|strongly|dramatically|also|further|"
-                     r"statistically|respectively)\s+", re.I)
+_HEDGES = re.compile(
+    r"\b(?:significantly|markedly|substantially|strongly|dramatically|also|further|"
+    r"statistically|respectively)\s+",
+    re.I,
+)
 _TENSE = ((re.compile(r"\bwas\b"), "is"), (re.compile(r"\bwere\b"), "are"))
 # A clause boundary the claim is cut at (the finding is what comes before it).
 # Not ", which": a non-restrictive clause often sits between subject and verb, and a cut there leaves
 # a subject with no predicate ("Conversely, the toxin GsMTx-4, which inhibits ..., had no effect").
-_CLAUSE = re.compile(r"\s*(?:;|,\s+(?:whereas|while|but|although|and thus|thereby|suggesting|indicating|"
-                     r"as well as)\b|\s+whereas\b|\s+while\b)", re.I)
+_CLAUSE = re.compile(
+    r"\s*(?:;|,\s+(?:whereas|while|but|although|and thus|thereby|suggesting|indicating|"
+    r"as well as)\b|\s+whereas\b|\s+while\b)",
+    re.I,
+)
 _CONTENT_MIN_CHARS = 3
 
 
@@ -183,8 +219,9 @@ class ClaimWriter:
         return (claim, picked[0], picked[1]) if claim else None
 
 
-def verify_claim(claim: str, doc_id: str, doc_text: str, index: CorpusIndex, *, search_depth: int = 50,
-                 min_content_words: int = 3) -> tuple[str | None, dict[str, Any]]:
+def verify_claim(
+    claim: str, doc_id: str, doc_text: str, index: CorpusIndex, *, search_depth: int = 50, min_content_words: int = 3
+) -> tuple[str | None, dict[str, Any]]:
     """Check a claim against its source document; returns (rejection reason or None, facts for ``meta``)."""
     words = content_words(claim)
     if len(words) < min_content_words:
@@ -210,7 +247,9 @@ def claim_task_id(doc_id: str, sentence: str, prefix: str) -> str:
     return f"{prefix}-{digest[:12]}"
 
 
-def claim_task(claim: str, sentence: str, chunk: Chunk, facts: dict[str, Any], seed: int, prefix: str) -> dict[str, Any]:
+def claim_task(
+    claim: str, sentence: str, chunk: Chunk, facts: dict[str, Any], seed: int, prefix: str
+) -> dict[str, Any]:
     """One task row in the ``shared/eval/*/tasks.jsonl`` shape (SciFact's: the claim is the question)."""
     return {
         "id": claim_task_id(chunk.doc_id, sentence, prefix),
@@ -247,9 +286,18 @@ class ClaimsRun:
     rejected: Counter = field(default_factory=Counter)
 
 
-def synthesize_claims(index: CorpusIndex, out: Path, need: int, existing: dict[str, dict[str, Any]], *,
-                      seed: int = 0, id_prefix: str = "synth", search_depth: int = 50,
-                      writer: ClaimWriter | None = None, progress: bool = True) -> ClaimsRun:
+def synthesize_claims(
+    index: CorpusIndex,
+    out: Path,
+    need: int,
+    existing: dict[str, dict[str, Any]],
+    *,
+    seed: int = 0,
+    id_prefix: str = "synth",
+    search_depth: int = 50,
+    writer: ClaimWriter | None = None,
+    progress: bool = True,
+) -> ClaimsRun:
     """Append up to ``need`` verified claim tasks to ``out``, one per document not already used in
     ``existing`` (the file's tasks by id), documents in ``seed``-shuffled order."""
     from sieve.errors import EmptyCorpus
@@ -279,8 +327,9 @@ def synthesize_claims(index: CorpusIndex, out: Path, need: int, existing: dict[s
             if claim_task_id(doc_id, sentence, id_prefix) in existing:
                 continue
             run.drafts += 1
-            reason, facts = verify_claim(claim, doc_id, " ".join(c.text for c in chunks), index,
-                                         search_depth=search_depth)
+            reason, facts = verify_claim(
+                claim, doc_id, " ".join(c.text for c in chunks), index, search_depth=search_depth
+            )
             if reason is not None:
                 run.rejected[reason] += 1
                 continue
@@ -301,5 +350,15 @@ def single_shot_recall(tasks: list[dict[str, Any]], k: int = 10) -> float:
     return float(np.mean([r is not None and r <= k for r in ranks])) if ranks else 0.0
 
 
-__all__ = ["ClaimWriter", "ClaimsRun", "claim_task", "content_words", "finding_score", "sentences", "single_shot_recall",
-           "synthesize_claims", "verify_claim", "write_claim"]
+__all__ = [
+    "ClaimWriter",
+    "ClaimsRun",
+    "claim_task",
+    "content_words",
+    "finding_score",
+    "sentences",
+    "single_shot_recall",
+    "synthesize_claims",
+    "verify_claim",
+    "write_claim",
+]

@@ -19,16 +19,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|December|"
-          r"Jan\.?|Feb\.?|Mar\.?|Apr\.?|Jun\.?|Jul\.?|Aug\.?|Sep\.?|Sept\.?|Oct\.?|Nov\.?|Dec\.?)")
-_DATE = (rf"(?:\d{{1,2}}\s+{_MONTH}\s*,?\s+\d{{3,4}}|{_MONTH}\s+\d{{1,2}}\s*,\s*\d{{3,4}}|{_MONTH}\s+\d{{1,2}}\s+\d{{4}}|"
-         rf"{_MONTH}\s+\d{{3,4}}|\d{{4}})")
+_MONTH = (
+    r"(?:January|February|March|April|May|June|July|August|September|October|November|December|"
+    r"Jan\.?|Feb\.?|Mar\.?|Apr\.?|Jun\.?|Jul\.?|Aug\.?|Sep\.?|Sept\.?|Oct\.?|Nov\.?|Dec\.?)"
+)
+_DATE = (
+    rf"(?:\d{{1,2}}\s+{_MONTH}\s*,?\s+\d{{3,4}}|{_MONTH}\s+\d{{1,2}}\s*,\s*\d{{3,4}}|{_MONTH}\s+\d{{1,2}}\s+\d{{4}}|"
+    rf"{_MONTH}\s+\d{{3,4}}|\d{{4}})"
+)
 _CAP = r"(?:[A-ZÀ-Þ]\.(?:[A-Z]\.)*|[A-ZÀ-ÞĀ-Ž][\w'’\-]*)"  # a capitalised word or an initial ("L.", "L.Q.")
 _PARTICLE = r"(?:de|da|di|del|della|der|den|du|des|van|von|le|la|bin|ibn|al|el|y|of|the|upon|am|an|on|sur)"
 NAME = rf"{_CAP}(?:[\s\-]+(?:{_PARTICLE}\s+)*{_CAP})*"
 PLACE = rf"{NAME}(?:,\s*{NAME}){{0,2}}"
 
-DEMONYMS = frozenset("""
+DEMONYMS = frozenset(
+    """
 Afghan Albanian Algerian American Argentine Argentinian Armenian Australian Austrian Azerbaijani Bangladeshi
 Belarusian Belgian Bolivian Bosnian Brazilian British Bulgarian Burmese Cambodian Cameroonian Canadian Chilean
 Chinese Colombian Croatian Cuban Cypriot Czech Danish Dutch Ecuadorian Egyptian English Estonian Ethiopian
@@ -38,11 +43,23 @@ Libyan Lithuanian Luxembourgish Macedonian Malaysian Maltese Mexican Moldovan Mo
 Nepalese Nigerian Norwegian Pakistani Palestinian Persian Peruvian Polish Portuguese Prussian Romanian Roman
 Russian Saudi Scottish Senegalese Serbian Singaporean Slovak Slovenian Somali Soviet Spanish Swedish Swiss
 Syrian Taiwanese Thai Tunisian Turkish Ukrainian Uruguayan Uzbek Venezuelan Vietnamese Welsh Yugoslav
-Zimbabwean""".split()) | {"South African", "South Korean", "North Korean", "New Zealand", "Sri Lankan",
-                          "Hong Kong", "Puerto Rican", "Costa Rican", "West German", "East German"}
+Zimbabwean""".split()
+) | {
+    "South African",
+    "South Korean",
+    "North Korean",
+    "New Zealand",
+    "Sri Lankan",
+    "Hong Kong",
+    "Puerto Rican",
+    "Costa Rican",
+    "West German",
+    "East German",
+}
 _DEMONYM = "(?:" + "|".join(sorted((re.escape(d) for d in DEMONYMS), key=len, reverse=True)) + ")"
 
-PERSON_NOUNS = frozenset("""
+PERSON_NOUNS = frozenset(
+    """
 actor actress activist architect artist astronaut astronomer athlete author bassist biologist bishop boxer
 businessman businesswoman cardinal chef chemist choreographer cinematographer coach comedian composer conductor
 cricketer critic cyclist dancer designer diplomat director drummer economist editor engineer entertainer
@@ -53,44 +70,75 @@ politician pope presenter priest prince princess producer professor queen rapper
 scientist screenwriter sculptor singer soldier songwriter statesman swimmer teacher theologian translator
 violinist wrestler writer youtuber emperor empress duke duchess count countess baron lord noblewoman nobleman
 aristocrat courtier player
-""".split()) | frozenset(_KIN := ("son", "daughter", "wife", "husband", "mother", "father", "brother", "sister",
-                                  "consort", "heir", "member"))
+""".split()
+) | frozenset(
+    _KIN := ("son", "daughter", "wife", "husband", "mother", "father", "brother", "sister", "consort", "heir", "member")
+)
 _AGENT = re.compile(r"(?:er|or|ist|ian|man|woman|ess|ant|ent|arch)$")  # with a nationality: "British stateswoman"
-_NOT_AGENT = frozenset("newspaper river tower center centre theater theatre computer container corner order water "
-                       "manor corridor harbor harbour monster character paper power border".split())
-PLACE_NOUNS = frozenset("""
+_NOT_AGENT = frozenset(
+    "newspaper river tower center centre theater theatre computer container corner order water "
+    "manor corridor harbor harbour monster character paper power border".split()
+)
+PLACE_NOUNS = frozenset(
+    """
 city town village hamlet municipality commune county district province state region country island river lake
 mountain suburb neighbourhood neighborhood borough parish capital metropolis settlement community valley
 peninsula archipelago canton prefecture oblast territory department locality area
-""".split())
+""".split()
+)
 # Kinds of work whose year is a release / publication / first performance.
 WORK_VERBS = {
-    "film": "released", "movie": "released", "album": "released", "song": "released", "single": "released",
-    "ep": "released", "game": "released", "documentary": "released", "series": "first broadcast",
-    "sitcom": "first broadcast", "show": "first broadcast", "novel": "published", "book": "published",
-    "poem": "published", "magazine": "first published", "newspaper": "first published", "comic": "published",
-    "memoir": "published", "collection": "published", "opera": "first performed", "play": "first performed",
-    "musical": "first performed", "ballet": "first performed",
+    "film": "released",
+    "movie": "released",
+    "album": "released",
+    "song": "released",
+    "single": "released",
+    "ep": "released",
+    "game": "released",
+    "documentary": "released",
+    "series": "first broadcast",
+    "sitcom": "first broadcast",
+    "show": "first broadcast",
+    "novel": "published",
+    "book": "published",
+    "poem": "published",
+    "magazine": "first published",
+    "newspaper": "first published",
+    "comic": "published",
+    "memoir": "published",
+    "collection": "published",
+    "opera": "first performed",
+    "play": "first performed",
+    "musical": "first performed",
+    "ballet": "first performed",
 }
-_ORG_NOUNS = frozenset("company corporation channel network station band group team club school university "
-                       "college museum church party organization organisation agency airline airport brand chain "
-                       "label publisher restaurant hotel stadium festival award franchise league magazine".split())
-_LABELLED = frozenset("film album song single novel opera play musical ballet game series sitcom magazine "
-                      "newspaper documentary book poem".split())
+_ORG_NOUNS = frozenset(
+    "company corporation channel network station band group team club school university "
+    "college museum church party organization organisation agency airline airport brand chain "
+    "label publisher restaurant hotel stadium festival award franchise league magazine".split()
+)
+_LABELLED = frozenset(
+    "film album song single novel opera play musical ballet game series sitcom magazine "
+    "newspaper documentary book poem".split()
+)
 _GENRE_FILM = frozenset("thriller comedy drama western horror romance musical animated".split())
 _KNOWN_TYPES = PERSON_NOUNS | PLACE_NOUNS | _ORG_NOUNS | frozenset(WORK_VERBS)
 _CUT = frozenset("of in on at for from by with to that who which whose where when as about near".split())
-_ING_NOUNS = frozenset("building king painting recording ring string thing wing spring setting clothing "
-                       "evening morning offering writing meeting".split())
+_ING_NOUNS = frozenset(
+    "building king painting recording ring string thing wing spring setting clothing "
+    "evening morning offering writing meeting".split()
+)
 
 _SENT_END = re.compile(
     r"(?<![A-Z]\.)(?<!\bSt\.)(?<!\bDr\.)(?<!\bMr\.)(?<!\bJr\.)(?<!\bSr\.)(?<!\bMt\.)(?<!\bNo\.)(?<!\bCo\.)"
-    r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+    r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])"
+)
 _DESCRIPTION = re.compile(
     r"\b(?:is|was|are|were)\s+(?:(?:also|currently|now|primarily|best)\s+)?(?:an?|the)\s+(?P<d>[^,;.()]{3,90}?)"
     r"(?=\s*(?:[,;.()]|\s(?:who|which|that|whose|best known|known|founded|located|based|from|in|of|by|with|for|"
     r"produced|directed|written|released|starring|developed|published|created|made|composed|designed|"
-    r"and is|and was)\b)|\s*$)")
+    r"and is|and was)\b)|\s*$)"
+)
 _LIFESPAN = re.compile(rf"\(\s*(?:[^()]{{0,80}}?[;,]\s*)?(?P<b>{_DATE})\s*(?:[–—\-]|to)+\s*(?P<d>{_DATE})\s*\)")
 _BORN = re.compile(rf"\bborn\s+(?:on\s+)?(?P<b>{_DATE})")
 _DIED = re.compile(rf"\bdied\s+(?:on\s+)?(?P<d>{_DATE})")
@@ -99,44 +147,110 @@ _DEATHPLACE = re.compile(rf"\bdied\s+(?:on\s+)?(?:{_DATE}\s*,?\s*)?(?:in|at)\s+(
 _PEOPLE_VERBS = r"(?:co-)?(?:directed|written|composed|produced|founded|created|developed|published|designed)"
 _BY_PERSON = re.compile(
     rf"\b(?P<v>{_PEOPLE_VERBS}(?:(?:\s*,\s*|\s+and\s+|\s*,\s*and\s+){_PEOPLE_VERBS})*)\s+by\s+"
-    rf"(?:(?:{_DEMONYM}-?|[a-z][\w\-]*)\s+){{0,4}}?(?P<n>{NAME})")
+    rf"(?:(?:{_DEMONYM}-?|[a-z][\w\-]*)\s+){{0,4}}?(?P<n>{NAME})"
+)
 _FOUNDED = re.compile(
     rf"\b(?P<v>founded|established|formed|built|opened|completed|constructed|incorporated|launched)\s+"
     rf"(?:by\s+{NAME}\s+)?(?:(?:in|on)\s+)?(?:(?:\d{{1,2}}\s+{_MONTH}|{_MONTH}\s+\d{{1,2}},?|{_MONTH})\s+)?"
-    r"(?P<y>1\d{3}|20\d{2})\b")
-_RELEASED = re.compile(r"\b(?P<v>released|published|premiered|first performed)\s+(?:\w+\s+){0,3}?in\s+"
-                       r"(?P<y>1\d{3}|20\d{2})\b")
+    r"(?P<y>1\d{3}|20\d{2})\b"
+)
+_RELEASED = re.compile(
+    r"\b(?P<v>released|published|premiered|first performed)\s+(?:\w+\s+){0,3}?in\s+"
+    r"(?P<y>1\d{3}|20\d{2})\b"
+)
 _LOCATED = re.compile(rf"\b(?P<v>located|situated|based|headquartered)\s+(?:in|at|on)\s+(?:the\s+)?(?P<p>{PLACE})")
-_PLACE_IN = re.compile(rf"\b(?:is|was)\s+(?:an?|the)\s+[^.;()]{{0,60}}?\b(?:in|of)\s+(?:the\s+)?"
-                       rf"(?:(?:U\.S\.|{_DEMONYM})\s+(?:state|province|region|county|city|department|island)\s+of\s+)?"
-                       rf"(?P<p>{PLACE})")
-_CAPITAL = re.compile(rf"\b(?:[Ii]ts|[Tt]he)\s+capital(?:\s+(?:and|&)\s+(?:largest|most populous)\s+city)?\s+"
-                      rf"(?:city\s+)?is\s+(?P<p>{PLACE})")
+_PLACE_IN = re.compile(
+    rf"\b(?:is|was)\s+(?:an?|the)\s+[^.;()]{{0,60}}?\b(?:in|of)\s+(?:the\s+)?"
+    rf"(?:(?:U\.S\.|{_DEMONYM})\s+(?:state|province|region|county|city|department|island)\s+of\s+)?"
+    rf"(?P<p>{PLACE})"
+)
+_CAPITAL = re.compile(
+    rf"\b(?:[Ii]ts|[Tt]he)\s+capital(?:\s+(?:and|&)\s+(?:largest|most populous)\s+city)?\s+"
+    rf"(?:city\s+)?is\s+(?P<p>{PLACE})"
+)
 _YEAR_LEAD = re.compile(r"^(?P<y>1\d{3}|20\d{2})\b")
 _VERB_ROLE = {
-    "directed": ("director", "directed"), "written": ("writer", "wrote"), "composed": ("composer", "composed"),
-    "produced": ("producer", "produced"), "founded": ("founder", "founded"), "created": ("creator", "created"),
-    "developed": ("developer", "developed"), "published": ("publisher", "published"),
-    "designed": ("designer", "designed"), "built": ("builder", "built"), "owned": ("owner", "owns"),
-    "painted": ("painter", "painted"), "illustrated": ("illustrator", "illustrated"),
-    "edited": ("editor", "edited"), "invented": ("inventor", "invented"), "narrated": ("narrator", "narrated"),
-    "performed": ("performer", "performed"), "recorded": ("performer", "recorded"),
-    "established": ("founder", "founded"), "led": ("leader", "led"), "coached": ("coach", "coached"),
-    "managed": ("manager", "managed"), "distributed": ("distributor", "distributed"),
-    "sponsored": ("sponsor", "sponsors"), "manufactured": ("manufacturer", "manufactured"),
-    "constructed": ("builder", "built"), "operated": ("operator", "operates"), "hosted": ("host", "hosts"),
-    "presented": ("presenter", "presents"), "sung": ("singer", "sang"), "run": ("operator", "runs"),
+    "directed": ("director", "directed"),
+    "written": ("writer", "wrote"),
+    "composed": ("composer", "composed"),
+    "produced": ("producer", "produced"),
+    "founded": ("founder", "founded"),
+    "created": ("creator", "created"),
+    "developed": ("developer", "developed"),
+    "published": ("publisher", "published"),
+    "designed": ("designer", "designed"),
+    "built": ("builder", "built"),
+    "owned": ("owner", "owns"),
+    "painted": ("painter", "painted"),
+    "illustrated": ("illustrator", "illustrated"),
+    "edited": ("editor", "edited"),
+    "invented": ("inventor", "invented"),
+    "narrated": ("narrator", "narrated"),
+    "performed": ("performer", "performed"),
+    "recorded": ("performer", "recorded"),
+    "established": ("founder", "founded"),
+    "led": ("leader", "led"),
+    "coached": ("coach", "coached"),
+    "managed": ("manager", "managed"),
+    "distributed": ("distributor", "distributed"),
+    "sponsored": ("sponsor", "sponsors"),
+    "manufactured": ("manufacturer", "manufactured"),
+    "constructed": ("builder", "built"),
+    "operated": ("operator", "operates"),
+    "hosted": ("host", "hosts"),
+    "presented": ("presenter", "presents"),
+    "sung": ("singer", "sang"),
+    "run": ("operator", "runs"),
 }
-_ROLE_PRIORITY = ("directed", "written", "composed", "created", "founded", "established", "developed", "designed",
-                  "painted", "invented", "produced", "published", "illustrated", "edited", "built", "constructed",
-                  "manufactured", "owned", "operated", "run", "sponsored", "performed", "sung", "recorded",
-                  "narrated", "hosted", "presented", "led", "coached", "managed", "distributed")
-_WORK_AUTHOR = {"novel": ("author", "wrote"), "book": ("author", "wrote"), "play": ("playwright", "wrote"),
-                "poem": ("poet", "wrote"), "story": ("author", "wrote"), "memoir": ("author", "wrote"),
-                "album": ("artist", "recorded"), "song": ("artist", "recorded"), "single": ("artist", "recorded"),
-                "ep": ("artist", "recorded"), "opera": ("composer", "composed"),
-                "symphony": ("composer", "composed"), "painting": ("painter", "painted"),
-                "film": ("director", "directed")}
+_ROLE_PRIORITY = (
+    "directed",
+    "written",
+    "composed",
+    "created",
+    "founded",
+    "established",
+    "developed",
+    "designed",
+    "painted",
+    "invented",
+    "produced",
+    "published",
+    "illustrated",
+    "edited",
+    "built",
+    "constructed",
+    "manufactured",
+    "owned",
+    "operated",
+    "run",
+    "sponsored",
+    "performed",
+    "sung",
+    "recorded",
+    "narrated",
+    "hosted",
+    "presented",
+    "led",
+    "coached",
+    "managed",
+    "distributed",
+)
+_WORK_AUTHOR = {
+    "novel": ("author", "wrote"),
+    "book": ("author", "wrote"),
+    "play": ("playwright", "wrote"),
+    "poem": ("poet", "wrote"),
+    "story": ("author", "wrote"),
+    "memoir": ("author", "wrote"),
+    "album": ("artist", "recorded"),
+    "song": ("artist", "recorded"),
+    "single": ("artist", "recorded"),
+    "ep": ("artist", "recorded"),
+    "opera": ("composer", "composed"),
+    "symphony": ("composer", "composed"),
+    "painting": ("painter", "painted"),
+    "film": ("director", "directed"),
+}
 
 
 @dataclass(frozen=True)
@@ -322,9 +436,18 @@ def read_subject(title: str, text: str) -> Subject:
         if died:
             facts += [f for f in (_date_fact("died", died.group("d")),) if f]
     nat, rest = _strip_nationality(desc.split()) if desc else (None, [])
-    person = bool(life or born) or tnoun in PERSON_NOUNS or bool(
-        nat and tnoun and _AGENT.search(tnoun) and tnoun not in _NOT_AGENT and tnoun not in WORK_VERBS
-        and tnoun not in PLACE_NOUNS)
+    person = (
+        bool(life or born)
+        or tnoun in PERSON_NOUNS
+        or bool(
+            nat
+            and tnoun
+            and _AGENT.search(tnoun)
+            and tnoun not in _NOT_AGENT
+            and tnoun not in WORK_VERBS
+            and tnoun not in PLACE_NOUNS
+        )
+    )
     for kind, rx in (("birthplace", _BIRTHPLACE), ("deathplace", _DEATHPLACE)):
         m = rx.search(lead)
         if m and person:
@@ -362,71 +485,161 @@ def read_subject(title: str, text: str) -> Subject:
 # -- the bridge's cue: how A relates to the B it mentions ---------------------------------------------------
 
 _VERBS_BY = "|".join(_VERB_ROLE)
-_CUE_BY = re.compile(rf"\b(?P<v>(?:co-)?(?:{_VERBS_BY})(?:(?:\s*,\s*|\s+and\s+|\s*,\s*and\s+)(?:co-)?(?:{_VERBS_BY}))*)"
-                     rf"\s+(?:solely\s+|jointly\s+)?by\s+(?:the\s+)?(?:(?:{_DEMONYM}-?|[a-z][\w\-]*)\s+){{0,3}}$")
-_CUE_WORK_BY = re.compile(rf"\b(?P<w>{'|'.join(_WORK_AUTHOR)})\s+(?:(?!based\b|adapted\b)[\w\-]+\s+){{0,4}}?by\s+"
-                          rf"(?:(?:{_DEMONYM}-?|[a-z][\w\-]*)\s+){{0,3}}$", re.I)
+_CUE_BY = re.compile(
+    rf"\b(?P<v>(?:co-)?(?:{_VERBS_BY})(?:(?:\s*,\s*|\s+and\s+|\s*,\s*and\s+)(?:co-)?(?:{_VERBS_BY}))*)"
+    rf"\s+(?:solely\s+|jointly\s+)?by\s+(?:the\s+)?(?:(?:{_DEMONYM}-?|[a-z][\w\-]*)\s+){{0,3}}$"
+)
+_CUE_WORK_BY = re.compile(
+    rf"\b(?P<w>{'|'.join(_WORK_AUTHOR)})\s+(?:(?!based\b|adapted\b)[\w\-]+\s+){{0,4}}?by\s+"
+    rf"(?:(?:{_DEMONYM}-?|[a-z][\w\-]*)\s+){{0,3}}$",
+    re.I,
+)
 _CUES: tuple[tuple[str, re.Pattern[str], str, str], ...] = tuple(
-    (kind, re.compile(rx + r"$"), noun, clause) for kind, rx, noun, clause in (
-        ("birthplace", r"\bborn\s+(?:on\s+[^.;()]{3,25}?\s+)?(?:in|at)\s+(?:the\s+)?",
-         "the birthplace of {a}", "the {btype} where {a} was born"),
-        ("deathplace", r"\bdied\s+(?:on\s+[^.;()]{3,25}?\s+)?(?:in|at)\s+(?:the\s+)?",
-         "the place of death of {a}", "the {btype} where {a} died"),
-        ("located", r"\b(?:located|situated|lies|sited)\s+(?:[a-z]+\s+){0,2}?(?:in|at|on|near)\s+(?:the\s+)?",
-         "", "the {btype} where {a} is located"),
+    (kind, re.compile(rx + r"$"), noun, clause)
+    for kind, rx, noun, clause in (
+        (
+            "birthplace",
+            r"\bborn\s+(?:on\s+[^.;()]{3,25}?\s+)?(?:in|at)\s+(?:the\s+)?",
+            "the birthplace of {a}",
+            "the {btype} where {a} was born",
+        ),
+        (
+            "deathplace",
+            r"\bdied\s+(?:on\s+[^.;()]{3,25}?\s+)?(?:in|at)\s+(?:the\s+)?",
+            "the place of death of {a}",
+            "the {btype} where {a} died",
+        ),
+        (
+            "located",
+            r"\b(?:located|situated|lies|sited)\s+(?:[a-z]+\s+){0,2}?(?:in|at|on|near)\s+(?:the\s+)?",
+            "",
+            "the {btype} where {a} is located",
+        ),
         ("based", r"\b(?:based|headquartered)\s+(?:in|at)\s+(?:the\s+)?", "", "the {btype} where {a} is based"),
         ("capital", r"\bcapital\s+(?:city\s+)?of\s+(?:the\s+)?", "", "the {btype} whose capital is {a}"),
-        ("member", r"\b(?:a\s+)?(?:founding\s+)?member\s+of\s+(?:the\s+)?(?:(?:rock|pop|band|group)\s+)?",
-         "", "the {btype} that {a} was a member of"),
-        ("team", r"\b(?:played|plays|playing)\s+(?:\w+\s+){0,3}?for\s+(?:the\s+)?", "",
-         "the {btype} that {a} played for"),
-        ("school", r"\b(?:educated at|studied at|graduated from|attended|alumnus of|alumna of|graduate of)\s+"
-                   r"(?:the\s+)?", "", "the {btype} that {a} attended"),
-        ("source", r"\b(?:based on|adapted from|adaptation of)\s+(?:the\s+|an?\s+)?(?:\d{4}\s+)?"
-                   r"(?:(?:[a-z]+\s+){0,2}(?:novel|book|play|story|film|comic|musical|poem|series|game|memoir)\s+)?",
-         "", "the {btype} that {a} is based on"),
-        ("remake", r"\bremake\s+of\s+(?:the\s+)?(?:\d{4}\s+)?(?:[a-z]+\s+){0,2}?", "",
-         "the {btype} that {a} is a remake of"),
-        ("sequel", r"\bsequel\s+to\s+(?:the\s+)?(?:\d{4}\s+)?(?:[a-z]+\s+){0,2}?", "",
-         "the {btype} that {a} is a sequel to"),
+        (
+            "member",
+            r"\b(?:a\s+)?(?:founding\s+)?member\s+of\s+(?:the\s+)?(?:(?:rock|pop|band|group)\s+)?",
+            "",
+            "the {btype} that {a} was a member of",
+        ),
+        (
+            "team",
+            r"\b(?:played|plays|playing)\s+(?:\w+\s+){0,3}?for\s+(?:the\s+)?",
+            "",
+            "the {btype} that {a} played for",
+        ),
+        (
+            "school",
+            r"\b(?:educated at|studied at|graduated from|attended|alumnus of|alumna of|graduate of)\s+"
+            r"(?:the\s+)?",
+            "",
+            "the {btype} that {a} attended",
+        ),
+        (
+            "source",
+            r"\b(?:based on|adapted from|adaptation of)\s+(?:the\s+|an?\s+)?(?:\d{4}\s+)?"
+            r"(?:(?:[a-z]+\s+){0,2}(?:novel|book|play|story|film|comic|musical|poem|series|game|memoir)\s+)?",
+            "",
+            "the {btype} that {a} is based on",
+        ),
+        (
+            "remake",
+            r"\bremake\s+of\s+(?:the\s+)?(?:\d{4}\s+)?(?:[a-z]+\s+){0,2}?",
+            "",
+            "the {btype} that {a} is a remake of",
+        ),
+        (
+            "sequel",
+            r"\bsequel\s+to\s+(?:the\s+)?(?:\d{4}\s+)?(?:[a-z]+\s+){0,2}?",
+            "",
+            "the {btype} that {a} is a sequel to",
+        ),
         ("namesake", r"\bnamed\s+(?:after|for)\s+(?:the\s+)?", "", "the {btype} that {a} is named after"),
         ("part", r"\b(?:is|was)\s+(?:a\s+)?part\s+of\s+(?:the\s+)?", "", "the {btype} that {a} is part of"),
         ("label", r"\bsigned\s+(?:to|with)\s+(?:the\s+)?", "", "the {btype} that {a} signed with"),
-        ("river", r"\b(?:tributary\s+of|flows\s+into|empties\s+into)\s+(?:the\s+)?", "",
-         "the {btype} that {a} flows into"),
+        (
+            "river",
+            r"\b(?:tributary\s+of|flows\s+into|empties\s+into)\s+(?:the\s+)?",
+            "",
+            "the {btype} that {a} flows into",
+        ),
         ("parent", r"\b(?:son|daughter|child)\s+of\s+(?:the\s+)?(?:[a-z]+\s+)?", "a parent of {a}", ""),
         ("father", r"\b(?:his|her|their)\s+father,?\s+(?:the\s+[a-z]+\s+)?", "the father of {a}", ""),
         ("mother", r"\b(?:his|her|their)\s+mother,?\s+(?:the\s+[a-z]+\s+)?", "the mother of {a}", ""),
-        ("spouse", r"\b(?:married(?:\s+to)?|wife\s+of|husband\s+of|(?:his|her)\s+(?:wife|husband),?)\s+"
-                   r"(?:the\s+[a-z]+\s+)?", "the spouse of {a}", ""),
-        ("star", rf"\b(?:starring|stars|starred|featuring|features)\s+(?:(?:{_DEMONYM}\s+)?(?:actor|actress|singer)\s+)?"
-                 , "the lead actor of {a}", "the {btype} who starred in {a}"),
-        ("band", r"\b(?:vocalist|singer|guitarist|drummer|bassist|keyboardist|frontman|rapper|leader)\s+(?:of|for|in)\s+"
-                 r"(?:the\s+)?(?:[\w\-]+\s+){0,4}?", "", "the {btype} that {a} performs with"),
-        ("headed", r"\b(?:chairman|chairwoman|chief executive officer|CEO|president|head|director|chief)\s+(?:of|at)\s+"
-                   r"(?:the\s+)?", "", "the {btype} that {a} headed"),
+        (
+            "spouse",
+            r"\b(?:married(?:\s+to)?|wife\s+of|husband\s+of|(?:his|her)\s+(?:wife|husband),?)\s+"
+            r"(?:the\s+[a-z]+\s+)?",
+            "the spouse of {a}",
+            "",
+        ),
+        (
+            "star",
+            rf"\b(?:starring|stars|starred|featuring|features)\s+(?:(?:{_DEMONYM}\s+)?(?:actor|actress|singer)\s+)?",
+            "the lead actor of {a}",
+            "the {btype} who starred in {a}",
+        ),
+        (
+            "band",
+            r"\b(?:vocalist|singer|guitarist|drummer|bassist|keyboardist|frontman|rapper|leader)\s+(?:of|for|in)\s+"
+            r"(?:the\s+)?(?:[\w\-]+\s+){0,4}?",
+            "",
+            "the {btype} that {a} performs with",
+        ),
+        (
+            "headed",
+            r"\b(?:chairman|chairwoman|chief executive officer|CEO|president|head|director|chief)\s+(?:of|at)\s+"
+            r"(?:the\s+)?",
+            "",
+            "the {btype} that {a} headed",
+        ),
         ("founded_by_a", r"\b(?:founder|co-founder|creator)\s+of\s+(?:the\s+)?", "", "the {btype} that {a} founded"),
-        ("coached", r"\b(?:coach|coordinator|manager|captain)\s+(?:of|at|for)\s+(?:the\s+)?", "",
-         "the {btype} that {a} coached"),
-        ("about", r"\b(?:autobiography|biography|memoir|documentary|biopic)\s+(?:of|about|on)\s+(?:the\s+)?", "",
-         "the {btype} that {a} is about"),
-        ("appeared", r"\b(?:role|roles|appeared|appearance|appearances|starred|performance|performances)\s+in\s+"
-                     r"(?:[^.;]{0,40}?\b)?(?:film|films|series|movie|movies|play|musical|show)\s*,?\s*"
-                     r"(?:including\s+|such as\s+)?", "", "a {btype} in which {a} appeared"),
-        ("made", r"\b(?P<v>directed|wrote|produced|composed|founded|co-founded|created|designed|painted|recorded|"
-                 r"released|published)(?:\s*,?\s*(?:and\s+)?(?:directed|wrote|produced|composed|co-wrote))*\s+"
-                 r"(?:the\s+|an?\s+|his\s+|her\s+)?(?:[^.;]{0,40}?\b)?"
-                 r"(?:film|novel|album|song|single|book|play|opera|series|company|band|painting)\s*", "",
-         "a {btype} that {a} made"),
+        (
+            "coached",
+            r"\b(?:coach|coordinator|manager|captain)\s+(?:of|at|for)\s+(?:the\s+)?",
+            "",
+            "the {btype} that {a} coached",
+        ),
+        (
+            "about",
+            r"\b(?:autobiography|biography|memoir|documentary|biopic)\s+(?:of|about|on)\s+(?:the\s+)?",
+            "",
+            "the {btype} that {a} is about",
+        ),
+        (
+            "appeared",
+            r"\b(?:role|roles|appeared|appearance|appearances|starred|performance|performances)\s+in\s+"
+            r"(?:[^.;]{0,40}?\b)?(?:film|films|series|movie|movies|play|musical|show)\s*,?\s*"
+            r"(?:including\s+|such as\s+)?",
+            "",
+            "a {btype} in which {a} appeared",
+        ),
+        (
+            "made",
+            r"\b(?P<v>directed|wrote|produced|composed|founded|co-founded|created|designed|painted|recorded|"
+            r"released|published)(?:\s*,?\s*(?:and\s+)?(?:directed|wrote|produced|composed|co-wrote))*\s+"
+            r"(?:the\s+|an?\s+|his\s+|her\s+)?(?:[^.;]{0,40}?\b)?"
+            r"(?:film|novel|album|song|single|book|play|opera|series|company|band|painting)\s*",
+            "",
+            "a {btype} that {a} made",
+        ),
         ("consists", r"\b(?:consists|consisted|composed|comprised)\s+of\s+", "a member of {a}", ""),
-        ("kin", r"\b(?:his|her|their)\s+(?:(?:eldest|elder|younger|youngest|only|first|second|third)\s+)?"
-                r"(?:son|daughter|brother|sister|grandson|granddaughter|nephew|niece|cousin),?\s+(?:the\s+[a-z]+\s+)?",
-         "a relative of {a}", ""),
+        (
+            "kin",
+            r"\b(?:his|her|their)\s+(?:(?:eldest|elder|younger|youngest|only|first|second|third)\s+)?"
+            r"(?:son|daughter|brother|sister|grandson|granddaughter|nephew|niece|cousin),?\s+(?:the\s+[a-z]+\s+)?",
+            "a relative of {a}",
+            "",
+        ),
         ("child", r"\b(?:father|mother|parent)\s+of\s+(?:the\s+[a-z]+\s+)?", "a child of {a}", ""),
-    ))
+    )
+)
 _LIST_TAIL = re.compile(rf"(?:{NAME}\s*,\s*)*{NAME}\s*,?\s+(?:and|&)\s+$")
-_AFTER = re.compile(r"^\s*(?:\([^()]*\)\s*)?(?:was|were)\s+(?P<v>filmed|shot|recorded|held|founded|born|built|"
-                    r"established|set|formed)\s+(?:in|at|on)\b")
+_AFTER = re.compile(
+    r"^\s*(?:\([^()]*\)\s*)?(?:was|were)\s+(?P<v>filmed|shot|recorded|held|founded|born|built|"
+    r"established|set|formed)\s+(?:in|at|on)\b"
+)
 _PLACE_DESC = re.compile(r"\b(?:is|was)\s+an?\s+[^.;()]{0,60}?\b(?:in|of)\s+(?:the\s+)?$")
 
 
@@ -443,7 +656,7 @@ def find_role(text: str, start: int, end: int, a: Subject | None) -> Role | None
     before = before + " " if before else before
     listed = _LIST_TAIL.search(before)
     if listed:  # "directed by X and ___": one of several, so "a director", not "the director"
-        before = before[:listed.start()]
+        before = before[: listed.start()]
     m = _CUE_BY.search(before)
     if m:
         verbs = re.findall(r"[a-z]+", m.group("v").replace("co-", ""))
@@ -465,7 +678,7 @@ def find_role(text: str, start: int, end: int, a: Subject | None) -> Role | None
             return Role(kind, noun, clause.replace("the {btype}", "a {btype}") if listed else clause)
     if a is not None and a.type_noun in PLACE_NOUNS and _PLACE_DESC.search(before) and sentence_start == 0:
         return Role("located", "", "the {btype} where {a} is located")
-    after = _AFTER.match(text[end:end + 60])
+    after = _AFTER.match(text[end : end + 60])
     if after:
         v = after.group("v")
         return Role(f"{v}_in", "", f"the {{btype}} that was {v} in {{a}}" if v != "born" else "")
@@ -475,12 +688,14 @@ def find_role(text: str, start: int, end: int, a: Subject | None) -> Role | None
 # -- how much a question quotes --------------------------------------------------------------------------
 
 _TOKEN = re.compile(r"[\wÀ-ÿ]+(?:['’][\w]+)?")
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a an the of in on at to for from by with and or but nor is was are were be been being as that which who whom
 whose what when where why how this these those it its his her their he she they them there than then so not no
 do does did has have had into onto over under about after before during between both either neither same also
 one first which s
-""".split())
+""".split()
+)
 
 
 def _tokens(text: str) -> list[str]:
@@ -499,8 +714,10 @@ def quoted_content_words(question: str, passages: list[str]) -> int:
         2
     """
     q = _tokens(question)
-    weight = [0 if (i > 0 and (w[0].isupper() or w[0].isdigit())) or w.lower() in STOPWORDS or w[0].isdigit()
-              else 1 for i, w in enumerate(q)]
+    weight = [
+        0 if (i > 0 and (w[0].isupper() or w[0].isdigit())) or w.lower() in STOPWORDS or w[0].isdigit() else 1
+        for i, w in enumerate(q)
+    ]
     ql = [w.lower() for w in q]
     best = 0
     for text in passages:
@@ -519,6 +736,23 @@ def quoted_content_words(question: str, passages: list[str]) -> int:
     return best
 
 
-__all__ = ["DEMONYMS", "Fact", "NAME", "PERSON_NOUNS", "PLACE", "PLACE_NOUNS", "Role", "STOPWORDS", "Subject",
-           "WORK_VERBS", "clean_title", "find_role", "first_description", "first_sentence", "lead_sentences",
-           "quoted_content_words", "read_subject", "type_noun"]
+__all__ = [
+    "DEMONYMS",
+    "Fact",
+    "NAME",
+    "PERSON_NOUNS",
+    "PLACE",
+    "PLACE_NOUNS",
+    "Role",
+    "STOPWORDS",
+    "Subject",
+    "WORK_VERBS",
+    "clean_title",
+    "find_role",
+    "first_description",
+    "first_sentence",
+    "lead_sentences",
+    "quoted_content_words",
+    "read_subject",
+    "type_noun",
+]

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class Link:
     """A bridge chunk whose text mentions the subject (title) of a target chunk.
@@ -88,24 +89,54 @@ _GENERIC = ("the {btype} associated with {a}", "the {btype} connected to {a}", "
 _COMPARE_TEMPLATES: dict[str, tuple[str, ...]] = {
     "born": ("Who was born first, {x} or {y}?", "Which of {x} and {y} was born earlier?", "Who is older, {x} or {y}?"),
     "died": ("Who died first, {x} or {y}?", "Which of {x} and {y} died earlier?"),
-    "year": ("Which {type} was {verb} first, {x} or {y}?", "Which of {x} and {y} was {verb} earlier?",
-             "Which came out first, {x} or {y}?"),
-    "founded": ("Which was {verb} first, {x} or {y}?", "Which of {x} and {y} was {verb} earlier?",
-                "Which {type} is older, {x} or {y}?"),
-    "nationality": ("Are {x} and {y} of the same nationality?", "Do {x} and {y} have the same nationality?",
-                    "Were {x} and {y} from the same country?"),
+    "year": (
+        "Which {type} was {verb} first, {x} or {y}?",
+        "Which of {x} and {y} was {verb} earlier?",
+        "Which came out first, {x} or {y}?",
+    ),
+    "founded": (
+        "Which was {verb} first, {x} or {y}?",
+        "Which of {x} and {y} was {verb} earlier?",
+        "Which {type} is older, {x} or {y}?",
+    ),
+    "nationality": (
+        "Are {x} and {y} of the same nationality?",
+        "Do {x} and {y} have the same nationality?",
+        "Were {x} and {y} from the same country?",
+    ),
 }
 COMPARABLE = ("born", "died", "year", "founded", "nationality")
 # Cues whose subject is a person, so two of them compare on born / died / nationality.
-BRIDGE_COMPARE_ROLES = ("directed", "written", "composed", "produced", "founded", "created", "designed", "painted",
-                        "author", "playwright", "artist", "composer", "father", "mother", "spouse")
+BRIDGE_COMPARE_ROLES = (
+    "directed",
+    "written",
+    "composed",
+    "produced",
+    "founded",
+    "created",
+    "designed",
+    "painted",
+    "author",
+    "playwright",
+    "artist",
+    "composer",
+    "father",
+    "mother",
+    "spouse",
+)
 _BRIDGE_COMPARE_TEMPLATES: dict[str, tuple[str, ...]] = {
-    "born": ("Which {type} has the {role} who was born first, {x} or {y}?",
-             "Which {type} has the older {role}, {x} or {y}?"),
-    "died": ("Which {type} has the {role} who died first, {x} or {y}?",
-             "Which {type}'s {role} died earlier, {x} or {y}?"),
-    "nationality": ("Are the {role}s of {x} and {y} from the same country?",
-                    "Do the {role}s of {x} and {y} have the same nationality?"),
+    "born": (
+        "Which {type} has the {role} who was born first, {x} or {y}?",
+        "Which {type} has the older {role}, {x} or {y}?",
+    ),
+    "died": (
+        "Which {type} has the {role} who died first, {x} or {y}?",
+        "Which {type}'s {role} died earlier, {x} or {y}?",
+    ),
+    "nationality": (
+        "Are the {role}s of {x} and {y} from the same country?",
+        "Do the {role}s of {x} and {y} have the same nationality?",
+    ),
 }
 
 
@@ -114,8 +145,9 @@ def _article(phrase: str) -> str:
     return re.sub(r"\ba (?=[aeiouAEIOU])", "an ", phrase)
 
 
-def _verdicts(sx: Subject, sy: Subject, kinds: tuple[str, ...], rng: random.Random,
-              names: tuple[str, str] | None = None) -> list[tuple[str, Fact, Fact, str, list[str]]]:
+def _verdicts(
+    sx: Subject, sy: Subject, kinds: tuple[str, ...], rng: random.Random, names: tuple[str, str] | None = None
+) -> list[tuple[str, Fact, Fact, str, list[str]]]:
     """For each kind both subjects state, comparably: (kind, x's fact, y's fact, the answer, the two names in
     question order). The answer is "yes" / "no" (same nationality) or the name of the earlier one;
     ``names`` default to the subjects' own (a bridge comparison names the bridges instead)."""
@@ -246,9 +278,12 @@ class TemplateWriter:
             return []
         rng = self._rng(link.bridge.chunk_id, other.bridge.chunk_id, "bridge-compare")
         out: list[Draft] = []
-        for kind, f1, f2, verdict, names in _verdicts(b1, b2, tuple(_BRIDGE_COMPARE_TEMPLATES), rng, (a1.name, a2.name)):
-            q = rng.choice(_BRIDGE_COMPARE_TEMPLATES[kind]).format(type=a1.type_noun, role=m.group(1),
-                                                                  x=names[0], y=names[1])
+        for kind, f1, f2, verdict, names in _verdicts(
+            b1, b2, tuple(_BRIDGE_COMPARE_TEMPLATES), rng, (a1.name, a2.name)
+        ):
+            q = rng.choice(_BRIDGE_COMPARE_TEMPLATES[kind]).format(
+                type=a1.type_noun, role=m.group(1), x=names[0], y=names[1]
+            )
             out.append(Draft(q, (verdict,), f"bridge_comparison:{kind}", evidence=(f1.answers[-1], f2.answers[-1])))
         return out
 
@@ -274,7 +309,7 @@ def _parse_json_object(text: str) -> dict[str, Any] | None:
     if start < 0 or end <= start:
         return None
     try:
-        obj = json.loads(text[start:end + 1])
+        obj = json.loads(text[start : end + 1])
     except json.JSONDecodeError:
         return None
     return obj if isinstance(obj, dict) else None
@@ -290,12 +325,18 @@ class LLMWriter:
         self.temperature = temperature
 
     def write(self, link: Link) -> Draft | None:
-        user = (f"Passage 1 (title: {link.bridge.title}):\n{link.bridge.text}\n\n"
-                f"Passage 2 (title: {link.target.title}):\n{link.target.text}\n\n"
-                f"Passage 1 mentions \"{link.mention}\", the subject of passage 2.")
+        user = (
+            f"Passage 1 (title: {link.bridge.title}):\n{link.bridge.text}\n\n"
+            f"Passage 2 (title: {link.target.title}):\n{link.target.text}\n\n"
+            f'Passage 1 mentions "{link.mention}", the subject of passage 2.'
+        )
         try:
-            result = self.backend.chat([{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}],
-                                       None, max_tokens=self.max_tokens, temperature=self.temperature)
+            result = self.backend.chat(
+                [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}],
+                None,
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+            )
         except Exception as exc:  # a backend failure skips this link; synthesis goes on  # noqa: BLE001
             logger.warning("Question writer failed on %s -> %s: %s", link.bridge.chunk_id, link.target.chunk_id, exc)
             return None
@@ -315,8 +356,10 @@ class LLMWriter:
         """Reader check: does the model answer ``question`` correctly from ``chunk`` alone?"""
         from sieve.train.rewards.metrics import contains_answer
 
-        msg = (f"Passage (title: {chunk.title}):\n{chunk.text}\n\nQuestion: {question}\n"
-               "Answer with a short span only, or 'unknown' if the passage is not enough.")
+        msg = (
+            f"Passage (title: {chunk.title}):\n{chunk.text}\n\nQuestion: {question}\n"
+            "Answer with a short span only, or 'unknown' if the passage is not enough."
+        )
         try:
             result = self.backend.chat([{"role": "user", "content": msg}], None, max_tokens=32, temperature=0.0)
         except Exception:  # noqa: BLE001 - treat as "cannot tell": the check then does not reject

@@ -66,7 +66,8 @@ _WEAK = STOPWORDS | frozenset(
     "based following used use uses using within without upon whether through across along around because "
     "since unless until while although though however therefore instead rather either neither single whole "
     "several various certain default usually simply simpler first second third last next once twice another "
-    "others there where able unable need needs needed want wants wanted sure true false".split())
+    "others there where able unable need needs needed want wants wanted sure true false".split()
+)
 # A one-word keyphrase should name a thing: adverbs and most participles do not ("quickly", "considering").
 _NOT_A_NAME = re.compile(r"(?:ly|ing|ed)$")
 # In a small corpus a word may sit in this many chunks and still be a keyphrase's (5% of 40 chunks is 2).
@@ -78,17 +79,29 @@ class HardConfig:
     n: int = field(default=300, metadata={"help": "Verified tasks wanted in the output file."})
     seed: int = field(default=0, metadata={"help": "Seed of the chunk order (same seed, same tasks)."})
     kinds: tuple[str, ...] = field(default=KINDS, metadata={"help": "Task kinds to write, tried in turn."})
-    min_df: int = field(default=2, metadata={
-        "help": "A keyphrase's words must occur together in at least this many chunks (a unique phrase is a lexical give-away)."})
-    max_share: float = field(default=0.02, metadata={
-        "help": "... and in at most this share of the chunks (else the phrase says nothing)."})
-    max_word_share: float = field(default=0.05, metadata={
-        "help": "Each word of a keyphrase occurs in at most this share of the chunks (no common words)."})
+    min_df: int = field(
+        default=2,
+        metadata={
+            "help": "A keyphrase's words must occur together in at least this many chunks (a unique phrase is a lexical give-away)."
+        },
+    )
+    max_share: float = field(
+        default=0.02, metadata={"help": "... and in at most this share of the chunks (else the phrase says nothing)."}
+    )
+    max_word_share: float = field(
+        default=0.05,
+        metadata={"help": "Each word of a keyphrase occurs in at most this share of the chunks (no common words)."},
+    )
     max_phrase_words: int = field(default=3, metadata={"help": "Longest keyphrase, in words."})
-    max_quoted_words: int = field(default=4, metadata={
-        "help": "Reject a question that copies more content words of a gold chunk in a row."})
-    find_depth: int = field(default=50, metadata={
-        "help": "Each gold chunk must rank within this depth of a hybrid search for the question or for one phrase."})
+    max_quoted_words: int = field(
+        default=4, metadata={"help": "Reject a question that copies more content words of a gold chunk in a row."}
+    )
+    find_depth: int = field(
+        default=50,
+        metadata={
+            "help": "Each gold chunk must rank within this depth of a hybrid search for the question or for one phrase."
+        },
+    )
     min_doc_chunks: int = field(default=3, metadata={"help": "span tasks: documents with at least this many chunks."})
     id_prefix: str = field(default="hard", metadata={"help": "Prefix of task ids."})
 
@@ -99,8 +112,10 @@ class HardConfig:
         if bad or not self.kinds:
             raise InvalidInput(f"Expected kinds among {KINDS}, got {self.kinds!r}")
         if self.min_df < 1 or not 0 < self.max_share <= 1 or self.max_phrase_words < 1 or self.find_depth < 1:
-            raise InvalidInput(f"Expected min_df >= 1, 0 < max_share <= 1, max_phrase_words >= 1, find_depth >= 1, got "
-                               f"{self.min_df}, {self.max_share}, {self.max_phrase_words}, {self.find_depth}")
+            raise InvalidInput(
+                f"Expected min_df >= 1, 0 < max_share <= 1, max_phrase_words >= 1, find_depth >= 1, got "
+                f"{self.min_df}, {self.max_share}, {self.max_phrase_words}, {self.find_depth}"
+            )
 
 
 @dataclass(frozen=True)
@@ -148,8 +163,12 @@ def keyphrases(text: str, bm25: SparseBM25 | SegmentedBM25, cfg: HardConfig) -> 
             i += 1
             continue
         j = i
-        while j < len(words) and j - i < cfg.max_phrase_words and content[j] \
-                and (j == i or _adjacent(text, words[j - 1], words[j])):
+        while (
+            j < len(words)
+            and j - i < cfg.max_phrase_words
+            and content[j]
+            and (j == i or _adjacent(text, words[j - 1], words[j]))
+        ):
             j += 1
         for end in range(j, i, -1):  # the longest run that passes, else shorter ones
             toks = tuple(dict.fromkeys(tokenize(" ".join(w for w, _ in words[i:end]))))
@@ -160,7 +179,7 @@ def keyphrases(text: str, bm25: SparseBM25 | SegmentedBM25, cfg: HardConfig) -> 
             df = len(bm25.ids_with_all(toks))
             if cfg.min_df <= df <= cap:
                 seen.add(toks)
-                out.append(Phrase(text[words[i][1]:words[end - 1][1] + len(words[end - 1][0])], toks, df))
+                out.append(Phrase(text[words[i][1] : words[end - 1][1] + len(words[end - 1][0])], toks, df))
                 break
         i = j if j > i else i + 1
     return sorted(out, key=lambda p: (p.df, -len(p.tokens), p.text))
@@ -169,13 +188,18 @@ def keyphrases(text: str, bm25: SparseBM25 | SegmentedBM25, cfg: HardConfig) -> 
 def _content(word: str, bm25: SparseBM25 | SegmentedBM25, max_df: float) -> bool:
     """A word a keyphrase may hold: not a stop or filler word, no contraction, in at most ``max_df`` chunks."""
     low = word.lower()
-    return (len(word) >= 3 and low not in _WEAK and not _CONTRACTION.search(word) and not low.isdigit()
-            and bm25.doc_share(low) * len(bm25) <= max_df)
+    return (
+        len(word) >= 3
+        and low not in _WEAK
+        and not _CONTRACTION.search(word)
+        and not low.isdigit()
+        and bm25.doc_share(low) * len(bm25) <= max_df
+    )
 
 
 def _adjacent(text: str, a: tuple[str, int], b: tuple[str, int]) -> bool:
     """Two words are one phrase only when nothing but spaces or a hyphen separates them (no comma, no stop)."""
-    gap = text[a[1] + len(a[0]):b[1]]
+    gap = text[a[1] + len(a[0]) : b[1]]
     return gap.strip(" -") == "" and "\n" not in gap
 
 
@@ -233,8 +257,9 @@ class _Writer:
     def _ranks(self, query: str) -> dict[str, int]:
         return {h.chunk_id: h.rank for h in self.index.search(query, k=self.cfg.find_depth, mode="hybrid")}
 
-    def _findable(self, question: str, context: str, gold: list[Chunk],
-                  phrases: list[Phrase]) -> dict[str, int | None] | None:
+    def _findable(
+        self, question: str, context: str, gold: list[Chunk], phrases: list[Phrase]
+    ) -> dict[str, int | None] | None:
         """Single-shot ranks of the gold chunks for the question, or None when some gold chunk is out of reach
         of both the question and every one-phrase search (no policy could be trained to find it)."""
         ranks = self._ranks(question)
@@ -255,8 +280,15 @@ class _Writer:
         ctx = tuple(tokenize(context))
         # With a context (speaker, title) one phrase must pin the chunk down; without, two together.
         options: list[tuple[Phrase, ...]] = [(p,) for p in ps] if ctx else list(_pairs(ps))
-        chosen = next((o for o in options if self.bm25.ids_with_all(
-            tuple(dict.fromkeys(t for p in o for t in (*p.tokens, *ctx)))) == [chunk.chunk_id]), None)
+        chosen = next(
+            (
+                o
+                for o in options
+                if self.bm25.ids_with_all(tuple(dict.fromkeys(t for p in o for t in (*p.tokens, *ctx))))
+                == [chunk.chunk_id]
+            ),
+            None,
+        )
         if chosen is None:
             return self._reject("single: no phrase that only this chunk holds")
         texts = [p.text for p in chosen]
@@ -284,8 +316,11 @@ class _Writer:
             return [i for i in self.bm25.ids_with_all(p.tokens) if i in in_doc] == [c.chunk_id]
 
         a = next((p for p in self.phrases(chunk) if only_here(p, chunk)), None)
-        b = next((p for p in self.phrases(nxt) if only_here(p, nxt) and not set(p.tokens) <= set(a.tokens)), None) \
-            if a else None
+        b = (
+            next((p for p in self.phrases(nxt) if only_here(p, nxt) and not set(p.tokens) <= set(a.tokens)), None)
+            if a
+            else None
+        )
         if a is None or b is None:
             return self._reject("span: no phrase of its own in each chunk")
         context, speaker = context_of(chunk)
@@ -308,10 +343,22 @@ class _Writer:
         other = self.by_id.get(other_id)
         if other is None or other.doc_id == chunk.doc_id:
             return self._reject("bridge: link within one document")
-        a = next((p for p in self.phrases(chunk) if not set(p.tokens) & set(link.tokens)
-                  and other_id not in self.bm25.ids_with_all(p.tokens)), None)
-        b = next((p for p in self.phrases(other) if not set(p.tokens) & set(link.tokens)
-                  and chunk.chunk_id not in self.bm25.ids_with_all(p.tokens)), None)
+        a = next(
+            (
+                p
+                for p in self.phrases(chunk)
+                if not set(p.tokens) & set(link.tokens) and other_id not in self.bm25.ids_with_all(p.tokens)
+            ),
+            None,
+        )
+        b = next(
+            (
+                p
+                for p in self.phrases(other)
+                if not set(p.tokens) & set(link.tokens) and chunk.chunk_id not in self.bm25.ids_with_all(p.tokens)
+            ),
+            None,
+        )
         if a is None or b is None:
             return self._reject("bridge: no phrase of its own in each chunk")
         question = question_for("bridge", "", [a.text, b.text])
@@ -323,8 +370,16 @@ class _Writer:
             return self._reject("bridge: unfindable")
         return self._task("bridge", question, gold, ranks, [a.text, b.text], "", answers=[link.text])
 
-    def _task(self, kind: str, question: str, gold: list[Chunk], ranks: dict[str, int | None], phrases: list[str],
-              context: str, answers: list[str] | None = None) -> dict[str, Any]:
+    def _task(
+        self,
+        kind: str,
+        question: str,
+        gold: list[Chunk],
+        ranks: dict[str, int | None],
+        phrases: list[str],
+        context: str,
+        answers: list[str] | None = None,
+    ) -> dict[str, Any]:
         key = "|".join([kind, *(c.chunk_id for c in gold)])
         digest = hashlib.sha256(f"{key}|{question}".encode()).hexdigest()[:12]
         row: dict[str, Any] = {
@@ -332,10 +387,18 @@ class _Writer:
             "question": question,
             "answers": answers or [],
             "gold_ids": list(dict.fromkeys(c.doc_id for c in gold)),
-            "meta": {"gold_chunk_ids": [c.chunk_id for c in gold], "hops": len(gold), "generator": "hard",
-                     "kind": kind, "phrases": phrases, "context": context, "seed": self.cfg.seed,
-                     # a bridge's answer is the phrase only its two chunks share (the link between them)
-                     "single_shot_rank": ranks, "source": "sieve train synth"},
+            "meta": {
+                "gold_chunk_ids": [c.chunk_id for c in gold],
+                "hops": len(gold),
+                "generator": "hard",
+                "kind": kind,
+                "phrases": phrases,
+                "context": context,
+                "seed": self.cfg.seed,
+                # a bridge's answer is the phrase only its two chunks share (the link between them)
+                "single_shot_rank": ranks,
+                "source": "sieve train synth",
+            },
         }
         if kind == "span":  # the evidence inside a long document: each gold chunk's characters
             row["gold_spans"] = [{"doc_id": c.doc_id, "start": c.char_start, "end": c.char_end} for c in gold]
@@ -345,7 +408,7 @@ class _Writer:
 def _pairs(ps: list[Phrase]) -> list[tuple[Phrase, Phrase]]:
     """Pairs of phrases with no word in common, most specific first (bounded: the first 8 phrases)."""
     head = ps[:8]
-    return [(a, b) for i, a in enumerate(head) for b in head[i + 1:] if not set(a.tokens) & set(b.tokens)]
+    return [(a, b) for i, a in enumerate(head) for b in head[i + 1 :] if not set(a.tokens) & set(b.tokens)]
 
 
 def load_chunks(index: CorpusIndex) -> list[Chunk]:
@@ -355,7 +418,7 @@ def load_chunks(index: CorpusIndex) -> list[Chunk]:
     ids = [f"{d}#{i}" for d, n in sorted(docs.items()) for i in range(n)]
     chunks: list[Chunk] = []
     for i in range(0, len(ids), 1000):
-        chunks.extend(index.get_chunks(ids[i:i + 1000]))
+        chunks.extend(index.get_chunks(ids[i : i + 1000]))
     return chunks
 
 
@@ -391,7 +454,7 @@ def synthesize_hard(index: CorpusIndex, out: str | Path, cfg: HardConfig, *, pro
             run.tried += 1
             # Each chunk is offered to the kinds starting from the one whose turn it is, so kinds alternate
             # where the corpus allows them all and fall back to what it allows.
-            for kind in kinds[turn % len(kinds):] + kinds[:turn % len(kinds)]:
+            for kind in kinds[turn % len(kinds) :] + kinds[: turn % len(kinds)]:
                 task = getattr(writer, f"try_{kind}")(chunk)
                 if task is None or task["id"] in existing or set(task["meta"]["gold_chunk_ids"]) & used:
                     continue
@@ -406,8 +469,12 @@ def synthesize_hard(index: CorpusIndex, out: str | Path, cfg: HardConfig, *, pro
     bar.close()
     run.seconds = time.perf_counter() - t0
     if len(run.tasks) < need:
-        logger.warning("Wrote %d of %d hard tasks: the corpus ran out of verifiable chunks (rejected: %s)",
-                       len(run.tasks), need, dict(run.rejected))
+        logger.warning(
+            "Wrote %d of %d hard tasks: the corpus ran out of verifiable chunks (rejected: %s)",
+            len(run.tasks),
+            need,
+            dict(run.rejected),
+        )
     return run
 
 
@@ -422,4 +489,14 @@ def _read_ids(path: Path) -> set[str]:
     return ids
 
 
-__all__ = ["HardConfig", "HardRun", "HardWriter", "KINDS", "Phrase", "context_of", "keyphrases", "question_for", "synthesize_hard"]
+__all__ = [
+    "HardConfig",
+    "HardRun",
+    "HardWriter",
+    "KINDS",
+    "Phrase",
+    "context_of",
+    "keyphrases",
+    "question_for",
+    "synthesize_hard",
+]

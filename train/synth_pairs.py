@@ -55,8 +55,9 @@ def _named(question: str, chunk: Chunk) -> bool:
     return any(contains_answer(question, [t]) for t in {chunk.title, clean_title(chunk.title or "")} if t)
 
 
-def verify_comparison(draft: Draft, link: Link, index: CorpusIndex, verify_k: int = 10,
-                      n_distractors: int = 10) -> tuple[str | None, dict[str, Any]]:
+def verify_comparison(
+    draft: Draft, link: Link, index: CorpusIndex, verify_k: int = 10, n_distractors: int = 10
+) -> tuple[str | None, dict[str, Any]]:
     """Each compared chunk states its own value and not the other's; the question names what it compares
     (a bridge comparison: the bridges, never the linked subjects) and states neither value."""
     if len(draft.evidence) != 2 or (link.via == "bridge_compare" and link.partner is None):
@@ -74,12 +75,13 @@ def verify_comparison(draft: Draft, link: Link, index: CorpusIndex, verify_k: in
     hits = index.search(draft.question, k=verify_k, mode="hybrid")
     ranks = {h.chunk_id: h.rank for h in hits}
     # A bridge_compare link always has its partner.
-    names = _names([link.bridge, link.target] if link.via == "compare"
-                   else [link.bridge, link.partner.bridge])  # type: ignore[union-attr]
+    names = _names([link.bridge, link.target] if link.via == "compare" else [link.bridge, link.partner.bridge])  # type: ignore[union-attr]
     gold_ids = {c.chunk_id for c in gold}
     distractors = [h.chunk_id for h in hits if h.chunk_id not in gold_ids and not contains_answer(h.chunk.text, names)]
-    return None, {"single_shot_rank": {c.chunk_id: ranks.get(c.chunk_id) for c in gold},
-                  "distractor_ids": list(dict.fromkeys(distractors))[:n_distractors]}
+    return None, {
+        "single_shot_rank": {c.chunk_id: ranks.get(c.chunk_id) for c in gold},
+        "distractor_ids": list(dict.fromkeys(distractors))[:n_distractors],
+    }
 
 
 def _comparison_bucket(writer: TemplateWriter, lead: Chunk) -> str | None:
@@ -100,8 +102,9 @@ class ComparisonPairs:
     """Partners for comparisons: lead chunks of the same bucket (BM25 neighbours first), and bridge links
     of the same cue from lead chunks of the same kind (for bridge comparisons)."""
 
-    def __init__(self, view: CorpusLike, writer: TemplateWriter, index: CorpusIndex | None, seed: int = 0,
-                 per_chunk: int = 3) -> None:
+    def __init__(
+        self, view: CorpusLike, writer: TemplateWriter, index: CorpusIndex | None, seed: int = 0, per_chunk: int = 3
+    ) -> None:
         self.view, self.index, self.seed, self.per_chunk = view, index, seed, per_chunk
         self.bucket: dict[str, str] = {}
         self.members: dict[str, list[str]] = {}
@@ -151,9 +154,14 @@ class ComparisonPairs:
             role = find_role(a.text, link.start, link.end, subject)
             if subject is None or role is None:
                 continue
-            same = [o for o in self.by_role.get((subject.type_noun or "", role.kind), [])
-                    if o.bridge.doc_id != a.doc_id and o.target.doc_id != link.target.doc_id
-                    and o.target.doc_id != a.doc_id and o.bridge.doc_id != link.target.doc_id]
+            same = [
+                o
+                for o in self.by_role.get((subject.type_noun or "", role.kind), [])
+                if o.bridge.doc_id != a.doc_id
+                and o.target.doc_id != link.target.doc_id
+                and o.target.doc_id != a.doc_id
+                and o.bridge.doc_id != link.target.doc_id
+            ]
             rng = random.Random(f"{self.seed}|{a.chunk_id}|bridge-partner")
             for other in rng.sample(same, min(self.per_chunk, len(same))):
                 out.append(Link(a, link.target, link.mention, link.start, link.end, "bridge_compare", partner=other))

@@ -24,23 +24,29 @@ from typing import Any
 
 from sieve.errors import InvalidInput
 
-RULE = ("better = on the deciding set (the --eval-tasks questions when given, else the held-apart synthesized "
-        "tasks) the retrained policy's mean recall@k beats the shipped one's by more than {margin:g} standard errors "
-        "of the paired per-task differences; or, recall not lower, its mean reward beats the shipped one's by more "
-        "than {margin:g} standard errors; and on no other set is its recall lower by more than that set's noise")
+RULE = (
+    "better = on the deciding set (the --eval-tasks questions when given, else the held-apart synthesized "
+    "tasks) the retrained policy's mean recall@k beats the shipped one's by more than {margin:g} standard errors "
+    "of the paired per-task differences; or, recall not lower, its mean reward beats the shipped one's by more "
+    "than {margin:g} standard errors; and on no other set is its recall lower by more than that set's noise"
+)
 
 
 @dataclass(frozen=True)
 class VerdictConfig:
     margin: float = field(default=2.0, metadata={"help": "Noise = this many standard errors of the paired mean."})
-    saturated: float = field(default=0.9, metadata={
-        "help": "Share of tasks the shipped policy fully solves above which the tasks are called saturated."})
+    saturated: float = field(
+        default=0.9,
+        metadata={"help": "Share of tasks the shipped policy fully solves above which the tasks are called saturated."},
+    )
     few_tasks: int = field(default=20, metadata={"help": "Below this many tasks a set's verdict is flagged as weak."})
 
     def __post_init__(self) -> None:
         if self.margin < 0 or not 0 < self.saturated <= 1 or self.few_tasks < 0:
-            raise InvalidInput(f"Expected margin >= 0, 0 < saturated <= 1, few_tasks >= 0, got {self.margin}, "
-                               f"{self.saturated}, {self.few_tasks}")
+            raise InvalidInput(
+                f"Expected margin >= 0, 0 < saturated <= 1, few_tasks >= 0, got {self.margin}, "
+                f"{self.saturated}, {self.few_tasks}"
+            )
 
 
 @dataclass(frozen=True)
@@ -55,8 +61,8 @@ class PairedDiff:
     @classmethod
     def of(cls, shipped: list[float], retrained: list[float], margin: float) -> PairedDiff:
         """Example:
-            >>> PairedDiff.of([0.5, 0.5, 0.5, 0.5], [1.0, 1.0, 1.0, 1.0], 2.0).noise
-            0.0
+        >>> PairedDiff.of([0.5, 0.5, 0.5, 0.5], [1.0, 1.0, 1.0, 1.0], 2.0).noise
+        0.0
         """
         if len(shipped) != len(retrained):
             raise InvalidInput(f"Expected paired scores, got {len(shipped)} shipped and {len(retrained)} retrained")
@@ -88,19 +94,28 @@ class SetComparison:
     solved_by_shipped: int
 
     @classmethod
-    def of(cls, name: str, shipped: list[dict[str, Any]], retrained: list[dict[str, Any]],
-           config: VerdictConfig) -> SetComparison:
+    def of(
+        cls, name: str, shipped: list[dict[str, Any]], retrained: list[dict[str, Any]], config: VerdictConfig
+    ) -> SetComparison:
         """From per-task rows (``id``, ``recall``, ``reward``, ``all_gold``), paired by task id."""
         by_id = {r["id"]: r for r in retrained}
         if {r["id"] for r in shipped} != set(by_id):
-            raise InvalidInput(f"Expected the same tasks for both policies on {name!r}, got "
-                               f"{len(shipped)} and {len(retrained)} different ones")
+            raise InvalidInput(
+                f"Expected the same tasks for both policies on {name!r}, got "
+                f"{len(shipped)} and {len(retrained)} different ones"
+            )
         pairs = [(s, by_id[s["id"]]) for s in shipped]
+
         def paired(key: str) -> PairedDiff:
             return PairedDiff.of([s[key] for s, _ in pairs], [r[key] for _, r in pairs], config.margin)
 
-        return cls(name=name, n=len(pairs), recall=paired("recall"), reward=paired("reward"),
-                   solved_by_shipped=sum(s["all_gold"] == 1.0 for s, _ in pairs))
+        return cls(
+            name=name,
+            n=len(pairs),
+            recall=paired("recall"),
+            reward=paired("reward"),
+            solved_by_shipped=sum(s["all_gold"] == 1.0 for s, _ in pairs),
+        )
 
 
 @dataclass(frozen=True)
@@ -115,6 +130,7 @@ class Verdict:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON (an unknown noise, from fewer than 2 tasks, is ``None``)."""
+
         def clean(x: Any) -> Any:
             if isinstance(x, dict):
                 return {k: clean(v) for k, v in x.items()}
@@ -126,8 +142,11 @@ class Verdict:
 
     def headline(self) -> str:
         """One line for the CLI and the report."""
-        what = "better than the shipped default: recommended" if self.better else \
-            "not better than the shipped default: the default stays"
+        what = (
+            "better than the shipped default: recommended"
+            if self.better
+            else "not better than the shipped default: the default stays"
+        )
         return f"Retrained policy {what}."
 
 
@@ -169,20 +188,25 @@ def decide(sets: list[SetComparison], deciding: str, config: VerdictConfig | Non
             reasons.append(f"recall@{k} on {d.name} is lower: {fmt_diff(d.recall)}")
         else:
             reasons.append(f"recall@{k} on {d.name} {fmt_diff(d.recall)}: not above the noise")
-            reasons.append(f"reward {fmt_diff(d.reward)}: " + ("not above the noise" if d.recall.diff >= 0 else
-                                                           "no tie-break, recall is lower"))
+            reasons.append(
+                f"reward {fmt_diff(d.reward)}: "
+                + ("not above the noise" if d.recall.diff >= 0 else "no tie-break, recall is lower")
+            )
     for other in sets:
         if other.name != deciding and other.recall.below_noise:
             better = False
             reasons.append(f"recall@{k} on {other.name} is lower: {fmt_diff(other.recall)}")
     for s in sets:
         if s.n and s.solved_by_shipped >= cfg.saturated * s.n:
-            reasons.append(f"tasks saturated: the shipped policy already solves {s.solved_by_shipped} of {s.n} "
-                           f"{s.name} (every gold chunk in its top {k})")
+            reasons.append(
+                f"tasks saturated: the shipped policy already solves {s.solved_by_shipped} of {s.n} "
+                f"{s.name} (every gold chunk in its top {k})"
+            )
         if s.n < cfg.few_tasks:
             reasons.append(f"only {s.n} task{'s' if s.n != 1 else ''} in {s.name}: a weak verdict")
-    return Verdict(better=better, deciding_set=deciding, rule=RULE.format(margin=cfg.margin), reasons=reasons,
-                   sets=list(sets))
+    return Verdict(
+        better=better, deciding_set=deciding, rule=RULE.format(margin=cfg.margin), reasons=reasons, sets=list(sets)
+    )
 
 
 __all__ = ["RULE", "PairedDiff", "SetComparison", "Verdict", "VerdictConfig", "decide", "fmt_diff"]

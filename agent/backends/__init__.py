@@ -6,5 +6,13 @@ from sieve.agent.backends.models import smollm2_path
 from sieve.agent.backends.openai import OpenAIBackend
 from sieve.agent.backends.parsing import parse_arguments, parse_tool_calls
 
-__all__ = ["ChatBackend", "ChatResult", "LocalBackend", "OpenAIBackend", "ParsedToolCall", "parse_arguments",
-           "parse_tool_calls", "smollm2_path"]
+__all__ = [
+    "ChatBackend",
+    "ChatResult",
+    "LocalBackend",
+    "OpenAIBackend",
+    "ParsedToolCall",
+    "parse_arguments",
+    "parse_tool_calls",
+    "smollm2_path",
+]

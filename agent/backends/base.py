@@ -50,8 +50,13 @@ class ChatBackend(Protocol):
     """
 
     def chat(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *, tool_choice: str = "auto",
-        max_tokens: int = 512, temperature: float = 0.0,
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        tool_choice: str = "auto",
+        max_tokens: int = 512,
+        temperature: float = 0.0,
     ) -> ChatResult: ...
 
 

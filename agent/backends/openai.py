@@ -50,9 +50,18 @@ class OpenAIBackend:
         >>> backend.chat([{"role": "user", "content": "hi"}], None).text  # doctest: +SKIP
     """
 
-    def __init__(self, base_url: str, model: str, api_key: str | None = None, *, timeout: float = 120.0,
-                 retries: int = 2, backoff_s: float = 0.5, extra_body: dict[str, Any] | None = None,
-                 client: Any | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        *,
+        timeout: float = 120.0,
+        retries: int = 2,
+        backoff_s: float = 0.5,
+        extra_body: dict[str, Any] | None = None,
+        client: Any | None = None,
+    ) -> None:
         import httpx
 
         if retries < 0:
@@ -64,19 +73,33 @@ class OpenAIBackend:
         self.backoff_s = backoff_s
         self.extra_body = dict(extra_body or {})
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = client or httpx.Client(timeout=timeout, headers=headers,
-                                              limits=httpx.Limits(max_keepalive_connections=0))
+        self._client = client or httpx.Client(
+            timeout=timeout, headers=headers, limits=httpx.Limits(max_keepalive_connections=0)
+        )
 
     def close(self) -> None:
         self._client.close()
 
-    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *, tool_choice: str = "auto",
-             max_tokens: int = 512, temperature: float = 0.0, cancel: CancelToken | None = None) -> ChatResult:
+    def chat(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        tool_choice: str = "auto",
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        cancel: CancelToken | None = None,
+    ) -> ChatResult:
         """One completion; raises :class:`Cancelled` when ``cancel`` fires before or during the call."""
         import httpx
 
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": max_tokens,
-                                "temperature": temperature, **self.extra_body}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            **self.extra_body,
+        }
         if tools:
             body["tools"] = tools
             body["tool_choice"] = tool_choice
@@ -150,17 +173,26 @@ class OpenAIBackend:
                 args: dict[str, Any] | None = raw_args
             else:
                 args = parse_arguments(str(raw_args or ""))
-            err = None if args is not None else f"Expected the arguments of {name} as a JSON object, got {str(raw_args)[:200]!r}"
-            calls.append(ParsedToolCall(name=name, arguments=args, call_id=str(tc.get("id") or ""), raw=str(raw_args),
-                                        error=err))
+            err = (
+                None
+                if args is not None
+                else f"Expected the arguments of {name} as a JSON object, got {str(raw_args)[:200]!r}"
+            )
+            calls.append(
+                ParsedToolCall(name=name, arguments=args, call_id=str(tc.get("id") or ""), raw=str(raw_args), error=err)
+            )
         text_out = text
         if not calls and text:
             calls, text_out = calls_in_text(text)
         usage = data.get("usage") or {}
-        return ChatResult(text=text_out, tool_calls=calls, prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                          completion_tokens=int(usage.get("completion_tokens") or 0),
-                          raw=text if not msg.get("tool_calls") else _render_raw(text, calls),
-                          finish_reason=str(choice.get("finish_reason") or ""))
+        return ChatResult(
+            text=text_out,
+            tool_calls=calls,
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            raw=text if not msg.get("tool_calls") else _render_raw(text, calls),
+            finish_reason=str(choice.get("finish_reason") or ""),
+        )
 
 
 __all__ = ["OpenAIBackend"]

@@ -66,14 +66,24 @@ def _with_args(name: str, args: Any, call_id: str, raw: str) -> ParsedToolCall:
     if isinstance(args, str):
         parsed = parse_arguments(args)
         if parsed is None:
-            return ParsedToolCall(name=name, arguments=None, call_id=call_id, raw=args,
-                                  error=f"Expected the arguments of {name} as a JSON object, got {args[:200]!r}")
+            return ParsedToolCall(
+                name=name,
+                arguments=None,
+                call_id=call_id,
+                raw=args,
+                error=f"Expected the arguments of {name} as a JSON object, got {args[:200]!r}",
+            )
         args = parsed
     if args is None:
         args = {}
     if not isinstance(args, dict):
-        return ParsedToolCall(name=name, arguments=None, call_id=call_id, raw=raw,
-                              error=f"Expected the arguments of {name} as a JSON object, got {type(args).__name__}")
+        return ParsedToolCall(
+            name=name,
+            arguments=None,
+            call_id=call_id,
+            raw=raw,
+            error=f"Expected the arguments of {name} as a JSON object, got {type(args).__name__}",
+        )
     return ParsedToolCall(name=name, arguments=args, call_id=call_id, raw=raw)
 
 
@@ -115,8 +125,14 @@ def _python_calls(text: str, known: Collection[str] | None) -> list[ParsedToolCa
                 args = {"_positional": [ast.literal_eval(a) for a in call.args]}
             out.append(ParsedToolCall(name=name, arguments=args, raw=m.group(0).strip()))
         except (ValueError, SyntaxError, TypeError):
-            out.append(ParsedToolCall(name=name, arguments=None, raw=m.group(0).strip(),
-                                      error=f"Expected JSON arguments for {name}, got {body[:200]!r}"))
+            out.append(
+                ParsedToolCall(
+                    name=name,
+                    arguments=None,
+                    raw=m.group(0).strip(),
+                    error=f"Expected JSON arguments for {name}, got {body[:200]!r}",
+                )
+            )
     return out
 
 
@@ -146,8 +162,14 @@ def parse_tool_calls(text: str, known_tools: Collection[str] | None = None) -> l
                 calls.extend(found)
             else:
                 name_m = re.search(r'"name"\s*:\s*"([^"]+)"', block)
-                calls.append(ParsedToolCall(name=name_m.group(1) if name_m else "", arguments=None, raw=block[:2000],
-                                            error=f"Expected a JSON tool call inside <tool_call>, got {block[:200]!r}"))
+                calls.append(
+                    ParsedToolCall(
+                        name=name_m.group(1) if name_m else "",
+                        arguments=None,
+                        raw=block[:2000],
+                        error=f"Expected a JSON tool call inside <tool_call>, got {block[:200]!r}",
+                    )
+                )
         return calls
     for block in _FENCE_RE.findall(text) or [text]:
         calls.extend(c for v, raw in _json_objects(block) for c in _from_value(v, raw))

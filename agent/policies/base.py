@@ -44,8 +44,10 @@ class Policy(Protocol):
 
 def render_calls(calls: list[ParsedToolCall]) -> str:
     """Tool calls as a model would write them, so no-LLM policies' traces read like LLM ones."""
-    return "\n".join(f"<tool_call>{json.dumps({'name': c.name, 'arguments': c.arguments}, ensure_ascii=False)}"
-                     "</tool_call>" for c in calls)
+    return "\n".join(
+        f"<tool_call>{json.dumps({'name': c.name, 'arguments': c.arguments}, ensure_ascii=False)}</tool_call>"
+        for c in calls
+    )
 
 
 __all__ = ["Policy", "PolicySession", "PolicyStep", "render_calls"]

@@ -18,12 +18,14 @@ _STRIP = "\"'“”‘’()[]{},.;:!?«»"
 _CONNECTORS = frozenset("of the de del della da di von van der den du la le y and & al bin el for in on".split())
 # Capitalised words that are not names on their own: function words at a sentence start, pronouns,
 # numerals, months and days. Only closed classes of English: no topic words of any data set.
-_STOP = frozenset("""a an the he she it its his her they their them this that these those there here in on at
+_STOP = frozenset(
+    """a an the he she it its his her they their them this that these those there here in on at
 for from by with of to as and or but if when where which who whom whose what why how was were is are be been
 after before during while since until also however although though both either neither each every all some
 many most more other such one two three first second third january february march april may june july august
 september october november december monday tuesday wednesday thursday friday saturday sunday i we you our
-""".split())
+""".split()
+)
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,7 @@ def searchable(mention: Mention, share: Callable[[str], float] | None) -> Mentio
 
 def _opens(text: str, start: int) -> bool:
     """Whether the word at ``start`` opens the text, a line, a sentence or a list item."""
-    before = text[max(0, start - 4):start].rstrip(" \t")
+    before = text[max(0, start - 4) : start].rstrip(" \t")
     return not before or before[-1] in "\n.!?:;*#>-|•"
 
 
@@ -101,7 +103,7 @@ _ABBREV = frozenset("st mr mrs ms dr jr sr mt ft co inc ltd vs".split())
 
 def _ends_name(word: str) -> bool:
     """Whether the punctuation after ``word`` closes a name (a period after an initial does not)."""
-    if word[-1:] in ",;:!?)\"”":
+    if word[-1:] in ',;:!?)"”':
         return True
     if word.endswith("."):
         core = word.rstrip(".").strip(_STRIP)
@@ -143,16 +145,19 @@ def mentions(text: str) -> list[Mention]:
             break
         span = [w for w, _ in words[i:j]]
         # Trim stop words at the edges ("The Beatles" keeps "The" only inside a longer name).
-        while span and span[0].strip(_STRIP).lower() in _STOP and len(span) > 1 and span[0].strip(_STRIP).lower() != "the":
+        while (
+            span and span[0].strip(_STRIP).lower() in _STOP and len(span) > 1 and span[0].strip(_STRIP).lower() != "the"
+        ):
             span = span[1:]
         name = re.sub(r"(?:'s|’s)?[,.;:!?]*$", "", " ".join(span))
         name = name.strip(_STRIP.replace(")", "")).strip()
         if name.endswith(")") and "(" not in name:
             name = name.rstrip(")")
         if name and not (len(span) == 1 and name.lower() in _STOP) and len(name) > 2:
-            ctx_words = [w for w, _ in words[max(0, i - 6):i]]
-            out.append(Mention(text=name, start=words[i][1], context=" ".join(ctx_words),
-                               initial=_opens(text, words[i][1])))
+            ctx_words = [w for w, _ in words[max(0, i - 6) : i]]
+            out.append(
+                Mention(text=name, start=words[i][1], context=" ".join(ctx_words), initial=_opens(text, words[i][1]))
+            )
         i = j
     return out
 
@@ -190,5 +195,14 @@ def words_match(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> f
     return inter / len(a) * min(1.0, (inter + 1) / len(b) + 0.5) if inter else 0.0
 
 
-__all__ = ["COMMON_SHARE", "INITIAL_SHARE", "MAX_NAME_WORDS", "Mention", "mentions", "name_match", "normalise", "searchable",
-           "words_match"]
+__all__ = [
+    "COMMON_SHARE",
+    "INITIAL_SHARE",
+    "MAX_NAME_WORDS",
+    "Mention",
+    "mentions",
+    "name_match",
+    "normalise",
+    "searchable",
+    "words_match",
+]

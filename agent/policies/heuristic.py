@@ -126,8 +126,10 @@ class _Session:
         ctx = episode.context
         qnorm = normalise(episode.question)
         q_words = {w[:5] for w in qnorm.split() if len(w) > 3}
-        ranked = sorted((e for e in ctx.active() if e.chunk_id not in state.seeded),
-                        key=lambda e: -state.scores.get(e.chunk_id, 0.0))[: knobs.seed_chunks]
+        ranked = sorted(
+            (e for e in ctx.active() if e.chunk_id not in state.seeded),
+            key=lambda e: -state.scores.get(e.chunk_id, 0.0),
+        )[: knobs.seed_chunks]
         cands: dict[str, tuple[float, _Query]] = {}
         for e in ranked:
             state.seeded.add(e.chunk_id)
@@ -198,8 +200,11 @@ class _Session:
         scores = self.state.scores
         keep = set(self._top(episode.config.k + max(4, episode.config.k // 2)))
         top = max(scores.values(), default=0.0)
-        return [e.handle for e in episode.context.active()
-                if e.chunk_id not in keep and scores.get(e.chunk_id, 0.0) < top - self.knobs.prune_below]
+        return [
+            e.handle
+            for e in episode.context.active()
+            if e.chunk_id not in keep and scores.get(e.chunk_id, 0.0) < top - self.knobs.prune_below
+        ]
 
     def _finish(self, episode: Episode, prune: list[str], *, converged: bool) -> PolicyStep:
         scores = self.state.scores
@@ -213,9 +218,14 @@ class _Session:
             calls.append(ParsedToolCall(name="prune", arguments={"ids": prune, "reason": "low relevance"}))
         calls.append(ParsedToolCall(name="finish", arguments={"ids": [e.handle for e in chosen]}))
         # The evidence scores go to the harness beside the call: they become Evidence.score.
-        return PolicyStep(tool_calls=calls, completion=render_calls(calls),
-                          meta={"stop_reason": "converged" if converged else None,
-                                "evidence_scores": {e.chunk_id: round(scores.get(e.chunk_id, 0.0), 6) for e in chosen}})
+        return PolicyStep(
+            tool_calls=calls,
+            completion=render_calls(calls),
+            meta={
+                "stop_reason": "converged" if converged else None,
+                "evidence_scores": {e.chunk_id: round(scores.get(e.chunk_id, 0.0), 6) for e in chosen},
+            },
+        )
 
 
 def score_features(f: Features, scores: dict[str, float], knobs: HeuristicConfig) -> float:
@@ -230,8 +240,10 @@ def score_features(f: Features, scores: dict[str, float], knobs: HeuristicConfig
     link = 0.0
     for b in f.bridges:
         if b.match >= knobs.min_match:
-            link = max(link, knobs.bridge_weight * scores.get(b.parent, 0.0) * b.match * b.prior
-                       / (1.0 + knobs.rank_decay * b.rank))
+            link = max(
+                link,
+                knobs.bridge_weight * scores.get(b.parent, 0.0) * b.match * b.prior / (1.0 + knobs.rank_decay * b.rank),
+            )
     for n in f.named:
         if n.match >= knobs.min_match:
             link = max(link, knobs.named_weight * n.match / (1.0 + knobs.rank_decay * n.rank))

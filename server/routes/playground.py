@@ -36,9 +36,16 @@ async def playground() -> FileResponse:
 @router.get("/playground/config", dependencies=[ReadAuth])
 async def playground_config(state: StateDep) -> dict[str, Any]:
     s = state.settings
-    return {"collection": s.collection, "policy": s.policy, "policies": s.available_policies(), "k": min(5, s.k),
-            "budget_tokens": s.budget_tokens, "max_budget_tokens": s.max_budget_tokens, "max_k": s.max_request_k,
-            "demo_question": DEMO_QUESTION}
+    return {
+        "collection": s.collection,
+        "policy": s.policy,
+        "policies": s.available_policies(),
+        "k": min(5, s.k),
+        "budget_tokens": s.budget_tokens,
+        "max_budget_tokens": s.max_budget_tokens,
+        "max_k": s.max_request_k,
+        "demo_question": DEMO_QUESTION,
+    }
 
 
 def install(app: FastAPI) -> None:

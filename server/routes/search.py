@@ -12,11 +12,23 @@ from sieve.retriever.base import validate_k, validate_query
 from sieve.server.convert import hit_out, search_r1_doc
 from sieve.server.deps import ReadAuth, StateDep, run_blocking
 from sieve.server.schemas import (
-    Problem, RetrieveRequest, RetrieveResponse, SearchR1Request, SearchR1Response, SearchR1Scored, UsageOut,
+    Problem,
+    RetrieveRequest,
+    RetrieveResponse,
+    SearchR1Request,
+    SearchR1Response,
+    SearchR1Scored,
+    UsageOut,
 )
 
-ERRORS: dict[int | str, dict[str, Any]] = {401: {"model": Problem}, 404: {"model": Problem}, 409: {"model": Problem}, 422: {"model": Problem},
-          503: {"model": Problem}, 504: {"model": Problem}}
+ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": Problem},
+    404: {"model": Problem},
+    409: {"model": Problem},
+    422: {"model": Problem},
+    503: {"model": Problem},
+    504: {"model": Problem},
+}
 
 router = APIRouter(tags=["retrieval"], dependencies=[ReadAuth], responses=ERRORS)
 
@@ -32,9 +44,13 @@ async def retrieve(body: RetrieveRequest, state: StateDep) -> RetrieveResponse:
         index = state.index(body.collection)
         hits = index.search(body.query, k, mode=body.mode, where=body.filters, exclude=set(body.exclude))
         state.metrics.queries.labels(mode=body.mode).inc()
-        return RetrieveResponse(query=body.query, collection=index.name, mode=body.mode,
-                                results=[hit_out(h) for h in hits],
-                                usage=UsageOut(ms=round((time.perf_counter() - t0) * 1000, 2)))
+        return RetrieveResponse(
+            query=body.query,
+            collection=index.name,
+            mode=body.mode,
+            results=[hit_out(h) for h in hits],
+            usage=UsageOut(ms=round((time.perf_counter() - t0) * 1000, 2)),
+        )
 
     return await run_blocking(work, timeout=s.request_timeout_s, slot=await state.retrievals.enter())
 
@@ -53,12 +69,18 @@ async def retrieve_search_r1(body: SearchR1Request, state: StateDep) -> SearchR1
     def work() -> SearchR1Response:
         index = state.index(body.collection)
         if index.count() == 0:
-            raise EmptyCorpus(f"Expected an indexed collection, got {index.name!r} with no chunks; POST documents first")
+            raise EmptyCorpus(
+                f"Expected an indexed collection, got {index.name!r} with no chunks; POST documents first"
+            )
         batches = index.batch_search(body.queries, k)
         state.metrics.queries.labels(mode="hybrid").inc(len(body.queries))
         if body.return_scores:
-            return SearchR1Response(result=[[SearchR1Scored(document=search_r1_doc(h.chunk), score=float(h.score))
-                                             for h in hits] for hits in batches])
+            return SearchR1Response(
+                result=[
+                    [SearchR1Scored(document=search_r1_doc(h.chunk), score=float(h.score)) for h in hits]
+                    for hits in batches
+                ]
+            )
         return SearchR1Response(result=[[search_r1_doc(h.chunk) for h in hits] for hits in batches])
 
     return await run_blocking(work, timeout=s.request_timeout_s, slot=await state.retrievals.enter())

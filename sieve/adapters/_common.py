@@ -16,18 +16,43 @@ RESULT_MODES: tuple[str, ...] = ("agent", "hybrid", "dense", "bm25")
 
 def _from_hit(h: Hit) -> Result:
     c = h.chunk
-    return Result(id=c.chunk_id, doc_id=c.doc_id, rank=h.rank, score=float(h.score), title=c.title, text=c.text,
-                  source=c.source, metadata=dict(c.metadata))
+    return Result(
+        id=c.chunk_id,
+        doc_id=c.doc_id,
+        rank=h.rank,
+        score=float(h.score),
+        title=c.title,
+        text=c.text,
+        source=c.source,
+        metadata=dict(c.metadata),
+    )
 
 
 def _from_evidence(e: Evidence) -> Result:
-    return Result(id=e.chunk_id, doc_id=e.doc_id, rank=e.rank, score=float(e.score), title=e.title, text=e.text,
-                  source=e.source, justification=e.justification, metadata=dict(e.metadata))
+    return Result(
+        id=e.chunk_id,
+        doc_id=e.doc_id,
+        rank=e.rank,
+        score=float(e.score),
+        title=e.title,
+        text=e.text,
+        source=e.source,
+        justification=e.justification,
+        metadata=dict(e.metadata),
+    )
 
 
-def fetch_results(source: Any, query: str, *, mode: str = "agent", collection: str | None = None, k: int = 10,
-                  budget_tokens: int | None = None, policy: str | None = None,
-                  filters: dict[str, Any] | None = None) -> list[Result]:
+def fetch_results(
+    source: Any,
+    query: str,
+    *,
+    mode: str = "agent",
+    collection: str | None = None,
+    k: int = 10,
+    budget_tokens: int | None = None,
+    policy: str | None = None,
+    filters: dict[str, Any] | None = None,
+) -> list[Result]:
     """Ranked results for ``query`` from a ``SieveClient`` (HTTP) or a ``sieve.Sieve`` (in-process).
 
     ``mode="agent"`` runs the search agent; the other modes are plain single-shot retrieval.
@@ -40,8 +65,9 @@ def fetch_results(source: Any, query: str, *, mode: str = "agent", collection: s
         raise InvalidInput(f"Expected mode in {RESULT_MODES}, got {mode!r}")
     if isinstance(source, SieveClient):
         if mode == "agent":
-            return source.search(query, collection=collection, k=k, budget_tokens=budget_tokens, policy=policy,
-                                 filters=filters).results
+            return source.search(
+                query, collection=collection, k=k, budget_tokens=budget_tokens, policy=policy, filters=filters
+            ).results
         return source.retrieve(query, collection=collection, k=k, mode=mode, filters=filters).results
     # In-process: a sieve.Sieve façade bound to its collection.
     if mode == "agent":
@@ -56,8 +82,16 @@ def fetch_results(source: Any, query: str, *, mode: str = "agent", collection: s
 
 def result_metadata(r: Result) -> dict[str, Any]:
     """Metadata every adapter attaches: ids, score, rank and provenance, then the chunk's own metadata."""
-    return {**r.metadata, "id": r.id, "doc_id": r.doc_id, "score": r.score, "rank": r.rank, "title": r.title,
-            "source": r.source, "justification": r.justification}
+    return {
+        **r.metadata,
+        "id": r.id,
+        "doc_id": r.doc_id,
+        "score": r.score,
+        "rank": r.rank,
+        "title": r.title,
+        "source": r.source,
+        "justification": r.justification,
+    }
 
 
 def make_source(base_url: str | None, api_key: str | None, client: Any, sieve: Any) -> Any:

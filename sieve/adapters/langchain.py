@@ -50,8 +50,16 @@ class SieveRetriever(BaseRetriever):
         self._source = make_source(self.base_url, self.api_key, self.client, self.sieve)
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        results = fetch_results(self._source, query, mode=self.mode, collection=self.collection, k=self.k,
-                                budget_tokens=self.budget_tokens, policy=self.policy, filters=self.filters)
+        results = fetch_results(
+            self._source,
+            query,
+            mode=self.mode,
+            collection=self.collection,
+            k=self.k,
+            budget_tokens=self.budget_tokens,
+            policy=self.policy,
+            filters=self.filters,
+        )
         return [Document(page_content=r.text, metadata=result_metadata(r), id=r.id) for r in results]
 
 

@@ -31,19 +31,38 @@ class SieveRetriever(BaseRetriever):
         mode: ``"agent"`` or a plain mode (``hybrid``, ``dense``, ``bm25``).
     """
 
-    def __init__(self, base_url: str | None = None, *, api_key: str | None = None, client: Any = None,
-                 sieve: Any = None, collection: str | None = None, k: int = 10, mode: str = "agent",
-                 budget_tokens: int | None = None, policy: str | None = None,
-                 filters: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        api_key: str | None = None,
+        client: Any = None,
+        sieve: Any = None,
+        collection: str | None = None,
+        k: int = 10,
+        mode: str = "agent",
+        budget_tokens: int | None = None,
+        policy: str | None = None,
+        filters: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self._source = make_source(base_url, api_key, client, sieve)
-        self._opts: dict[str, Any] = {"collection": collection, "k": k, "mode": mode, "budget_tokens": budget_tokens,
-                                      "policy": policy, "filters": filters}
+        self._opts: dict[str, Any] = {
+            "collection": collection,
+            "k": k,
+            "mode": mode,
+            "budget_tokens": budget_tokens,
+            "policy": policy,
+            "filters": filters,
+        }
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         results = fetch_results(self._source, query_bundle.query_str, **self._opts)
-        return [NodeWithScore(node=TextNode(id_=r.id, text=r.text, metadata=result_metadata(r)), score=r.score)
-                for r in results]
+        return [
+            NodeWithScore(node=TextNode(id_=r.id, text=r.text, metadata=result_metadata(r)), score=r.score)
+            for r in results
+        ]
 
 
 __all__ = ["SieveRetriever"]

@@ -11,7 +11,6 @@ from typing import Any
 from collections.abc import Callable
 
 
-
 from sieve.agent.backends.base import ChatResult, ParsedToolCall
 from sieve.errors import BackendError
 
@@ -41,8 +40,7 @@ class ScriptedBackend:
         self.requests: list[dict[str, Any]] = []
 
     def chat(self, messages, tools, *, tool_choice="auto", max_tokens=512, temperature=0.0) -> ChatResult:
-        self.requests.append({"messages": json.loads(json.dumps(messages)), "tools": tools,
-                              "temperature": temperature})
+        self.requests.append({"messages": json.loads(json.dumps(messages)), "tools": tools, "temperature": temperature})
         if not self.script:
             return turn(call("finish", ids=[]))
         item = self.script.pop(0)
@@ -67,5 +65,6 @@ class TimeoutBackend:
 
     def chat(self, messages, tools, **kw) -> ChatResult:
         raise BackendError("Expected a reply from http://fake within 0.1s, got a timeout after 3 attempts")
+
 
 __all__ = ["AlwaysSearch", "ScriptedBackend", "TimeoutBackend", "call", "text_turn", "turn"]

@@ -24,4 +24,3 @@ def run_script(sample_index):
         return trace, backend, events
 
     return _run
-

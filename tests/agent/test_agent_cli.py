@@ -14,10 +14,24 @@ from sieve.cli.main import app
 def test_search_json_trace_and_step_log(sample_index, session_data_dir, tmp_path):
     out = tmp_path / "traces.jsonl"
     runner = CliRunner()
-    res = runner.invoke(app, ["search", "Which city was the Spirit of St. Louis named after?", "-c", "sample",
-                              "--data-dir", str(session_data_dir), "-k", "4", "--json", "--trace", str(out)])
+    res = runner.invoke(
+        app,
+        [
+            "search",
+            "Which city was the Spirit of St. Louis named after?",
+            "-c",
+            "sample",
+            "--data-dir",
+            str(session_data_dir),
+            "-k",
+            "4",
+            "--json",
+            "--trace",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
-    body = json.loads(res.stdout[res.stdout.index("{"):])
+    body = json.loads(res.stdout[res.stdout.index("{") :])
     assert body["policy"] == DEFAULT_POLICY and len(body["results"]) == 4
     assert [r["rank"] for r in body["results"]] == [1, 2, 3, 4]
     assert "turn 1 > search(" in res.stderr and "done: " in res.stderr  # the step log went to stderr
@@ -37,24 +51,56 @@ def test_search_errors_are_one_line(session_data_dir, sample_index):
 def test_an_llm_policy_without_its_server_exits_non_zero(session_data_dir, sample_index, monkeypatch):
     monkeypatch.delenv("SIEVE_OPENAI_BASE_URL", raising=False)
     runner = CliRunner()
-    base = ["search", "Which city was the Spirit of St. Louis named after?", "-c", "sample",
-            "--data-dir", str(session_data_dir)]
+    base = [
+        "search",
+        "Which city was the Spirit of St. Louis named after?",
+        "-c",
+        "sample",
+        "--data-dir",
+        str(session_data_dir),
+    ]
     res = runner.invoke(app, [*base, "--policy", "openai"])
     assert res.exit_code != 0 and "Expected SIEVE_OPENAI_BASE_URL" in res.stderr
     # Configured but unreachable (nothing listens on port 9): a backend error, never the floor's results.
-    res = runner.invoke(app, [*base, "--policy", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
-                              "--json"])
+    res = runner.invoke(
+        app, [*base, "--policy", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--json"]
+    )
     assert res.exit_code != 0 and '"results"' not in res.stdout and "127.0.0.1:9" in res.stderr
 
 
 def test_search_table_shows_scores(session_data_dir, sample_index):
-    res = CliRunner().invoke(app, ["search", "Which city was the Spirit of St. Louis named after?", "-c", "sample",
-                                   "--data-dir", str(session_data_dir), "-k", "3", "-q"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "search",
+            "Which city was the Spirit of St. Louis named after?",
+            "-c",
+            "sample",
+            "--data-dir",
+            str(session_data_dir),
+            "-k",
+            "3",
+            "-q",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "score" in res.stdout and len(re.findall(r"\b0\.\d{4}\b", res.stdout)) >= 3
 
 
 def test_policy_path_without_the_learned_policy_is_an_error(session_data_dir, sample_index, tmp_path):
-    res = CliRunner().invoke(app, ["search", "q", "-c", "sample", "--data-dir", str(session_data_dir),
-                                   "--policy", "heuristic", "--policy-path", str(tmp_path)])
+    res = CliRunner().invoke(
+        app,
+        [
+            "search",
+            "q",
+            "-c",
+            "sample",
+            "--data-dir",
+            str(session_data_dir),
+            "--policy",
+            "heuristic",
+            "--policy-path",
+            str(tmp_path),
+        ],
+    )
     assert res.exit_code == 2 and "--policy-path only with the learned policy" in res.stderr

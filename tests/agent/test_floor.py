@@ -27,7 +27,9 @@ def _recall(doc_ids, task, k):
 
 def test_garbage_policy_keeps_hybrid_recall(sample_index, sample_tasks):
     k = 5
-    floored = SearchAgent(sample_index, make_policy("openai", AgentConfig(k=k), backend=GarbagePolicy()), AgentConfig(k=k))
+    floored = SearchAgent(
+        sample_index, make_policy("openai", AgentConfig(k=k), backend=GarbagePolicy()), AgentConfig(k=k)
+    )
     off_cfg = AgentConfig(k=k, floor=FloorConfig(enabled=False))
     raw = SearchAgent(sample_index, make_policy("openai", off_cfg, backend=GarbagePolicy()), off_cfg)
     sums = {"hybrid": 0.0, "floor": 0.0, "raw": 0.0}
@@ -54,8 +56,13 @@ def test_merge_keeps_hybrids_head_and_a_policy_only_find():
     assert [e.doc_id for e in fused] == ["a", "b", "x", "c", "d"]
     # Standing = agreement = 2/3 (full_agreement 1, power 1): x's place is 2 / (2/3) = 3, after hybrid's "c".
     linear = FloorConfig(full_agreement=1.0, agreement_power=1.0)
-    assert [e.doc_id for e in fuse_with_floor([ev("a"), ev("x"), ev("b")], hybrid, linear, 5)] == \
-        ["a", "b", "c", "x", "d"]
+    assert [e.doc_id for e in fuse_with_floor([ev("a"), ev("x"), ev("b")], hybrid, linear, 5)] == [
+        "a",
+        "b",
+        "c",
+        "x",
+        "d",
+    ]
     assert [e.rank for e in fused] == [1, 2, 3, 4, 5]
     # Whatever the policy ranks, at most half of any top k comes from outside hybrid's ranking; without
     # corroboration the top k keeps hybrid's top ceil(k / 2), with it (c) hybrid's top floor(k (1 - c) / 2).
@@ -63,18 +70,22 @@ def test_merge_keeps_hybrids_head_and_a_policy_only_find():
     hybrid_ids = {e.doc_id for e in hybrid}
     for corr in (0.0, 0.25, 0.5):
         for k in range(1, 12):
-            head = [e.doc_id for e in fuse_with_floor(policy, hybrid, FloorConfig(full_agreement=0.1,
-                                                                                  corroboration=corr), k)]
+            head = [
+                e.doc_id
+                for e in fuse_with_floor(policy, hybrid, FloorConfig(full_agreement=0.1, corroboration=corr), k)
+            ]
             assert len([d for d in head if d not in hybrid_ids]) <= k // 2
             protected = (k + 1) // 2 if corr == 0 else int(k * (1 - corr) / 2)
             assert {e.doc_id for e in hybrid[:protected]} <= set(head)
     # Half the agreement needed for full standing (power 1): one policy place is worth two of hybrid's;
     # with power 2 it is worth four, so x (place 8) falls out of the top 6.
-    half = fuse_with_floor([ev("a"), ev("x"), ev("y"), ev("z")], hybrid,
-                           FloorConfig(full_agreement=0.5, agreement_power=1.0), 6)
+    half = fuse_with_floor(
+        [ev("a"), ev("x"), ev("y"), ev("z")], hybrid, FloorConfig(full_agreement=0.5, agreement_power=1.0), 6
+    )
     assert [e.doc_id for e in half] == ["a", "b", "c", "d", "x", "e"]  # x: place 2 / 0.5 = 4, after d on the tie
-    squared = fuse_with_floor([ev("a"), ev("x"), ev("y"), ev("z")], hybrid,
-                              FloorConfig(full_agreement=0.5, agreement_power=2.0), 6)
+    squared = fuse_with_floor(
+        [ev("a"), ev("x"), ev("y"), ev("z")], hybrid, FloorConfig(full_agreement=0.5, agreement_power=2.0), 6
+    )
     assert [e.doc_id for e in squared] == list("abcdef")
     # A ranking sharing nothing with the question's: hybrid's, untouched.
     assert [e.doc_id for e in fuse_with_floor([ev("p"), ev("q")], hybrid, FloorConfig(), 5)] == list("abcde")
@@ -115,8 +126,11 @@ def test_scores_fall_with_rank_and_mean_something(sample_index):
 def test_a_policy_writing_no_tool_call_says_so_and_gets_the_floor(sample_index, caplog):
     question = "Which city was the Spirit of St. Louis named after?"
     config = AgentConfig(k=5)
-    agent = SearchAgent(sample_index, make_policy("openai", config, backend=ScriptedBackend(
-        [text_turn("It was named after Paris.")])), config)
+    agent = SearchAgent(
+        sample_index,
+        make_policy("openai", config, backend=ScriptedBackend([text_turn("It was named after Paris.")])),
+        config,
+    )
     with caplog.at_level("WARNING"):
         trace = agent.run(question)
     assert trace.stop_reason == "no_tool_call" and trace.answer is None  # no evidence, so no answer
@@ -124,4 +138,3 @@ def test_a_policy_writing_no_tool_call_says_so_and_gets_the_floor(sample_index, 
     assert "wrote no tool call" in caplog.text
     hybrid = [h.chunk_id for h in sample_index.search_documents(question, 5)]
     assert trace.meta["policy_returned"] == [] and trace.returned_chunk_ids == hybrid
-

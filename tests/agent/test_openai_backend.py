@@ -22,11 +22,18 @@ from sieve.errors import BackendError
 def completion(content=None, tool_calls=None, prompt_tokens=11, completion_tokens=7):
     msg = {"role": "assistant", "content": content}
     if tool_calls:
-        msg["tool_calls"] = [{"id": f"call_{i}", "type": "function",
-                              "function": {"name": n, "arguments": a if isinstance(a, str) else json.dumps(a)}}
-                             for i, (n, a) in enumerate(tool_calls)]
-    return {"choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if tool_calls else "stop"}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}}
+        msg["tool_calls"] = [
+            {
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {"name": n, "arguments": a if isinstance(a, str) else json.dumps(a)},
+            }
+            for i, (n, a) in enumerate(tool_calls)
+        ]
+    return {
+        "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
+    }
 
 
 class FakeOpenAI:

@@ -10,16 +10,23 @@ from sieve.agent.tool_specs import tool_specs, validate_arguments
 KNOWN = {"search", "grep", "read", "prune", "finish"}
 
 
-@pytest.mark.parametrize("text, name, args", [
-    ('<tool_call>{"name": "search", "arguments": {"query": "a b"}}</tool_call>', "search", {"query": "a b"}),
-    ('<tool_call>\n{"name": "grep", "arguments": "{\\"pattern\\": \\"abc\\"}"}\n</tool_call>', "grep", {"pattern": "abc"}),
-    ('Sure!\n```json\n{"name": "read", "parameters": {"id": "c3"}}\n```', "read", {"id": "c3"}),
-    ('{"type": "function", "function": {"name": "prune", "arguments": {"ids": ["c1"]}}}', "prune", {"ids": ["c1"]}),
-    ("I will call search(query='Lindbergh', k=3)\n", "search", {"query": "Lindbergh", "k": 3}),
-    ('[{"name": "finish", "arguments": {"ids": ["c2"]}}]', "finish", {"ids": ["c2"]}),
-    ("<tool_call>{'name': 'search', 'arguments': {'query': 'x'}}</tool_call>", "search", {"query": "x"}),
-    ("<tool_call>{name: search}</tool_call>", None, None),
-])
+@pytest.mark.parametrize(
+    "text, name, args",
+    [
+        ('<tool_call>{"name": "search", "arguments": {"query": "a b"}}</tool_call>', "search", {"query": "a b"}),
+        (
+            '<tool_call>\n{"name": "grep", "arguments": "{\\"pattern\\": \\"abc\\"}"}\n</tool_call>',
+            "grep",
+            {"pattern": "abc"},
+        ),
+        ('Sure!\n```json\n{"name": "read", "parameters": {"id": "c3"}}\n```', "read", {"id": "c3"}),
+        ('{"type": "function", "function": {"name": "prune", "arguments": {"ids": ["c1"]}}}', "prune", {"ids": ["c1"]}),
+        ("I will call search(query='Lindbergh', k=3)\n", "search", {"query": "Lindbergh", "k": 3}),
+        ('[{"name": "finish", "arguments": {"ids": ["c2"]}}]', "finish", {"ids": ["c2"]}),
+        ("<tool_call>{'name': 'search', 'arguments': {'query': 'x'}}</tool_call>", "search", {"query": "x"}),
+        ("<tool_call>{name: search}</tool_call>", None, None),
+    ],
+)
 def test_shapes(text, name, args):
     calls = parse_tool_calls(text, KNOWN)
     if name is None:  # unreadable inside tags: the model meant a call, so it is reported broken
@@ -30,8 +37,10 @@ def test_shapes(text, name, args):
 
 
 def test_multiple_calls_and_garbage():
-    text = ('<tool_call>{"name": "search", "arguments": {"query": "a"}}</tool_call>'
-            '<tool_call>{"name": "search", "arguments": {"query": "b"}}</tool_call>')
+    text = (
+        '<tool_call>{"name": "search", "arguments": {"query": "a"}}</tool_call>'
+        '<tool_call>{"name": "search", "arguments": {"query": "b"}}</tool_call>'
+    )
     assert [c.arguments["query"] for c in parse_tool_calls(text)] == ["a", "b"]
     assert parse_tool_calls("The capital of France is Paris.") == []
     assert parse_tool_calls("") == []

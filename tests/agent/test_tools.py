@@ -14,11 +14,13 @@ def _calls(trace):
 
 
 def test_search_shows_handles_and_never_repeats_a_chunk(run_script):
-    trace, backend, _ = run_script([
-        turn(call("search", query="Spirit of St. Louis aircraft", k=3)),
-        turn(call("search", query="Spirit of St. Louis aircraft", k=3)),
-        turn(call("finish", ids=["c1", "c4"], answer="x")),
-    ])
+    trace, backend, _ = run_script(
+        [
+            turn(call("search", query="Spirit of St. Louis aircraft", k=3)),
+            turn(call("search", query="Spirit of St. Louis aircraft", k=3)),
+            turn(call("finish", ids=["c1", "c4"], answer="x")),
+        ]
+    )
     first, second, fin = _calls(trace)
     assert len(first.result_chunk_ids) == 3 and len(second.result_chunk_ids) == 3
     assert not set(first.result_chunk_ids) & set(second.result_chunk_ids)
@@ -57,13 +59,19 @@ def test_parallel_calls_run_concurrently_and_do_not_overlap(sample_index):
 
 
 def test_grep_matches_and_bad_regex_is_a_tool_error(run_script):
-    trace, backend, _ = run_script([
-        turn(call("grep", pattern="Lindbergh", k=9)),  # k above the cap of 5
-        turn(call("grep", pattern="Lindbergh", k=0)),
-        turn(call("grep", pattern="Lindbergh"), call("grep", pattern="(unclosed"), call("grep", pattern="(?=x)abc"),
-             call("grep", pattern="ab")),
-        turn(call("finish", ids=[])),
-    ])
+    trace, backend, _ = run_script(
+        [
+            turn(call("grep", pattern="Lindbergh", k=9)),  # k above the cap of 5
+            turn(call("grep", pattern="Lindbergh", k=0)),
+            turn(
+                call("grep", pattern="Lindbergh"),
+                call("grep", pattern="(unclosed"),
+                call("grep", pattern="(?=x)abc"),
+                call("grep", pattern="ab"),
+            ),
+            turn(call("finish", ids=[])),
+        ]
+    )
     over_k, zero, ok, unclosed, lookahead, short, _ = _calls(trace)
     assert zero.malformed and "between 1 and 5" in zero.error
     assert over_k.error is None and 1 <= len(over_k.result_chunk_ids) <= 5  # capped, not rejected
@@ -82,18 +90,25 @@ def test_read_neighbours_whole_document_and_unknown_id(make_index):
 
     index = make_index("reads", chunk_tokens=24, chunk_overlap=0)
     long_text = " ".join(f"Sentence {i} tells of the harbour town Lowmoor and its lighthouse." for i in range(12))
-    index.index_documents([Document("town", long_text, title="Lowmoor"),
-                           Document("other", "An unrelated note on baking bread.", title="Bread")], progress=False)
+    index.index_documents(
+        [
+            Document("town", long_text, title="Lowmoor"),
+            Document("other", "An unrelated note on baking bread.", title="Bread"),
+        ],
+        progress=False,
+    )
     n = index.documents()["town"]
     assert n >= 4
     config = AgentConfig()
-    backend = ScriptedBackend([
-        turn(call("read", id="town#1", window=1)),
-        turn(call("read", id="town")),
-        turn(call("read", id="c1", window=0)),  # a handle; already shown
-        turn(call("read", id="no-such-doc")),
-        turn(call("finish", ids=["c1"])),
-    ])
+    backend = ScriptedBackend(
+        [
+            turn(call("read", id="town#1", window=1)),
+            turn(call("read", id="town")),
+            turn(call("read", id="c1", window=0)),  # a handle; already shown
+            turn(call("read", id="no-such-doc")),
+            turn(call("finish", ids=["c1"])),
+        ]
+    )
     trace = SearchAgent(index, make_policy("openai", config, backend=backend), config).run("Lowmoor lighthouse")
     window, whole, again, missing, _ = _calls(trace)
     assert sorted(window.result_chunk_ids) == ["town#0", "town#1", "town#2"]
@@ -103,14 +118,16 @@ def test_read_neighbours_whole_document_and_unknown_id(make_index):
 
 
 def test_prune_frees_budget_hides_text_and_chunks_never_return(run_script):
-    trace, backend, _ = run_script([
-        turn(call("search", query="Charles Lindbergh", k=4)),
-        turn(call("prune", ids=["c1", "c2", "zz9"], reason="off topic")),
-        turn(call("prune", ids=["c1"])),
-        turn(call("prune", ids=["nope"])),
-        turn(call("search", query="Charles Lindbergh", k=4)),
-        turn(call("finish", ids=["c3"])),
-    ])
+    trace, backend, _ = run_script(
+        [
+            turn(call("search", query="Charles Lindbergh", k=4)),
+            turn(call("prune", ids=["c1", "c2", "zz9"], reason="off topic")),
+            turn(call("prune", ids=["c1"])),
+            turn(call("prune", ids=["nope"])),
+            turn(call("search", query="Charles Lindbergh", k=4)),
+            turn(call("finish", ids=["c3"])),
+        ]
+    )
     search1, prune1, again, bad, search2, _ = _calls(trace)
     t = trace.turns
     assert t[1].context_tokens < t[0].context_tokens  # pruning freed budget
@@ -128,10 +145,12 @@ def test_prune_frees_budget_hides_text_and_chunks_never_return(run_script):
 
 
 def test_finish_keeps_order_dedupes_and_ignores_unknown(run_script):
-    trace, _, _ = run_script([
-        turn(call("search", query="Lindbergh transatlantic flight", k=3)),
-        turn(call("finish", ids=["c3", "c1", "c3", "bogus"], answer="Paris")),
-    ])
+    trace, _, _ = run_script(
+        [
+            turn(call("search", query="Lindbergh transatlantic flight", k=3)),
+            turn(call("finish", ids=["c3", "c1", "c3", "bogus"], answer="Paris")),
+        ]
+    )
     seen = trace.seen_chunk_ids
     assert trace.returned_chunk_ids == [seen[2], seen[0]]
     assert [e.rank for e in trace.returned] == [1, 2]
@@ -140,12 +159,14 @@ def test_finish_keeps_order_dedupes_and_ignores_unknown(run_script):
 
 def test_a_search_filter_that_matches_nothing_is_dropped_and_said(run_script):
     lindbergh = {"source": "https://en.wikipedia.org/wiki/Charles_Lindbergh"}
-    trace, backend, _ = run_script([
-        turn(call("search", query="Charles Lindbergh", k=3, filters=lindbergh)),
-        # What Qwen2.5-Coder-0.5B wrote on every 2Wiki question behind a real vLLM server: an invented filter.
-        turn(call("search", query="Spirit of St. Louis aircraft", k=3, filters={"country": "USA"})),
-        turn(call("finish", ids=["c1"])),
-    ])
+    trace, backend, _ = run_script(
+        [
+            turn(call("search", query="Charles Lindbergh", k=3, filters=lindbergh)),
+            # What Qwen2.5-Coder-0.5B wrote on every 2Wiki question behind a real vLLM server: an invented filter.
+            turn(call("search", query="Spirit of St. Louis aircraft", k=3, filters={"country": "USA"})),
+            turn(call("finish", ids=["c1"])),
+        ]
+    )
     kept, dropped, _ = _calls(trace)
     msgs = [m["content"] for m in backend.requests[2]["messages"] if m["role"] == "tool"]
     # A filter that matches keeps its meaning: only that document's chunks, and no note.
@@ -156,10 +177,12 @@ def test_a_search_filter_that_matches_nothing_is_dropped_and_said(run_script):
 
 
 def test_empty_results_are_a_message_not_an_error(run_script):
-    trace, backend, _ = run_script([
-        turn(call("grep", pattern="zzqqxxyy")),
-        turn(call("finish", ids=[])),
-    ])
+    trace, backend, _ = run_script(
+        [
+            turn(call("grep", pattern="zzqqxxyy")),
+            turn(call("finish", ids=[])),
+        ]
+    )
     g = _calls(trace)[0]
     assert g.error is None and g.result_chunk_ids == []
     msg = next(m for m in backend.requests[1]["messages"] if m["role"] == "tool")
@@ -167,15 +190,17 @@ def test_empty_results_are_a_message_not_an_error(run_script):
 
 
 def test_malformed_outputs_become_recoverable_tool_errors(run_script):
-    trace, backend, _ = run_script([
-        text_turn('<tool_call>{"name": "search", "arguments": {"query": "Lindbergh"</tool_call>'),  # broken JSON
-        turn(call("teleport", where="moon")),  # unknown tool
-        turn(call("search", k=3)),  # missing argument
-        turn(call("search", query="x" * 5000)),  # over-long argument
-        turn(call("search", query="Lindbergh", k="many")),  # wrong type
-        text_turn('{"name": "search", "arguments": {"query": "Spirit of St. Louis"}}'),  # bare JSON: fine
-        turn(call("finish", ids=["c1"])),
-    ])
+    trace, backend, _ = run_script(
+        [
+            text_turn('<tool_call>{"name": "search", "arguments": {"query": "Lindbergh"</tool_call>'),  # broken JSON
+            turn(call("teleport", where="moon")),  # unknown tool
+            turn(call("search", k=3)),  # missing argument
+            turn(call("search", query="x" * 5000)),  # over-long argument
+            turn(call("search", query="Lindbergh", k="many")),  # wrong type
+            text_turn('{"name": "search", "arguments": {"query": "Spirit of St. Louis"}}'),  # bare JSON: fine
+            turn(call("finish", ids=["c1"])),
+        ]
+    )
     calls = _calls(trace)
     assert [c.malformed for c in calls] == [True, True, True, True, True, False, False]
     assert trace.n_malformed == 5

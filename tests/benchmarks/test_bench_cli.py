@@ -23,8 +23,20 @@ def test_before_after_table_for_help(capsys: pytest.CaptureFixture[str]) -> None
 
 def test_a_failing_command_stops_with_its_error(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="exited 2"):
-        main(["--commands", "bm25", "--runs", "1", "--warmup", "0", "--collection", "never-made",
-              "--data-dir", str(tmp_path / "data")])
+        main(
+            [
+                "--commands",
+                "bm25",
+                "--runs",
+                "1",
+                "--warmup",
+                "0",
+                "--collection",
+                "never-made",
+                "--data-dir",
+                str(tmp_path / "data"),
+            ]
+        )
 
 
 def test_every_mode_is_a_row_by_default() -> None:

@@ -38,8 +38,23 @@ def test_prepare_writes_a_float16_copy_under_the_upload_limit(fp16_copy):
 
 def test_cpu_dry_run_prints_one_json_line_per_corpus(fp16_copy, tmp_path: Path, capsys):
     fp16, _ = fp16_copy  # on the CPU the copy is cast back to float32 (TorchEncoder.load)
-    rc = gpu_check.main(["run", "--device", "cpu", "--sizes", "hotpotqa:30,20", "--queries", "5",
-                         "--embedder", str(fp16), "--hotpotqa", str(HOTPOTQA_LIKE), "--data-dir", str(tmp_path / "d")])
+    rc = gpu_check.main(
+        [
+            "run",
+            "--device",
+            "cpu",
+            "--sizes",
+            "hotpotqa:30,20",
+            "--queries",
+            "5",
+            "--embedder",
+            str(fp16),
+            "--hotpotqa",
+            str(HOTPOTQA_LIKE),
+            "--data-dir",
+            str(tmp_path / "d"),
+        ]
+    )
     assert rc == 0
     check, *rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     # float16-rounded weights computed in float32 against the original: close (cosine ~1 - 1e-6)

@@ -10,8 +10,11 @@ def test_synthetic_recall_scores_gold_chunks_per_kind(docs_index):
     page = docs_index.read_document("page2")
     own = {"id": "t1", "question": page[1].text, "meta": {"gold_chunk_ids": [page[1].chunk_id], "kind": "single"}}
     # the second gold chunk id names no chunk at all: half of the gold can be found
-    half = {"id": "t2", "question": page[0].text,
-            "meta": {"gold_chunk_ids": [page[0].chunk_id, "page2#99"], "kind": "span"}}
+    half = {
+        "id": "t2",
+        "question": page[0].text,
+        "meta": {"gold_chunk_ids": [page[0].chunk_id, "page2#99"], "kind": "span"},
+    }
     mean, by_kind = synthetic_recall(docs_index, [own, half])
     assert by_kind == {"single": 1.0, "span": 0.5}
     assert mean == 0.75
@@ -23,8 +26,10 @@ def test_real_recall_scores_documents_or_spans(docs_index):
     assert real_recall(docs_index, by_doc) == (0.5, "documents")
     # a span inside the chunk's own characters is found; one past the end of its document is not
     c = page[0]
-    spans = [EvalTask("s1", c.text, ("page3",), gold_spans=(("page3", c.char_start, c.char_end),)),
-             EvalTask("s2", c.text, ("page0",), gold_spans=(("page0", 10**6, 10**6 + 100),))]
+    spans = [
+        EvalTask("s1", c.text, ("page3",), gold_spans=(("page3", c.char_start, c.char_end),)),
+        EvalTask("s2", c.text, ("page0",), gold_spans=(("page0", 10**6, 10**6 + 100),)),
+    ]
     recall, unit = real_recall(docs_index, spans)
     assert unit == "spans" and recall == 0.5
 

@@ -12,8 +12,20 @@ import pytrec_eval  # a test extra (trec_eval's reference maths): a missing one 
 from sieve.agent.trace import Evidence, ToolCall, Trace, Turn
 from sieve.eval.evaluator import aggregate, row_metrics
 from sieve.eval.metrics import (
-    all_found_at_k, dedupe, doc_id_of, fbeta, fbeta_at_k, ndcg_at_k, percentile, precision_at_k, prune_accuracy,
-    ranking_metrics, recall_at_k, reciprocal_rank, top_k, trajectory_recall,
+    all_found_at_k,
+    dedupe,
+    doc_id_of,
+    fbeta,
+    fbeta_at_k,
+    ndcg_at_k,
+    percentile,
+    precision_at_k,
+    prune_accuracy,
+    ranking_metrics,
+    recall_at_k,
+    reciprocal_rank,
+    top_k,
+    trajectory_recall,
 )
 
 # Chunks as a system returns them: two chunks of "a" lead the list.
@@ -112,8 +124,18 @@ def test_percentile_matches_numpy_linear():
 
 def test_ranking_metrics_keys_and_values():
     m = ranking_metrics(DOCS, GOLD, [2, 3])
-    assert set(m) == {"recall@2", "all_found@2", "precision@2", "f1@2", "recall@3", "all_found@3", "precision@3",
-                      "f1@3", "mrr@10", "ndcg@10"}
+    assert set(m) == {
+        "recall@2",
+        "all_found@2",
+        "precision@2",
+        "f1@2",
+        "recall@3",
+        "all_found@3",
+        "precision@3",
+        "f1@3",
+        "mrr@10",
+        "ndcg@10",
+    }
     assert m["recall@3"] == pytest.approx(2 / 3)
     assert m["f1@2"] == pytest.approx(fbeta(0.5, 1 / 3))
 
@@ -121,21 +143,42 @@ def test_ranking_metrics_keys_and_values():
 def _agent_trace() -> Trace:
     """A hand-built trace: 2 searches, 1 grep, 1 prune, 1 malformed call over 3 turns."""
     turns = [
-        Turn(index=0, tool_calls=[ToolCall("search", {"query": "q"}, result_chunk_ids=["a#0", "x#0"]),
-                                  ToolCall("search", {"query": "q2"}, result_chunk_ids=["y#0"])]),
-        Turn(index=1, tool_calls=[ToolCall("grep", {"pattern": "abc"}, result_chunk_ids=["c#0"]),
-                                  ToolCall("search", {}, malformed=True, error="missing query")]),
+        Turn(
+            index=0,
+            tool_calls=[
+                ToolCall("search", {"query": "q"}, result_chunk_ids=["a#0", "x#0"]),
+                ToolCall("search", {"query": "q2"}, result_chunk_ids=["y#0"]),
+            ],
+        ),
+        Turn(
+            index=1,
+            tool_calls=[
+                ToolCall("grep", {"pattern": "abc"}, result_chunk_ids=["c#0"]),
+                ToolCall("search", {}, malformed=True, error="missing query"),
+            ],
+        ),
         Turn(index=2, tool_calls=[ToolCall("prune", {"chunk_ids": ["x#0", "c#0"]})]),
     ]
-    return Trace(question="q", turns=turns, seen_chunk_ids=["a#0", "x#0", "y#0", "c#0"],
-                 seen_doc_ids=["a", "x", "y", "c"], pruned_chunk_ids=["x#0", "c#0"],
-                 returned=[Evidence("a#0", "a", 0.9, 1), Evidence("y#0", "y", 0.5, 2)],
-                 tokens_total=1234, peak_context_tokens=600)
+    return Trace(
+        question="q",
+        turns=turns,
+        seen_chunk_ids=["a#0", "x#0", "y#0", "c#0"],
+        seen_doc_ids=["a", "x", "y", "c"],
+        pruned_chunk_ids=["x#0", "c#0"],
+        returned=[Evidence("a#0", "a", 0.9, 1), Evidence("y#0", "y", 0.5, 2)],
+        tokens_total=1234,
+        peak_context_tokens=600,
+    )
 
 
 def _row(returned, gold, wall_ms, trace=None, toks=None):
-    return {"gold_ids": list(gold), "returned_doc_ids": list(returned), "wall_ms": wall_ms,
-            "chunk_tokens": toks or [10] * len(returned), "trace": trace}
+    return {
+        "gold_ids": list(gold),
+        "returned_doc_ids": list(returned),
+        "wall_ms": wall_ms,
+        "chunk_tokens": toks or [10] * len(returned),
+        "trace": trace,
+    }
 
 
 def test_row_metrics_read_the_trace():
@@ -160,8 +203,11 @@ def test_aggregate_means_skip_abstentions_and_report_wall_percentiles():
     pruned = _agent_trace().to_dict()
     unpruned = _agent_trace()
     unpruned.pruned_chunk_ids = []
-    rows = [_row(["a", "b"], {"a", "b"}, 10.0, pruned), _row(["x", "a"], {"a", "b"}, 30.0, unpruned.to_dict()),
-            _row(["y"], {"a"}, 20.0, unpruned.to_dict())]
+    rows = [
+        _row(["a", "b"], {"a", "b"}, 10.0, pruned),
+        _row(["x", "a"], {"a", "b"}, 30.0, unpruned.to_dict()),
+        _row(["y"], {"a"}, 20.0, unpruned.to_dict()),
+    ]
     agg = aggregate(rows, [1, 2])
     assert agg["n_tasks"] == 3
     assert agg["recall@1"] == pytest.approx((0.5 + 0 + 0) / 3)

@@ -34,7 +34,12 @@ def test_baseline_returns_depth_distinct_docs_from_one_search(sample_index, mode
 
 def test_parse_systems():
     # `agent` alone is Sieve's one default policy (sieve/defaults.py), as in `sieve search`.
-    assert parse_systems("dense, hybrid,agent,agent:heuristic") == ["dense", "hybrid", "agent:learned", "agent:heuristic"]
+    assert parse_systems("dense, hybrid,agent,agent:heuristic") == [
+        "dense",
+        "hybrid",
+        "agent:learned",
+        "agent:heuristic",
+    ]
     assert parse_systems("agent:heuristic:nofloor,agent") == ["agent:heuristic:nofloor", "agent:learned"]
     for bad in ("sparse", "agent:gpt", "", "agent:heuristic:floorless"):
         with pytest.raises(InvalidInput, match="Expected"):
@@ -51,8 +56,13 @@ class _ScriptedSystem:
 
     def run(self, question: str) -> SystemOutput:
         docs = self.answers[question]
-        return SystemOutput(doc_ids=docs, chunk_ids=[f"{d}#0" for d in docs], scores=[1.0] * len(docs),
-                            chunk_tokens=[7] * len(docs), wall_ms=5.0)
+        return SystemOutput(
+            doc_ids=docs,
+            chunk_ids=[f"{d}#0" for d in docs],
+            scores=[1.0] * len(docs),
+            chunk_tokens=[7] * len(docs),
+            wall_ms=5.0,
+        )
 
 
 def test_evaluator_keys_and_exact_values(sample_tasks):
@@ -87,24 +97,27 @@ def _n_lines(path: Path) -> int:
 def test_resume_skips_done_pairs(sample_index, sample_dir, tmp_path, counter):
     out = tmp_path / "rep"
     first = counter()
-    r1 = run_eval(_config(sample_dir, out, limit=3, plots=False), sample_index.config, index=sample_index,
-                  system_factory=first)
+    r1 = run_eval(
+        _config(sample_dir, out, limit=3, plots=False), sample_index.config, index=sample_index, system_factory=first
+    )
     assert first.calls == {"bm25": 3, "hybrid": 3} and r1.calls == first.calls
     results = out / RESULTS_FILE
     assert _n_lines(results) == 6
 
     # Same run again: every (system, task) pair is already there, so no system is asked anything.
     again = counter()
-    r2 = run_eval(_config(sample_dir, out, limit=3, plots=False), sample_index.config, index=sample_index,
-                  system_factory=again)
+    r2 = run_eval(
+        _config(sample_dir, out, limit=3, plots=False), sample_index.config, index=sample_index, system_factory=again
+    )
     assert again.calls == {"bm25": 0, "hybrid": 0}
     assert _n_lines(results) == 6
     assert r2.metrics == r1.metrics
 
     # Two more tasks: only they run.
     more = counter()
-    run_eval(_config(sample_dir, out, limit=5, plots=False), sample_index.config, index=sample_index,
-             system_factory=more)
+    run_eval(
+        _config(sample_dir, out, limit=5, plots=False), sample_index.config, index=sample_index, system_factory=more
+    )
     assert more.calls == {"bm25": 2, "hybrid": 2}
 
     # A run killed mid-write leaves a torn last line: exactly that task is redone.
@@ -113,14 +126,19 @@ def test_resume_skips_done_pairs(sample_index, sample_dir, tmp_path, counter):
     torn_system = json.loads(last)["system"]
     results.write_text(text[: len(text) - len(last) // 2 - 1], encoding="utf-8")
     torn = counter()
-    run_eval(_config(sample_dir, out, limit=5, plots=False), sample_index.config, index=sample_index,
-             system_factory=torn)
+    run_eval(
+        _config(sample_dir, out, limit=5, plots=False), sample_index.config, index=sample_index, system_factory=torn
+    )
     assert sum(torn.calls.values()) == 1 and torn.calls[torn_system] == 1
 
     # A larger k needs deeper lists than the stored rows have: everything is redone.
     deeper = counter()
-    run_eval(_config(sample_dir, out, limit=5, ks=[2, 8], plots=False), sample_index.config, index=sample_index,
-             system_factory=deeper)
+    run_eval(
+        _config(sample_dir, out, limit=5, ks=[2, 8], plots=False),
+        sample_index.config,
+        index=sample_index,
+        system_factory=deeper,
+    )
     assert deeper.calls == {"bm25": 5, "hybrid": 5}
     rows = load_results(results)
     assert all(len(r["returned_doc_ids"]) == 8 for r in rows.values() if r["depth"] == 8)
@@ -128,16 +146,18 @@ def test_resume_skips_done_pairs(sample_index, sample_dir, tmp_path, counter):
 
 def test_metrics_exports_and_summary(sample_index, sample_dir, tmp_path, sample_tasks):
     out = tmp_path / "rep"
-    report = run_eval(_config(sample_dir, out, limit=4, systems=["dense", "bm25"]), sample_index.config,
-                      index=sample_index)
+    report = run_eval(
+        _config(sample_dir, out, limit=4, systems=["dense", "bm25"]), sample_index.config, index=sample_index
+    )
     rows = list(load_results(out / RESULTS_FILE).values())
     assert len(rows) == 8
     gold = {t["id"]: set(t["gold_ids"]) for t in sample_tasks}
     for system in ("dense", "bm25"):
         mine = [r for r in rows if r["system"] == system]
         assert [r["task_id"] for r in mine] == [t["id"] for t in sample_tasks[:4]]
-        by_hand = sum(len(set(r["returned_doc_ids"][:5]) & gold[r["task_id"]]) / len(gold[r["task_id"]])
-                      for r in mine) / 4
+        by_hand = (
+            sum(len(set(r["returned_doc_ids"][:5]) & gold[r["task_id"]]) / len(gold[r["task_id"]]) for r in mine) / 4
+        )
         assert report.metrics["sample"][system]["recall@5"] == pytest.approx(by_hand)
         assert report.metrics["sample"][system]["n_tasks"] == 4
 
@@ -157,8 +177,9 @@ def test_metrics_exports_and_summary(sample_index, sample_dir, tmp_path, sample_
     for ranked in run.values():
         assert [r for r, _, _ in ranked] == list(range(1, len(ranked) + 1))
         assert all(a[1] > b[1] for a, b in zip(ranked, ranked[1:]))
-    from_files = sum(len({d for _, _, d in sorted(run[q], key=lambda x: -x[1])[:5]} & qrels[q]) / len(qrels[q])
-                     for q in qrels) / len(qrels)
+    from_files = sum(
+        len({d for _, _, d in sorted(run[q], key=lambda x: -x[1])[:5]} & qrels[q]) / len(qrels[q]) for q in qrels
+    ) / len(qrels)
     assert from_files == pytest.approx(report.metrics["sample"]["dense"]["recall@5"])
 
     # BrowseComp-Plus: one JSON per query and system with the fields its scorer reads.
@@ -185,15 +206,20 @@ def test_pooled_corpus_renames_colliding_ids_and_scores_per_source(tiny_dirs, tm
 
     alpha, beta = tiny_dirs
     sets, maps = load_sets([alpha, beta])
-    assert maps == {"alpha": {"wiki-stanley-kubrick": "alpha/wiki-stanley-kubrick"},
-                    "beta": {"wiki-stanley-kubrick": "beta/wiki-stanley-kubrick"}}
+    assert maps == {
+        "alpha": {"wiki-stanley-kubrick": "alpha/wiki-stanley-kubrick"},
+        "beta": {"wiki-stanley-kubrick": "beta/wiki-stanley-kubrick"},
+    }
     assert sets[0].tasks[0].gold_ids == ("wiki-2001-a-space-odyssey", "alpha/wiki-stanley-kubrick")
     assert all(t.source == "beta" for t in sets[1].tasks)
 
     rcfg = RetrieverConfig(data_dir=tmp_path / "data")
     out = tmp_path / "pooled"
-    report = run_eval(EvalConfig(data=[alpha, beta], systems=["hybrid"], ks=[2, 5], out=out, progress=False,
-                                 plots=False), rcfg, embedder=embedder)
+    report = run_eval(
+        EvalConfig(data=[alpha, beta], systems=["hybrid"], ks=[2, 5], out=out, progress=False, plots=False),
+        rcfg,
+        embedder=embedder,
+    )
     assert set(report.metrics) == {"alpha", "beta"}
     assert report.metrics["alpha"]["hybrid"]["n_tasks"] == 3 == report.metrics["beta"]["hybrid"]["n_tasks"]
     assert report.meta["pooled"] and report.meta["collection"] == collection_name(sets, rcfg)
@@ -224,8 +250,23 @@ def test_cli_eval(tiny_dirs, tmp_path):
     from sieve.cli.main import app
 
     alpha, _ = tiny_dirs
-    args = ["eval", "--data", str(alpha), "--systems", "bm25", "--k", "2,5", "--limit", "2", "--out",
-            str(tmp_path / "rep"), "--data-dir", str(tmp_path / "data"), "--json", "--no-plots"]
+    args = [
+        "eval",
+        "--data",
+        str(alpha),
+        "--systems",
+        "bm25",
+        "--k",
+        "2,5",
+        "--limit",
+        "2",
+        "--out",
+        str(tmp_path / "rep"),
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--json",
+        "--no-plots",
+    ]
     runner = CliRunner()
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
@@ -244,8 +285,11 @@ def test_agent_system_on_the_sample(sample_index, sample_dir, tmp_path):
     from sieve.eval.metrics import prune_accuracy as prune_acc
 
     out = tmp_path / "rep"
-    report = run_eval(_config(sample_dir, out, limit=2, systems=["agent:heuristic"], plots=False), sample_index.config,
-                      index=sample_index)
+    report = run_eval(
+        _config(sample_dir, out, limit=2, systems=["agent:heuristic"], plots=False),
+        sample_index.config,
+        index=sample_index,
+    )
     assert report.calls == {"agent:heuristic": 2}
     rows = list(load_results(out / RESULTS_FILE).values())
     assert len(rows) == 2
@@ -282,9 +326,24 @@ def test_eval_warns_when_reporting_on_declared_tuning_data(tiny_dirs, tmp_path, 
     n_alpha = len((alpha / "tasks.jsonl").read_text().splitlines())
     assert overlap == {"alpha": {"tasks": n_alpha, "of": n_alpha, "tuning_sets": ["alpha"]}}  # beta is clean
     # The CLI path of an agent system too (its settings' AgentConfig overrides reach the system).
-    res = CliRunner().invoke(app, ["eval", "--data", str(alpha), "--systems", "bm25,agent:heuristic:nofloor",
-                                   "--limit", "1", "--out", str(tmp_path / "rep"), "--data-dir", str(tmp_path / "data"),
-                                   "--json", "--no-plots"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--data",
+            str(alpha),
+            "--systems",
+            "bm25,agent:heuristic:nofloor",
+            "--limit",
+            "1",
+            "--out",
+            str(tmp_path / "rep"),
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--json",
+            "--no-plots",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["calls"] == {"bm25": 1, "agent:heuristic:nofloor": 1}
     assert "1 of 1 tasks of alpha are declared tuning data (alpha)" in res.stderr

@@ -17,10 +17,12 @@ def _row(system: str, task: str, returned: list[str], gold: list[str], kept: lis
 
 
 def test_policy_ranking_comes_from_the_floored_trace(tmp_path: Path) -> None:
-    rows = [_row("hybrid", "t1", ["a", "b", "c", "d"], ["a", "x"]),
-            # The floored run returned something else; its trace kept the policy's own chunks (two of "x").
-            _row("agent:heuristic", "t1", ["a", "b", "x", "c"], ["a", "x"], kept=["x#0", "x#1", "a#0"]),
-            _row("hybrid", "t2", ["p", "q"], ["q"])]  # no agent row: left out
+    rows = [
+        _row("hybrid", "t1", ["a", "b", "c", "d"], ["a", "x"]),
+        # The floored run returned something else; its trace kept the policy's own chunks (two of "x").
+        _row("agent:heuristic", "t1", ["a", "b", "x", "c"], ["a", "x"], kept=["x#0", "x#1", "a#0"]),
+        _row("hybrid", "t2", ["p", "q"], ["q"]),
+    ]  # no agent row: left out
     path = tmp_path / "results.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
     pairs = load_pairs([path], "agent:heuristic:nofloor")

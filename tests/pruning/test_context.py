@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from sieve.pruning import (ApproxTokenCounter, BudgetPressurePruner, ContextState, ModelPruner, PruningConfig,
-                     ScoreThresholdPruner, TokenBudget, make_pruner)
+from sieve.pruning import (
+    ApproxTokenCounter,
+    BudgetPressurePruner,
+    ContextState,
+    ModelPruner,
+    PruningConfig,
+    ScoreThresholdPruner,
+    TokenBudget,
+    make_pruner,
+)
 from sieve.pruning.tokens import MESSAGE_OVERHEAD, HFTokenCounter, count_messages
 from sieve.retriever.types import Chunk
 

@@ -35,11 +35,13 @@ def pdf_with_a_wrong_startxref(path: Path) -> None:
     """A PDF pypdf still reads, after logging that its startxref pointer is wrong."""
     data = minimal_pdf("Damaged but readable")
     start = data.rindex(b"startxref\n") + len(b"startxref\n")
-    path.write_bytes(data[:start] + b"12" + data[data.index(b"\n", start):])
+    path.write_bytes(data[:start] + b"12" + data[data.index(b"\n", start) :])
 
 
-ARTICLE = ("Otters hold hands while they sleep so that they do not drift apart on the current. "
-           "A group of resting otters is called a raft, and a raft may hold more than a hundred animals. ")
+ARTICLE = (
+    "Otters hold hands while they sleep so that they do not drift apart on the current. "
+    "A group of resting otters is called a raft, and a raft may hold more than a hundred animals. "
+)
 
 # A documentation page as site generators write it: banner, menu, breadcrumbs, sidebar, article, footer.
 SITE_PAGE = f"""<!DOCTYPE html>

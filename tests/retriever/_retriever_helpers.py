@@ -18,12 +18,16 @@ _SENTENCES = [
 ]
 MULTI_DOCS = [
     Document(
-        doc_id="lighthouse", title="Lighthouse", source="synthetic",
+        doc_id="lighthouse",
+        title="Lighthouse",
+        source="synthetic",
         text=" ".join(_SENTENCES) + " Its last keeper was named Obadiah Quillfeather.",
         metadata={"topic": "coast", "year": 1890},
     ),
     Document(
-        doc_id="orchard", title="Orchard", source="synthetic",
+        doc_id="orchard",
+        title="Orchard",
+        source="synthetic",
         text=(
             "The orchard on the hill held apple, pear and plum trees planted by three generations. "
             "Each autumn the harvest was pressed into cider in a wooden barn beside the brook. "
@@ -34,7 +38,9 @@ MULTI_DOCS = [
         metadata={"topic": "farm", "year": 1920},
     ),
     Document(
-        doc_id="observatory", title="Observatory", source="synthetic",
+        doc_id="observatory",
+        title="Observatory",
+        source="synthetic",
         text=(
             "The observatory dome opened on clear nights so the astronomers could photograph comets. "
             "Its brass refractor telescope was ground by hand from a single disc of crown glass. "
@@ -71,9 +77,12 @@ def synthetic_docs(n: int, *, seed: int = 7) -> list[Document]:
     """``n`` deterministic documents of ~30 words (two 32-token chunks each), one unique word apiece."""
     rng = random.Random(seed)
     return [
-        Document(doc_id=f"syn-{i:04d}", title=f"Synthetic {i}",
-                 text=" ".join(rng.choice(_WORDS) for _ in range(30)) + f" uniqueword{i}",
-                 metadata={"shard": i % 4})
+        Document(
+            doc_id=f"syn-{i:04d}",
+            title=f"Synthetic {i}",
+            text=" ".join(rng.choice(_WORDS) for _ in range(30)) + f" uniqueword{i}",
+            metadata={"shard": i % 4},
+        )
         for i in range(n)
     ]
 

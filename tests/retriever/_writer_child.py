@@ -58,8 +58,9 @@ def create(data_dir: Path, start: int, stop: int) -> None:
     from sieve.retriever.types import Chunk
 
     cfg = RetrieverConfig(data_dir=data_dir, **RESUME_CONFIG)
-    chunks = [Chunk(chunk_id=f"new-{i}#0", doc_id=f"new-{i}", position=0, text=f"document {i}")
-              for i in range(start, stop)]
+    chunks = [
+        Chunk(chunk_id=f"new-{i}#0", doc_id=f"new-{i}", position=0, text=f"document {i}") for i in range(start, stop)
+    ]
     vectors = np.eye(64, dtype=np.float32)[start:stop]
     _say("ready")
     sys.stdin.readline()

@@ -10,8 +10,18 @@ from sieve.retriever.types import Chunk
 
 
 def _chunks(words: list[str], start: int = 0) -> list[Chunk]:
-    return [Chunk(chunk_id=f"doc{start + i}#0", doc_id=f"doc{start + i}", position=0, text=f"A note about {w}.",
-                  title=f"Note {start + i}", source="test", char_end=20) for i, w in enumerate(words)]
+    return [
+        Chunk(
+            chunk_id=f"doc{start + i}#0",
+            doc_id=f"doc{start + i}",
+            position=0,
+            text=f"A note about {w}.",
+            title=f"Note {start + i}",
+            source="test",
+            char_end=20,
+        )
+        for i, w in enumerate(words)
+    ]
 
 
 def test_chunks_and_their_vectors_land_in_chroma_and_bm25_in_one_run(make_index, embedder):

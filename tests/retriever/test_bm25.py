@@ -25,8 +25,10 @@ def corpus(sample_index) -> tuple[SparseBM25, list[list[str]]]:
     """The collection's own BM25 index and the token lists it was built from (title + text per chunk)."""
     index = sample_index.bm25_index()
     records = {cid: (text or "", meta) for cid, text, meta in sample_index.store.scan()}
-    tokens = [tokenize(f"{records[c][1]['title']}\n{records[c][0]}" if records[c][1].get("title") else records[c][0])
-              for c in index.ids]
+    tokens = [
+        tokenize(f"{records[c][1]['title']}\n{records[c][0]}" if records[c][1].get("title") else records[c][0])
+        for c in index.ids
+    ]
     return index, tokens
 
 

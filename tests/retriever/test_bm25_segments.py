@@ -15,10 +15,37 @@ from sieve.retriever.bm25_segments import (
 )
 from sieve.retriever.types import Document
 
-WORDS = ["river", "delta", "city", "harbour", "opera", "composer", "film", "painter", "tower", "bridge", "census",
-         "island", "mountain", "valley", "castle", "garden", "museum", "library", "station", "forest"]
-QUERIES = [["river", "delta"], ["opera", "opera", "composer"], ["common"], ["island", "common", "castle"],
-           ["zzz-unknown"], ["film"], ["rare17"]]
+WORDS = [
+    "river",
+    "delta",
+    "city",
+    "harbour",
+    "opera",
+    "composer",
+    "film",
+    "painter",
+    "tower",
+    "bridge",
+    "census",
+    "island",
+    "mountain",
+    "valley",
+    "castle",
+    "garden",
+    "museum",
+    "library",
+    "station",
+    "forest",
+]
+QUERIES = [
+    ["river", "delta"],
+    ["opera", "opera", "composer"],
+    ["common"],
+    ["island", "common", "castle"],
+    ["zzz-unknown"],
+    ["film"],
+    ["rare17"],
+]
 
 
 def _docs(start: int, n: int, version: int = 0) -> dict[str, list[str]]:
@@ -44,8 +71,12 @@ def _builder(docs: dict[str, list[str]]) -> BM25Builder:
 def _assert_same(seg: SegmentedBM25, live: dict[str, list[str]]) -> None:
     ref = SparseBM25.from_tokens(list(live), list(live.values()))
     assert seg.ids == ref.ids and len(seg) == len(ref)
-    rows = [seg.row_ids.index(cid) if seg.live is None else
-            next(i for i, c in enumerate(seg.row_ids) if c == cid and seg.live[i]) for cid in ref.ids]
+    rows = [
+        seg.row_ids.index(cid)
+        if seg.live is None
+        else next(i for i, c in enumerate(seg.row_ids) if c == cid and seg.live[i])
+        for cid in ref.ids
+    ]
     for q in QUERIES:
         np.testing.assert_array_equal(seg.scores(q)[rows], ref.scores(q))  # bit for bit
         assert seg.top_k(q, 10) == ref.top_k(q, 10)
@@ -103,8 +134,10 @@ def test_an_empty_index_grows_from_its_first_segment():
     _assert_same(empty.changed(_builder(live), []), live)
 
 
-DOCS = [Document(doc_id=f"note{i}", text=f"Note {i} about the {w} near the harbour; keyword{i}.", title=f"N{i}")
-        for i, w in enumerate(["lighthouse", "bridge", "castle", "museum", "garden", "station"])]
+DOCS = [
+    Document(doc_id=f"note{i}", text=f"Note {i} about the {w} near the harbour; keyword{i}.", title=f"N{i}")
+    for i, w in enumerate(["lighthouse", "bridge", "castle", "museum", "garden", "station"])
+]
 
 
 def _rebuilt(index) -> SparseBM25:
@@ -164,4 +197,3 @@ def test_a_reader_serves_the_last_complete_segments_while_a_writer_runs(make_ind
         t.join()
     assert reader.bm25_index() is not served  # the writer is gone and left a stale generation: rebuilt
     assert "Rebuilt BM25" in caplog.text
-

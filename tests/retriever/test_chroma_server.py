@@ -34,8 +34,9 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
 def remote_docs(sample_dir) -> list[Document]:
     with (sample_dir / "corpus.jsonl").open(encoding="utf-8") as f:
         rows = [json.loads(line) for line, _ in zip(f, range(30))]
-    return [Document(r["id"], r["text"], r["title"], r.get("source", ""), r.get("metadata") or {}) for r in rows] \
-        + MULTI_DOCS
+    return [
+        Document(r["id"], r["text"], r["title"], r.get("source", ""), r.get("metadata") or {}) for r in rows
+    ] + MULTI_DOCS
 
 
 def test_index_search_grep_read_delete_through_a_chroma_server(chroma_server, remote_docs, tmp_path, embedder):
@@ -49,16 +50,20 @@ def test_index_search_grep_read_delete_through_a_chroma_server(chroma_server, re
     assert_consistent(index)
 
     # A second client (as another process would) sees the same data and builds the same BM25.
-    other = CorpusIndex.open(RetrieverConfig(data_dir=tmp_path / "other", chroma_url=url, chunk_tokens=64,
-                                             chunk_overlap=8), "remote-test", embedder=embedder)
+    other = CorpusIndex.open(
+        RetrieverConfig(data_dir=tmp_path / "other", chroma_url=url, chunk_tokens=64, chunk_overlap=8),
+        "remote-test",
+        embedder=embedder,
+    )
     assert other.count() == index.count()
     assert other.bm25_index().ids == index.bm25_index().ids
 
     for mode in ("dense", "bm25", "hybrid"):
         hits = index.search("HAL 9000 supercomputer on a voyage to Jupiter", 5, mode=mode)
         assert hits[0].doc_id == "wiki-2001-a-space-odyssey", (mode, [h.chunk_id for h in hits])
-        filtered = index.search("Kubrick science fiction film", 5, mode=mode, where={"topic": "People"},
-                                exclude={"wiki-stanley-kubrick#0"})
+        filtered = index.search(
+            "Kubrick science fiction film", 5, mode=mode, where={"topic": "People"}, exclude={"wiki-stanley-kubrick#0"}
+        )
         assert filtered and all(h.chunk.metadata["topic"] == "People" for h in filtered)
         assert "wiki-stanley-kubrick#0" not in {h.chunk_id for h in filtered}
 

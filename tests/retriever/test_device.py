@@ -45,11 +45,16 @@ def test_auto_takes_the_cpu_on_this_machine_and_says_why() -> None:
 def test_cuda_without_a_gpu_is_our_error_naming_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(device_mod, "torch_sees_cuda", lambda: False)  # simulated: torch sees no GPU
     for backend in ("torch", "onnx"):
-        with pytest.raises(ModelUnavailable, match=r"Expected a CUDA device for --device cuda .* got none visible to "
-                                                   r".*; valid: --device cpu, or --device auto"):
+        with pytest.raises(
+            ModelUnavailable,
+            match=r"Expected a CUDA device for --device cuda .* got none visible to "
+            r".*; valid: --device cpu, or --device auto",
+        ):
             resolve_device("cuda", backend)
-    assert resolve_device("auto", "torch").describe() == \
-        "cpu (auto: no CUDA device visible to torch (torch.cuda.is_available() is False))"
+    assert (
+        resolve_device("auto", "torch").describe()
+        == "cpu (auto: no CUDA device visible to torch (torch.cuda.is_available() is False))"
+    )
 
 
 def test_simulated_cuda_is_taken_by_auto_and_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -73,8 +78,12 @@ def test_unknown_devices_are_refused_everywhere(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_cuda_settings_float16_weights_and_bigger_batches() -> None:
-    assert [torch_weights_dtype(d, dev) for d in ("float32", "bfloat16") for dev in ("cpu", "cuda")] == \
-        ["float32", "float16", "bfloat16", "bfloat16"]
+    assert [torch_weights_dtype(d, dev) for d in ("float32", "bfloat16") for dev in ("cpu", "cuda")] == [
+        "float32",
+        "float16",
+        "bfloat16",
+        "bfloat16",
+    ]
     assert device_batch_size(32, "cpu") == 32
     assert device_batch_size(32, "cuda") == CUDA_BATCH_SIZE == 256 and device_batch_size(1024, "cuda") == 1024
 
@@ -97,8 +106,12 @@ def test_simulated_cuda_torch_encoder_loads_float16_on_cuda(monkeypatch: pytest.
             made["dtype"] = dtype
             return self
 
-    fake_torch = types.SimpleNamespace(float32="torch.float32", float16="torch.float16", bfloat16="torch.bfloat16",
-                                       cuda=types.SimpleNamespace(is_available=lambda: True))
+    fake_torch = types.SimpleNamespace(
+        float32="torch.float32",
+        float16="torch.float16",
+        bfloat16="torch.bfloat16",
+        cuda=types.SimpleNamespace(is_available=lambda: True),
+    )
     monkeypatch.setitem(sys.modules, "torch", fake_torch)
     monkeypatch.setitem(sys.modules, "sentence_transformers", types.SimpleNamespace(SentenceTransformer=FakeST))
     monkeypatch.setattr("sieve.retriever.embeddings.quiet_hf_progress", lambda: __import__("contextlib").nullcontext())
@@ -155,17 +168,18 @@ def test_onnx_falls_back_when_its_cuda_provider_cannot_start(monkeypatch: pytest
 def test_sieve_index_says_which_device_it_took(tmp_path: Path, sample_dir: Path) -> None:
     runner = CliRunner()
     data = str(tmp_path / "data")
-    res = runner.invoke(app, ["index", str(sample_dir / "docs" / "faq.txt"), "-c", "dev", "--device", "auto",
-                              "--data-dir", data])
+    res = runner.invoke(
+        app, ["index", str(sample_dir / "docs" / "faq.txt"), "-c", "dev", "--device", "auto", "--data-dir", data]
+    )
     assert res.exit_code == 0, res.output
     assert "Embedding device: cpu (auto: no CUDA device visible to ONNX Runtime" in res.stderr
-    res = runner.invoke(app, ["index", str(sample_dir / "docs" / "faq.txt"), "-c", "dev", "--data-dir", data,
-                              "--json"])
+    res = runner.invoke(app, ["index", str(sample_dir / "docs" / "faq.txt"), "-c", "dev", "--data-dir", data, "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["device"] in (None, "cpu")  # None: nothing changed, no model loaded
 
-    res = runner.invoke(app, ["index", str(sample_dir / "docs" / "faq.txt"), "-c", "dev2", "--device", "cuda",
-                              "--data-dir", data])
+    res = runner.invoke(
+        app, ["index", str(sample_dir / "docs" / "faq.txt"), "-c", "dev2", "--device", "cuda", "--data-dir", data]
+    )
     assert res.exit_code == 2 and "error [model_unavailable]: Expected a CUDA device for --device cuda" in res.stderr
     assert "Traceback" not in res.output
     res = runner.invoke(app, ["collections", "--json", "--data-dir", data])

@@ -18,8 +18,11 @@ from sieve.errors import EmbedderMismatch, InvalidInput, ModelUnavailable
 from sieve.retriever.onnx_backend import MODEL_FILE, _publish, read_st_modules
 from sieve.retriever.store import EMBEDDER_KEY
 
-TEXTS = ["Stanley Kubrick directed 2001: A Space Odyssey.", "hello",
-         "The orchard on the hill grows Zephyrine apples, pressed into cider each autumn by the village."]
+TEXTS = [
+    "Stanley Kubrick directed 2001: A Space Odyssey.",
+    "hello",
+    "The orchard on the hill grows Zephyrine apples, pressed into cider each autumn by the village.",
+]
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +38,11 @@ def onnx_fp32(embedder) -> Embedder:
 
 @pytest.fixture(scope="module")
 def onnx_int8(model_cache_dir: Path) -> Embedder:
-    return Embedder.from_config(RetrieverConfig(data_dir=Path("/nonexistent-unused"), model_dir=model_cache_dir,
-                                                embed_backend="onnx", embed_dtype="int8"))
+    return Embedder.from_config(
+        RetrieverConfig(
+            data_dir=Path("/nonexistent-unused"), model_dir=model_cache_dir, embed_backend="onnx", embed_dtype="int8"
+        )
+    )
 
 
 def test_default_is_onnx_fp32_and_bad_pairs_are_refused():
@@ -66,8 +72,11 @@ def test_identity_roundtrip_and_message(onnx_int8, torch_fp32):
     ident = onnx_int8.identity
     assert EmbedderIdentity.from_json(ident.to_json()) == ident
     assert (ident.backend, ident.dtype, ident.dim, len(ident.fingerprint)) == ("onnx", "int8", 384, 64)
-    with pytest.raises(EmbedderMismatch, match=r"Expected the embedder collection 'c' was indexed with, .*\(onnx, int8, "
-                                               r"dim 384.*got .*\(torch, float32.*--embed-backend onnx --embed-dtype int8"):
+    with pytest.raises(
+        EmbedderMismatch,
+        match=r"Expected the embedder collection 'c' was indexed with, .*\(onnx, int8, "
+        r"dim 384.*got .*\(torch, float32.*--embed-backend onnx --embed-dtype int8",
+    ):
         torch_fp32.identity.check_compatible(ident, "c")
 
 
@@ -90,8 +99,9 @@ def test_collection_records_its_embedder_and_refuses_another(make_index, onnx_in
 
     # fp32 torch and fp32 ONNX are one vector space: either may query and extend the other's collection.
     fp32_index = make_index("fp32", chunk_tokens=32, chunk_overlap=8)
-    CorpusIndex.open(fp32_index.config, "fp32", create=True, embedder=onnx_fp32).index_documents(MULTI_DOCS[:2],
-                                                                                                  progress=False)
+    CorpusIndex.open(fp32_index.config, "fp32", create=True, embedder=onnx_fp32).index_documents(
+        MULTI_DOCS[:2], progress=False
+    )
     via_torch = CorpusIndex.open(fp32_index.config, "fp32", embedder=torch_fp32)
     assert via_torch.search("orchard cider", 3, mode="dense")
     assert via_torch.index_documents(MULTI_DOCS[2:], progress=False).added == len(MULTI_DOCS) - 2
@@ -100,8 +110,12 @@ def test_collection_records_its_embedder_and_refuses_another(make_index, onnx_in
 def test_an_unstamped_collection_is_adopted_with_a_warning(make_index, embedder, caplog):
     index = make_index("legacy", chunk_tokens=32, chunk_overlap=8)
     chunks = index.chunker.chunk(MULTI_DOCS[0])
-    index.store.upsert(chunks, embedder.embed_passages([c.text for c in chunks]), {MULTI_DOCS[0].doc_id: "old"},
-                       {MULTI_DOCS[0].doc_id: len(chunks)})  # as Sieve wrote before it stamped collections
+    index.store.upsert(
+        chunks,
+        embedder.embed_passages([c.text for c in chunks]),
+        {MULTI_DOCS[0].doc_id: "old"},
+        {MULTI_DOCS[0].doc_id: len(chunks)},
+    )  # as Sieve wrote before it stamped collections
     assert index.store.state().embedder is None
     caplog.set_level(logging.WARNING, logger="sieve.retriever.index")
     index.index_documents(MULTI_DOCS[1:2], progress=False)
@@ -110,10 +124,15 @@ def test_an_unstamped_collection_is_adopted_with_a_warning(make_index, embedder,
 
 
 def test_unsupported_modules_are_refused_for_onnx(tmp_path):
-    (tmp_path / "modules.json").write_text(json.dumps([
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-        {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}]))
+    (tmp_path / "modules.json").write_text(
+        json.dumps(
+            [
+                {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+            ]
+        )
+    )
     with pytest.raises(ModelUnavailable, match=r"got \['Transformer', 'Pooling', 'Dense'\]; use --embed-backend torch"):
         read_st_modules(tmp_path)
     with pytest.raises(ModelUnavailable, match="Expected a local sentence-transformers model folder"):
@@ -148,10 +167,20 @@ def test_concurrent_exports_publish_one_complete_model(tmp_path):
 
 def test_a_lazy_embedder_knows_its_identity_without_loading(model_cache_dir, onnx_int8, torch_fp32, onnx_fp32):
     """The identity a collection is checked against comes from the model folder, not the loaded model."""
-    for loaded, backend, dtype in ((onnx_int8, "onnx", "int8"), (torch_fp32, "torch", "float32"),
-                                   (onnx_fp32, "onnx", "float32")):
-        lazy = Embedder.from_config(RetrieverConfig(data_dir=Path("/nonexistent-unused"), model_dir=model_cache_dir,
-                                                    embed_backend=backend, embed_dtype=dtype), lazy=True)
+    for loaded, backend, dtype in (
+        (onnx_int8, "onnx", "int8"),
+        (torch_fp32, "torch", "float32"),
+        (onnx_fp32, "onnx", "float32"),
+    ):
+        lazy = Embedder.from_config(
+            RetrieverConfig(
+                data_dir=Path("/nonexistent-unused"),
+                model_dir=model_cache_dir,
+                embed_backend=backend,
+                embed_dtype=dtype,
+            ),
+            lazy=True,
+        )
         assert lazy.identity == loaded.identity
         assert not lazy.is_loaded
 
@@ -159,8 +188,10 @@ def test_a_lazy_embedder_knows_its_identity_without_loading(model_cache_dir, onn
 def test_bm25_on_a_stamped_collection_loads_no_embedder(make_index, onnx_int8, model_cache_dir):
     index = make_index("stamped-lazy", chunk_tokens=32, chunk_overlap=8)
     CorpusIndex.open(index.config, index.name, embedder=onnx_int8).index_documents(MULTI_DOCS[:2], progress=False)
-    lazy = Embedder.from_config(RetrieverConfig(data_dir=Path("/nonexistent-unused"), model_dir=model_cache_dir,
-                                                embed_backend="torch"), lazy=True)
+    lazy = Embedder.from_config(
+        RetrieverConfig(data_dir=Path("/nonexistent-unused"), model_dir=model_cache_dir, embed_backend="torch"),
+        lazy=True,
+    )
     other = CorpusIndex.open(index.config, index.name, embedder=lazy)
     assert other.search("orchard cider", 3, mode="bm25")
     assert not lazy.is_loaded  # neither the search nor the (deferred) embedder check loaded the model

@@ -12,8 +12,18 @@ from sieve.retriever.fast_tokenizer import BatchTokenizer
 from sieve.retriever.onnx_backend import read_st_modules
 
 LONG = " ".join(f"word{i} Zephyrine" for i in range(400))  # far past MiniLM's 256-token limit
-TEXTS = ["Spirit of St. Louis", "", "   ", "Crème brûlée à l'Élysée — naïve café", "東京タワーは1958年に完成した",
-         "Stanley Kubrick directed 2001: A Space Odyssey.\nNew line\ttab", "x" * 900, LONG, "hello", "ÅNGSTRÖM 😀 ok"]
+TEXTS = [
+    "Spirit of St. Louis",
+    "",
+    "   ",
+    "Crème brûlée à l'Élysée — naïve café",
+    "東京タワーは1958年に完成した",
+    "Stanley Kubrick directed 2001: A Space Odyssey.\nNew line\ttab",
+    "x" * 900,
+    LONG,
+    "hello",
+    "ÅNGSTRÖM 😀 ok",
+]
 
 
 @pytest.fixture(scope="module")
@@ -62,10 +72,15 @@ def test_left_padding_puts_the_pads_first() -> None:
 
     from tokenizers import Tokenizer, models
 
-    bt = BatchTokenizer(Tokenizer(models.WordLevel({"[PAD]": 0, "a": 1})), 8, pad_id=0, pad_type_id=3,
-                        padding_left=True)
-    out = bt.pad([Enc(ids=[1, 1, 1], attention_mask=[1, 1, 1], type_ids=[0, 0, 0]),
-                  Enc(ids=[1], attention_mask=[1], type_ids=[0])])
+    bt = BatchTokenizer(
+        Tokenizer(models.WordLevel({"[PAD]": 0, "a": 1})), 8, pad_id=0, pad_type_id=3, padding_left=True
+    )
+    out = bt.pad(
+        [
+            Enc(ids=[1, 1, 1], attention_mask=[1, 1, 1], type_ids=[0, 0, 0]),
+            Enc(ids=[1], attention_mask=[1], type_ids=[0]),
+        ]
+    )
     assert out["input_ids"].tolist() == [[1, 1, 1], [0, 0, 1]]
     assert out["attention_mask"].tolist() == [[1, 1, 1], [0, 0, 1]]
     assert out["token_type_ids"].tolist() == [[0, 0, 0], [3, 3, 0]]

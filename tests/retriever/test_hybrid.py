@@ -10,12 +10,14 @@ from sieve.retriever.hybrid import HybridRetriever, rrf_fuse
 
 def test_rrf_hand_computed():
     fused = dict(rrf_fuse([["a", "b", "c"], ["c", "a", "d"]], k=60))
-    assert fused == pytest.approx({
-        "a": 1 / 61 + 1 / 62,
-        "b": 1 / 62,
-        "c": 1 / 63 + 1 / 61,
-        "d": 1 / 63,
-    })
+    assert fused == pytest.approx(
+        {
+            "a": 1 / 61 + 1 / 62,
+            "b": 1 / 62,
+            "c": 1 / 63 + 1 / 61,
+            "d": 1 / 63,
+        }
+    )
     assert [i for i, _ in rrf_fuse([["a", "b", "c"], ["c", "a", "d"]], k=60)] == ["a", "c", "b", "d"]
 
 
@@ -49,14 +51,17 @@ def test_weights_shift_hybrid_towards_one_side(sample_index: CorpusIndex):
     bm25_only = HybridRetriever(sample_index.dense, sample_index.bm25, dense_weight=0.0, bm25_weight=1.0)
     dense_only = HybridRetriever(sample_index.dense, sample_index.bm25, dense_weight=1.0, bm25_weight=0.0)
     assert [h.chunk_id for h in bm25_only.search(query, 5)] == [h.chunk_id for h in sample_index.bm25.search(query, 5)]
-    assert [h.chunk_id for h in dense_only.search(query, 5)] == [h.chunk_id for h in sample_index.dense.search(query, 5)]
+    assert [h.chunk_id for h in dense_only.search(query, 5)] == [
+        h.chunk_id for h in sample_index.dense.search(query, 5)
+    ]
 
 
 def test_batch_search_equals_search(sample_index: CorpusIndex):
     queries = ["Mona Lisa", "Grand Canyon river", "Mona Lisa"]
     batched = sample_index.hybrid.batch_search(queries, 5)
     assert [[h.chunk_id for h in hs] for hs in batched] == [
-        [h.chunk_id for h in sample_index.search(q, 5)] for q in queries]
+        [h.chunk_id for h in sample_index.search(q, 5)] for q in queries
+    ]
 
 
 def test_every_sample_task_finds_a_gold_document_in_hybrid_top10(sample_index: CorpusIndex, sample_tasks):

@@ -88,9 +88,11 @@ def test_interrupt_keeps_written_work_for_resume_but_not_an_empty_collection(mak
 
 def test_list_metadata_round_trips_and_filters_with_contains(make_index):
     index = make_index("listmeta", **SMALL)
-    docs = [Document("a", "Alpha text about granite.", metadata={"tags": ["rock", "grey"], "years": [1990, 2020]}),
-            Document("b", "Beta text about marble.", metadata={"tags": ["rock", "white"]}),
-            Document("c", "Gamma text about chalk.", metadata={"tags": ["rock", "white"]})]
+    docs = [
+        Document("a", "Alpha text about granite.", metadata={"tags": ["rock", "grey"], "years": [1990, 2020]}),
+        Document("b", "Beta text about marble.", metadata={"tags": ["rock", "white"]}),
+        Document("c", "Gamma text about chalk.", metadata={"tags": ["rock", "white"]}),
+    ]
     index.index_documents(docs, progress=False)
     [chunk] = index.read_document("a")
     assert chunk.metadata == {"tags": ["rock", "grey"], "years": [1990, 2020]}  # lists, not "['rock', 'grey']"
@@ -102,10 +104,12 @@ def test_list_metadata_round_trips_and_filters_with_contains(make_index):
 
 def test_jsonl_with_bad_lines_indexes_the_rest_and_lists_them(make_index, tmp_path):
     f = tmp_path / "mixed.jsonl"
-    rows = [{"id": "ok1", "text": "First good record about otters."},
-            {"id": "ok1", "text": "A repeated id."},
-            {"id": "bad-meta", "text": "Nested metadata.", "metadata": {"a": {"b": 1}}},
-            {"id": "ok2", "text": "Second good record about badgers.", "metadata": {"tags": ["x"]}}]
+    rows = [
+        {"id": "ok1", "text": "First good record about otters."},
+        {"id": "ok1", "text": "A repeated id."},
+        {"id": "bad-meta", "text": "Nested metadata.", "metadata": {"a": {"b": 1}}},
+        {"id": "ok2", "text": "Second good record about badgers.", "metadata": {"tags": ["x"]}},
+    ]
     f.write_text("\n".join(json.dumps(r) for r in rows) + "\n{not json\n", encoding="utf-8")
     index = make_index("mixed")
     report = index.index_path(f, progress=False)

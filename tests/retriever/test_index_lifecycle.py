@@ -38,8 +38,13 @@ def test_update_replaces_old_chunks_in_chroma_and_bm25(make_index):
     assert old_n >= 3 and _bm25_ids(index, "Quillfeather")
     others = {d: n for d, n in index.documents().items() if d != "lighthouse"}
 
-    new = Document("lighthouse", "A short new text about a foghorn named Gondwanix.", title="Lighthouse",
-                   source="synthetic", metadata={"topic": "coast", "year": 1890})
+    new = Document(
+        "lighthouse",
+        "A short new text about a foghorn named Gondwanix.",
+        title="Lighthouse",
+        source="synthetic",
+        metadata={"topic": "coast", "year": 1890},
+    )
     report = index.index_documents([new, *MULTI_DOCS[1:]], progress=False)
     assert (report.updated, report.unchanged, report.chunks_written) == (1, 2, 1)
     assert index.documents() == {**others, "lighthouse": 1}

@@ -41,7 +41,11 @@ def test_nothing_readable_lists_every_reason_and_draws_no_bar(run, tmp_path):
     (folder / "three.png").write_bytes(b"\x89")
     res = run("index", str(folder), "-c", "junk")
     assert res.exit_code == 2 and "invalid_input" in res.stderr and "Indexing" not in res.stderr
-    assert "2 skipped" in res.stderr and "one.pdf: unreadable .pdf" in res.stderr and "two.txt: not valid UTF-8" in res.stderr
+    assert (
+        "2 skipped" in res.stderr
+        and "one.pdf: unreadable .pdf" in res.stderr
+        and "two.txt: not valid UTF-8" in res.stderr
+    )
     assert "1 ignored for its type: 1 .png" in res.stderr and "..." not in res.stderr
 
 
@@ -79,8 +83,16 @@ def test_chunks_of_html_hold_the_content_and_none_of_the_navigation(make_index, 
     texts = [text for _, text, _ in index.store.scan(include_text=True)]
     joined = "\n".join(texts)
     assert "Otters hold hands" in joined and "favourite stone" in joined and "Call InterFace" in joined
-    for nav in ("Field Guide home", "menu entry", "Breadcrumb", "sidebar", "Privacy policy", "Next:", "Up:",
-                "Simple Example"):
+    for nav in (
+        "Field Guide home",
+        "menu entry",
+        "Breadcrumb",
+        "sidebar",
+        "Privacy policy",
+        "Next:",
+        "Up:",
+        "Simple Example",
+    ):
         assert nav not in joined, nav
     bar = capsys.readouterr().err
     assert re.search(r"Indexing site: 100%\|.*\| 3/3 .*chunks=\d+", bar), bar

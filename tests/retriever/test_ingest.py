@@ -43,7 +43,8 @@ def test_every_supported_format(tmp_path):
     (tmp_path / "recs.jsonl").write_text(
         json.dumps({"id": "r1", "title": "Stoats", "text": "Stoats turn white.", "metadata": {"topic": "animals"}})
         + "\n\n"  # blank lines are not records
-        + json.dumps({"id": 2, "text": "Weasels are small.", "source": "field-notes"}) + "\n",
+        + json.dumps({"id": 2, "text": "Weasels are small.", "source": "field-notes"})
+        + "\n",
         encoding="utf-8",
     )
     (tmp_path / "image.png").write_bytes(b"\x89PNG")
@@ -61,7 +62,11 @@ def test_every_supported_format(tmp_path):
     assert docs["paper.pdf"].text == "Sieve reads portable documents"
     assert (docs["howto.rst"].title, docs["howto.rst"].text) == ("How to", "How to\n\nRead restructured text.")
     assert (docs["memo.docx"].title, docs["memo.docx"].text) == ("memo", "Word documents about martens.")
-    assert (docs["r1"].title, docs["r1"].metadata, docs["r1"].source) == ("Stoats", {"topic": "animals"}, "recs.jsonl:1")
+    assert (docs["r1"].title, docs["r1"].metadata, docs["r1"].source) == (
+        "Stoats",
+        {"topic": "animals"},
+        "recs.jsonl:1",
+    )
     assert (docs["2"].title, docs["2"].source) == ("", "field-notes")
     assert report.files_read == 7 and report.documents == 8 and report.skipped == []
     assert report.ignored == [str(tmp_path / "image.png")]  # listed, not silently passed over
@@ -143,27 +148,35 @@ def test_missing_path_and_duplicate_ids(tmp_path):
 
 def test_duplicate_ids_across_files_are_skipped_and_listed(tmp_path):
     (tmp_path / "a.jsonl").write_text(json.dumps({"id": "x", "text": "from a"}), encoding="utf-8")
-    (tmp_path / "b.jsonl").write_text(json.dumps({"id": "x", "text": "from b"}) + "\n"
-                                      + json.dumps({"id": "y", "text": "only b"}), encoding="utf-8")
+    (tmp_path / "b.jsonl").write_text(
+        json.dumps({"id": "x", "text": "from b"}) + "\n" + json.dumps({"id": "y", "text": "only b"}), encoding="utf-8"
+    )
     docs, report = _ingest(tmp_path)
     assert {d: doc.text for d, doc in docs.items()} == {"x": "from a", "y": "only b"}
     assert [(w.rsplit("/", 1)[-1], r.split(" (")[0]) for w, r in report.skipped] == [("b.jsonl:1", "duplicate id 'x'")]
 
 
-@pytest.mark.parametrize("meta,problem", [
-    ({"tags": {"nested": 1}}, "got a dict"),
-    ({"tags": []}, "got an empty list"),
-    ({"tags": ["a", 1]}, "got a list mixing int and str"),
-    ({"tags": [["a"]]}, "got a list holding a list"),
-    ({"n": 2**70}, "outside 64 bits"),
-    ({"title": "shadow"}, "other than Sieve's own"),
-    ({"$op": 1}, "not starting with '$'"),
-    ("not an object", "to be an object, got str"),
-])
+@pytest.mark.parametrize(
+    "meta,problem",
+    [
+        ({"tags": {"nested": 1}}, "got a dict"),
+        ({"tags": []}, "got an empty list"),
+        ({"tags": ["a", 1]}, "got a list mixing int and str"),
+        ({"tags": [["a"]]}, "got a list holding a list"),
+        ({"n": 2**70}, "outside 64 bits"),
+        ({"title": "shadow"}, "other than Sieve's own"),
+        ({"$op": 1}, "not starting with '$'"),
+        ("not an object", "to be an object, got str"),
+    ],
+)
 def test_metadata_chroma_cannot_hold_skips_the_line_with_the_reason(tmp_path, meta, problem):
     f = tmp_path / "m.jsonl"
-    f.write_text(json.dumps({"id": "bad", "text": "t", "metadata": meta}) + "\n"
-                 + json.dumps({"id": "good", "text": "t", "metadata": {"ok": 1}}), encoding="utf-8")
+    f.write_text(
+        json.dumps({"id": "bad", "text": "t", "metadata": meta})
+        + "\n"
+        + json.dumps({"id": "good", "text": "t", "metadata": {"ok": 1}}),
+        encoding="utf-8",
+    )
     docs, report = _ingest(f)
     assert list(docs) == ["good"]
     [(where, reason)] = report.skipped
@@ -194,8 +207,21 @@ def test_content_hash_tracks_everything_that_changes_chunks():
 
 
 def test_ignored_files_are_counted_by_suffix_and_hidden_ones_only_by_number(tmp_path):
-    for name in ("a.png", "b.png", "c.PNG", "d.png", "e.png", "f.png", "g.png", "x.js", "y.js", "z.js",
-                 "Makefile", "LICENSE", "keep.md"):
+    for name in (
+        "a.png",
+        "b.png",
+        "c.PNG",
+        "d.png",
+        "e.png",
+        "f.png",
+        "g.png",
+        "x.js",
+        "y.js",
+        "z.js",
+        "Makefile",
+        "LICENSE",
+        "keep.md",
+    ):
         (tmp_path / name).write_text("x", encoding="utf-8")
     (tmp_path / ".git" / "objects").mkdir(parents=True)
     for name in ("HEAD", "config", "objects/ab12"):
@@ -231,8 +257,9 @@ def test_a_stream_touches_nothing_until_iterated_and_counts_its_inputs(tmp_path)
         next(stream)
     (tmp_path / "a.txt").write_text("alpha", encoding="utf-8")
     (tmp_path / "b.txt").write_bytes(b"\xff")
-    (tmp_path / "c.jsonl").write_text('{"id": "c1", "text": "x"}\n\n{"id": "c2"}\n{"id": "c3", "text": "y"}\n',
-                                      encoding="utf-8")
+    (tmp_path / "c.jsonl").write_text(
+        '{"id": "c1", "text": "x"}\n\n{"id": "c2"}\n{"id": "c3", "text": "y"}\n', encoding="utf-8"
+    )
     stream = iter_documents(tmp_path)
     assert stream.total == 5  # two files, three JSONL records (the blank line is none)
     assert [d.doc_id for d in stream] == ["a.txt", "c1", "c3"]
@@ -242,8 +269,13 @@ def test_a_stream_touches_nothing_until_iterated_and_counts_its_inputs(tmp_path)
 def test_a_jsonl_record_may_hold_unicode_line_separators(tmp_path):
     f = tmp_path / "seps.jsonl"
     text = "before\u2028after\u0085next\x0cpage"
-    f.write_text(json.dumps({"id": "s", "text": text}, ensure_ascii=False) + "\r\n"
-                 + json.dumps({"id": "t", "text": "second"}) + "\n", encoding="utf-8")
+    f.write_text(
+        json.dumps({"id": "s", "text": text}, ensure_ascii=False)
+        + "\r\n"
+        + json.dumps({"id": "t", "text": "second"})
+        + "\n",
+        encoding="utf-8",
+    )
     stream = iter_documents(f)
     assert stream.total == 2
     assert [(d.doc_id, d.text) for d in stream] == [("s", text), ("t", "second")]

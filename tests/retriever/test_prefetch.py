@@ -12,8 +12,14 @@ import pytest
 from sieve.retriever.embeddings import Embedder
 from sieve.retriever.prefetch import encode_prefetched, length_sorted_batches
 
-TEXTS = ["short", "a somewhat longer passage about lighthouses and their keepers on stormy nights",
-         "", "Ray Data streams blocks between actor pools", "x " * 300, "medium length text here"]
+TEXTS = [
+    "short",
+    "a somewhat longer passage about lighthouses and their keepers on stormy nights",
+    "",
+    "Ray Data streams blocks between actor pools",
+    "x " * 300,
+    "medium length text here",
+]
 
 
 @pytest.fixture(scope="module")

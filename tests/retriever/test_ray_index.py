@@ -57,12 +57,18 @@ def corpus(tmp_path_factory: pytest.TempPathFactory, sample_dir: Path) -> Path:
     root = tmp_path_factory.mktemp("ray-corpus")
     lines = (sample_dir / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:60]
     (root / "sample.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (root / "multi.jsonl").write_text("".join(json.dumps({"id": d.doc_id, "text": d.text, "title": d.title,
-                                                          "source": d.source, "metadata": d.metadata}) + "\n"
-                                              for d in MULTI_DOCS), encoding="utf-8")
+    (root / "multi.jsonl").write_text(
+        "".join(
+            json.dumps({"id": d.doc_id, "text": d.text, "title": d.title, "source": d.source, "metadata": d.metadata})
+            + "\n"
+            for d in MULTI_DOCS
+        ),
+        encoding="utf-8",
+    )
     (root / "notes").mkdir()
-    (root / "notes" / "ray.md").write_text("# Ray notes\n\n" + " ".join(["Actors embed chunks in parallel."] * 40),
-                                           encoding="utf-8")
+    (root / "notes" / "ray.md").write_text(
+        "# Ray notes\n\n" + " ".join(["Actors embed chunks in parallel."] * 40), encoding="utf-8"
+    )
     return root
 
 
@@ -79,19 +85,21 @@ def _bm25_by_id(index: CorpusIndex) -> tuple[dict[str, float], dict[str, float]]
     return dict(zip(bm.ids, bm.norm.tolist())), {t: float(bm.idf[j]) for t, j in bm.vocab.items()}
 
 
-def test_ray_index_matches_the_single_process_path(local_ray, chroma_url, corpus, tmp_path, embedder,
-                                                   model_cache_dir):
-    single = CorpusIndex.open(_config(chroma_url, tmp_path / "single", model_cache_dir), "single", create=True,
-                              embedder=embedder)
+def test_ray_index_matches_the_single_process_path(local_ray, chroma_url, corpus, tmp_path, embedder, model_cache_dir):
+    single = CorpusIndex.open(
+        _config(chroma_url, tmp_path / "single", model_cache_dir), "single", create=True, embedder=embedder
+    )
     expected = single.index_path(corpus, progress=False)
 
     ray_index = CorpusIndex.open(_config(chroma_url, tmp_path / "ray", model_cache_dir), "on-ray", create=True)
     t0 = time.perf_counter()
-    report = index_path_ray(ray_index, corpus, RayOptions(docs_per_block=16, embed_batch=64),
-                            progress=False)
+    report = index_path_ray(ray_index, corpus, RayOptions(docs_per_block=16, embed_batch=64), progress=False)
     print(f"ray index: {report.chunks_written} chunks in {time.perf_counter() - t0:.1f}s")
-    assert (report.added, report.chunks_written, report.ingest.documents) == \
-        (expected.added, expected.chunks_written, expected.ingest.documents) == (N_DOCS, single.count(), N_DOCS)
+    assert (
+        (report.added, report.chunks_written, report.ingest.documents)
+        == (expected.added, expected.chunks_written, expected.ingest.documents)
+        == (N_DOCS, single.count(), N_DOCS)
+    )
     assert not ray_index.embedder.is_loaded  # the driver read and wrote; only the actors embedded
 
     want, got = _records(single), _records(ray_index)
@@ -106,8 +114,9 @@ def test_ray_index_matches_the_single_process_path(local_ray, chroma_url, corpus
 
     assert _bm25_by_id(ray_index) == _bm25_by_id(single)  # same BM25: per-chunk norms, per-term IDF
     query = "Obadiah Quillfeather lighthouse keeper"
-    assert [(h.chunk_id, round(h.score, 6)) for h in ray_index.search(query, 5, mode="bm25")] == \
-        [(h.chunk_id, round(h.score, 6)) for h in single.search(query, 5, mode="bm25")]
+    assert [(h.chunk_id, round(h.score, 6)) for h in ray_index.search(query, 5, mode="bm25")] == [
+        (h.chunk_id, round(h.score, 6)) for h in single.search(query, 5, mode="bm25")
+    ]
     assert ray_index.search(query, 3, mode="hybrid")[0].doc_id == "lighthouse"
 
     # Idempotent and incremental as the single-process path: a second run writes nothing, and a
@@ -138,8 +147,21 @@ def test_ray_index_cli_flag_and_an_empty_folder(local_ray, chroma_url, tmp_path,
     assert (out["added"], out["chunks_written"], out["device"]) == (1, 1, None)  # the driver loaded no model
 
     (tmp_path / "empty").mkdir()
-    res = CliRunner().invoke(app, ["index", str(tmp_path / "empty"), "--ray", "--chroma-url", chroma_url,
-                                   "--data-dir", str(tmp_path / "data"), "--collection", "none", "--json"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "index",
+            str(tmp_path / "empty"),
+            "--ray",
+            "--chroma-url",
+            chroma_url,
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--collection",
+            "none",
+            "--json",
+        ],
+    )
     assert res.exit_code == 2 and "Expected at least one readable document" in res.output
 
 
@@ -153,8 +175,19 @@ def test_without_ray_installed_the_flag_says_how_to_install_it_and_creates_nothi
 
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError, as where it is not installed
     (tmp_path / "a.txt").write_text("text", encoding="utf-8")
-    res = CliRunner().invoke(app, ["index", str(tmp_path / "a.txt"), "--ray-address", "auto",
-                                   "--data-dir", str(tmp_path / "data"), "--collection", "never"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "index",
+            str(tmp_path / "a.txt"),
+            "--ray-address",
+            "auto",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--collection",
+            "never",
+        ],
+    )
     said = " ".join(res.output.replace("│", " ").split())  # the error box wraps the line
     assert res.exit_code == 2 and 'pip install -e ".[ray]"' in said, res.output
     assert "never" not in list_collections(RetrieverConfig(data_dir=tmp_path / "data"))

@@ -14,12 +14,22 @@ from sieve.retriever.readers import READERS, captured_library_logs, read_file
 
 from _ingest_files import SITE_PAGE, TEXINFO_PAGE, pdf_with_a_wrong_startxref
 
+
 def test_html_keeps_the_article_and_drops_menus_headers_sidebars_and_footers():
     title, text = html_text(SITE_PAGE)
     assert title == "Otters | Field Guide"
     assert "Otters hold hands while they sleep" in text and "favourite stone" in text
-    for boilerplate in ("Field Guide home", "Sign in", "menu entry", "Breadcrumb", "sidebar", "footer", "Privacy",
-                        "analytics", "font-family"):
+    for boilerplate in (
+        "Field Guide home",
+        "Sign in",
+        "menu entry",
+        "Breadcrumb",
+        "sidebar",
+        "footer",
+        "Privacy",
+        "analytics",
+        "font-family",
+    ):
         assert boilerplate not in text, boilerplate
 
 
@@ -31,9 +41,11 @@ def test_texinfo_navigation_header_is_not_content():
 
 
 def test_a_page_too_small_for_main_content_keeps_its_visible_text():
-    title, text = html_text("<html><head><title>Badgers</title><style>p{color:red}</style></head><body>"
-                            "<script>var hidden = 1;</script><p>Badgers dig setts.</p><nav>Next: Otters</nav>"
-                            "<p>They are nocturnal.</p></body></html>")
+    title, text = html_text(
+        "<html><head><title>Badgers</title><style>p{color:red}</style></head><body>"
+        "<script>var hidden = 1;</script><p>Badgers dig setts.</p><nav>Next: Otters</nav>"
+        "<p>They are nocturnal.</p></body></html>"
+    )
     assert title == "Badgers"
     assert "Badgers dig setts." in text and "They are nocturnal." in text
     assert "hidden" not in text and "color" not in text and "Otters" not in text
@@ -45,14 +57,18 @@ def test_a_page_without_text_reads_as_empty(raw):
 
 
 def test_html_that_declares_another_encoding_is_still_read_as_the_utf8_it_is():
-    raw = '<?xml version="1.0" encoding="ISO-8859-1"?><html><head><meta charset="iso-8859-1"></head>' \
-          "<body><p>Caf\u00e9 cr\u00e8me, na\u00efve r\u00e9sum\u00e9.</p></body></html>"
+    raw = (
+        '<?xml version="1.0" encoding="ISO-8859-1"?><html><head><meta charset="iso-8859-1"></head>'
+        "<body><p>Caf\u00e9 cr\u00e8me, na\u00efve r\u00e9sum\u00e9.</p></body></html>"
+    )
     assert html_text(raw)[1] == "Caf\u00e9 cr\u00e8me, na\u00efve r\u00e9sum\u00e9."
 
 
 def test_html_in_a_declared_single_byte_charset_is_decoded_by_it(tmp_path):
-    page = "<html><head><meta http-equiv='Content-Type' content='text/html; charset=ISO-8859-1'>" \
-           "<title>Caf\u00e9</title></head><body><p>Copyright \u00a9 2001 John Fleck, caf\u00e9 cr\u00e8me.</p></body></html>"
+    page = (
+        "<html><head><meta http-equiv='Content-Type' content='text/html; charset=ISO-8859-1'>"
+        "<title>Caf\u00e9</title></head><body><p>Copyright \u00a9 2001 John Fleck, caf\u00e9 cr\u00e8me.</p></body></html>"
+    )
     declared = tmp_path / "old.html"
     declared.write_bytes(page.encode("latin-1"))
     assert read_file(declared)[:2] == ("Caf\u00e9", "Copyright \u00a9 2001 John Fleck, caf\u00e9 cr\u00e8me.")
@@ -112,8 +128,20 @@ def test_rst_is_read_without_markup_comments_or_tables_of_contents(tmp_path):
     assert "HTML is read by its main content." in text
     assert "Word documents are read too." in text  # an unknown (Sphinx) directive keeps its content ...
     assert "sieve index docs/" in text and "Run the indexer again to update." in text
-    for markup in ("..", ":ref:", ":func:", "toctree", "maxdepth", "quickstart", "Contents", "comment nobody",
-                   "diagram.png", "**", "``", "versionadded"):  # ... but none of its syntax
+    for markup in (
+        "..",
+        ":ref:",
+        ":func:",
+        "toctree",
+        "maxdepth",
+        "quickstart",
+        "Contents",
+        "comment nobody",
+        "diagram.png",
+        "**",
+        "``",
+        "versionadded",
+    ):  # ... but none of its syntax
         assert markup not in text, markup
 
 
@@ -147,8 +175,14 @@ def test_docx_paragraphs_and_table_cells_in_document_order(tmp_path):
 
     title, text, warnings = read_file(f)
     assert title == "Quarterly report" and warnings == []
-    assert text.split("\n\n") == ["Quarterly report", "Revenue grew in the northern region.", "Region | Q1 | Q2",
-                                  "North | 10 | 12", "South | 7", "Costs were flat."]
+    assert text.split("\n\n") == [
+        "Quarterly report",
+        "Revenue grew in the northern region.",
+        "Region | Q1 | Q2",
+        "North | 10 | 12",
+        "South | 7",
+        "Costs were flat.",
+    ]
 
 
 def test_docx_nested_tables_are_read_inside_their_cell(tmp_path):

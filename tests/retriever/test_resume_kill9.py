@@ -24,8 +24,13 @@ KILL_AFTER_BATCHES = 3
 
 def _run_and_kill(data_dir: Path) -> list[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
-    proc = subprocess.Popen([sys.executable, str(CHILD), str(data_dir), str(N_DOCS)], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, str(CHILD), str(data_dir), str(N_DOCS)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
     lines: list[str] = []
     try:
         deadline = time.monotonic() + 120
@@ -35,7 +40,8 @@ def _run_and_kill(data_dir: Path) -> list[str]:
                 break
             lines.append(line.strip())
         assert len(lines) == KILL_AFTER_BATCHES and all(x.startswith("batch") for x in lines), (
-            f"child did not report {KILL_AFTER_BATCHES} batches: {lines}, exit {proc.poll()}")
+            f"child did not report {KILL_AFTER_BATCHES} batches: {lines}, exit {proc.poll()}"
+        )
         time.sleep(0.15)  # let it get into the next batch (embedding or writing) before the kill
         os.kill(proc.pid, signal.SIGKILL)
         assert proc.wait(30) == -signal.SIGKILL

@@ -120,8 +120,12 @@ def test_grep_with_filter(sample_index):
 
 @pytest.mark.parametrize(
     ("pattern", "why"),
-    [("ab", "at least 3"), ("[unclosed", "valid regular expression"), ("(?=Kub)Kubrick", "look-around"),
-     ("(?<!x)Kubrick", "look-around")],
+    [
+        ("ab", "at least 3"),
+        ("[unclosed", "valid regular expression"),
+        ("(?=Kub)Kubrick", "look-around"),
+        ("(?<!x)Kubrick", "look-around"),
+    ],
 )
 def test_bad_patterns_raise_invalid_pattern(sample_index, pattern, why):
     with pytest.raises(InvalidPattern, match=why):

@@ -26,12 +26,18 @@ def _spellings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Pat
     real.mkdir()
     (tmp_path / "link").symlink_to(real, target_is_directory=True)
     monkeypatch.chdir(tmp_path)
-    return {"absolute": real, "relative": Path("store"), "symlink": tmp_path / "link",
-            "dotted": tmp_path / "link" / ".." / "store"}
+    return {
+        "absolute": real,
+        "relative": Path("store"),
+        "symlink": tmp_path / "link",
+        "dotted": tmp_path / "link" / ".." / "store",
+    }
 
 
 def test_every_spelling_of_a_data_folder_names_one_lock(tmp_path, monkeypatch) -> None:
-    paths = {k: store_write_lock(RetrieverConfig(data_dir=p)).path for k, p in _spellings(tmp_path, monkeypatch).items()}
+    paths = {
+        k: store_write_lock(RetrieverConfig(data_dir=p)).path for k, p in _spellings(tmp_path, monkeypatch).items()
+    }
     assert len(set(paths.values())) == 1, paths
     assert paths["absolute"].is_absolute()
 
@@ -39,8 +45,9 @@ def test_every_spelling_of_a_data_folder_names_one_lock(tmp_path, monkeypatch) -
 @pytest.mark.slow
 def test_a_writer_through_another_spelling_waits_for_the_holder(tmp_path, monkeypatch, embedder) -> None:
     spell = _spellings(tmp_path, monkeypatch)
-    index = CorpusIndex.open(RetrieverConfig(data_dir=spell["absolute"], **RESUME_CONFIG), "spelled", create=True,
-                             embedder=embedder)
+    index = CorpusIndex.open(
+        RetrieverConfig(data_dir=spell["absolute"], **RESUME_CONFIG), "spelled", create=True, embedder=embedder
+    )
     index.index_documents(MULTI_DOCS[:1], progress=False)
     holder = _spawn("hold", str(spell["symlink"]))  # a real process holds the lock, found through the symlink
     try:

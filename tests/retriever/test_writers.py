@@ -30,8 +30,14 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYM
 
 
 def _spawn(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(CHILD), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=ENV)
+    return subprocess.Popen(
+        [sys.executable, str(CHILD), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
 
 
 def _go(proc: subprocess.Popen) -> None:
@@ -58,8 +64,12 @@ def _small_hnsw_batches(data: Path) -> None:
     from sieve.retriever.store import GENERATION_KEY, make_client
 
     client = make_client(RetrieverConfig(data_dir=data))
-    client.create_collection("writers", embedding_function=None, metadata={GENERATION_KEY: "empty"},
-                             configuration={"hnsw": {"space": "cosine", "sync_threshold": 8, "batch_size": 8}})
+    client.create_collection(
+        "writers",
+        embedding_function=None,
+        metadata={GENERATION_KEY: "empty"},
+        configuration={"hnsw": {"space": "cosine", "sync_threshold": 8, "batch_size": 8}},
+    )
 
 
 @pytest.mark.slow
@@ -80,8 +90,9 @@ def test_two_writer_processes_leave_the_store_a_clean_index_would(tmp_path, embe
     # The second writer said whom it waited for (the first one's pid), instead of writing alongside it.
     assert "Another writer holds the store" in err2 and f"pid {first.pid}" in err2, err2[-2000:]
 
-    clean = CorpusIndex.open(RetrieverConfig(data_dir=tmp_path / "clean", **RESUME_CONFIG), "writers", create=True,
-                             embedder=embedder)
+    clean = CorpusIndex.open(
+        RetrieverConfig(data_dir=tmp_path / "clean", **RESUME_CONFIG), "writers", create=True, embedder=embedder
+    )
     clean.index_documents(synthetic_docs(80), progress=False)
     # This process never opened `data` before: its client reads what is on disk.
     index = CorpusIndex.open(RetrieverConfig(data_dir=data, **RESUME_CONFIG), "writers", embedder=embedder)

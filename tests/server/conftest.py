@@ -29,7 +29,8 @@ def live(session_data_dir: Path, sample_index: Any, embedder: Any) -> Iterator[L
 
     srv.state.index(TINY, create=True).index_documents(
         [Document(doc_id=d["id"], text=d["text"], title=d["title"], metadata=d["metadata"]) for d in TINY_DOCS],
-        progress=False)
+        progress=False,
+    )
     yield srv
     for name in list(srv.state.collections()):
         if name.startswith("srv-"):
@@ -40,12 +41,20 @@ def live(session_data_dir: Path, sample_index: Any, embedder: Any) -> Iterator[L
 @pytest.fixture(scope="session")
 def secured(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[LiveServer]:
     """A server with ``api_key`` and ``require_auth``, a small body limit and a tight k cap."""
-    srv = start_server(embedder, tmp_path_factory.mktemp("secured-data"), collection=TINY, server_api_key=API_KEY,
-                       require_auth=True, max_body_bytes=4096, max_request_k=5)
+    srv = start_server(
+        embedder,
+        tmp_path_factory.mktemp("secured-data"),
+        collection=TINY,
+        server_api_key=API_KEY,
+        require_auth=True,
+        max_body_bytes=4096,
+        max_request_k=5,
+    )
     from sieve.retriever.types import Document
 
     srv.state.index(TINY, create=True).index_documents(
-        [Document(doc_id=d["id"], text=d["text"], title=d["title"]) for d in TINY_DOCS], progress=False)
+        [Document(doc_id=d["id"], text=d["text"], title=d["title"]) for d in TINY_DOCS], progress=False
+    )
     yield srv
     srv.stop()
 
@@ -65,7 +74,8 @@ def timeouts(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterato
     from sieve.retriever.types import Document
 
     srv.state.index(TINY, create=True).index_documents(
-        [Document(doc_id=d["id"], text=d["text"], title=d["title"]) for d in TINY_DOCS], progress=False)
+        [Document(doc_id=d["id"], text=d["text"], title=d["title"]) for d in TINY_DOCS], progress=False
+    )
     yield srv
     srv.stop()
 

@@ -83,11 +83,21 @@ class FakeLLM:
 
 
 def _search_call(n: int) -> dict:
-    call = {"id": f"call_{n}", "type": "function",
-            "function": {"name": "search", "arguments": json.dumps({"query": f"capital city {n}", "k": 1})}}
-    return {"choices": [{"index": 0, "finish_reason": "tool_calls",
-                         "message": {"role": "assistant", "content": None, "tool_calls": [call]}}],
-            "usage": {"prompt_tokens": 50, "completion_tokens": 10}}
+    call = {
+        "id": f"call_{n}",
+        "type": "function",
+        "function": {"name": "search", "arguments": json.dumps({"query": f"capital city {n}", "k": 1})},
+    }
+    return {
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+            }
+        ],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 10},
+    }
 
 
 __all__ = ["Call", "FakeLLM"]

@@ -44,7 +44,8 @@ def main() -> int:
         rows = [json.loads(line) for line in (ROOT / "data" / "sample" / "corpus.jsonl").open()][:60]
         srv.state.index("fuzz", create=True).index_documents(
             [Document(doc_id=r["id"], text=r["text"], title=r["title"], source=r.get("source", "")) for r in rows],
-            progress=False)
+            progress=False,
+        )
         t0 = time.perf_counter()
         try:
             report = fuzz(srv.url, max_examples=args.examples, seed=args.seed)

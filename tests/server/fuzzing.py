@@ -21,12 +21,15 @@ class FuzzReport:
 
     def summary(self) -> str:
         statuses = ", ".join(f"{s}: {n}" for s, n in sorted(self.by_status.items()))
-        return f"{self.cases} cases over {len(self.by_operation)} operations; statuses {statuses}; " \
-               f"{len(self.failures)} server errors"
+        return (
+            f"{self.cases} cases over {len(self.by_operation)} operations; statuses {statuses}; "
+            f"{len(self.failures)} server errors"
+        )
 
 
-def fuzz(base_url: str, *, max_examples: int, seed: int = 0, headers: dict[str, str] | None = None,
-         timeout: float = 120.0) -> FuzzReport:
+def fuzz(
+    base_url: str, *, max_examples: int, seed: int = 0, headers: dict[str, str] | None = None, timeout: float = 120.0
+) -> FuzzReport:
     """Run ``max_examples`` positive and as many negative cases per operation; count them and any 5xx."""
     import schemathesis
     from hypothesis import HealthCheck, Phase, given, seed as hyp_seed, settings
@@ -39,8 +42,14 @@ def fuzz(base_url: str, *, max_examples: int, seed: int = 0, headers: dict[str, 
         for mode in (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE):
 
             @hyp_seed(seed)
-            @settings(max_examples=max_examples, deadline=None, database=None, phases=[Phase.generate],
-                      suppress_health_check=list(HealthCheck), derandomize=False)
+            @settings(
+                max_examples=max_examples,
+                deadline=None,
+                database=None,
+                phases=[Phase.generate],
+                suppress_health_check=list(HealthCheck),
+                derandomize=False,
+            )
             @given(case=operation.as_strategy(generation_mode=mode))
             def run(case: Any) -> None:
                 response = case.call(base_url=base_url, headers=headers, timeout=timeout)
@@ -48,8 +57,9 @@ def fuzz(base_url: str, *, max_examples: int, seed: int = 0, headers: dict[str, 
                 report.by_status[response.status_code] += 1
                 report.by_operation[operation.label] += 1
                 if response.status_code >= 500:
-                    report.failures.append(f"{response.status_code} {operation.label}: {response.text[:300]}\n"
-                                           f"  {case.as_curl_command()}")
+                    report.failures.append(
+                        f"{response.status_code} {operation.label}: {response.text[:300]}\n  {case.as_curl_command()}"
+                    )
 
             try:
                 run()

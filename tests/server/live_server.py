@@ -18,12 +18,24 @@ if TYPE_CHECKING:
 API_KEY = "test-key-3f9a"
 TINY = "srv-tiny"
 TINY_DOCS = [
-    {"id": "paris", "title": "Paris", "text": "Paris is the capital and largest city of France, on the Seine.",
-     "metadata": {"country": "France"}},
-    {"id": "berlin", "title": "Berlin", "text": "Berlin is the capital of Germany and its most populous city.",
-     "metadata": {"country": "Germany"}},
-    {"id": "rome", "title": "Rome", "text": "Rome is the capital city of Italy, founded, legend says, in 753 BC.",
-     "metadata": {"country": "Italy"}},
+    {
+        "id": "paris",
+        "title": "Paris",
+        "text": "Paris is the capital and largest city of France, on the Seine.",
+        "metadata": {"country": "France"},
+    },
+    {
+        "id": "berlin",
+        "title": "Berlin",
+        "text": "Berlin is the capital of Germany and its most populous city.",
+        "metadata": {"country": "Germany"},
+    },
+    {
+        "id": "rome",
+        "title": "Rome",
+        "text": "Rome is the capital city of Italy, founded, legend says, in 753 BC.",
+        "metadata": {"country": "Italy"},
+    },
 ]
 
 

@@ -31,8 +31,16 @@ logger = logging.getLogger("sieve.playground_png")
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # Headless on a machine without network: without these, chromium keeps retrying refused connections.
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 VIEWPORT = {"width": 1400, "height": 1000}
 K = 5
 
@@ -50,8 +58,9 @@ def browser_page(profile: Path) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(str(profile), executable_path=CHROMIUM, headless=True,
-                                                       args=CHROMIUM_ARGS, viewport=VIEWPORT)
+        context = p.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, viewport=VIEWPORT
+        )
         page = context.new_page()
         page.errors = []
         page.on("pageerror", lambda exc: page.errors.append(str(exc)))
@@ -85,8 +94,12 @@ def screenshot(page: Any, out: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "playground.png")
-    parser.add_argument("--data-dir", type=Path, default=None, help="Data folder holding `sample` "
-                        "(default $SIEVE_DATA_DIR or the per-user one).")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="Data folder holding `sample` (default $SIEVE_DATA_DIR or the per-user one).",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     sys.path.insert(0, str(ROOT / "tests"))  # _server_process, as the tests import it
@@ -101,12 +114,23 @@ def main(argv: list[str] | None = None) -> int:
         env["SIEVE_DATA_DIR"] = str(args.data_dir)
     with tempfile.TemporaryDirectory(prefix="sieve-shot-") as tmp:
         cmd = [*sieve_command(), "serve", "-c", "sample", "--port", str(port), "--log-level", "warning"]
-        with server_process(cmd, f"{url}/healthz", name="sieve serve", log_path=Path(tmp) / "serve.log",
-                            timeout_s=300, poll_s=0.5, env=env), browser_page(Path(tmp) / "profile") as page:
+        with (
+            server_process(
+                cmd,
+                f"{url}/healthz",
+                name="sieve serve",
+                log_path=Path(tmp) / "serve.log",
+                timeout_s=300,
+                poll_s=0.5,
+                env=env,
+            ),
+            browser_page(Path(tmp) / "profile") as page,
+        ):
             state = ask(page, url)
             if state != "done" or page.errors:
-                logger.error("The playground ended in state %r (errors: %s): %s", state, page.errors,
-                             page.inner_text("#status"))
+                logger.error(
+                    "The playground ended in state %r (errors: %s): %s", state, page.errors, page.inner_text("#status")
+                )
                 return 1
             screenshot(page, args.out)
     logger.info("Wrote %s", args.out)

@@ -31,14 +31,25 @@ MODEL_LIBS = ("torch", "sentence_transformers", "transformers", "onnxruntime", "
 
 def _modules_after(args: list[str], data_dir: Path | None = None) -> tuple[set[str], subprocess.CompletedProcess]:
     """Run ``sieve ARGS`` in a fresh interpreter; return which of HEAVY it imported (and the process)."""
-    code = ("import json, sys\nfrom sieve.cli.main import main\n"
-            "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\nelse:\n    code = 0\n"
-            f"print('MODULES=' + json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)), file=sys.stderr)\n"
-            "sys.exit(code)")
+    code = (
+        "import json, sys\nfrom sieve.cli.main import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\nelse:\n    code = 0\n"
+        f"print('MODULES=' + json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)), file=sys.stderr)\n"
+        "sys.exit(code)"
+    )
     env_args = [*args, "--data-dir", str(data_dir)] if data_dir else args
-    proc = subprocess.run([sys.executable, "-c", code, *env_args], capture_output=True, text=True, timeout=600,
-                          env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HOME": str(data_dir or ROOT),
-                               "SIEVE_MODEL_DIR": os.environ["SIEVE_MODEL_DIR"]})
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *env_args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HF_HUB_OFFLINE": "1",
+            "HOME": str(data_dir or ROOT),
+            "SIEVE_MODEL_DIR": os.environ["SIEVE_MODEL_DIR"],
+        },
+    )
     line = next((ln for ln in proc.stderr.splitlines() if ln.startswith("MODULES=")), None)
     assert line is not None, proc.stderr[-3000:]
     return set(json.loads(line.removeprefix("MODULES="))), proc
@@ -59,8 +70,10 @@ def test_listing_and_bm25_never_load_the_embedder(sample_data_copy: Path) -> Non
     assert loaded.isdisjoint(set(MODEL_LIBS) - {"chromadb"}), loaded
     assert "scipy" not in loaded  # listing needs Chroma, not BM25's sparse matrices
 
-    loaded, proc = _modules_after(["retrieve", "Charles Lindbergh aircraft", "--mode", "bm25", "-c", "sample",
-                                   "-k", "3", "--json"], sample_data_copy)
+    loaded, proc = _modules_after(
+        ["retrieve", "Charles Lindbergh aircraft", "--mode", "bm25", "-c", "sample", "-k", "3", "--json"],
+        sample_data_copy,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert [r["rank"] for r in json.loads(proc.stdout)["results"]] == [1, 2, 3]
     assert loaded.isdisjoint(set(MODEL_LIBS) - {"chromadb"}), loaded
@@ -79,10 +92,12 @@ def test_onnx_queries_never_import_torch_or_transformers(sample_data_copy: Path)
 
 
 def test_reading_a_trace_needs_no_model_library(tmp_path: Path) -> None:
-    code = ("import sys\nfrom sieve.agent import Trace\n"
-            "t = Trace.from_dict({'question': 'q', 'returned': [{'chunk_id': 'd#0', 'doc_id': 'd', 'score': 1.0, "
-            "'rank': 1}]})\nassert t.returned_chunk_ids == ['d#0']\n"
-            f"print(sorted(m for m in {MODEL_LIBS!r} if m in sys.modules))")
+    code = (
+        "import sys\nfrom sieve.agent import Trace\n"
+        "t = Trace.from_dict({'question': 'q', 'returned': [{'chunk_id': 'd#0', 'doc_id': 'd', 'score': 1.0, "
+        "'rank': 1}]})\nassert t.returned_chunk_ids == ['d#0']\n"
+        f"print(sorted(m for m in {MODEL_LIBS!r} if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "[]", out.stdout  # numpy may load (the agent's scoring uses it); no model library
 
@@ -151,8 +166,11 @@ def test_eval_cache_names_are_recognised() -> None:
     corpus = ROOT / "data" / "sample" / "corpus.jsonl"
     for backend, dtypes in BACKEND_DTYPES.items():
         for dtype in dtypes:
-            cfg = RetrieverConfig(data_dir=Path("/nonexistent"), embed_backend=backend,  # type: ignore[arg-type]
-                                  embed_dtype=dtype)  # type: ignore[arg-type]
+            cfg = RetrieverConfig(
+                data_dir=Path("/nonexistent"),
+                embed_backend=backend,  # type: ignore[arg-type]
+                embed_dtype=dtype,
+            )  # type: ignore[arg-type]
             assert is_eval_cache(collection_name([EvalSet("sample", corpus.parent, [])], cfg)), (backend, dtype)
     assert not is_eval_cache("evaluation") and not is_eval_cache("eval-notes")
 
@@ -211,8 +229,11 @@ def test_log_lines_go_through_the_progress_bar_writer(capsys: pytest.CaptureFixt
 
 
 def test_plural() -> None:
-    assert (plural(1, "file"), plural(0, "file"), plural(2, "search", "searches")) == ("1 file", "0 files",
-                                                                                    "2 searches")
+    assert (plural(1, "file"), plural(0, "file"), plural(2, "search", "searches")) == (
+        "1 file",
+        "0 files",
+        "2 searches",
+    )
 
 
 def test_every_flag_the_readme_and_docs_show_exists() -> None:
@@ -244,9 +265,11 @@ def test_readme_examples_query_a_collection_the_readme_makes() -> None:
     invocations = sieve_invocations()
     made = {"sample"} | {_collection_of(a) for a in invocations if a[:1] == ["index"] or a[:2] == ["train", "all"]}
     made.discard(None)  # `sieve index corpus/` without -c fills `default`, which no example should rely on
-    readers = [a for a in invocations if a[0] in ("retrieve", "search", "serve") or a[:2] in (["train", "synth"],
-                                                                                             ["train", "sft"],
-                                                                                             ["train", "rl"])]
+    readers = [
+        a
+        for a in invocations
+        if a[0] in ("retrieve", "search", "serve") or a[:2] in (["train", "synth"], ["train", "sft"], ["train", "rl"])
+    ]
     assert len(readers) >= 5
     for argv in readers:
         assert _collection_of(argv) in made, f"README runs `sieve {' '.join(argv)}` on a collection it never makes"
@@ -276,8 +299,10 @@ def test_console_script_runs(tmp_path: Path) -> None:
 
 
 LONG_TEXT = "Charles Augustus Lindbergh was an American aviator,\nmilitary officer, and author. " * 6
-ROWS = [(i, 1 / i, f"wiki-charles-augustus-lindbergh#{i}", "Charles Lindbergh, aviator and author", LONG_TEXT)
-        for i in range(1, 11)]
+ROWS = [
+    (i, 1 / i, f"wiki-charles-augustus-lindbergh#{i}", "Charles Lindbergh, aviator and author", LONG_TEXT)
+    for i in range(1, 11)
+]
 
 
 def _render(width: int, **kwargs: bool) -> list[str]:
@@ -286,8 +311,9 @@ def _render(width: int, **kwargs: bool) -> list[str]:
     from sieve.cli.commands._common import print_results
 
     console = Console(width=width, record=True, file=io.StringIO())
-    print_results(ROWS, "hybrid results for: which aircraft did Lindbergh fly across the Atlantic?", console=console,
-                  **kwargs)
+    print_results(
+        ROWS, "hybrid results for: which aircraft did Lindbergh fly across the Atlantic?", console=console, **kwargs
+    )
     return console.export_text().splitlines()
 
 
@@ -333,8 +359,13 @@ def test_help_paragraphs_fill_the_terminal_width() -> None:
     for name, command in leaves.items():
         for paragraph in (command.help or "").split("\n\n"):
             assert "\n" not in paragraph or paragraph.startswith("\b"), (name, paragraph)
-    proc = subprocess.run([*sieve_command(), "index", "--help"], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "COLUMNS": "80"})
+    proc = subprocess.run(
+        [*sieve_command(), "index", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "80"},
+    )
     assert proc.returncode == 0, proc.stderr
     prose = proc.stdout.split("Usage:", 1)[1].split("╭", 1)[0]
     paragraphs = [p.splitlines() for p in re.split(r"\n\s*\n", prose) if p.strip()][1:]  # after the Usage line

@@ -32,8 +32,12 @@ def test_langchain_retriever_over_http(live) -> None:
     plain = SieveRetriever(base_url=live.url, collection=TINY, k=1, mode="hybrid").invoke("capital of Italy")
     assert [p.id for p in plain] == ["rome#0"] and plain[0].metadata["country"] == "Italy"
     # Batch/async paths of BaseRetriever work unchanged.
-    assert [len(x) for x in SieveRetriever(base_url=live.url, collection=TINY, k=2, mode="bm25")
-            .batch(["capital of France", "capital of Germany"])] == [2, 2]
+    assert [
+        len(x)
+        for x in SieveRetriever(base_url=live.url, collection=TINY, k=2, mode="bm25").batch(
+            ["capital of France", "capital of Germany"]
+        )
+    ] == [2, 2]
 
 
 def test_llamaindex_retriever_over_http(live) -> None:

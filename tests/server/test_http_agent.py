@@ -15,7 +15,8 @@ from sieve.defaults import DEFAULT_POLICY
 QUESTION = "What was the 2020 population of the city that Charles Lindbergh's transatlantic aircraft was named after?"
 # chroma-core/chroma rust/foundation-api: how Chroma parses Context-1's final answer.
 DOCUMENT_BLOCK = re.compile(
-    r"""(?is)<Document\s+id=["']?([^"'>\s]+)["']?\s*>\s*<Justification>\s*(.*?)\s*</Justification>\s*</Document>""")
+    r"""(?is)<Document\s+id=["']?([^"'>\s]+)["']?\s*>\s*<Justification>\s*(.*?)\s*</Justification>\s*</Document>"""
+)
 
 
 def sse(response: httpx.Response) -> list:
@@ -110,31 +111,37 @@ def test_context1_unknown_collection_fails_before_streaming(http: httpx.Client) 
     assert_problem(r, 404, "unknown_collection")
 
 
-@pytest.mark.parametrize("payload,code,status", [
-    ({"query": "x", "collection": "no-such"}, "unknown_collection", 404),
-    ({"query": "x", "budget_tokens": 10_000_000}, "invalid_input", 422),
-    ({"query": "x", "budget_tokens": 100}, "invalid_input", 422),
-    ({"query": "x", "max_turns": 999}, "invalid_input", 422),
-    ({"query": "x", "policy": "openai"}, "invalid_input", 422),  # no OpenAI endpoint configured here
-    ({"query": "x", "policy": "local"}, "invalid_input", 422),  # the bundled model is opt-in
-    ({"query": "x", "filters": {"$bogus": 1}}, "invalid_input", 422),
-    ({"query": "x", "rollouts": 9}, "invalid_input", 422),
-    ({"query": "x", "stream": True, "collection": "no-such"}, "unknown_collection", 404),
-])
+@pytest.mark.parametrize(
+    "payload,code,status",
+    [
+        ({"query": "x", "collection": "no-such"}, "unknown_collection", 404),
+        ({"query": "x", "budget_tokens": 10_000_000}, "invalid_input", 422),
+        ({"query": "x", "budget_tokens": 100}, "invalid_input", 422),
+        ({"query": "x", "max_turns": 999}, "invalid_input", 422),
+        ({"query": "x", "policy": "openai"}, "invalid_input", 422),  # no OpenAI endpoint configured here
+        ({"query": "x", "policy": "local"}, "invalid_input", 422),  # the bundled model is opt-in
+        ({"query": "x", "filters": {"$bogus": 1}}, "invalid_input", 422),
+        ({"query": "x", "rollouts": 9}, "invalid_input", 422),
+        ({"query": "x", "stream": True, "collection": "no-such"}, "unknown_collection", 404),
+    ],
+)
 def test_search_limits_are_problems(http: httpx.Client, payload: dict, code: str, status: int) -> None:
     assert_problem(http.post("/v1/search", json=payload), status, code)
 
 
 def test_search_filters_restrict_the_evidence(http: httpx.Client) -> None:
-    body = http.post("/v1/search", json={"query": "capital city", "collection": TINY,
-                                         "filters": {"country": "Germany"}}).json()
+    body = http.post(
+        "/v1/search", json={"query": "capital city", "collection": TINY, "filters": {"country": "Germany"}}
+    ).json()
     assert {x["doc_id"] for x in body["results"]} == {"berlin"}
 
 
 def test_agent_metrics_recorded(http: httpx.Client) -> None:
     http.post("/v1/search", json={"query": QUESTION, "k": 3})
     text = http.get("/metrics").text
-    runs = re.search(rf'^sieve_agent_runs_total\{{policy="{DEFAULT_POLICY}",stop_reason="\w+"\}} ([0-9.]+)$', text, re.M)
+    runs = re.search(
+        rf'^sieve_agent_runs_total\{{policy="{DEFAULT_POLICY}",stop_reason="\w+"\}} ([0-9.]+)$', text, re.M
+    )
     assert runs and float(runs.group(1)) >= 1
     assert re.search(r"^sieve_agent_turns_count ([0-9.]+)$", text, re.M)
     tokens = re.search(r"^sieve_agent_tokens_sum ([0-9.e+]+)$", text, re.M)
@@ -154,8 +161,10 @@ def test_request_timeout_is_504(timeouts) -> None:
 def test_stream_reports_timeout_as_error_event(timeouts) -> None:
     # The pre-check (which opens the collection) is itself subject to the deadline, so it may time
     # out before the stream starts; either way the client learns of the timeout, never a hang.
-    with httpx.Client(base_url=timeouts.url) as c, \
-            c.stream("POST", "/v1/search", json={"query": "capital of France", "stream": True}) as r:
+    with (
+        httpx.Client(base_url=timeouts.url) as c,
+        c.stream("POST", "/v1/search", json={"query": "capital of France", "stream": True}) as r,
+    ):
         if r.status_code == 504:
             assert json.loads(r.read())["code"] == "timeout"
             return

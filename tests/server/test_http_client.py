@@ -47,8 +47,13 @@ def test_context1_search(client: SieveClient) -> None:
 
 def test_documents_round_trip(client: SieveClient) -> None:
     name = "srv-client-docs"
-    report = client.upsert(name, [Document(doc_id="d1", text="The quick brown fox.", title="Fox"),
-                                  {"id": "d2", "text": "A lazy dog sleeps.", "title": "Dog"}])
+    report = client.upsert(
+        name,
+        [
+            Document(doc_id="d1", text="The quick brown fox.", title="Fox"),
+            {"id": "d2", "text": "A lazy dog sleeps.", "title": "Dog"},
+        ],
+    )
     assert report["added"] == 2
     assert client.upsert(name, [{"id": "d2", "text": "A lazy dog sleeps.", "title": "Dog"}])["unchanged"] == 1
     assert client.collections()[name] == 2
@@ -84,8 +89,14 @@ def test_health_and_metrics(client: SieveClient) -> None:
 def test_auth_with_and_without_key(secured, writes_locked) -> None:
     with SieveClient(secured.url) as anon:
         assert anon.health()["status"] == "ok"  # liveness stays open for probes
-        for call in (lambda: anon.retrieve("x"), anon.collections, anon.metrics,
-                     lambda: anon.document("paris"), lambda: anon.search("x"), lambda: anon.retrieve_batch(["x"])):
+        for call in (
+            lambda: anon.retrieve("x"),
+            anon.collections,
+            anon.metrics,
+            lambda: anon.document("paris"),
+            lambda: anon.search("x"),
+            lambda: anon.retrieve_batch(["x"]),
+        ):
             with pytest.raises(Unauthorized) as err:
                 call()
             assert err.value.status == 401

@@ -9,6 +9,7 @@ import httpx
 import pytest
 from live_server import TINY, assert_problem
 
+
 # -- retrieval --------------------------------------------------------------------------------------
 def test_retrieve_finds_the_passage_that_answers(http: httpx.Client) -> None:
     r = http.post("/v1/retrieve", json={"query": "capital of Germany", "collection": TINY, "k": 2})
@@ -35,12 +36,14 @@ def test_retrieve_modes_and_default_collection(http: httpx.Client, live, mode: s
 
 
 def test_retrieve_filters_and_exclude(http: httpx.Client) -> None:
-    r = http.post("/v1/retrieve", json={"query": "capital city", "collection": TINY, "k": 3,
-                                        "filters": {"country": "Italy"}})
+    r = http.post(
+        "/v1/retrieve", json={"query": "capital city", "collection": TINY, "k": 3, "filters": {"country": "Italy"}}
+    )
     assert r.status_code == 200
     assert [x["doc_id"] for x in r.json()["results"]] == ["rome"]
-    r = http.post("/v1/retrieve", json={"query": "capital of Germany", "collection": TINY, "k": 3,
-                                        "exclude": ["berlin#0"]})
+    r = http.post(
+        "/v1/retrieve", json={"query": "capital of Germany", "collection": TINY, "k": 3, "exclude": ["berlin#0"]}
+    )
     assert "berlin" not in [x["doc_id"] for x in r.json()["results"]]
 
 
@@ -50,8 +53,15 @@ def test_retrieve_bad_filter_is_422(http: httpx.Client) -> None:
 
 
 def test_search_r1_batch_shape(http: httpx.Client) -> None:
-    r = http.post("/retrieve", json={"queries": ["capital of Germany", "capital of Italy"], "topk": 2,
-                                     "return_scores": True, "collection": TINY})
+    r = http.post(
+        "/retrieve",
+        json={
+            "queries": ["capital of Germany", "capital of Italy"],
+            "topk": 2,
+            "return_scores": True,
+            "collection": TINY,
+        },
+    )
     assert r.status_code == 200
     result = r.json()["result"]
     assert len(result) == 2 and all(len(row) == 2 for row in result)
@@ -79,9 +89,16 @@ def test_search_r1_default_topk_is_3(http: httpx.Client) -> None:
 # -- documents ----------------------------------------------------------------------------------------
 def test_document_lifecycle(http: httpx.Client) -> None:
     name = "srv-lifecycle"
-    docs = [{"id": "a", "title": "Alpha", "text": "Alpha is the first letter of the Greek alphabet. " * 30,
-             "source": "https://example.org/alpha", "metadata": {"lang": "el"}},
-            {"id": "b/with slash", "title": "Beta", "text": "Beta is the second letter."}]
+    docs = [
+        {
+            "id": "a",
+            "title": "Alpha",
+            "text": "Alpha is the first letter of the Greek alphabet. " * 30,
+            "source": "https://example.org/alpha",
+            "metadata": {"lang": "el"},
+        },
+        {"id": "b/with slash", "title": "Beta", "text": "Beta is the second letter."},
+    ]
     r = http.post(f"/v1/collections/{name}/documents", json={"documents": docs})
     assert r.status_code == 200, r.text
     first = r.json()
@@ -90,8 +107,10 @@ def test_document_lifecycle(http: httpx.Client) -> None:
     again = http.post(f"/v1/collections/{name}/documents", json={"documents": docs}).json()
     assert (again["added"], again["updated"], again["unchanged"], again["chunks_written"]) == (0, 0, 2, 0)
     # Changed text: an update.
-    changed = http.post(f"/v1/collections/{name}/documents",
-                        json={"documents": [{**docs[1], "text": "Beta is the second letter, after alpha."}]}).json()
+    changed = http.post(
+        f"/v1/collections/{name}/documents",
+        json={"documents": [{**docs[1], "text": "Beta is the second letter, after alpha."}]},
+    ).json()
     assert (changed["added"], changed["updated"]) == (0, 1)
 
     cols = http.get("/v1/collections").json()["collections"]
@@ -118,7 +137,9 @@ def test_document_lifecycle(http: httpx.Client) -> None:
 
 def test_upsert_rejects_duplicate_ids_and_bad_names(http: httpx.Client) -> None:
     doc = {"id": "x", "text": "some text"}
-    assert_problem(http.post("/v1/collections/srv-dups/documents", json={"documents": [doc, doc]}), 422, "invalid_input")
+    assert_problem(
+        http.post("/v1/collections/srv-dups/documents", json={"documents": [doc, doc]}), 422, "invalid_input"
+    )
     assert_problem(http.post("/v1/collections/a/documents", json={"documents": [doc]}), 422, "invalid_input")
     assert_problem(http.post("/v1/collections/srv-ok/documents", json={"documents": []}), 422, "invalid_input")
 
@@ -130,13 +151,16 @@ def test_empty_collection_is_409(http: httpx.Client, live) -> None:
 
 
 # -- errors -------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("method,path,body", [
-    ("POST", "/v1/retrieve", {"query": "x", "collection": "no-such"}),
-    ("POST", "/retrieve", {"queries": ["x"], "collection": "no-such"}),
-    ("GET", "/v1/documents/d1?collection=no-such", None),
-    ("DELETE", "/v1/collections/no-such/documents/d1", None),
-    ("DELETE", "/v1/collections/no-such", None),
-])
+@pytest.mark.parametrize(
+    "method,path,body",
+    [
+        ("POST", "/v1/retrieve", {"query": "x", "collection": "no-such"}),
+        ("POST", "/retrieve", {"queries": ["x"], "collection": "no-such"}),
+        ("GET", "/v1/documents/d1?collection=no-such", None),
+        ("DELETE", "/v1/collections/no-such/documents/d1", None),
+        ("DELETE", "/v1/collections/no-such", None),
+    ],
+)
 def test_unknown_collection_is_404_naming_the_valid_ones(http: httpx.Client, method: str, path: str, body) -> None:
     body = assert_problem(http.request(method, path, json=body), 404, "unknown_collection")
     assert "'no-such'" in body["detail"] and TINY in body["detail"]
@@ -148,13 +172,16 @@ def test_bad_json_is_422_with_detail(http: httpx.Client) -> None:
     assert "JSON" in body["detail"] and body["errors"][0]["type"] == "json_invalid"
 
 
-@pytest.mark.parametrize("payload,where", [
-    ({"query": ""}, "query"),
-    ({"query": "x", "k": 0}, "k"),
-    ({"query": "x", "top_k": 3}, "top_k"),  # unknown fields are errors, not silently ignored
-    ({"query": "x", "mode": "magic"}, "mode"),
-    ({}, "query"),
-])
+@pytest.mark.parametrize(
+    "payload,where",
+    [
+        ({"query": ""}, "query"),
+        ({"query": "x", "k": 0}, "k"),
+        ({"query": "x", "top_k": 3}, "top_k"),  # unknown fields are errors, not silently ignored
+        ({"query": "x", "mode": "magic"}, "mode"),
+        ({}, "query"),
+    ],
+)
 def test_invalid_fields_are_422_naming_the_field(http: httpx.Client, payload: dict, where: str) -> None:
     body = assert_problem(http.post("/v1/retrieve", json=payload), 422, "invalid_input")
     assert any(where in e["loc"] for e in body["errors"])
@@ -183,7 +210,7 @@ def test_oversize_body_is_413(secured) -> None:
 
         def chunked():  # no Content-Length: the limit must hold for streamed uploads too
             for i in range(0, len(big), 1000):
-                yield big[i:i + 1000]
+                yield big[i : i + 1000]
 
         assert_problem(c.post("/v1/retrieve", content=chunked()), 413, "payload_too_large")
         small = c.post("/v1/retrieve", json={"query": "capital of Italy", "k": 1})
@@ -197,8 +224,10 @@ def test_healthz(http: httpx.Client) -> None:
 
 
 def _counter(text: str, route: str, status: str, method: str = "POST") -> float:
-    pat = (rf'^sieve_http_requests_total\{{method="{method}",route="{re.escape(route)}",status="{status}"\}} '
-           r"([0-9.e+]+)$")
+    pat = (
+        rf'^sieve_http_requests_total\{{method="{method}",route="{re.escape(route)}",status="{status}"\}} '
+        r"([0-9.e+]+)$"
+    )
     m = re.search(pat, text, re.M)
     return float(m.group(1)) if m else 0.0
 
@@ -222,9 +251,18 @@ def test_metrics_count_requests_by_route_and_status(http: httpx.Client) -> None:
 
 def test_openapi_documents_every_endpoint(http: httpx.Client) -> None:
     paths = http.get("/openapi.json").json()["paths"]
-    for p in ("/v1/search", "/search", "/v1/retrieve", "/retrieve", "/v1/collections",
-              "/v1/collections/{name}/documents", "/v1/collections/{name}/documents/{doc_id}",
-              "/v1/documents/{doc_id}", "/healthz", "/metrics"):
+    for p in (
+        "/v1/search",
+        "/search",
+        "/v1/retrieve",
+        "/retrieve",
+        "/v1/collections",
+        "/v1/collections/{name}/documents",
+        "/v1/collections/{name}/documents/{doc_id}",
+        "/v1/documents/{doc_id}",
+        "/healthz",
+        "/metrics",
+    ):
         assert p in paths, p
 
 
@@ -246,10 +284,16 @@ def test_collection_deleted_behind_the_servers_back(http: httpx.Client, live) ->
     assert http.post("/v1/retrieve", json={"query": "vanish", "collection": name}).status_code == 200
     live.state.client.delete_collection(name)  # as `sieve collections --delete` in another process would
     for _ in range(2):  # stale cache entry first, then a fresh lookup: a 404 both times, never a 500
-        assert_problem(http.post("/v1/retrieve", json={"query": "vanish", "collection": name}), 404,
-                       "unknown_collection")
+        assert_problem(
+            http.post("/v1/retrieve", json={"query": "vanish", "collection": name}), 404, "unknown_collection"
+        )
     # Re-created under the same name: served from the new collection.
-    assert http.post(f"/v1/collections/{name}/documents",
-                     json={"documents": [{"id": "w", "text": "a new collection, same name"}]}).json()["added"] == 1
+    assert (
+        http.post(
+            f"/v1/collections/{name}/documents",
+            json={"documents": [{"id": "w", "text": "a new collection, same name"}]},
+        ).json()["added"]
+        == 1
+    )
     hits = http.post("/v1/retrieve", json={"query": "new collection", "collection": name}).json()["results"]
     assert [h["id"] for h in hits] == ["w#0"]

@@ -21,7 +21,8 @@ def fuzz_target(tmp_path, embedder):
     srv = start_server(embedder, tmp_path, collection=TINY)
     srv.state.index(TINY, create=True).index_documents(
         [Document(doc_id=d["id"], text=d["text"], title=d["title"], metadata=d["metadata"]) for d in TINY_DOCS],
-        progress=False)
+        progress=False,
+    )
     yield srv
     srv.stop()
 

@@ -44,14 +44,22 @@ def wait_for(predicate: Any, timeout_s: float = 15.0) -> float:
     return time.monotonic() - t0
 
 
-def _server_with_llm(tmp_path_factory: pytest.TempPathFactory, embedder: Any, llm: FakeLLM,
-                     **settings: Any) -> LiveServer:
+def _server_with_llm(
+    tmp_path_factory: pytest.TempPathFactory, embedder: Any, llm: FakeLLM, **settings: Any
+) -> LiveServer:
     from sieve.retriever.types import Document
 
-    srv = start_server(embedder, tmp_path_factory.mktemp("llm-data"), collection=TINY, openai_base_url=llm.url,
-                       openai_model="fake", **settings)
+    srv = start_server(
+        embedder,
+        tmp_path_factory.mktemp("llm-data"),
+        collection=TINY,
+        openai_base_url=llm.url,
+        openai_model="fake",
+        **settings,
+    )
     srv.state.index(TINY, create=True).index_documents(
-        [Document(doc_id=d["id"], text=d["text"], title=d["title"]) for d in TINY_DOCS], progress=False)
+        [Document(doc_id=d["id"], text=d["text"], title=d["title"]) for d in TINY_DOCS], progress=False
+    )
     return srv
 
 
@@ -67,8 +75,9 @@ def cancelling(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Itera
 
 def _assert_stopped_within_a_turn(llm: FakeLLM, srv: LiveServer, first_call: int, cancelled_before: float) -> None:
     wait_for(lambda: metric(srv, "sieve_agent_cancelled_total", reason="disconnect") == cancelled_before + 1)
-    wait_for(lambda: metric(srv, "sieve_agent_runs_total", policy="openai", stop_reason="cancelled")
-             == cancelled_before + 1)
+    wait_for(
+        lambda: metric(srv, "sieve_agent_runs_total", policy="openai", stop_reason="cancelled") == cancelled_before + 1
+    )
     calls = llm.calls[first_call:]
     # Turn 1 was answered at once; turn 2's model call was in flight when the client left, and was
     # aborted (the model server saw its client hang up) long before its 8 s reply.
@@ -84,8 +93,9 @@ def test_a_dropped_sse_client_stops_its_episode_within_a_turn(cancelling) -> Non
     first, before = len(llm.calls), metric(srv, "sieve_agent_cancelled_total", reason="disconnect")
     llm.fast = first + 1
     with httpx.Client(base_url=srv.url, timeout=30) as client:
-        with client.stream("POST", "/v1/search", json={"query": "capital of France", "stream": True,
-                                                       "policy": "openai"}) as r:
+        with client.stream(
+            "POST", "/v1/search", json={"query": "capital of France", "stream": True, "policy": "openai"}
+        ) as r:
             assert r.status_code == 200
             lines = r.iter_lines()  # kept open (a dropped iterator would close the response early)
             event = next(line for line in lines if line.startswith("event:"))
@@ -100,8 +110,10 @@ def test_a_dropped_json_client_stops_its_episode_within_a_turn(cancelling) -> No
     llm.fast = first + 1
     body = b'{"query": "capital of France", "policy": "openai"}'
     sock = _connect(srv)
-    sock.sendall(b"POST /v1/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                 b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    sock.sendall(
+        b"POST /v1/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
     wait_for(lambda: len(llm.calls) == first + 2)  # turn 2 is waiting on the model
     sock.close()  # the client gives up
     _assert_stopped_within_a_turn(llm, srv, first, before)
@@ -111,8 +123,9 @@ def test_a_dropped_json_client_stops_its_episode_within_a_turn(cancelling) -> No
 @pytest.fixture(scope="module")
 def admitting(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[tuple[FakeLLM, LiveServer]]:
     llm = FakeLLM(delay_s=1.5)  # two turns: an episode lasts ~3 s
-    srv = _server_with_llm(tmp_path_factory, embedder, llm, max_episodes=1, episode_queue=1, queue_wait_s=30,
-                           max_retrievals=4)
+    srv = _server_with_llm(
+        tmp_path_factory, embedder, llm, max_episodes=1, episode_queue=1, queue_wait_s=30, max_retrievals=4
+    )
     yield llm, srv
     srv.stop()
     llm.close()
@@ -139,8 +152,12 @@ def test_admission_runs_one_queues_one_and_refuses_the_rest_fast(admitting) -> N
             # Shed before parsing: even a malformed request to a full gate gets the cheap 503, not a 422.
             assert_problem(httpx.post(f"{srv.url}/v1/search", content=b"{not json", timeout=30), 503, "overloaded")
             # Plain retrieval has its own bound: it is served while every episode place is taken.
-            assert httpx.post(f"{srv.url}/v1/retrieve", json={"query": "capital", "collection": TINY},
-                              timeout=30).status_code == 200
+            assert (
+                httpx.post(
+                    f"{srv.url}/v1/retrieve", json={"query": "capital", "collection": TINY}, timeout=30
+                ).status_code
+                == 200
+            )
             assert not any(f.done() for f in admitted)
         finally:
             llm.release.set()
@@ -154,8 +171,15 @@ def test_admission_runs_one_queues_one_and_refuses_the_rest_fast(admitting) -> N
 @pytest.fixture(scope="module")
 def strict(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[LiveServer]:
     # Every test client is 127.0.0.1: no per-client limit here, so that the global one is what's tested.
-    srv = start_server(embedder, tmp_path_factory.mktemp("strict-data"), collection=TINY, header_timeout_s=2.0,
-                       body_timeout_s=0.5, max_connections=8, max_client_connections=0)
+    srv = start_server(
+        embedder,
+        tmp_path_factory.mktemp("strict-data"),
+        collection=TINY,
+        header_timeout_s=2.0,
+        body_timeout_s=0.5,
+        max_connections=8,
+        max_client_connections=0,
+    )
     yield srv
     srv.stop()
 
@@ -187,8 +211,10 @@ def test_a_client_that_sends_headers_slowly_is_cut_off(strict) -> None:
 def test_a_client_that_sends_its_body_slowly_gets_408_and_nothing_is_written(strict) -> None:
     doc = b'{"documents": [{"id": "slow", "text": "Written one byte at a time."}]}'
     sock = _connect(strict)
-    sock.sendall(b"POST /v1/collections/" + TINY.encode() + b"/documents HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                 b"Content-Type: application/json\r\nContent-Length: " + str(len(doc)).encode() + b"\r\n\r\n")
+    sock.sendall(
+        b"POST /v1/collections/" + TINY.encode() + b"/documents HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Type: application/json\r\nContent-Length: " + str(len(doc)).encode() + b"\r\n\r\n"
+    )
     t0 = time.monotonic()
     for byte in doc[:20]:  # a byte every 0.1 s: the whole body would take 7 s
         try:
@@ -219,8 +245,12 @@ def test_a_foreign_host_is_refused_and_writes_nothing(live) -> None:
     r = httpx.get(f"{live.url}/v1/collections", headers={"Host": "evil.example"}, timeout=30)
     body = assert_problem(r, 400, "invalid_host")
     assert "evil.example" in body["detail"] and "SIEVE_ALLOWED_HOSTS" in body["detail"]
-    r = httpx.post(f"{live.url}/v1/collections/srv-rebind/documents", headers={"Host": f"evil.example:{port}"},
-                   json={"documents": [{"id": "x", "text": "planted"}]}, timeout=30)
+    r = httpx.post(
+        f"{live.url}/v1/collections/srv-rebind/documents",
+        headers={"Host": f"evil.example:{port}"},
+        json={"documents": [{"id": "x", "text": "planted"}]},
+        timeout=30,
+    )
     assert_problem(r, 400, "invalid_host")
     assert "srv-rebind" not in httpx.get(f"{live.url}/v1/collections", timeout=30).text
     for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}", "LOCALHOST"):
@@ -232,8 +262,13 @@ def test_a_foreign_host_is_refused_and_writes_nothing(live) -> None:
 
 @pytest.fixture(scope="module")
 def named(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[LiveServer]:
-    srv = start_server(embedder, tmp_path_factory.mktemp("named-data"), collection=TINY,
-                       allowed_hosts=["sieve.example", "*.sieve.example"], cors_origins=["https://app.example"])
+    srv = start_server(
+        embedder,
+        tmp_path_factory.mktemp("named-data"),
+        collection=TINY,
+        allowed_hosts=["sieve.example", "*.sieve.example"],
+        cors_origins=["https://app.example"],
+    )
     yield srv
     srv.stop()
 
@@ -244,10 +279,18 @@ def test_configured_hosts_and_cors_origins(named) -> None:
         return httpx.get(f"{named.url}/healthz", headers=headers, timeout=30)
 
     assert get("sieve.example").status_code == 200 and get("eu.sieve.example:443").status_code == 200
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
-    mcp = httpx.post(f"{named.url}/mcp", json=init, timeout=30,
-                     headers={"Host": "sieve.example", "Accept": "application/json, text/event-stream"})
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }
+    mcp = httpx.post(
+        f"{named.url}/mcp",
+        json=init,
+        timeout=30,
+        headers={"Host": "sieve.example", "Accept": "application/json, text/event-stream"},
+    )
     assert mcp.status_code == 200 and "serverInfo" in mcp.text  # /mcp follows the same hosts
     assert_problem(get("127.0.0.1"), 400, "invalid_host")  # only the configured names
     assert get("sieve.example", "https://app.example").headers["access-control-allow-origin"] == "https://app.example"
@@ -260,5 +303,4 @@ def test_default_hosts_follow_the_bind_address() -> None:
     assert "localhost" in Settings(host="127.0.0.1").trusted_hosts()
     assert Settings(host="::1").trusted_hosts() == Settings(host="127.0.0.1").trusted_hosts()
     assert Settings(host="0.0.0.0").trusted_hosts() == ["*"]  # a public bind names its hosts itself
-    assert Settings(host="0.0.0.0", allowed_hosts="a.example, b.example").trusted_hosts() == ["a.example",
-                                                                                            "b.example"]
+    assert Settings(host="0.0.0.0", allowed_hosts="a.example, b.example").trusted_hosts() == ["a.example", "b.example"]

@@ -9,8 +9,12 @@ import httpx
 import mcp  # noqa: F401  (a test extra: a missing one fails the run instead of skipping the endpoint's tests)
 from live_server import API_KEY, TINY, assert_problem
 
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
@@ -26,11 +30,14 @@ def run_mcp(url: str, calls: list[tuple[str, dict[str, Any]]]) -> tuple[list, li
 
 
 def test_mcp_tools_have_the_deep_research_shape(live) -> None:
-    tools, (search, fetch, missing) = run_mcp(live.url + "/mcp", [
-        ("search", {"query": "Charles Lindbergh transatlantic flight aircraft"}),
-        ("fetch", {"id": "wiki-charles-lindbergh"}),
-        ("fetch", {"id": "no-such-doc"}),
-    ])
+    tools, (search, fetch, missing) = run_mcp(
+        live.url + "/mcp",
+        [
+            ("search", {"query": "Charles Lindbergh transatlantic flight aircraft"}),
+            ("fetch", {"id": "wiki-charles-lindbergh"}),
+            ("fetch", {"id": "no-such-doc"}),
+        ],
+    )
     by_name = {t.name: t for t in tools}
     assert set(by_name) == {"search", "fetch"}
     assert by_name["search"].input_schema["required"] == ["query"]
@@ -72,7 +79,8 @@ def test_mcp_search_in_hybrid_mode_is_plain_retrieval(tmp_path, embedder) -> Non
     srv = start_server(embedder, tmp_path, collection=TINY, mcp_search="hybrid")
     try:
         srv.state.index(TINY, create=True).index_documents(
-            [Document(doc_id=d["id"], text=d["text"], title=d["title"]) for d in TINY_DOCS], progress=False)
+            [Document(doc_id=d["id"], text=d["text"], title=d["title"]) for d in TINY_DOCS], progress=False
+        )
         _, (res,) = run_mcp(srv.url + "/mcp", [("search", {"query": "capital of Italy"})])
         assert res.structured_content["results"][0]["id"] == "rome#0"
         assert len(res.structured_content["results"]) == 3  # k=10 capped by the 3 chunks there are

@@ -29,7 +29,11 @@ def test_the_page_and_its_files_are_served_from_the_package(http: httpx.Client) 
 def test_playground_config(http: httpx.Client, live) -> None:
     cfg = http.get("/playground/config").json()
     # The two that need no model server: the heuristic and the shipped learned checkpoint.
-    assert cfg["collection"] == "sample" and cfg["policy"] == DEFAULT_POLICY and cfg["policies"] == ["heuristic", "learned"]
+    assert (
+        cfg["collection"] == "sample"
+        and cfg["policy"] == DEFAULT_POLICY
+        and cfg["policies"] == ["heuristic", "learned"]
+    )
     assert cfg["demo_question"] == DEMO_QUESTION and cfg["budget_tokens"] == live.state.settings.budget_tokens
 
 
@@ -58,7 +62,11 @@ def test_list_documents_pages_through_a_collection(http: httpx.Client) -> None:
 
 
 def test_chunk_lookup_with_neighbours(http: httpx.Client) -> None:
-    doc = {"id": "long", "title": "Long", "text": " ".join(f"Sentence number {i} about rivers and bridges." for i in range(120))}
+    doc = {
+        "id": "long",
+        "title": "Long",
+        "text": " ".join(f"Sentence number {i} about rivers and bridges." for i in range(120)),
+    }
     r = http.post("/v1/collections/srv-browse/documents", json={"documents": [doc]})
     assert r.status_code == 200, r.text
     n = r.json()["chunks_written"]
@@ -69,8 +77,9 @@ def test_chunk_lookup_with_neighbours(http: httpx.Client) -> None:
     edge = http.get("/v1/chunks/long%230", params={"collection": "srv-browse", "window": 0}).json()
     assert [c["id"] for c in edge["chunks"]] == ["long#0"]
     assert_problem(http.get("/v1/chunks/long", params={"collection": "srv-browse"}), 404, "not_found")  # a doc id
-    assert_problem(http.get("/v1/chunks/long%231", params={"collection": "srv-browse", "window": 99}), 422,
-                   "invalid_input")
+    assert_problem(
+        http.get("/v1/chunks/long%231", params={"collection": "srv-browse", "window": 99}), 422, "invalid_input"
+    )
 
 
 def test_list_metadata_is_stored_as_given_and_mixed_lists_are_rejected(http: httpx.Client) -> None:
@@ -78,12 +87,20 @@ def test_list_metadata_is_stored_as_given_and_mixed_lists_are_rejected(http: htt
     assert http.post("/v1/collections/srv-lists/documents", json={"documents": [good]}).status_code == 200
     got = http.get("/v1/documents/tagged", params={"collection": "srv-lists"}).json()
     assert got["metadata"] == {"tags": ["port", "sea"], "n": [1, 2]}
-    hits = http.post("/v1/retrieve", json={"query": "harbours", "collection": "srv-lists", "mode": "dense",
-                                           "filters": {"tags": {"$contains": "sea"}}}).json()["results"]
+    hits = http.post(
+        "/v1/retrieve",
+        json={
+            "query": "harbours",
+            "collection": "srv-lists",
+            "mode": "dense",
+            "filters": {"tags": {"$contains": "sea"}},
+        },
+    ).json()["results"]
     assert [h["doc_id"] for h in hits] == ["tagged"]
     bad = {"id": "mixed", "text": "Mixed list.", "metadata": {"tags": ["a", 1]}}
-    body = assert_problem(http.post("/v1/collections/srv-lists/documents", json={"documents": [bad]}), 422,
-                          "invalid_input")
+    body = assert_problem(
+        http.post("/v1/collections/srv-lists/documents", json={"documents": [bad]}), 422, "invalid_input"
+    )
     assert "mixing int and str" in body["detail"]
     # A rejected first write leaves no collection behind.
     assert_problem(http.post("/v1/collections/srv-never/documents", json={"documents": [bad]}), 422, "invalid_input")

@@ -29,8 +29,9 @@ EVAL_CACHE = "eval-edges-fp32-0123456789"
 def open_reads(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[LiveServer]:
     """Reads open, writes need the key; TINY indexed, plus an (empty) eval cache."""
     srv = start_server(embedder, tmp_path_factory.mktemp("edges-data"), collection=TINY, server_api_key=API_KEY)
-    r = httpx.post(f"{srv.url}/v1/collections/{TINY}/documents", json={"documents": TINY_DOCS}, headers=KEY,
-                   timeout=120)
+    r = httpx.post(
+        f"{srv.url}/v1/collections/{TINY}/documents", json={"documents": TINY_DOCS}, headers=KEY, timeout=120
+    )
     assert r.status_code == 200, r.text
     srv.state.index(EVAL_CACHE, create=True)
     yield srv
@@ -40,17 +41,26 @@ def open_reads(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Itera
 @pytest.fixture(scope="module")
 def closed(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[LiveServer]:
     """``require_auth``: every route but /healthz needs the key."""
-    srv = start_server(embedder, tmp_path_factory.mktemp("edges-closed"), collection=TINY, server_api_key=API_KEY,
-                       require_auth=True)
+    srv = start_server(
+        embedder, tmp_path_factory.mktemp("edges-closed"), collection=TINY, server_api_key=API_KEY, require_auth=True
+    )
     srv.state.index(TINY, create=True)
     yield srv
     srv.stop()
 
 
-@pytest.mark.parametrize("query", [
-    "offset=100000000000000000000", "offset=2147483648", "offset=-1", "limit=0", "limit=1001",
-    "limit=99999999999999999999999", "offset=1e3",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "offset=100000000000000000000",
+        "offset=2147483648",
+        "offset=-1",
+        "limit=0",
+        "limit=1001",
+        "limit=99999999999999999999999",
+        "offset=1e3",
+    ],
+)
 def test_extreme_paging_numbers_are_a_422(open_reads, query) -> None:
     r = httpx.get(f"{open_reads.url}/v1/collections/{TINY}/documents?{query}", timeout=30)
     assert_problem(r, 422, "invalid_input")
@@ -62,28 +72,38 @@ def test_the_largest_offset_allowed_answers_an_empty_page(open_reads) -> None:
     assert r.json()["documents"] == [] and r.json()["total"] == len(TINY_DOCS)
 
 
-@pytest.mark.parametrize("path", ["/v1/chunks/paris%230?window=100000000000000000000",
-                                  "/v1/chunks/paris%230?window=-1"])
+@pytest.mark.parametrize(
+    "path", ["/v1/chunks/paris%230?window=100000000000000000000", "/v1/chunks/paris%230?window=-1"]
+)
 def test_extreme_window_is_a_422(open_reads, path) -> None:
     assert_problem(httpx.get(f"{open_reads.url}{path}", timeout=30), 422, "invalid_input")
 
 
 def test_a_document_id_in_the_form_of_a_chunk_id_is_refused(open_reads) -> None:
     url = open_reads.url
-    r = httpx.post(f"{url}/v1/collections/{TINY}/documents", headers=KEY, timeout=60,
-                   json={"documents": [{"id": "paris#0", "text": "A second Paris, in Texas."}]})
+    r = httpx.post(
+        f"{url}/v1/collections/{TINY}/documents",
+        headers=KEY,
+        timeout=60,
+        json={"documents": [{"id": "paris#0", "text": "A second Paris, in Texas."}]},
+    )
     body = assert_problem(r, 422, "invalid_input")
     assert "'paris#0'" in body["detail"] and "chunk" in body["detail"]
     # Ids with '#' that are no chunk id are fine, and read back and delete as themselves.
-    r = httpx.post(f"{url}/v1/collections/{TINY}/documents", headers=KEY, timeout=60,
-                   json={"documents": [{"id": "notes#draft", "text": "Draft notes on Lyon, a city of France."}]})
+    r = httpx.post(
+        f"{url}/v1/collections/{TINY}/documents",
+        headers=KEY,
+        timeout=60,
+        json={"documents": [{"id": "notes#draft", "text": "Draft notes on Lyon, a city of France."}]},
+    )
     assert r.status_code == 200 and r.json()["added"] == 1, r.text
     got = httpx.get(f"{url}/v1/documents/notes%23draft", params={"collection": TINY}, timeout=30)
     assert got.status_code == 200 and got.json()["id"] == "notes#draft", got.text
     # A chunk id reads its document (as documented), and deleting it deletes nothing: it names no document.
     assert httpx.get(f"{url}/v1/documents/paris%230", params={"collection": TINY}, timeout=30).json()["id"] == "paris"
-    assert_problem(httpx.delete(f"{url}/v1/collections/{TINY}/documents/paris%230", headers=KEY, timeout=30),
-                   404, "not_found")
+    assert_problem(
+        httpx.delete(f"{url}/v1/collections/{TINY}/documents/paris%230", headers=KEY, timeout=30), 404, "not_found"
+    )
     assert httpx.get(f"{url}/v1/documents/paris", params={"collection": TINY}, timeout=30).status_code == 200
     r = httpx.delete(f"{url}/v1/collections/{TINY}/documents/notes%23draft", headers=KEY, timeout=60)
     assert r.status_code == 200 and r.json()["deleted"] == 1, r.text
@@ -95,8 +115,9 @@ def test_the_library_refuses_chunk_shaped_document_ids(make_index) -> None:
     index = make_index("ids")
     index.index_documents([Document(doc_id="first", text="The first document.")], progress=False)
     with pytest.raises(InvalidInput, match="'collide#0'"):
-        index.index_documents([Document(doc_id="collide", text="one"), Document(doc_id="collide#0", text="two")],
-                              progress=False)
+        index.index_documents(
+            [Document(doc_id="collide", text="one"), Document(doc_id="collide#0", text="two")], progress=False
+        )
     assert set(index.documents()) == {"first"}  # a list is checked whole before anything is written
 
 
@@ -115,8 +136,14 @@ def test_an_unknown_collection_404_lists_the_users_collections_only(open_reads) 
 
 @pytest.fixture(scope="module")
 def crowded(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[LiveServer]:
-    srv = start_server(embedder, tmp_path_factory.mktemp("edges-crowded"), collection=TINY, max_connections=16,
-                       max_client_connections=4, header_timeout_s=8.0)
+    srv = start_server(
+        embedder,
+        tmp_path_factory.mktemp("edges-crowded"),
+        collection=TINY,
+        max_connections=16,
+        max_client_connections=4,
+        header_timeout_s=8.0,
+    )
     yield srv
     srv.stop()
 

@@ -50,8 +50,13 @@ def _total(srv: LiveServer) -> int:
 def held_store(tmp_path_factory, embedder) -> Iterator[tuple[LiveServer, subprocess.Popen]]:
     """A server whose store's write lock another process holds (writes wait up to 10 s for it)."""
     srv = _serve(tmp_path_factory, embedder, request_timeout_s=20.0)
-    holder = subprocess.Popen([sys.executable, str(HOLDER), "hold", str(srv.state.settings.data_dir)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    holder = subprocess.Popen(
+        [sys.executable, str(HOLDER), "hold", str(srv.state.settings.data_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
     try:
         assert holder.stdout.readline().strip() == "held", holder.stderr.read()[-2000:]  # type: ignore[union-attr]
         yield srv, holder
@@ -68,16 +73,18 @@ def test_reads_answer_at_once_while_48_writes_wait_for_the_store(held_store) -> 
 
     def write(i: int) -> int:
         doc = {"id": f"queued-{i}", "text": f"Queued document number {i} about lighthouses."}
-        return httpx.post(f"{srv.url}/v1/collections/{TINY}/documents", json={"documents": [doc]},
-                          timeout=60).status_code
+        return httpx.post(
+            f"{srv.url}/v1/collections/{TINY}/documents", json={"documents": [doc]}, timeout=60
+        ).status_code
 
     with ThreadPoolExecutor(48) as pool:
         writes = [pool.submit(write, i) for i in range(48)]
         time.sleep(1.5)  # every write has arrived: running (waiting for the lock), queued or refused
         timings = {}
         for name, call in {
-            "retrieve": lambda: httpx.post(f"{srv.url}/v1/retrieve", timeout=30,
-                                           json={"query": "capital of France", "collection": TINY, "k": 1}),
+            "retrieve": lambda: httpx.post(
+                f"{srv.url}/v1/retrieve", timeout=30, json={"query": "capital of France", "collection": TINY, "k": 1}
+            ),
             "list": lambda: httpx.get(f"{srv.url}/v1/collections/{TINY}/documents", timeout=30),
             "document": lambda: httpx.get(f"{srv.url}/v1/documents/paris", params={"collection": TINY}, timeout=30),
         }.items():

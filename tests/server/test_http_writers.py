@@ -62,14 +62,36 @@ def test_cli_writer_beside_a_live_server_taking_writes(tmp_path, embedder, caplo
     stop, codes = threading.Event(), []
     try:
         # The collection exists before both writers start, as on a server already in use.
-        assert httpx.post(f"{srv.url}/v1/collections/{NAME}/documents", json={"documents": http_half[:5]},
-                          timeout=120).status_code == 200
-        poster = threading.Thread(target=_post_until, args=(srv.url, [http_half[i:i + 5] for i in range(0, 30, 5)],
-                                                             stop, codes), daemon=True)
+        assert (
+            httpx.post(
+                f"{srv.url}/v1/collections/{NAME}/documents", json={"documents": http_half[:5]}, timeout=120
+            ).status_code
+            == 200
+        )
+        poster = threading.Thread(
+            target=_post_until,
+            args=(srv.url, [http_half[i : i + 5] for i in range(0, 30, 5)], stop, codes),
+            daemon=True,
+        )
         poster.start()
-        cli = subprocess.run([sys.executable, "-c", "from sieve.cli.main import main; main()", "index", str(src),
-                              "-c", NAME, "--data-dir", str(data), "--json"], env=ENV, capture_output=True, text=True,
-                             timeout=300)
+        cli = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from sieve.cli.main import main; main()",
+                "index",
+                str(src),
+                "-c",
+                NAME,
+                "--data-dir",
+                str(data),
+                "--json",
+            ],
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         stop.set()
         poster.join(timeout=300)
     finally:
@@ -79,14 +101,19 @@ def test_cli_writer_beside_a_live_server_taking_writes(tmp_path, embedder, caplo
     assert json.loads(cli.stdout)["added"] == 30
     assert codes and set(codes) <= {200, 503}, codes
     waits = cli.stderr.count("Another writer holds the store") + sum(
-        "Another writer holds the store" in r.getMessage() for r in caplog.records)
+        "Another writer holds the store" in r.getMessage() for r in caplog.records
+    )
     assert waits >= 1, "the two writers never met: the test proved nothing"
 
     clean_dir = tmp_path / "clean"
     clean = CorpusIndex.open(RetrieverConfig(data_dir=clean_dir), NAME, create=True, embedder=embedder)
-    clean.index_documents([Document(doc_id=r["id"], text=r["text"], title=r["title"]) for r in records],
-                          progress=False)
-    check = subprocess.run([sys.executable, str(CHECK), str(data), str(clean_dir), NAME], env=ENV,
-                           capture_output=True, text=True, timeout=300)
+    clean.index_documents([Document(doc_id=r["id"], text=r["text"], title=r["title"]) for r in records], progress=False)
+    check = subprocess.run(
+        [sys.executable, str(CHECK), str(data), str(clean_dir), NAME],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert check.returncode == 0, check.stdout + check.stderr[-3000:]
     assert "same as clean: " in check.stdout

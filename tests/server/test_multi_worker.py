@@ -27,8 +27,11 @@ DOCS = [
     {"id": "berlin", "title": "Berlin", "text": "Berlin is the capital of Germany and its most populous city."},
     {"id": "rome", "title": "Rome", "text": "Rome is the capital city of Italy, founded, legend says, in 753 BC."},
 ]
-NEW_DOC = {"id": "orchard", "title": "The orchard",
-           "text": "The orchard on the hill grows Zephyrine apples, pressed into cider each autumn."}
+NEW_DOC = {
+    "id": "orchard",
+    "title": "The orchard",
+    "text": "The orchard on the hill grows Zephyrine apples, pressed into cider each autumn.",
+}
 
 
 def _search(url: str, query: str, mode: str) -> tuple[str, list[str]]:
@@ -54,11 +57,34 @@ def test_a_write_through_one_worker_is_searchable_through_the_other(tmp_path: Pa
     with chroma_server(tmp_path / "chroma") as chroma_url:
         port = free_port()
         url = f"http://127.0.0.1:{port}"
-        cmd = [sys.executable, "-c", "from sieve.cli.main import main; main()", "serve", "--workers", "2",
-               "--port", str(port), "--chroma-url", chroma_url, "--data-dir", str(tmp_path / "data"),
-               "-c", COLLECTION, "--log-level", "warning", "--no-mcp"]
-        with server_process(cmd, f"{url}/healthz", name="sieve serve --workers 2", log_path=tmp_path / "serve.log",
-                            timeout_s=300, poll_s=0.5, request_timeout_s=5):
+        cmd = [
+            sys.executable,
+            "-c",
+            "from sieve.cli.main import main; main()",
+            "serve",
+            "--workers",
+            "2",
+            "--port",
+            str(port),
+            "--chroma-url",
+            chroma_url,
+            "--data-dir",
+            str(tmp_path / "data"),
+            "-c",
+            COLLECTION,
+            "--log-level",
+            "warning",
+            "--no-mcp",
+        ]
+        with server_process(
+            cmd,
+            f"{url}/healthz",
+            name="sieve serve --workers 2",
+            log_path=tmp_path / "serve.log",
+            timeout_s=300,
+            poll_s=0.5,
+            request_timeout_s=5,
+        ):
             r = httpx.post(f"{url}/v1/collections/{COLLECTION}/documents", json={"documents": DOCS}, timeout=120)
             assert r.status_code == 200 and r.json()["added"] == 3, r.text
             # Both workers load this collection and its BM25 before the write they must notice.

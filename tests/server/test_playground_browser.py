@@ -32,8 +32,10 @@ pytestmark = pytest.mark.slow
 def _need(what: str, ok: bool) -> None:
     # .ci/install installs both: a missing one is a broken install, a failure and never a quiet skip.
     if not ok:
-        pytest.fail(f"{what} is not installed; run .ci/install as root (apt-get install chromium; "
-                    f"pip install -e '.[test]' for playwright)")
+        pytest.fail(
+            f"{what} is not installed; run .ci/install as root (apt-get install chromium; "
+            f"pip install -e '.[test]' for playwright)"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -44,10 +46,10 @@ def served(sample_data_copy: Path) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "SIEVE_DATA_DIR": str(data), "HF_HUB_OFFLINE": "1"}
     env.pop("SIEVE_CHROMA_URL", None)
-    cmd = [*sieve_command(), "serve", "-c", "sample", "--port", str(port), "--no-mcp",
-           "--log-level", "warning"]
-    with server_process(cmd, f"{url}/healthz", name="sieve serve", log_path=data / "serve.log", timeout_s=300,
-                        poll_s=0.5, env=env):
+    cmd = [*sieve_command(), "serve", "-c", "sample", "--port", str(port), "--no-mcp", "--log-level", "warning"]
+    with server_process(
+        cmd, f"{url}/healthz", name="sieve serve", log_path=data / "serve.log", timeout_s=300, poll_s=0.5, env=env
+    ):
         yield url
 
 
@@ -120,7 +122,9 @@ def test_docs_load_offline(served: str, browser_page: Any) -> None:
     """/docs renders Swagger UI from files this server ships; nothing comes from a CDN."""
     page = browser_page
     external: list[str] = []
-    page.on("request", lambda req: req.url.startswith(served) or req.url.startswith("data:") or external.append(req.url))
+    page.on(
+        "request", lambda req: req.url.startswith(served) or req.url.startswith("data:") or external.append(req.url)
+    )
     page.goto(served + "/docs")
     page.wait_for_selector(".swagger-ui .opblock", timeout=60_000)
     assert page.locator(".swagger-ui .opblock").count() > 10

@@ -39,15 +39,29 @@ def test_grpo_smoke_run_through_the_harness(sample_index, tiny_model_dir, tmp_pa
     from sieve.train.llm.rl import RLConfig, build_trainer
     from sieve.train.llm.sft import load_student, save_merged
 
-    cfg = RLConfig(tasks=Path("data/sample/tasks.jsonl"), out=tmp_path / "rl", model_path=str(tiny_model_dir),
-                   steps=2, questions_per_step=1, group=2, lr=1e-3, limit=2,
-                   rollout_workers=2,
-                   episode=EpisodeConfig(budget_tokens=1024, max_turns=2, search_k=2, search_tokens=256,
-                                         max_new_tokens=16))
+    cfg = RLConfig(
+        tasks=Path("data/sample/tasks.jsonl"),
+        out=tmp_path / "rl",
+        model_path=str(tiny_model_dir),
+        steps=2,
+        questions_per_step=1,
+        group=2,
+        lr=1e-3,
+        limit=2,
+        rollout_workers=2,
+        episode=EpisodeConfig(budget_tokens=1024, max_turns=2, search_k=2, search_tokens=256, max_new_tokens=16),
+    )
     model, tok, _ = load_student(cfg.model_path)
     before = model.model.layers[0].self_attn.q_proj.weight.detach().clone()
-    trainer = build_trainer(sample_index, cfg, read_tasks(cfg.tasks, cfg.limit), model=model, tokenizer=tok,
-                            extra_reward_funcs=[distinct_token_reward], reward_weights=[1.0, 1.0])
+    trainer = build_trainer(
+        sample_index,
+        cfg,
+        read_tasks(cfg.tasks, cfg.limit),
+        model=model,
+        tokenizer=tok,
+        extra_reward_funcs=[distinct_token_reward],
+        reward_weights=[1.0, 1.0],
+    )
     trainer.train()
 
     # Real rollouts went through the harness, one per row of the generation batch, and every
@@ -59,7 +73,9 @@ def test_grpo_smoke_run_through_the_harness(sample_index, tiny_model_dir, tmp_pa
         assert len(r.segments) == len(r.trace.turns)
         for seg, turn in zip(r.segments, r.trace.turns):
             # The tool texts state the episode's own numbers (search_k=2 here), as the model was shown them.
-            assert seg.prompt_ids == prompt_ids(tok, turn.prompt_messages, tool_specs(config=cfg.episode.agent_config()))
+            assert seg.prompt_ids == prompt_ids(
+                tok, turn.prompt_messages, tool_specs(config=cfg.episode.agent_config())
+            )
             assert seg.completion_ids and len(seg.completion_ids) <= 16
     assert trainer.reward_history[-1]["n_episodes"] == 2
     assert "reward/total" in trainer.reward_history[-1]
@@ -81,13 +97,21 @@ def test_grpo_time_budget_alone_ends_the_run(sample_index, tiny_model_dir, tmp_p
     from sieve.train.config import EpisodeConfig
     from sieve.train.llm.rl import DEFAULT_STEPS, RLConfig, run_rl
 
-    cfg = RLConfig(tasks=Path("data/sample/tasks.jsonl"), out=tmp_path / "rl", model_path=str(tiny_model_dir),
-                   minutes=0.01, questions_per_step=1, group=2, limit=2, rollout_workers=2,
-                   episode=EpisodeConfig(budget_tokens=1024, max_turns=1, search_k=2, search_tokens=256,
-                                         max_new_tokens=8))
+    cfg = RLConfig(
+        tasks=Path("data/sample/tasks.jsonl"),
+        out=tmp_path / "rl",
+        model_path=str(tiny_model_dir),
+        minutes=0.01,
+        questions_per_step=1,
+        group=2,
+        limit=2,
+        rollout_workers=2,
+        episode=EpisodeConfig(budget_tokens=1024, max_turns=1, search_k=2, search_tokens=256, max_new_tokens=8),
+    )
     assert cfg.step_cap > DEFAULT_STEPS
-    result = run_rl(sample_index, cfg, progress=False, extra_reward_funcs=[distinct_token_reward],
-                    reward_weights=[1.0, 1.0])
+    result = run_rl(
+        sample_index, cfg, progress=False, extra_reward_funcs=[distinct_token_reward], reward_weights=[1.0, 1.0]
+    )
     assert result["stopped_by"] == "minutes" and 1 <= result["steps"] < DEFAULT_STEPS
     assert (tmp_path / "rl" / "model" / "config.json").is_file()
 
@@ -96,8 +120,17 @@ def test_grpo_time_budget_alone_ends_the_run(sample_index, tiny_model_dir, tmp_p
 def test_tiny_sft_run_saves_a_loadable_checkpoint(sample_index, tiny_model_dir, tmp_path) -> None:
     from sieve.train.llm.sft import WarmStartConfig, run_sft
 
-    cfg = WarmStartConfig(tasks=Path("data/sample/tasks.jsonl"), out=tmp_path / "sft", model_path=str(tiny_model_dir),
-                          limit=4, holdout=0.25, epochs=1, check_before=False, max_heldout=1, episode=SFT_EPISODE)
+    cfg = WarmStartConfig(
+        tasks=Path("data/sample/tasks.jsonl"),
+        out=tmp_path / "sft",
+        model_path=str(tiny_model_dir),
+        limit=4,
+        holdout=0.25,
+        epochs=1,
+        check_before=False,
+        max_heldout=1,
+        episode=SFT_EPISODE,
+    )
     result = run_sft(sample_index, cfg, progress=False)
     assert result["n_kept_episodes"] >= 1 and result["n_train_examples"] >= result["n_kept_episodes"]
     assert result["heldout"]["n_tasks"] == 1 and 0.0 <= result["heldout"]["valid_tool_call_rate"] <= 1.0

@@ -60,8 +60,15 @@ def test_a_retrained_policy_folder_serves_its_own_ranker(tmp_path, sample_index)
     shutil.copytree(default_checkpoint(), folder)
     assert LearnedPolicy.load(folder).ranker_path is None  # no fusion.json: the shipped ranker serves
     base = FusionModel.load(None)
-    flipped = FusionModel(coef=[-c for c in base.coef], intercept=-base.intercept, names=base.names, mean=base.mean,
-                          scale=base.scale, meta={}, hidden=base.hidden)
+    flipped = FusionModel(
+        coef=[-c for c in base.coef],
+        intercept=-base.intercept,
+        names=base.names,
+        mean=base.mean,
+        scale=base.scale,
+        meta={},
+        hidden=base.hidden,
+    )
     flipped.save(folder / "fusion.json")
     policy = LearnedPolicy.load(folder)
     assert policy.ranker_path == folder / "fusion.json"

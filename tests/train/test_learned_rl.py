@@ -36,7 +36,9 @@ def test_cached_search_equals_the_index(sample_index, tmp_path) -> None:
     cached.save()  # a later run reads the same lists and vectors back
     again = CachedIndex(sample_index, folder=tmp_path)
     got = again.search("Stanley Kubrick film", 20)
-    assert again.misses == 0 and [h.chunk_id for h in got] == [h.chunk_id for h in cached.search("Stanley Kubrick film", 20)]
+    assert again.misses == 0 and [h.chunk_id for h in got] == [
+        h.chunk_id for h in cached.search("Stanley Kubrick film", 20)
+    ]
     assert (again.embedder.embed_query("capital of France") == cached.embedder.embed_query("capital of France")).all()
 
 
@@ -90,10 +92,21 @@ def test_imitation_labels_are_valid_choices(batch) -> None:
 def test_learned_rl_run_resumes_and_serves(sample_index, session_data_dir, tmp_path) -> None:
     from sieve.train.learned import LearnedRLConfig, run_learned_rl
 
-    cfg = LearnedRLConfig(tasks="data/sample/tasks.jsonl", out=tmp_path / "run", init="none", steps=2,
-                          questions_per_step=1, group=2, epochs=1, holdout=0.0, save_every=1, table_every=1, limit=4,
-                          seed=3,
-                          imitation=ImitationConfig(rounds=1, episodes=2, epochs=2))
+    cfg = LearnedRLConfig(
+        tasks="data/sample/tasks.jsonl",
+        out=tmp_path / "run",
+        init="none",
+        steps=2,
+        questions_per_step=1,
+        group=2,
+        epochs=1,
+        holdout=0.0,
+        save_every=1,
+        table_every=1,
+        limit=4,
+        seed=3,
+        imitation=ImitationConfig(rounds=1, episodes=2, epochs=2),
+    )
     first = run_learned_rl(sample_index, cfg, progress=False)
     assert first["updates"] == 2 and not first["resumed"] and first["imitation"]["rounds"]
     assert first["stopped_by"] == "steps" and first["stop"] == "stopped at the step cap (2 updates)"
@@ -102,7 +115,9 @@ def test_learned_rl_run_resumes_and_serves(sample_index, session_data_dir, tmp_p
     assert screen["kept_unsolved"] == 4 - screen["solved"]
     rows = [json.loads(line) for line in (tmp_path / "run" / "curve.jsonl").read_text().splitlines()]
     assert [r["update"] for r in rows] == [1, 2] and all(r["searches"] >= 1 for r in rows)
-    assert (tmp_path / "run" / "curve.png").stat().st_size > 0 and "| 2 |" in (tmp_path / "run" / "curve.md").read_text()
+    assert (tmp_path / "run" / "curve.png").stat().st_size > 0 and "| 2 |" in (
+        tmp_path / "run" / "curve.md"
+    ).read_text()
     cfg.steps = 3
     again = run_learned_rl(sample_index, cfg, progress=False)
     assert again["resumed"] and again["updates"] == 3
@@ -110,26 +125,79 @@ def test_learned_rl_run_resumes_and_serves(sample_index, session_data_dir, tmp_p
     assert [r["update"] for r in rows] == [1, 2, 3]
     net, _, meta = load_checkpoint(tmp_path / "run" / "model")
     assert meta["updates"] == 3
-    res = CliRunner().invoke(app, ["search", "Who directed Mirror?", "-c", "sample", "--data-dir",
-                                   str(session_data_dir), "--policy", "learned", "--policy-path",
-                                   str(tmp_path / "run" / "model"), "--json", "-k", "3"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "search",
+            "Who directed Mirror?",
+            "-c",
+            "sample",
+            "--data-dir",
+            str(session_data_dir),
+            "--policy",
+            "learned",
+            "--policy-path",
+            str(tmp_path / "run" / "model"),
+            "--json",
+            "-k",
+            "3",
+        ],
+    )
     assert res.exit_code == 0, res.output
-    body = json.loads(res.stdout[res.stdout.index("{"):])
+    body = json.loads(res.stdout[res.stdout.index("{") :])
     assert body["policy"] == "learned" and 1 <= len(body["results"]) <= 3
 
 
 def test_train_rl_cli_learned(sample_index, session_data_dir, tmp_path) -> None:
     start = save_checkpoint(tmp_path / "start", _policy(5).net, LearnedConfig())
-    res = CliRunner().invoke(app, ["train", "rl", "--policy", "learned", "-c", "sample", "--data-dir",
-                                   str(session_data_dir), "--tasks", "data/sample/tasks.jsonl", "--out",
-                                   str(tmp_path / "rl"), "--init", str(start), "--steps", "1", "--questions", "1",
-                                   "--num-generations", "2", "--n", "3", "--json"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "rl",
+            "--policy",
+            "learned",
+            "-c",
+            "sample",
+            "--data-dir",
+            str(session_data_dir),
+            "--tasks",
+            "data/sample/tasks.jsonl",
+            "--out",
+            str(tmp_path / "rl"),
+            "--init",
+            str(start),
+            "--steps",
+            "1",
+            "--questions",
+            "1",
+            "--num-generations",
+            "2",
+            "--n",
+            "3",
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
-    body = json.loads(res.stdout[res.stdout.index("{"):])
+    body = json.loads(res.stdout[res.stdout.index("{") :])
     assert body["updates"] == 1 and (tmp_path / "rl" / "model" / "model.safetensors").is_file()
-    res = CliRunner().invoke(app, ["train", "rl", "--policy", "learned", "-c", "sample", "--data-dir",
-                                   str(session_data_dir), "--tasks", "data/sample/tasks.jsonl",
-                                   "--num-generations", "1"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "rl",
+            "--policy",
+            "learned",
+            "-c",
+            "sample",
+            "--data-dir",
+            str(session_data_dir),
+            "--tasks",
+            "data/sample/tasks.jsonl",
+            "--num-generations",
+            "1",
+        ],
+    )
     assert res.exit_code == 2 and "num_generations >= 2" in res.stderr
 
 
@@ -142,8 +210,9 @@ class _OffTopicModel:
         if any(m["role"] == "tool" for m in messages):
             call = ParsedToolCall(name="finish", arguments={"ids": [f"c{i}" for i in range(1, 11)]})
         else:
-            call = ParsedToolCall(name="search", arguments={"query": "quarterly tax tariff of shipping insurance",
-                                                            "k": 10})
+            call = ParsedToolCall(
+                name="search", arguments={"query": "quarterly tax tariff of shipping insurance", "k": 10}
+            )
         return ChatResult(text="", tool_calls=[call], prompt_tokens=0, completion_tokens=5)
 
 
@@ -160,25 +229,46 @@ def test_rl_checks_judge_the_policys_own_ranking_not_the_floor(sample_index, sam
     policy = make_policy("openai", AgentConfig(k=k), backend=_OffTopicModel())
     checked = policy_check(sample_index, policy, tasks, LearnedRLConfig(k=k))
     off = AgentConfig(k=k, floor=FloorConfig(enabled=False))
-    own = sum(recall_at_k(SearchAgent(sample_index, policy, off).run(t["question"]).returned_doc_ids,
-                          t["gold_ids"], k) for t in tasks) / len(tasks)
-    floored = sum(recall_at_k(SearchAgent(sample_index, policy, AgentConfig(k=k)).run(t["question"]).returned_doc_ids,
-                              t["gold_ids"], k) for t in tasks) / len(tasks)
+    own = sum(
+        recall_at_k(SearchAgent(sample_index, policy, off).run(t["question"]).returned_doc_ids, t["gold_ids"], k)
+        for t in tasks
+    ) / len(tasks)
+    floored = sum(
+        recall_at_k(
+            SearchAgent(sample_index, policy, AgentConfig(k=k)).run(t["question"]).returned_doc_ids, t["gold_ids"], k
+        )
+        for t in tasks
+    ) / len(tasks)
     assert floored > own + 0.3  # the floor would have lifted it: the test can tell the two apart
     assert checked["recall"] == pytest.approx(own)
 
 
 def test_train_rl_time_budget_ends_the_run_and_says_so(sample_index, session_data_dir, tmp_path) -> None:
-    base = ["train", "rl", "-c", "sample", "--data-dir", str(session_data_dir), "--tasks", "data/sample/tasks.jsonl",
-            "--n", "3", "--questions", "1", "--num-generations", "2", "--json"]
+    base = [
+        "train",
+        "rl",
+        "-c",
+        "sample",
+        "--data-dir",
+        str(session_data_dir),
+        "--tasks",
+        "data/sample/tasks.jsonl",
+        "--n",
+        "3",
+        "--questions",
+        "1",
+        "--num-generations",
+        "2",
+        "--json",
+    ]
     # --minutes alone: no step cap; the budget (set-up included) ends the run, after at least one update.
     res = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "budget"), "--minutes", "0.01"])
     assert res.exit_code == 0, res.output
-    body = json.loads(res.stdout[res.stdout.index("{"):])
+    body = json.loads(res.stdout[res.stdout.index("{") :])
     assert body["stopped_by"] == "minutes" and body["updates"] >= 1 and "time budget (0.01 min)" in body["stop"]
     assert "imitation" not in body  # --init default: the shipped checkpoint, no warm start from scratch
     # both: the step cap came first, and the summary says so
     res = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "both"), "--minutes", "30", "--steps", "1"])
     assert res.exit_code == 0, res.output
-    body = json.loads(res.stdout[res.stdout.index("{"):])
+    body = json.loads(res.stdout[res.stdout.index("{") :])
     assert body["stopped_by"] == "steps" and body["updates"] == 1 and body["stop"].endswith("of 30 minutes")

@@ -18,8 +18,11 @@ from _own_process import Outcome, OwnProcessRun
 
 CASES = Path(__file__).with_name("llm_training_cases.py")
 CASES_IN_OWN_PROCESS = CASES
-NAMES = [node.name for node in ast.parse(CASES.read_text(encoding="utf-8")).body
-         if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
+NAMES = [
+    node.name
+    for node in ast.parse(CASES.read_text(encoding="utf-8")).body
+    if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
+]
 
 pytestmark = pytest.mark.slow
 
@@ -30,8 +33,11 @@ def outcomes(own_process_runs: dict[Path, OwnProcessRun]) -> dict[str, Outcome]:
 
 
 def test_the_cases_file_holds_the_training_runs() -> None:
-    assert set(NAMES) == {"test_grpo_smoke_run_through_the_harness", "test_grpo_time_budget_alone_ends_the_run",
-                          "test_tiny_sft_run_saves_a_loadable_checkpoint"}
+    assert set(NAMES) == {
+        "test_grpo_smoke_run_through_the_harness",
+        "test_grpo_time_budget_alone_ends_the_run",
+        "test_tiny_sft_run_saves_a_loadable_checkpoint",
+    }
 
 
 @pytest.mark.parametrize("name", NAMES)

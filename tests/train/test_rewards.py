@@ -9,13 +9,24 @@ import pytest
 
 from sieve.agent.trace import Evidence, ToolCall, Trace, Turn
 from sieve.train.rewards import (
-    Gold, RewardConfig, RewardReport, check_reward_weights, get_component_reward, get_episode_reward, score_episode,
+    Gold,
+    RewardConfig,
+    RewardReport,
+    check_reward_weights,
+    get_component_reward,
+    get_episode_reward,
+    score_episode,
 )
 from sieve.train.rewards.context1 import prune_streak_penalty, turn_penalty
 from sieve.train.rewards.metrics import contains_answer, f_beta, recall
 
-TASK = {"id": "t1", "question": "q", "answers": ["verismo"], "gold_ids": ["A", "B"],
-        "meta": {"gold_chunk_ids": ["A#0", "B#0"]}}
+TASK = {
+    "id": "t1",
+    "question": "q",
+    "answers": ["verismo"],
+    "gold_ids": ["A", "B"],
+    "meta": {"gold_chunk_ids": ["A#0", "B#0"]},
+}
 GOLD = Gold.from_task(TASK)
 
 
@@ -34,16 +45,26 @@ def prune(ids: list[str]) -> ToolCall:
 def make_trace(calls_per_turn: list[list[ToolCall]], returned: list[Evidence], pruned: list[str] = ()) -> Trace:
     turns = [Turn(index=i, tool_calls=calls) for i, calls in enumerate(calls_per_turn)]
     seen = list(dict.fromkeys(c for t in turns for call in t.tool_calls for c in call.result_chunk_ids))
-    return Trace(question="q", turns=turns, seen_chunk_ids=seen,
-                 seen_doc_ids=list(dict.fromkeys(c.split("#")[0] for c in seen)),
-                 pruned_chunk_ids=list(pruned), returned=returned)
+    return Trace(
+        question="q",
+        turns=turns,
+        seen_chunk_ids=seen,
+        seen_doc_ids=list(dict.fromkeys(c.split("#")[0] for c in seen)),
+        pruned_chunk_ids=list(pruned),
+        returned=returned,
+    )
 
 
 def perfect() -> Trace:
-    return make_trace([[search("composer of la boheme", ["A#0", "X#0"])], [search("puccini style", ["B#0", "Y#0"])],
-                       [prune(["X#0", "Y#0"])]],
-                      [ev("A#0", "La bohème by Puccini", 1), ev("B#0", "Puccini, exponent of verismo.", 2)],
-                      pruned=["X#0", "Y#0"])
+    return make_trace(
+        [
+            [search("composer of la boheme", ["A#0", "X#0"])],
+            [search("puccini style", ["B#0", "Y#0"])],
+            [prune(["X#0", "Y#0"])],
+        ],
+        [ev("A#0", "La bohème by Puccini", 1), ev("B#0", "Puccini, exponent of verismo.", 2)],
+        pruned=["X#0", "Y#0"],
+    )
 
 
 def test_metric_maths_by_hand() -> None:
@@ -57,7 +78,9 @@ def test_metric_maths_by_hand() -> None:
     # Agrees with the evaluation's ranked-list metric when the cut-off covers the whole set.
     from sieve.eval.metrics import fbeta_at_k
 
-    assert f_beta(["a", "x", "b"], {"a", "b", "c"}, 2.0) == pytest.approx(fbeta_at_k(["a", "x", "b"], {"a", "b", "c"}, 10, 2.0))
+    assert f_beta(["a", "x", "b"], {"a", "b", "c"}, 2.0) == pytest.approx(
+        fbeta_at_k(["a", "x", "b"], {"a", "b", "c"}, 10, 2.0)
+    )
 
 
 def test_perfect_set_gets_the_maximum() -> None:
@@ -107,8 +130,11 @@ def test_single_search_collapse_is_penalised() -> None:
 
 def test_gold_prune_repeat_and_malformed_penalties() -> None:
     bad = ToolCall(name="search", arguments={}, malformed=True, error="Expected JSON")
-    t = make_trace([[search("Same  Query", ["A#0"])], [search("same query", ["X#0"]), bad], [prune(["A#0", "X#0"])]],
-                   [ev("X#0")], pruned=["A#0", "X#0"])
+    t = make_trace(
+        [[search("Same  Query", ["A#0"])], [search("same query", ["X#0"]), bad], [prune(["A#0", "X#0"])]],
+        [ev("X#0")],
+        pruned=["A#0", "X#0"],
+    )
     b = score_episode(t, GOLD)
     assert b.n_repeats == 1 and b.p_repeat == pytest.approx(0.1)
     assert b.n_malformed == 1 and b.p_malformed == pytest.approx(0.1)
@@ -158,8 +184,12 @@ def test_trl_callable_pickles_and_is_thread_safe() -> None:
     clone = pickle.loads(pickle.dumps(fn))
     comp = pickle.loads(pickle.dumps(get_component_reward("traj_recall")))
     traces = [perfect(), make_trace([[search("q", ["A#0"])]], [ev("A#0")])] * 8
-    kwargs = {"trace": [t.to_dict() for t in traces], "gold_ids": [TASK["gold_ids"]] * 16,
-              "answers": [TASK["answers"]] * 16, "meta": [TASK["meta"]] * 16}
+    kwargs = {
+        "trace": [t.to_dict() for t in traces],
+        "gold_ids": [TASK["gold_ids"]] * 16,
+        "answers": [TASK["answers"]] * 16,
+        "meta": [TASK["meta"]] * 16,
+    }
     expected = fn(completions=[None] * 16, **kwargs)
     assert clone(completions=[None] * 16, **kwargs) == expected
     assert expected[0] == pytest.approx(2.0) and expected[1] < 1.0

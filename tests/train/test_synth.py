@@ -86,8 +86,9 @@ def test_verification_rejects_bad_drafts(sample_index) -> None:
     unsupported = Draft("q about it?", ("zzqx not in any text",), "x")
     assert verify(unsupported, link, sample_index, cfg)[0] == "unsupported"
     named = Draft(f"What about {link.target.title}?", ("placeholder",), "x")
-    word = next(w for w in link.target.text.split() if len(w) > 6 and w.isalpha()
-                and not contains_answer(link.bridge.text, [w]))
+    word = next(
+        w for w in link.target.text.split() if len(w) > 6 and w.isalpha() and not contains_answer(link.bridge.text, [w])
+    )
     named = Draft(f"What does {link.target.title} say?", (word,), "x")
     assert verify(named, link, sample_index, cfg)[0] == "target_named"
 
@@ -97,26 +98,44 @@ def test_verification_rejects_quoting_and_bad_comparisons(sample_index) -> None:
 
     view = CorpusView.load(sample_index)
     cfg = SynthConfig(n=1)
-    link = next(lk for c in view.chunks for lk in find_links(c, view, None, cfg, allow_bm25=False)
-                if len(lk.bridge.text.split()) > 30)
-    word = next(w for w in link.target.text.split() if len(w) > 6 and w.isalpha()
-                and not contains_answer(link.bridge.text, [w]) and not contains_answer(link.target.title, [w]))
+    link = next(
+        lk
+        for c in view.chunks
+        for lk in find_links(c, view, None, cfg, allow_bm25=False)
+        if len(lk.bridge.text.split()) > 30
+    )
+    word = next(
+        w
+        for w in link.target.text.split()
+        if len(w) > 6
+        and w.isalpha()
+        and not contains_answer(link.bridge.text, [w])
+        and not contains_answer(link.target.title, [w])
+    )
     # The old template's shape: a bridge sentence quoted verbatim around a blank.
     words = link.bridge.text.replace(link.mention, "___").split()
     quote = " ".join(words[:25])
-    assert verify(Draft(f'The article says: "{quote}". What is ___?', (word,), "x"), link, sample_index, cfg)[0] \
+    assert (
+        verify(Draft(f'The article says: "{quote}". What is ___?', (word,), "x"), link, sample_index, cfg)[0]
         == "quotes_passage"
+    )
     a, b = view.lead["wiki-stanley-kubrick"], view.lead["wiki-andrei-tarkovsky"]
     pair = Link(a, b, "", 0, 0, "compare")
     names = "Stanley Kubrick and Andrei Tarkovsky"
-    ok = Draft(f"Are {names} of the same nationality?", ("no",), "comparison:nationality",
-               evidence=("American", "Russian"))
+    ok = Draft(
+        f"Are {names} of the same nationality?", ("no",), "comparison:nationality", evidence=("American", "Russian")
+    )
     assert verify(ok, pair, sample_index, cfg)[0] is None
-    wrong = Draft(f"Are {names} of the same nationality?", ("no",), "comparison:nationality",
-                  evidence=("Russian", "American"))  # each value must come from its own passage
+    wrong = Draft(
+        f"Are {names} of the same nationality?", ("no",), "comparison:nationality", evidence=("Russian", "American")
+    )  # each value must come from its own passage
     assert verify(wrong, pair, sample_index, cfg)[0] == "unsupported"
-    leaks = Draft(f"Is {names.replace(' and ', ', the American, or ')} Russian?", ("no",), "comparison:nationality",
-                  evidence=("American", "Russian"))
+    leaks = Draft(
+        f"Is {names.replace(' and ', ', the American, or ')} Russian?",
+        ("no",),
+        "comparison:nationality",
+        evidence=("American", "Russian"),
+    )
     assert verify(leaks, pair, sample_index, cfg)[0] == "answer_in_question"
 
 
@@ -131,30 +150,44 @@ def test_quoted_content_words_counts_runs_not_names() -> None:
 def test_facts_and_roles_from_passages() -> None:
     assert first_description("Giacomo Puccini was an Italian composer known for operas.") == "Italian composer"
     assert first_description("Paris.") is None
-    film = ("Lone Wolf McQuade is a 1983 American action film, starring Chuck Norris and David Carradine, and "
-            "directed by Steve Carver.")
+    film = (
+        "Lone Wolf McQuade is a 1983 American action film, starring Chuck Norris and David Carradine, and "
+        "directed by Steve Carver."
+    )
     person = "Steve Carver (born April 5, 1945) is an American film director and photographer."
     s = read_subject("Lone Wolf McQuade", film)
     assert (s.type_noun, s.person, s.label) == ("film", False, "the film Lone Wolf McQuade")
     assert s.fact("year").answers == ("1983",) and s.fact("directed").answers == ("Steve Carver",)
     p = read_subject("Steve Carver", person)
-    assert p.person and p.fact("born").answers == ("April 5, 1945", "1945") and p.fact("nationality").answers == ("American",)
+    assert (
+        p.person
+        and p.fact("born").answers == ("April 5, 1945", "1945")
+        and p.fact("nationality").answers == ("American",)
+    )
     assert p.fact("died") is None
     assert find_role(film, film.index("Steve"), film.index("Steve") + 12, s).noun == "the director of {a}"
     assert find_role(film, film.index("David"), film.index("David") + 15, s).noun == "one of the stars of {a}"
     town = "Leland is a town in Brunswick County. The film Maximum Overdrive was filmed in the town in 1986."
-    assert find_role(town, town.index("Maximum"), town.index("Maximum") + 17, None).clause \
+    assert (
+        find_role(town, town.index("Maximum"), town.index("Maximum") + 17, None).clause
         == "the {btype} that was filmed in {a}"
+    )
     assert find_role("It is a word.", 3, 5, None) is None
     assert clean_title("Mirror (1975 film)") == "Mirror"
 
 
 def test_template_writer_shapes() -> None:
-    a = Chunk("f#0", "f", 0, "Lone Wolf McQuade is a 1983 American action film directed by Steve Carver.",
-              title="Lone Wolf McQuade")
+    a = Chunk(
+        "f#0",
+        "f",
+        0,
+        "Lone Wolf McQuade is a 1983 American action film directed by Steve Carver.",
+        title="Lone Wolf McQuade",
+    )
     b = Chunk("s#0", "s", 0, "Steve Carver (born April 5, 1945) is an American film director.", title="Steve Carver")
-    c = Chunk("g#0", "g", 0, "Greta Gerwig (born August 4, 1983) is an American actress and filmmaker.",
-              title="Greta Gerwig")
+    c = Chunk(
+        "g#0", "g", 0, "Greta Gerwig (born August 4, 1983) is an American actress and filmmaker.", title="Greta Gerwig"
+    )
     s = a.text.index("Steve")
     drafts = TemplateWriter().drafts(Link(a, b, "Steve Carver", s, s + 12))
     questions = {d.question for d in drafts}
@@ -174,13 +207,24 @@ def test_template_writer_shapes() -> None:
 def test_bridge_comparison_drafts_and_verification(sample_index) -> None:
     from sieve.train.synth import make_task, verify
 
-    a1 = Chunk("f#0", "f", 0, "Lone Wolf McQuade is a 1983 American action film directed by Steve Carver.",
-               title="Lone Wolf McQuade")
+    a1 = Chunk(
+        "f#0",
+        "f",
+        0,
+        "Lone Wolf McQuade is a 1983 American action film directed by Steve Carver.",
+        title="Lone Wolf McQuade",
+    )
     b1 = Chunk("s#0", "s", 0, "Steve Carver (born April 5, 1945) is an American film director.", title="Steve Carver")
-    a2 = Chunk("l#0", "l", 0, "Lady Bird is a 2017 American comedy-drama film directed by Greta Gerwig.",
-               title="Lady Bird (film)")
-    b2 = Chunk("g#0", "g", 0, "Greta Gerwig (born August 4, 1983) is an American actress and filmmaker.",
-               title="Greta Gerwig")
+    a2 = Chunk(
+        "l#0",
+        "l",
+        0,
+        "Lady Bird is a 2017 American comedy-drama film directed by Greta Gerwig.",
+        title="Lady Bird (film)",
+    )
+    b2 = Chunk(
+        "g#0", "g", 0, "Greta Gerwig (born August 4, 1983) is an American actress and filmmaker.", title="Greta Gerwig"
+    )
     s1, s2 = a1.text.index("Steve"), a2.text.index("Greta")
     other = Link(a2, b2, "Greta Gerwig", s2, s2 + 12)
     link = Link(a1, b1, "Steve Carver", s1, s1 + 12, "bridge_compare", partner=other)

@@ -11,30 +11,51 @@ from sieve.train.synth_claims import finding_score, verify_claim, write_claim
 
 
 def test_write_claim_states_the_finding_without_framing_brackets_or_statistics():
-    claim = write_claim("In conclusion, our data suggest that vitamin D deficiency was significantly associated "
-                        "with higher mortality (p < 0.01) in dialysis patients.")
+    claim = write_claim(
+        "In conclusion, our data suggest that vitamin D deficiency was significantly associated "
+        "with higher mortality (p < 0.01) in dialysis patients."
+    )
     assert claim == "Vitamin D deficiency is associated with higher mortality in dialysis patients."
-    assert write_claim("Through a genome-wide screen in lung cancer cells, we found that erlotinib resistance was "
-                       "associated with reduced expression of NF1.") == \
-        "Erlotinib resistance is associated with reduced expression of NF1."
+    assert (
+        write_claim(
+            "Through a genome-wide screen in lung cancer cells, we found that erlotinib resistance was "
+            "associated with reduced expression of NF1."
+        )
+        == "Erlotinib resistance is associated with reduced expression of NF1."
+    )
     # "for" keeps its "or": statistics are stripped only as whole tokens (OR, CI, p <)
-    assert write_claim("Statins are protective for stroke, OR 0.8, in older women.") == \
-        "Statins are protective for stroke in older women."
+    assert (
+        write_claim("Statins are protective for stroke, OR 0.8, in older women.")
+        == "Statins are protective for stroke in older women."
+    )
 
 
 def test_write_claim_keeps_subject_and_verb_together():
     # a non-restrictive clause between subject and verb is not a cut point (the cut left "The toxin GsMTx-4.")
-    assert write_claim("Conversely, the toxin GsMTx-4, which inhibits stretch-activated channels, had no effect on "
-                       "currents.") == "The toxin GsMTx-4, which inhibits stretch-activated channels, had no effect on currents."
+    assert (
+        write_claim(
+            "Conversely, the toxin GsMTx-4, which inhibits stretch-activated channels, had no effect on currents."
+        )
+        == "The toxin GsMTx-4, which inhibits stretch-activated channels, had no effect on currents."
+    )
     # "we found" without "that" takes an object: stripping it would leave a noun phrase
-    assert write_claim("Second, we found the strongest correlation between mouth opening and vocal tract "
-                       "resonances.") == "We found the strongest correlation between mouth opening and vocal tract resonances."
-    assert write_claim("We have shown that Dicer-2 is a dsRNA-stimulated ATPase.") == "Dicer-2 is a dsRNA-stimulated ATPase."
+    assert (
+        write_claim("Second, we found the strongest correlation between mouth opening and vocal tract resonances.")
+        == "We found the strongest correlation between mouth opening and vocal tract resonances."
+    )
+    assert (
+        write_claim("We have shown that Dicer-2 is a dsRNA-stimulated ATPase.")
+        == "Dicer-2 is a dsRNA-stimulated ATPase."
+    )
     # a structured abstract's heading run into the sentence goes; an acronym subject stays
-    assert write_claim("RESULTS There are differences in FA values at all locations of the corpus callosum.") == \
-        "There are differences in FA values at all locations of the corpus callosum."
-    assert write_claim("DNA damage is sharply different in these two phases of the cycle.") == \
-        "DNA damage is sharply different in these two phases of the cycle."
+    assert (
+        write_claim("RESULTS There are differences in FA values at all locations of the corpus callosum.")
+        == "There are differences in FA values at all locations of the corpus callosum."
+    )
+    assert (
+        write_claim("DNA damage is sharply different in these two phases of the cycle.")
+        == "DNA damage is sharply different in these two phases of the cycle."
+    )
 
 
 def test_write_claim_refuses_fragments_rather_than_cutting_them():
@@ -56,16 +77,37 @@ def test_verify_claim_checks_support_ambiguity_and_findability(abstracts_index):
     assert verify_claim("Placebo over adults", "a1", texts["a1"], abstracts_index)[0] == "ambiguous"
     assert verify_claim("Fibre supplement cured adenoma", "a1", texts["a1"], abstracts_index)[0] == "unsupported"
     assert verify_claim("Adenoma recurrence", "a1", texts["a1"], abstracts_index)[0] == "too_few_content_words"
-    reason, facts = verify_claim("Commensal Bifidobacterium abundance predicts response to anti-PD-1 therapy.",
-                                 "a4", texts["a4"], abstracts_index)
+    reason, facts = verify_claim(
+        "Commensal Bifidobacterium abundance predicts response to anti-PD-1 therapy.",
+        "a4",
+        texts["a4"],
+        abstracts_index,
+    )
     assert reason is None and facts["single_shot_rank"] == 1
     assert all(not c.startswith("a4#") for c in facts["distractor_ids"])
 
 
 def _synth(session_data_dir, out, n, seed=0):
-    return CliRunner().invoke(app, ["train", "synth", "-c", "abstracts", "--data-dir", str(session_data_dir),
-                                    "--generator", "claims", "--n", str(n), "--seed", str(seed), "--out", str(out),
-                                    "--json"])
+    return CliRunner().invoke(
+        app,
+        [
+            "train",
+            "synth",
+            "-c",
+            "abstracts",
+            "--data-dir",
+            str(session_data_dir),
+            "--generator",
+            "claims",
+            "--n",
+            str(n),
+            "--seed",
+            str(seed),
+            "--out",
+            str(out),
+            "--json",
+        ],
+    )
 
 
 def test_claims_cli_writes_verified_single_hop_tasks_and_resumes(abstracts_index, session_data_dir, tmp_path):

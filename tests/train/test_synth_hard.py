@@ -21,8 +21,14 @@ def hard_tasks(docs_index, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
 def test_keyphrases_are_runs_of_uncommon_content_words():
     # "block cache" sits in 2 of 6 chunks: a keyphrase. "restore command" sits in 1 (a lexical give-away),
     # so the shorter "restore" (2 chunks) is kept instead; stop words, "size" and "snapshots" (in none) never are.
-    texts = ["the block cache keeps hashes", "a block cache in memory", "the restore command", "passphrase prompt",
-             "clock drift", "restore folder"]
+    texts = [
+        "the block cache keeps hashes",
+        "a block cache in memory",
+        "the restore command",
+        "passphrase prompt",
+        "clock drift",
+        "restore folder",
+    ]
     bm = SparseBM25.from_tokens([str(i) for i in range(len(texts))], [tokenize(t) for t in texts])
     phrases = keyphrases("Raising the block cache size helps; the restore command lists snapshots.", bm, HardConfig())
     assert [p.text for p in phrases] == ["block cache", "restore"]
@@ -75,11 +81,17 @@ def test_the_writer_is_deterministic_and_resumable(docs_index, hard_tasks, tmp_p
 
 
 def test_questions_read_as_questions_whatever_the_source():
-    assert question_for("single", "Caroline", ["support group"], speaker=True) == \
-        "What did Caroline say about support group?"
-    assert question_for("single", "npm-audit", ["severity"], long_doc=True) == "In npm-audit, what is said about severity?"
-    assert question_for("span", "Amcor 2022 8K", ["indentures", "notes"]) == \
-        "In Amcor 2022 8K, what is said about indentures, and about notes?"
+    assert (
+        question_for("single", "Caroline", ["support group"], speaker=True)
+        == "What did Caroline say about support group?"
+    )
+    assert (
+        question_for("single", "npm-audit", ["severity"], long_doc=True) == "In npm-audit, what is said about severity?"
+    )
+    assert (
+        question_for("span", "Amcor 2022 8K", ["indentures", "notes"])
+        == "In Amcor 2022 8K, what is said about indentures, and about notes?"
+    )
     assert question_for("bridge", "", ["zstd", "media"]) == "What do zstd and media have in common?"
 
 

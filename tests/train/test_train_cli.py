@@ -14,10 +14,26 @@ from sieve.cli.main import app
 
 def test_train_synth_json(sample_index, session_data_dir, tmp_path):
     out = tmp_path / "tasks.jsonl"
-    res = CliRunner().invoke(app, ["train", "synth", "-c", "sample", "--data-dir", str(session_data_dir), "--n", "2",
-                                   "--seed", "5", "--out", str(out), "--json"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "synth",
+            "-c",
+            "sample",
+            "--data-dir",
+            str(session_data_dir),
+            "--n",
+            "2",
+            "--seed",
+            "5",
+            "--out",
+            str(out),
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
-    body = json.loads(res.stdout[res.stdout.index("{"):])
+    body = json.loads(res.stdout[res.stdout.index("{") :])
     assert body["written"] == 2 and body["existing"] == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 2 and all(r["meta"]["seed"] == 5 for r in rows)
@@ -25,20 +41,73 @@ def test_train_synth_json(sample_index, session_data_dir, tmp_path):
 
 def test_train_errors_are_one_line(sample_index, session_data_dir, tmp_path):
     runner = CliRunner()
-    res = runner.invoke(app, ["train", "synth", "-c", "sample", "--data-dir", str(session_data_dir),
-                              "--generator", "magic", "--out", str(tmp_path / "t.jsonl")])
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            "synth",
+            "-c",
+            "sample",
+            "--data-dir",
+            str(session_data_dir),
+            "--generator",
+            "magic",
+            "--out",
+            str(tmp_path / "t.jsonl"),
+        ],
+    )
     assert res.exit_code == 2 and "Expected --generator" in res.stderr
-    res = runner.invoke(app, ["train", "synth", "-c", "nope", "--data-dir", str(session_data_dir),
-                              "--out", str(tmp_path / "t.jsonl")])
+    res = runner.invoke(
+        app, ["train", "synth", "-c", "nope", "--data-dir", str(session_data_dir), "--out", str(tmp_path / "t.jsonl")]
+    )
     assert res.exit_code == 2 and "unknown_collection" in res.stderr
-    res = runner.invoke(app, ["train", "rl", "--tasks", str(tmp_path / "missing.jsonl"), "-c", "sample",
-                              "--data-dir", str(session_data_dir)])
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            "rl",
+            "--tasks",
+            str(tmp_path / "missing.jsonl"),
+            "-c",
+            "sample",
+            "--data-dir",
+            str(session_data_dir),
+        ],
+    )
     assert res.exit_code == 2 and "Expected a tasks JSONL file" in res.stderr
-    res = runner.invoke(app, ["train", "rl", "--tasks", "data/sample/tasks.jsonl", "-c", "sample",
-                              "--data-dir", str(session_data_dir), "--num-generations", "1"])
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            "rl",
+            "--tasks",
+            "data/sample/tasks.jsonl",
+            "-c",
+            "sample",
+            "--data-dir",
+            str(session_data_dir),
+            "--num-generations",
+            "1",
+        ],
+    )
     assert res.exit_code == 2 and "num_generations >= 2" in res.stderr
-    res = runner.invoke(app, ["train", "rl", "--tasks", "data/sample/tasks.jsonl", "-c", "sample", "--policy", "llm",
-                              "--data-dir", str(session_data_dir), "--init", "none"])
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            "rl",
+            "--tasks",
+            "data/sample/tasks.jsonl",
+            "-c",
+            "sample",
+            "--policy",
+            "llm",
+            "--data-dir",
+            str(session_data_dir),
+            "--init",
+            "none",
+        ],
+    )
     assert res.exit_code == 2 and "a fresh network is the learned policy's option" in res.stderr
 
 
@@ -63,11 +132,13 @@ def test_sft_and_rl_share_one_episode_definition():
 
 
 def test_synth_on_text_the_template_writer_cannot_read_fails_clearly_and_leaves_nothing(
-        abstracts_index, session_data_dir, tmp_path):
+    abstracts_index, session_data_dir, tmp_path
+):
     """Scientific abstracts give the template writer no facts or title links: a clear error, no empty file."""
     out = tmp_path / "tasks.jsonl"
-    res = CliRunner().invoke(app, ["train", "synth", "-c", "abstracts", "--data-dir", str(session_data_dir),
-                                   "--n", "5", "--out", str(out)])
+    res = CliRunner().invoke(
+        app, ["train", "synth", "-c", "abstracts", "--data-dir", str(session_data_dir), "--n", "5", "--out", str(out)]
+    )
     assert res.exit_code == 2, res.output
     assert "Expected synthesized tasks from collection 'abstracts', got none" in res.stderr
     assert "(6 chunks tried," in res.stderr  # each of the 6 chunks once, though two passes visit them
@@ -81,24 +152,44 @@ def test_train_all_writes_hard_tasks_retrains_policy_and_ranker_and_judges_sieve
     policy trains, its ranker is retrained beside it, and the
     verdict compares Sieve as served before and after. summary.json and report.md tell the same story
     (counts, figures, verdict), and so does rl/summary.json."""
-    base = ["train", "all", "--corpus", str(abstracts_corpus), "-c", "abs", "--data-dir", str(tmp_path / "data"),
-            "--json"]
-    res = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "heur"), "--generator", "heuristic",
-                                   "--n-tasks", "4", "--rl-steps", "2"])  # the old spellings still work, and warn
+    base = [
+        "train",
+        "all",
+        "--corpus",
+        str(abstracts_corpus),
+        "-c",
+        "abs",
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--json",
+    ]
+    res = CliRunner().invoke(
+        app, [*base, "--out", str(tmp_path / "heur"), "--generator", "heuristic", "--n-tasks", "4", "--rl-steps", "2"]
+    )  # the old spellings still work, and warn
     assert res.exit_code == 2 and "--generator claims" in res.stdout, res.output  # --json: the error is JSON on stdout
     assert "--n-tasks is deprecated; use --n" in res.stderr and "--rl-steps is deprecated; use --steps" in res.stderr
     out = tmp_path / "auto"
     labelled = tmp_path / "questions.jsonl"  # real questions of the corpus: they decide the verdict
-    labelled.write_text("".join(json.dumps({"id": f"q{i}", "question": q, "gold_ids": [g]}) + "\n" for i, (q, g) in
-                                enumerate([("Does fibre supplementation prevent colon polyps from coming back?", "a1"),
-                                           ("Which gut bacteria predict who responds to PD-1 blockade?", "a4"),
-                                           ("Can walking enlarge the hippocampus of elderly people?", "a5")])))
-    res = CliRunner().invoke(app, [*base, "--out", str(out), "--n", "4", "--steps", "2", "--eval-tasks", str(labelled),
-                                   "--ranker", "retrain"])
+    labelled.write_text(
+        "".join(
+            json.dumps({"id": f"q{i}", "question": q, "gold_ids": [g]}) + "\n"
+            for i, (q, g) in enumerate(
+                [
+                    ("Does fibre supplementation prevent colon polyps from coming back?", "a1"),
+                    ("Which gut bacteria predict who responds to PD-1 blockade?", "a4"),
+                    ("Can walking enlarge the hippocampus of elderly people?", "a5"),
+                ]
+            )
+        )
+    )
+    res = CliRunner().invoke(
+        app,
+        [*base, "--out", str(out), "--n", "4", "--steps", "2", "--eval-tasks", str(labelled), "--ranker", "retrain"],
+    )
     assert res.exit_code == 0, res.output
     rows = [json.loads(line) for line in (out / "tasks.jsonl").read_text().splitlines()]
     assert len(rows) == 4 and "claims" in {r["meta"]["generator"] for r in rows} <= {"hard", "claims"}
-    body = json.loads(res.stdout[res.stdout.index("{"):])
+    body = json.loads(res.stdout[res.stdout.index("{") :])
     assert body["config"]["generator"] == "auto" and body["rl"]["updates"] == 2
     assert body["rl"]["stopped_by"] == "steps" and body["config"]["init"] == "default"
 
@@ -129,8 +220,10 @@ def test_train_all_writes_hard_tasks_retrains_policy_and_ranker_and_judges_sieve
     for s, systems in served.items():
         assert set(systems) == {"shipped", "retrained"}
         for system, r in systems.items():
-            assert f"| {s} | {system} | {r['n']} | {r['recall']:.3f} | {r['all_gold']:.3f} | {r['recall_2k']:.3f} |" \
+            assert (
+                f"| {s} | {system} | {r['n']} | {r['recall']:.3f} | {r['all_gold']:.3f} | {r['recall_2k']:.3f} |"
                 in report
+            )
     verdict = summary["verdict"]
     assert verdict["deciding_set"] == "labelled questions (--eval-tasks)" and verdict["rule"] in report
     assert [s["name"] for s in verdict["sets"]] == list(served)
@@ -146,8 +239,24 @@ def test_train_all_writes_hard_tasks_retrains_policy_and_ranker_and_judges_sieve
 
 def test_train_synth_hard_writes_span_tasks_from_documentation(docs_index, tmp_path):
     out = tmp_path / "tasks.jsonl"
-    res = CliRunner().invoke(app, ["train", "synth", "-c", "docs", "--data-dir", str(docs_index.config.data_dir),
-                                   "--generator", "hard", "--n", "3", "--out", str(out), "--json"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "synth",
+            "-c",
+            "docs",
+            "--data-dir",
+            str(docs_index.config.data_dir),
+            "--generator",
+            "hard",
+            "--n",
+            "3",
+            "--out",
+            str(out),
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     body = json.loads(res.stdout)
     rows = [json.loads(line) for line in out.read_text().splitlines()]
@@ -164,8 +273,9 @@ def test_one_vocabulary_of_flags():
     train = typer.main.get_command(app).commands["train"]
 
     def options(command: str, hidden: bool = False) -> dict:
-        return {o: p for p in train.commands[command].params if bool(getattr(p, "hidden", False)) == hidden
-                for o in p.opts}
+        return {
+            o: p for p in train.commands[command].params if bool(getattr(p, "hidden", False)) == hidden for o in p.opts
+        }
 
     shared = {"--n": int, "--minutes": float, "--steps": int, "--init": str}
     for command in ("all", "sft", "rl"):
@@ -222,6 +332,7 @@ def test_the_ranker_is_kept_unless_retraining_is_asked_for(abstracts_corpus, tmp
     assert PipelineConfig(corpus=abstracts_corpus).ranker == "keep"  # synthetic tasks alone do not move the ranker
     with pytest.raises(InvalidInput, match="ranker"):
         PipelineConfig(corpus=abstracts_corpus, ranker="always")  # type: ignore[arg-type]
-    res = CliRunner().invoke(app, ["train", "all", "--corpus", str(abstracts_corpus), "--ranker", "always",
-                                   "--out", str(tmp_path / "x")])
+    res = CliRunner().invoke(
+        app, ["train", "all", "--corpus", str(abstracts_corpus), "--ranker", "always", "--out", str(tmp_path / "x")]
+    )
     assert res.exit_code == 2 and "--ranker" in res.output and not (tmp_path / "x").exists()

@@ -15,8 +15,10 @@ CFG = VerdictConfig()
 
 def _rows(recalls: list[float], rewards: list[float] | None = None) -> list[dict]:
     rewards = rewards if rewards is not None else recalls
-    return [{"id": f"t{i}", "recall": r, "reward": w, "all_gold": float(r == 1.0)}
-            for i, (r, w) in enumerate(zip(recalls, rewards))]
+    return [
+        {"id": f"t{i}", "recall": r, "reward": w, "all_gold": float(r == 1.0)}
+        for i, (r, w) in enumerate(zip(recalls, rewards))
+    ]
 
 
 def _set(name: str, shipped: list[float], retrained: list[float], shipped_reward=None, retrained_reward=None):
@@ -90,13 +92,27 @@ def test_the_report_recommends_only_a_better_model(tmp_path: Path) -> None:
 
     cfg = PipelineConfig(corpus=tmp_path, out=tmp_path / "run")
     scores = {"reward": 1.0, "recall": 0.5, "all_gold": 0.5, "traj_recall": 0.5, "searches": 2.0, "n": 24}
-    result = {"n_tasks": 96, "n_train": 72, "n_heldout": 24, "model_dir": "run/rl/model",
-              "rl": {"updates": 3, "rl_seconds": 60.0, "stop": "stopped by the time budget (1 min) after 3 updates",
-                     "screen": {"tasks": 72, "solved": 60, "kept": 18, "kept_unsolved": 12, "kept_solved": 6}},
-              "evals": {"held": {"learned (shipped)": scores, "learned (retrained)": scores}},
-              "served": {"held": {"shipped": {"recall": 0.75, "all_gold": 0.5, "recall_2k": 0.8, "n": 24},
-                                  "retrained": {"recall": 0.5, "all_gold": 0.5, "recall_2k": 0.6, "n": 24}}},
-              "ranker": None, "n_eval_tasks": 0}
+    result = {
+        "n_tasks": 96,
+        "n_train": 72,
+        "n_heldout": 24,
+        "model_dir": "run/rl/model",
+        "rl": {
+            "updates": 3,
+            "rl_seconds": 60.0,
+            "stop": "stopped by the time budget (1 min) after 3 updates",
+            "screen": {"tasks": 72, "solved": 60, "kept": 18, "kept_unsolved": 12, "kept_solved": 6},
+        },
+        "evals": {"held": {"learned (shipped)": scores, "learned (retrained)": scores}},
+        "served": {
+            "held": {
+                "shipped": {"recall": 0.75, "all_gold": 0.5, "recall_2k": 0.8, "n": 24},
+                "retrained": {"recall": 0.5, "all_gold": 0.5, "recall_2k": 0.6, "n": 24},
+            }
+        },
+        "ranker": None,
+        "n_eval_tasks": 0,
+    }
     worse = decide([_set("held", [1.0, 0.5] * 12, [0.5, 0.5] * 12)], "held", CFG)
     text = learned_report(cfg, result, worse, 10)
     assert "Keep the shipped default" in text and "--policy-path run/rl/model" not in text

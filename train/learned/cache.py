@@ -118,9 +118,11 @@ class CachedIndex:
             lists = dict(self._lists)
             texts = list(self._vectors)
             mat = np.stack([self._vectors[t] for t in texts]) if texts else np.zeros((0, 1), np.float32)
-        for name, write in (("lists.json", lambda p: p.write_text(json.dumps(lists))),
-                            ("texts.json", lambda p: p.write_text(json.dumps(texts))),
-                            ("vectors.npz", lambda p: np.savez(p, vectors=mat))):
+        for name, write in (
+            ("lists.json", lambda p: p.write_text(json.dumps(lists))),
+            ("texts.json", lambda p: p.write_text(json.dumps(texts))),
+            ("vectors.npz", lambda p: np.savez(p, vectors=mat)),
+        ):
             tmp = self.folder / f"tmp-{name}"
             write(tmp)
             (self.folder / f"tmp-{name}").replace(self.folder / name)
@@ -147,8 +149,15 @@ class CachedIndex:
                 self._chunks[c.chunk_id] = c
         return [self._chunks[c] for c in chunk_ids if c in self._chunks]
 
-    def search(self, query: str, k: int = 10, *, mode: SearchMode = "hybrid", where: Where | None = None,
-               exclude: Collection[str] | None = None) -> list[Hit]:
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        mode: SearchMode = "hybrid",
+        where: Where | None = None,
+        exclude: Collection[str] | None = None,
+    ) -> list[Hit]:
         exclude = set(exclude or ())
         h = self.index.hybrid
         depth = max(k, h.candidates)
@@ -157,8 +166,11 @@ class CachedIndex:
         validate_query(query)
         validate_k(k, h.max_k)
         dense, bm25 = self._ranked(query, depth + self.max_excluded)
-        fused = rrf_fuse([[c for c in dense if c not in exclude][:depth], [c for c in bm25 if c not in exclude][:depth]],
-                         k=h.rrf_k, weights=h.weights)[:k]
+        fused = rrf_fuse(
+            [[c for c in dense if c not in exclude][:depth], [c for c in bm25 if c not in exclude][:depth]],
+            k=h.rrf_k,
+            weights=h.weights,
+        )[:k]
         chunks = {c.chunk_id: c for c in self.get_chunks([cid for cid, _ in fused])}
         kept = [(chunks[cid], s) for cid, s in fused if cid in chunks]
         return [Hit(chunk=c, score=s, rank=i + 1, mode="hybrid") for i, (c, s) in enumerate(kept)]

@@ -73,12 +73,29 @@ class StepStats:
         return asdict(self)
 
 
-_COMPONENTS = ("total", "context1", "f_beta", "traj_recall", "answer", "p_collapse", "p_repeat", "p_gold_prune",
-               "p_malformed", "aux_penalty")
+_COMPONENTS = (
+    "total",
+    "context1",
+    "f_beta",
+    "traj_recall",
+    "answer",
+    "p_collapse",
+    "p_repeat",
+    "p_gold_prune",
+    "p_malformed",
+    "aux_penalty",
+)
 
 
-def run_group(agent: SearchAgent, policy: LearnedPolicy, task: dict[str, Any], group: int, seeds: list[int],
-              reward_config: RewardConfig, progress: float) -> list[Rollout]:
+def run_group(
+    agent: SearchAgent,
+    policy: LearnedPolicy,
+    task: dict[str, Any],
+    group: int,
+    seeds: list[int],
+    reward_config: RewardConfig,
+    progress: float,
+) -> list[Rollout]:
     """``len(seeds)`` sampled episodes of one task, scored."""
     gold = Gold.from_task(task)
     out = []
@@ -87,9 +104,17 @@ def run_group(agent: SearchAgent, policy: LearnedPolicy, task: dict[str, Any], g
         decisions = policy.take_decisions(seed)
         br = score_episode(trace, gold, reward_config, progress)
         docs = trace.returned_doc_ids
-        out.append(Rollout(task=task, trace=trace, reward=br, decisions=decisions, group=group,
-                           recall=recall_at_k(docs, gold.doc_ids, agent.config.k),
-                           all_gold=all_found_at_k(docs, gold.doc_ids, agent.config.k)))
+        out.append(
+            Rollout(
+                task=task,
+                trace=trace,
+                reward=br,
+                decisions=decisions,
+                group=group,
+                recall=recall_at_k(docs, gold.doc_ids, agent.config.k),
+                all_gold=all_found_at_k(docs, gold.doc_ids, agent.config.k),
+            )
+        )
     return out
 
 
@@ -105,8 +130,10 @@ def advantages(rollouts: list[Rollout], eps: float = 1e-6) -> list[float]:
     by_group: dict[int, list[float]] = {}
     for r in rollouts:
         by_group.setdefault(r.group, []).append(r.reward.total)
-    stats = {g: (sum(v) / len(v), math.sqrt(sum((x - sum(v) / len(v)) ** 2 for x in v) / len(v)))
-             for g, v in by_group.items()}
+    stats = {
+        g: (sum(v) / len(v), math.sqrt(sum((x - sum(v) / len(v)) ** 2 for x in v) / len(v)))
+        for g, v in by_group.items()
+    }
     out = []
     for r in rollouts:
         mu, sd = stats[r.group]
@@ -114,8 +141,9 @@ def advantages(rollouts: list[Rollout], eps: float = 1e-6) -> list[float]:
     return out
 
 
-def ppo_loss(net: PolicyNetwork, decisions: list[Decision], adv: torch.Tensor, clip: float,
-             entropy_coef: float) -> tuple[torch.Tensor, dict[str, float]]:
+def ppo_loss(
+    net: PolicyNetwork, decisions: list[Decision], adv: torch.Tensor, clip: float, entropy_coef: float
+) -> tuple[torch.Tensor, dict[str, float]]:
     """Clipped surrogate over every decision step (mean over steps), minus ``entropy_coef`` x entropy."""
     scored = score_decisions(net, decisions)
     total = torch.zeros(())
@@ -139,8 +167,16 @@ def ppo_loss(net: PolicyNetwork, decisions: list[Decision], adv: torch.Tensor, c
     return loss, {"entropy": float(ent.detach()) / n, "clip_frac": clipped / n, "approx_kl": kl / n}
 
 
-def update(net: PolicyNetwork, optimizer: torch.optim.Optimizer, rollouts: list[Rollout], *, epochs: int, clip: float,
-           entropy_coef: float, max_grad_norm: float) -> dict[str, float]:
+def update(
+    net: PolicyNetwork,
+    optimizer: torch.optim.Optimizer,
+    rollouts: list[Rollout],
+    *,
+    epochs: int,
+    clip: float,
+    entropy_coef: float,
+    max_grad_norm: float,
+) -> dict[str, float]:
     """``epochs`` optimiser steps on the batch; returns the last step's loss and diagnostics."""
     adv_list = advantages(rollouts)
     decisions = []
@@ -176,9 +212,14 @@ def summarize(rollouts: list[Rollout], update_i: int) -> StepStats:
     mu = sum(totals) / n
     comps = {c: sum(float(getattr(r.reward, c)) for r in rollouts) / n for c in _COMPONENTS}
     return StepStats(
-        update=update_i, reward=mu, reward_std=math.sqrt(sum((t - mu) ** 2 for t in totals) / n), components=comps,
-        recall=sum(r.recall for r in rollouts) / n, all_gold=sum(r.all_gold for r in rollouts) / n,
-        searches=sum(r.reward.n_searches for r in rollouts) / n, turns=sum(r.reward.n_turns for r in rollouts) / n,
+        update=update_i,
+        reward=mu,
+        reward_std=math.sqrt(sum((t - mu) ** 2 for t in totals) / n),
+        components=comps,
+        recall=sum(r.recall for r in rollouts) / n,
+        all_gold=sum(r.all_gold for r in rollouts) / n,
+        searches=sum(r.reward.n_searches for r in rollouts) / n,
+        turns=sum(r.reward.n_turns for r in rollouts) / n,
         pruned=sum(len(r.trace.pruned_chunk_ids) for r in rollouts) / n,
         decisions=sum(len(r.decisions) for r in rollouts) / n,
     )

@@ -86,8 +86,14 @@ def imitation_loss(net: PolicyNetwork, labelled: list[Decision]) -> torch.Tensor
     return -total / max(1, n)
 
 
-def warm_start(agent: SearchAgent, policy: LearnedPolicy, tasks: list[dict[str, Any]], config: ImitationConfig,
-               seed: int = 0, progress: bool = True) -> dict[str, Any]:
+def warm_start(
+    agent: SearchAgent,
+    policy: LearnedPolicy,
+    tasks: list[dict[str, Any]],
+    config: ImitationConfig,
+    seed: int = 0,
+    progress: bool = True,
+) -> dict[str, Any]:
     """Fit ``policy.net`` to the heuristic's choices on states its own sampled episodes reach."""
     rng = random.Random(seed)
     opt = torch.optim.Adam(policy.net.parameters(), lr=config.lr)
@@ -95,9 +101,13 @@ def warm_start(agent: SearchAgent, policy: LearnedPolicy, tasks: list[dict[str, 
     ep_seed = 10_000_000 + seed * 100_000
     for rnd in range(config.rounds):
         labelled: list[Decision] = []
-        for task in tqdm(rng.sample(tasks, min(config.episodes, len(tasks))) if len(tasks) >= config.episodes
-                         else [rng.choice(tasks) for _ in range(config.episodes)],
-                         desc=f"Imitation round {rnd + 1}/{config.rounds}", disable=not progress):
+        for task in tqdm(
+            rng.sample(tasks, min(config.episodes, len(tasks)))
+            if len(tasks) >= config.episodes
+            else [rng.choice(tasks) for _ in range(config.episodes)],
+            desc=f"Imitation round {rnd + 1}/{config.rounds}",
+            disable=not progress,
+        ):
             ep_seed += 1
             agent.run(task["question"], seed=ep_seed)
             labelled.extend(heuristic_label(d, policy.config) for d in policy.take_decisions(ep_seed))
@@ -112,8 +122,9 @@ def warm_start(agent: SearchAgent, policy: LearnedPolicy, tasks: list[dict[str, 
             first = float(loss.detach()) if epoch == 0 else first
             last = float(loss.detach())
         policy.net.eval()
-        history.append({"round": rnd + 1, "decisions": len(labelled), "nll_first": round(first, 4),
-                        "nll_last": round(last, 4)})
+        history.append(
+            {"round": rnd + 1, "decisions": len(labelled), "nll_first": round(first, 4), "nll_last": round(last, 4)}
+        )
         logger.info("Imitation round %d: %d decisions, NLL %.3f -> %.3f", rnd + 1, len(labelled), first, last)
     return {"rounds": history}
 

@@ -17,9 +17,18 @@ import math
 from pathlib import Path
 from typing import Any
 
-_TABLE = (("reward", "reward"), ("f_beta", "F-beta"), ("traj_recall", "traj recall"), ("answer", "answer"),
-          ("aux_penalty", "aux penalty"), ("recall", "recall@k"), ("all_gold", "all-gold@k"),
-          ("searches", "searches/ep"), ("turns", "turns/ep"), ("pruned", "pruned/ep"))
+_TABLE = (
+    ("reward", "reward"),
+    ("f_beta", "F-beta"),
+    ("traj_recall", "traj recall"),
+    ("answer", "answer"),
+    ("aux_penalty", "aux penalty"),
+    ("recall", "recall@k"),
+    ("all_gold", "all-gold@k"),
+    ("searches", "searches/ep"),
+    ("turns", "turns/ep"),
+    ("pruned", "pruned/ep"),
+)
 
 
 def _value(row: dict[str, Any], key: str) -> float:
@@ -32,7 +41,7 @@ def window_means(rows: list[dict[str, Any]], every: int) -> list[dict[str, float
     """One dict per window of ``every`` updates (the last window may be shorter)."""
     out = []
     for start in range(0, len(rows), every):
-        win = rows[start:start + every]
+        win = rows[start : start + every]
         d = {key: sum(_value(r, key) for r in win) / len(win) for key, _ in _TABLE}
         d["update"] = win[-1]["update"]
         d["seconds"] = sum(r.get("rollout_s", 0.0) + r.get("update_s", 0.0) for r in win)
@@ -50,15 +59,26 @@ def curve_table(rows: list[dict[str, Any]], every: int) -> str:
     cols = ["updates", *(label for _, label in _TABLE), "wall s", "CPU s", "load"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---:|" * len(cols)]
     for w in window_means(rows, every):
-        lines.append("| " + " | ".join([str(int(w["update"])), *(f"{w[k]:.3f}" for k, _ in _TABLE),
-                                        f"{w['seconds']:.0f}", f"{w['cpu_seconds']:.0f}", f"{w['load']:.1f}"]) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    str(int(w["update"])),
+                    *(f"{w[k]:.3f}" for k, _ in _TABLE),
+                    f"{w['seconds']:.0f}",
+                    f"{w['cpu_seconds']:.0f}",
+                    f"{w['load']:.1f}",
+                ]
+            )
+            + " |"
+        )
     return "\n".join(lines)
 
 
 def _smooth(values: list[float], n: int) -> list[float]:
     out = []
     for i in range(len(values)):
-        win = values[max(0, i - n + 1): i + 1]
+        win = values[max(0, i - n + 1) : i + 1]
         out.append(sum(win) / len(win))
     return out
 
@@ -75,14 +95,34 @@ def plot_curves(runs: dict[str, list[dict[str, Any]]], path: Path, smooth: int =
     for i, (name, rows) in enumerate(runs.items()):
         x = [r["update"] for r in rows]
         ls = styles[i % len(styles)]
-        for key, color in (("reward", "C0"), ("f_beta", "C1"), ("traj_recall", "C2"), ("answer", "C3"),
-                           ("aux_penalty", "C4")):
-            axes[0].plot(x, _smooth([_value(r, key) for r in rows], smooth), ls, color=color,
-                         label=f"{key} ({name})" if len(runs) > 1 else key)
-        axes[1].plot(x, _smooth([_value(r, "recall") for r in rows], smooth), ls, color="C0",
-                     label=f"recall@k ({name})" if len(runs) > 1 else "recall@k")
-        axes[1].plot(x, _smooth([_value(r, "all_gold") for r in rows], smooth), ls, color="C1",
-                     label=f"all-gold@k ({name})" if len(runs) > 1 else "all-gold@k")
+        for key, color in (
+            ("reward", "C0"),
+            ("f_beta", "C1"),
+            ("traj_recall", "C2"),
+            ("answer", "C3"),
+            ("aux_penalty", "C4"),
+        ):
+            axes[0].plot(
+                x,
+                _smooth([_value(r, key) for r in rows], smooth),
+                ls,
+                color=color,
+                label=f"{key} ({name})" if len(runs) > 1 else key,
+            )
+        axes[1].plot(
+            x,
+            _smooth([_value(r, "recall") for r in rows], smooth),
+            ls,
+            color="C0",
+            label=f"recall@k ({name})" if len(runs) > 1 else "recall@k",
+        )
+        axes[1].plot(
+            x,
+            _smooth([_value(r, "all_gold") for r in rows], smooth),
+            ls,
+            color="C1",
+            label=f"all-gold@k ({name})" if len(runs) > 1 else "all-gold@k",
+        )
         axes[2].plot(x, _smooth([_value(r, "searches") for r in rows], smooth), ls, color="C2", label=name)
     axes[0].set_title("episode reward and components")
     axes[1].set_title("returned recall (training batches)")
@@ -107,12 +147,19 @@ def write_curve_outputs(out: Path, rows: list[dict[str, Any]], every: int, title
     (out / "curve.md").write_text(curve_table(rows, every) + "\n", encoding="utf-8")
     plot_curves({"run": rows}, out / "curve.png", title=title)
     wins = window_means(rows, every)
-    return {"curve_first_window": wins[0], "curve_last_window": wins[-1], "curve_table": str(out / "curve.md"),
-            "curve_png": str(out / "curve.png")}
+    return {
+        "curve_first_window": wins[0],
+        "curve_last_window": wins[-1],
+        "curve_table": str(out / "curve.md"),
+        "curve_png": str(out / "curve.png"),
+    }
 
 
-def seed_spread(runs: dict[str, list[dict[str, Any]]], every: int, keys: tuple[str, ...] = ("reward", "recall",
-                "all_gold", "searches")) -> str:
+def seed_spread(
+    runs: dict[str, list[dict[str, Any]]],
+    every: int,
+    keys: tuple[str, ...] = ("reward", "recall", "all_gold", "searches"),
+) -> str:
     """Markdown: per window, the mean ± standard deviation across runs (seeds) of ``keys``."""
     wins = {name: window_means(rows, every) for name, rows in runs.items()}
     n = min(len(w) for w in wins.values())
@@ -129,8 +176,11 @@ def seed_spread(runs: dict[str, list[dict[str, Any]]], every: int, keys: tuple[s
     return "\n".join(lines)
 
 
-def side_by_side(runs: dict[str, list[dict[str, Any]]], every: int,
-                 keys: tuple[str, ...] = ("searches", "recall", "all_gold", "reward")) -> str:
+def side_by_side(
+    runs: dict[str, list[dict[str, Any]]],
+    every: int,
+    keys: tuple[str, ...] = ("searches", "recall", "all_gold", "reward"),
+) -> str:
     """Markdown: per window, ``keys`` of every run next to each other."""
     wins = {name: window_means(rows, every) for name, rows in runs.items()}
     n = min(len(w) for w in wins.values())
@@ -165,8 +215,16 @@ def main(argv: list[str] | None = None) -> None:
     for name, rows in runs.items():
         parts += [f"## {name}", "", curve_table(rows, args.every), ""]
     if len(runs) > 1:
-        parts += ["## Mean ± standard deviation across runs", "", seed_spread(runs, args.every), "",
-                  "## Side by side", "", side_by_side(runs, args.every), ""]
+        parts += [
+            "## Mean ± standard deviation across runs",
+            "",
+            seed_spread(runs, args.every),
+            "",
+            "## Side by side",
+            "",
+            side_by_side(runs, args.every),
+            "",
+        ]
     (args.out / "curves.md").write_text("\n".join(parts), encoding="utf-8")
     plot_curves(runs, args.out / "curves.png", title=args.title)
 
@@ -175,5 +233,12 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["curve_table", "load_curve", "plot_curves", "seed_spread", "side_by_side", "window_means",
-           "write_curve_outputs"]
+__all__ = [
+    "curve_table",
+    "load_curve",
+    "plot_curves",
+    "seed_spread",
+    "side_by_side",
+    "window_means",
+    "write_curve_outputs",
+]

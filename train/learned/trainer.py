@@ -41,38 +41,65 @@ DEFAULT_UPDATES = 200
 class LearnedRLConfig:
     tasks: Path = field(default=Path("tasks.jsonl"), metadata={"help": "Tasks JSONL (e.g. from `sieve train synth`)."})
     out: Path = field(default=Path("runs/learned"), metadata={"help": "Run folder; the checkpoint is OUT/model."})
-    init: str = field(default="default", metadata={
-        "help": "Start: 'default' (the shipped checkpoint), 'none' (a fresh network), or a checkpoint folder."})
-    warm_start: bool = field(default=True, metadata={
-        "help": "A fresh network (init 'none') first imitates the heuristic."})
-    steps: int | None = field(default=None, metadata={
-        "help": f"Most GRPO updates (one batch of B tasks x G rollouts each); unset: {DEFAULT_UPDATES}, or no cap "
-                "when `minutes` is set (the time budget ends the run)."})
-    minutes: float | None = field(default=None, metadata={
-        "help": "Wall-clock budget of the run (set-up, screen and checks included); the updates get what those "
-                "leave, rewards anneal over it, and the run stops when it is spent."})
+    init: str = field(
+        default="default",
+        metadata={
+            "help": "Start: 'default' (the shipped checkpoint), 'none' (a fresh network), or a checkpoint folder."
+        },
+    )
+    warm_start: bool = field(
+        default=True, metadata={"help": "A fresh network (init 'none') first imitates the heuristic."}
+    )
+    steps: int | None = field(
+        default=None,
+        metadata={
+            "help": f"Most GRPO updates (one batch of B tasks x G rollouts each); unset: {DEFAULT_UPDATES}, or no cap "
+            "when `minutes` is set (the time budget ends the run)."
+        },
+    )
+    minutes: float | None = field(
+        default=None,
+        metadata={
+            "help": "Wall-clock budget of the run (set-up, screen and checks included); the updates get what those "
+            "leave, rewards anneal over it, and the run stops when it is spent."
+        },
+    )
     questions_per_step: int = field(default=4, metadata={"help": "Tasks per update (B)."})
     group: int = field(default=8, metadata={"help": "Rollouts per task, the GRPO group (G)."})
     epochs: int = field(default=4, metadata={"help": "Optimiser steps per batch (clipped ratios keep them close)."})
     clip: float = field(default=0.2, metadata={"help": "PPO clip range of the importance ratio."})
     lr: float = field(default=1e-3, metadata={"help": "Adam learning rate."})
     entropy: float = field(default=0.003, metadata={"help": "Entropy bonus coefficient."})
-    temperature: float = field(default=1.5, metadata={
-        "help": "Rollout sampling temperature (logits / T; the ratios use the same T). Serving is greedy."})
-    skip_solved: float = field(default=0.75, metadata={
-        "help": "Chance of skipping a task whose last group all found every gold document (no signal)."})
-    screen: bool = field(default=True, metadata={
-        "help": "Before RL, one greedy episode per task: train on the tasks the start policy does not solve "
-                "(every gold document in its top k), plus `keep_solved` of the solved ones."})
-    keep_solved: float = field(default=0.1, metadata={
-        "help": "Share of the screened-solved tasks kept in training (against forgetting what they teach)."})
+    temperature: float = field(
+        default=1.5,
+        metadata={"help": "Rollout sampling temperature (logits / T; the ratios use the same T). Serving is greedy."},
+    )
+    skip_solved: float = field(
+        default=0.75,
+        metadata={"help": "Chance of skipping a task whose last group all found every gold document (no signal)."},
+    )
+    screen: bool = field(
+        default=True,
+        metadata={
+            "help": "Before RL, one greedy episode per task: train on the tasks the start policy does not solve "
+            "(every gold document in its top k), plus `keep_solved` of the solved ones."
+        },
+    )
+    keep_solved: float = field(
+        default=0.1,
+        metadata={"help": "Share of the screened-solved tasks kept in training (against forgetting what they teach)."},
+    )
     max_grad_norm: float = field(default=1.0, metadata={"help": "Gradient-norm clip."})
     k: int = field(default=10, metadata={"help": "Returned evidence per episode (what F-beta scores)."})
     budget_tokens: int = field(default=8192, metadata={"help": "Episode context budget (as served)."})
     holdout: float = field(default=0.15, metadata={"help": "Share of tasks held apart for the greedy checks."})
-    heldout_tasks: Path | None = field(default=None, metadata={
-        "help": "Tasks for the greedy checks instead of a random share (then every task of --tasks trains)."})
-    eval_every: int = field(default=50, metadata={"help": "Greedy held-apart check every N updates (0: start/end only)."})
+    heldout_tasks: Path | None = field(
+        default=None,
+        metadata={"help": "Tasks for the greedy checks instead of a random share (then every task of --tasks trains)."},
+    )
+    eval_every: int = field(
+        default=50, metadata={"help": "Greedy held-apart check every N updates (0: start/end only)."}
+    )
     table_every: int = field(default=20, metadata={"help": "A row of the progress table every N updates."})
     save_every: int = field(default=20, metadata={"help": "Checkpoint + trainer state every N updates."})
     limit: int | None = field(default=None, metadata={"help": "Use only the first N tasks."})
@@ -89,13 +116,16 @@ class LearnedRLConfig:
         if self.group < 2:
             raise InvalidInput(f"Expected num_generations >= 2 (GRPO needs a group), got {self.group}")
         if (self.steps is not None and self.steps < 1) or self.questions_per_step < 1 or self.epochs < 1:
-            raise InvalidInput(f"Expected steps, questions_per_step, epochs >= 1, got "
-                             f"{self.steps}, {self.questions_per_step}, {self.epochs}")
+            raise InvalidInput(
+                f"Expected steps, questions_per_step, epochs >= 1, got "
+                f"{self.steps}, {self.questions_per_step}, {self.epochs}"
+            )
         if self.minutes is not None and self.minutes <= 0:
             raise InvalidInput(f"Expected minutes > 0, got {self.minutes}")
         if self.temperature <= 0 or not 0 <= self.skip_solved <= 1:
-            raise InvalidInput(f"Expected temperature > 0 and 0 <= skip_solved <= 1, got {self.temperature}, "
-                               f"{self.skip_solved}")
+            raise InvalidInput(
+                f"Expected temperature > 0 and 0 <= skip_solved <= 1, got {self.temperature}, {self.skip_solved}"
+            )
         if not 0 < self.clip < 1 or self.lr <= 0:
             raise InvalidInput(f"Expected 0 < clip < 1 and lr > 0, got {self.clip}, {self.lr}")
         if not 0 <= self.keep_solved <= 1:
@@ -122,8 +152,15 @@ class _TaskStream:
     The state (epoch, position, solved ids) is saved with the run, so a resumed run draws the same.
     """
 
-    def __init__(self, tasks: list[dict[str, Any]], seed: int, epoch: int = 0, pos: int = 0,
-                 solved: set[str] | None = None, skip_solved: float = 0.0) -> None:
+    def __init__(
+        self,
+        tasks: list[dict[str, Any]],
+        seed: int,
+        epoch: int = 0,
+        pos: int = 0,
+        solved: set[str] | None = None,
+        skip_solved: float = 0.0,
+    ) -> None:
         self.tasks, self.seed, self.epoch, self.pos = tasks, seed, epoch, pos
         self.solved = set(solved or ())
         self.skip_solved = skip_solved
@@ -173,8 +210,9 @@ def _agent(index: Any, policy: Any, cfg: LearnedRLConfig) -> Any:
 _SCORES = ("reward", "recall", "all_gold", "traj_recall", "searches")
 
 
-def policy_scores(index: Any, policy: Any, tasks: list[dict[str, Any]], rl: LearnedRLConfig,
-                  progress: float = 1.0) -> list[dict[str, Any]]:
+def policy_scores(
+    index: Any, policy: Any, tasks: list[dict[str, Any]], rl: LearnedRLConfig, progress: float = 1.0
+) -> list[dict[str, Any]]:
     """A policy as served (greedy) on each of ``tasks``: one row per task (``id`` and :data:`_SCORES`).
 
     The rows pair task by task between two policies, which is what a before/after verdict needs
@@ -189,10 +227,16 @@ def policy_scores(index: Any, policy: Any, tasks: list[dict[str, Any]], rl: Lear
         trace = agent.run(t["question"])
         gold = Gold.from_task(t)
         br = score_episode(trace, gold, rl.reward, progress)
-        rows.append({"id": _task_id(t), "reward": br.total,
-                     "recall": recall_at_k(trace.returned_doc_ids, gold.doc_ids, rl.k),
-                     "all_gold": all_found_at_k(trace.returned_doc_ids, gold.doc_ids, rl.k),
-                     "traj_recall": br.traj_recall, "searches": float(br.n_searches)})
+        rows.append(
+            {
+                "id": _task_id(t),
+                "reward": br.total,
+                "recall": recall_at_k(trace.returned_doc_ids, gold.doc_ids, rl.k),
+                "all_gold": all_found_at_k(trace.returned_doc_ids, gold.doc_ids, rl.k),
+                "traj_recall": br.traj_recall,
+                "searches": float(br.n_searches),
+            }
+        )
     return rows
 
 
@@ -209,14 +253,21 @@ def mean_scores(rows: list[dict[str, Any]]) -> dict[str, float]:
     return {name: sum(r[name] for r in rows) / n for name in _SCORES} | {"n": len(rows)}
 
 
-def policy_check(index: Any, policy: Any, tasks: list[dict[str, Any]], rl: LearnedRLConfig,
-                 progress: float = 1.0) -> dict[str, float]:
+def policy_check(
+    index: Any, policy: Any, tasks: list[dict[str, Any]], rl: LearnedRLConfig, progress: float = 1.0
+) -> dict[str, float]:
     """A policy as served (greedy) on ``tasks``: recall, all-gold, reward (converged weights), searches."""
     return mean_scores(policy_scores(index, policy, tasks, rl, progress))
 
 
-def greedy_check(index: Any, net: PolicyNetwork, config: LearnedConfig, tasks: list[dict[str, Any]],
-                 rl: LearnedRLConfig, progress: float = 1.0) -> dict[str, float]:
+def greedy_check(
+    index: Any,
+    net: PolicyNetwork,
+    config: LearnedConfig,
+    tasks: list[dict[str, Any]],
+    rl: LearnedRLConfig,
+    progress: float = 1.0,
+) -> dict[str, float]:
     """The learned network as served (greedy) on ``tasks`` (see :func:`policy_check`)."""
     from sieve.agent.policies.learned import LearnedPolicy
 
@@ -236,8 +287,9 @@ def _screen(index: Any, policy: Any, tasks: list[dict[str, Any]], cfg: LearnedRL
     return solved
 
 
-def keep_after_screen(tasks: list[dict[str, Any]], solved: set[str], keep_solved: float, seed: int,
-                      min_tasks: int = 1) -> list[dict[str, Any]]:
+def keep_after_screen(
+    tasks: list[dict[str, Any]], solved: set[str], keep_solved: float, seed: int, min_tasks: int = 1
+) -> list[dict[str, Any]]:
     """The tasks to train on: every unsolved one, plus a seeded ``keep_solved`` share of the solved ones.
 
     At least ``min_tasks`` are kept (solved ones fill up when too few are unsolved), in the input order.
@@ -284,8 +336,9 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
         net, pcfg = PolicyNetwork(cfg.policy.hidden), cfg.policy
     # Retrieval cache shared by every run over this collection (seeds, ablations): each query embedded once.
     cached = CachedIndex(index, folder=Path(index.config.data_dir) / "rl-cache")
-    policy = LearnedPolicy(net, pcfg, sample=True, record=True, temperature=cfg.temperature,
-                           prefetch=cached.embedder.embed_queries)
+    policy = LearnedPolicy(
+        net, pcfg, sample=True, record=True, temperature=cfg.temperature, prefetch=cached.embedder.embed_queries
+    )
     agent = _agent(cached, policy, cfg)
     optimizer = torch.optim.Adam(net.parameters(), lr=cfg.lr)
     stream = _TaskStream(train_tasks, cfg.seed, skip_solved=cfg.skip_solved)
@@ -295,8 +348,14 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
         st = torch.load(state_path, weights_only=False)
         optimizer.load_state_dict(st["optimizer"])
         kept = set(st["kept"]) if st.get("kept") is not None else None
-        stream = _TaskStream([t for t in train_tasks if kept is None or _task_id(t) in kept], cfg.seed, st["epoch"],
-                             st["pos"], set(st.get("solved", ())), cfg.skip_solved)
+        stream = _TaskStream(
+            [t for t in train_tasks if kept is None or _task_id(t) in kept],
+            cfg.seed,
+            st["epoch"],
+            st["pos"],
+            set(st.get("solved", ())),
+            cfg.skip_solved,
+        )
         start_update, elapsed_before = st["update"], st["elapsed"]
         summary.update({k: v for k, v in st.get("summary", {}).items() if k != "resumed"})
         logger.info("Resuming %s at update %d", out, start_update)
@@ -313,12 +372,22 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
             kept_tasks = keep_after_screen(train_tasks, solved, cfg.keep_solved, cfg.seed, cfg.questions_per_step)
             stream = _TaskStream(kept_tasks, cfg.seed, skip_solved=cfg.skip_solved)
             n_kept_solved = sum(_task_id(t) in solved for t in kept_tasks)
-            summary["screen"] = {"tasks": len(train_tasks), "solved": len(solved), "kept": len(kept_tasks),
-                                 "kept_unsolved": len(kept_tasks) - n_kept_solved, "kept_solved": n_kept_solved,
-                                 "seconds": round(time.perf_counter() - t0, 1)}
-            logger.info("Screen: the start policy solves %d of %d training tasks; training on %d (%d unsolved + %d "
-                        "solved)", len(solved), len(train_tasks), len(kept_tasks), len(kept_tasks) - n_kept_solved,
-                        n_kept_solved)
+            summary["screen"] = {
+                "tasks": len(train_tasks),
+                "solved": len(solved),
+                "kept": len(kept_tasks),
+                "kept_unsolved": len(kept_tasks) - n_kept_solved,
+                "kept_solved": n_kept_solved,
+                "seconds": round(time.perf_counter() - t0, 1),
+            }
+            logger.info(
+                "Screen: the start policy solves %d of %d training tasks; training on %d (%d unsolved + %d solved)",
+                len(solved),
+                len(train_tasks),
+                len(kept_tasks),
+                len(kept_tasks) - n_kept_solved,
+                n_kept_solved,
+            )
             cached.save()
         if held:
             from sieve.agent.config import AgentConfig
@@ -328,8 +397,10 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
             t0 = time.perf_counter()
             rows["start"] = policy_scores(cached, LearnedPolicy(net, pcfg), held, cfg)
             summary["end_check_seconds"] = round(time.perf_counter() - t0, 1)  # what the end check will cost
-            summary["heldout_heuristic"], summary["heldout_start"] = mean_scores(rows["heuristic"]), mean_scores(
-                rows["start"])
+            summary["heldout_heuristic"], summary["heldout_start"] = (
+                mean_scores(rows["heuristic"]),
+                mean_scores(rows["start"]),
+            )
             summary["heldout_scores"] = rows
         summary["setup_seconds"] = round(time.perf_counter() - t_start, 1)
         save_checkpoint(out / "warm_start", net, pcfg, {"stage": "start", "init": cfg.init})
@@ -339,8 +410,11 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
                 logger.info("%s: %s", name, {k: round(v, 3) for k, v in summary[name].items()})
     # The time budget covers the whole run: set-up (warm start, screen, first checks) and the final
     # check come out of it, and the updates get the rest (at least one update runs).
-    budget_s = (max(0.0, cfg.minutes * 60 - summary.get("setup_seconds", 0.0) - summary.get("end_check_seconds", 0.0))
-                if cfg.minutes else None)
+    budget_s = (
+        max(0.0, cfg.minutes * 60 - summary.get("setup_seconds", 0.0) - summary.get("end_check_seconds", 0.0))
+        if cfg.minutes
+        else None
+    )
     t_rl = time.perf_counter() - elapsed_before
     cap = cfg.step_cap
     bar = tqdm(total=cap, initial=start_update, desc="GRPO updates", disable=not progress)
@@ -352,8 +426,7 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
         if budget_s is not None and elapsed >= budget_s and u > start_update:
             stopped_by = "minutes"
             break
-        prog = (min(1.0, elapsed / budget_s) if budget_s > 0 else 1.0) if budget_s is not None \
-            else u / cap  # type: ignore[operator]
+        prog = (min(1.0, elapsed / budget_s) if budget_s > 0 else 1.0) if budget_s is not None else u / cap  # type: ignore[operator]
         t0, c0 = time.perf_counter(), time.process_time()
         rollouts = []
         for gi, task in enumerate(stream.take(cfg.questions_per_step)):
@@ -363,11 +436,22 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
             rollouts.extend(group)
         ep_seed += 10_000
         t1 = time.perf_counter()
-        info = update(net, optimizer, rollouts, epochs=cfg.epochs, clip=cfg.clip, entropy_coef=cfg.entropy,
-                      max_grad_norm=cfg.max_grad_norm)
+        info = update(
+            net,
+            optimizer,
+            rollouts,
+            epochs=cfg.epochs,
+            clip=cfg.clip,
+            entropy_coef=cfg.entropy,
+            max_grad_norm=cfg.max_grad_norm,
+        )
         stats = summarize(rollouts, u + 1)
         stats.loss, stats.entropy = info["loss"], info["entropy"]
-        stats.clip_frac, stats.approx_kl, stats.groups_used = info["clip_frac"], info["approx_kl"], int(info["groups_used"])
+        stats.clip_frac, stats.approx_kl, stats.groups_used = (
+            info["clip_frac"],
+            info["approx_kl"],
+            int(info["groups_used"]),
+        )
         stats.rollout_s, stats.update_s, stats.progress = t1 - t0, time.perf_counter() - t1, prog
         stats.cpu_s, stats.load = time.process_time() - c0, os.getloadavg()[0]
         total_q = cached.hits + cached.misses
@@ -414,22 +498,56 @@ def stop_message(cfg: LearnedRLConfig, stopped_by: str, updates: int, seconds: f
     return msg + (f" after {seconds / 60:.1f} of {cfg.minutes:.3g} minutes" if cfg.minutes else "")
 
 
-def _save(out: Path, net: PolicyNetwork, pcfg: LearnedConfig, optimizer: torch.optim.Optimizer, stream: _TaskStream,
-          update_i: int, elapsed: float, summary: dict[str, Any], cfg: LearnedRLConfig, meta: dict[str, Any],
-          cache: Any = None) -> None:
+def _save(
+    out: Path,
+    net: PolicyNetwork,
+    pcfg: LearnedConfig,
+    optimizer: torch.optim.Optimizer,
+    stream: _TaskStream,
+    update_i: int,
+    elapsed: float,
+    summary: dict[str, Any],
+    cfg: LearnedRLConfig,
+    meta: dict[str, Any],
+    cache: Any = None,
+) -> None:
     if cache is not None:
         cache.save()
-    trained = {"tasks": str(cfg.tasks), "updates": update_i, "init": cfg.init, "seed": cfg.seed,
-               "command": cfg.command, "previous": meta or None}
+    trained = {
+        "tasks": str(cfg.tasks),
+        "updates": update_i,
+        "init": cfg.init,
+        "seed": cfg.seed,
+        "command": cfg.command,
+        "previous": meta or None,
+    }
     save_checkpoint(out / "model", net, pcfg, trained)
     tmp = out / "trainer_state.pt.tmp"
-    torch.save({"optimizer": optimizer.state_dict(), "epoch": stream.epoch, "pos": stream.pos,
-                "solved": sorted(stream.solved), "kept": sorted({_task_id(t) for t in stream.tasks}),
-                "update": update_i,
-                "elapsed": elapsed, "summary": summary,
-                "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()}}, tmp)
+    torch.save(
+        {
+            "optimizer": optimizer.state_dict(),
+            "epoch": stream.epoch,
+            "pos": stream.pos,
+            "solved": sorted(stream.solved),
+            "kept": sorted({_task_id(t) for t in stream.tasks}),
+            "update": update_i,
+            "elapsed": elapsed,
+            "summary": summary,
+            "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()},
+        },
+        tmp,
+    )
     tmp.replace(out / "trainer_state.pt")
 
 
-__all__ = ["DEFAULT_UPDATES", "LearnedRLConfig", "greedy_check", "keep_after_screen", "mean_scores", "policy_check",
-           "policy_scores", "run_learned_rl", "stop_message"]
+__all__ = [
+    "DEFAULT_UPDATES",
+    "LearnedRLConfig",
+    "greedy_check",
+    "keep_after_screen",
+    "mean_scores",
+    "policy_check",
+    "policy_scores",
+    "run_learned_rl",
+    "stop_message",
+]

@@ -37,15 +37,17 @@ def render_conversation(tokenizer: Any, messages: list[dict[str, Any]], tools: l
     backend = _backend(tokenizer)
     if backend.native_tools:
         try:
-            return tokenizer.apply_chat_template([_args_dict_msg(m) for m in messages], tools=tools,
-                                                 add_generation_prompt=False, tokenize=False)
+            return tokenizer.apply_chat_template(
+                [_args_dict_msg(m) for m in messages], tools=tools, add_generation_prompt=False, tokenize=False
+            )
         except Exception:  # noqa: BLE001 - same fallback as LocalBackend.render
             pass
     return tokenizer.apply_chat_template(fold_tools(messages, tools), add_generation_prompt=False, tokenize=False)
 
 
-def assistant_target(tokenizer: Any, prompt_messages: list[dict[str, Any]], assistant: dict[str, Any],
-                     tools: list[dict[str, Any]] | None) -> tuple[str, str]:
+def assistant_target(
+    tokenizer: Any, prompt_messages: list[dict[str, Any]], assistant: dict[str, Any], tools: list[dict[str, Any]] | None
+) -> tuple[str, str]:
     """(prompt text, target text) for one turn: the target is what the template adds for ``assistant``,
     end-of-turn token included, so the model learns to stop.
 
@@ -55,9 +57,11 @@ def assistant_target(tokenizer: Any, prompt_messages: list[dict[str, Any]], assi
     prompt = render_prompt(tokenizer, prompt_messages, tools)
     full = render_conversation(tokenizer, [*prompt_messages, assistant], tools)
     if not full.startswith(prompt):
-        raise ValueError("Expected the rendered prompt to be a prefix of the rendered conversation, got a "
-                         "chat template that renders history differently; cannot build aligned SFT targets")
-    target = full[len(prompt):]
+        raise ValueError(
+            "Expected the rendered prompt to be a prefix of the rendered conversation, got a "
+            "chat template that renders history differently; cannot build aligned SFT targets"
+        )
+    target = full[len(prompt) :]
     eos = tokenizer.eos_token or ""
     if eos and eos in target:  # keep the end-of-turn token, drop the template's trailing newline
         target = target[: target.rindex(eos) + len(eos)]

@@ -57,8 +57,15 @@ class SieveGRPOTrainer(GRPOTrainer):
             one-message conversation), ``question``, ``gold_ids``, ``answers`` and ``meta_json``.
     """
 
-    def __init__(self, *args: Any, index: CorpusIndex, episode: EpisodeConfig,
-                 reward_config: RewardConfig | None = None, rollout_workers: int = 4, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        index: CorpusIndex,
+        episode: EpisodeConfig,
+        reward_config: RewardConfig | None = None,
+        rollout_workers: int = 4,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.index = index
         self.episode = episode
@@ -84,26 +91,45 @@ class SieveGRPOTrainer(GRPOTrainer):
     def _rollouts(self, questions: list[str]) -> list[Rollout]:
         from trl.models import unwrap_model_for_generation
 
-        params = GenParams(max_new_tokens=min(self.max_completion_length, self.episode.max_new_tokens),
-                           temperature=self.temperature, top_p=self.top_p)
+        params = GenParams(
+            max_new_tokens=min(self.max_completion_length, self.episode.max_new_tokens),
+            temperature=self.temperature,
+            top_p=self.top_p,
+        )
         if self.use_vllm:
             if self.state.global_step != self._last_loaded_step:
                 self.vllm_generation.sync_weights()
                 self._last_loaded_step = self.state.global_step
-            return run_rollouts(self.index, questions, self.agent_config, self._tokenizer, self._batch_fn(None),
-                                params, self.eos_token_ids, workers=self.rollout_workers)
+            return run_rollouts(
+                self.index,
+                questions,
+                self.agent_config,
+                self._tokenizer,
+                self._batch_fn(None),
+                params,
+                self.eos_token_ids,
+                workers=self.rollout_workers,
+            )
         with (
-            unwrap_model_for_generation(self.model_wrapped, self.accelerator,
-                                        gather_deepspeed3_params=self.args.ds3_gather_for_generation) as unwrapped,
+            unwrap_model_for_generation(
+                self.model_wrapped, self.accelerator, gather_deepspeed3_params=self.args.ds3_gather_for_generation
+            ) as unwrapped,
             torch.no_grad(),
             self._dist.summon_full_params(self.model_wrapped, recurse=False),
         ):
             was_training = unwrapped.training
             unwrapped.eval()
             try:
-                return run_rollouts(self.index, questions, self.agent_config, self._tokenizer,
-                                    self._batch_fn(unwrapped), params, self.eos_token_ids,
-                                    workers=self.rollout_workers)
+                return run_rollouts(
+                    self.index,
+                    questions,
+                    self.agent_config,
+                    self._tokenizer,
+                    self._batch_fn(unwrapped),
+                    params,
+                    self.eos_token_ids,
+                    workers=self.rollout_workers,
+                )
             finally:
                 unwrapped.train(was_training)
 
@@ -134,15 +160,17 @@ class SieveGRPOTrainer(GRPOTrainer):
         rollouts = self._rollouts([x["question"] for x in inputs])
         self.last_rollouts = rollouts
         metas = [json.loads(x.get("meta_json") or "{}") for x in inputs]
-        reward_rows = [{"trace": r.trace, "gold_ids": x["gold_ids"], "answers": x.get("answers") or [], "meta": m}
-                       for r, x, m in zip(rollouts, inputs, metas)]
+        reward_rows = [
+            {"trace": r.trace, "gold_ids": x["gold_ids"], "answers": x.get("answers") or [], "meta": m}
+            for r, x, m in zip(rollouts, inputs, metas)
+        ]
         prompts = [x["prompt"] for x in inputs]
         completions = [r.trace.turns[-1].completion if r.trace.turns else "" for r in rollouts]
         last_ids = [r.segments[-1].completion_ids if r.segments else [] for r in rollouts]
         rewards_per_func = self._calculate_rewards(reward_rows, prompts, completions, last_ids)  # gathered
         advantages, rewards = self._advantages(rewards_per_func, num_generations)
         lo = self.accelerator.process_index * len(inputs)
-        local_adv = advantages[lo: lo + len(inputs)]
+        local_adv = advantages[lo : lo + len(inputs)]
 
         # Segments: every turn of an episode, all carrying the episode's advantage.
         seg_prompt, seg_completion, masks, seg_adv, seg_logps = [], [], [], [], []
@@ -171,26 +199,43 @@ class SieveGRPOTrainer(GRPOTrainer):
             seg_logps.append(None)
 
         prompt_ids = pad([torch.tensor(p) for p in seg_prompt], padding_value=pad_id, padding_side="left").to(device)
-        prompt_mask = pad([torch.tensor([0 if j >= n_real else 1] * len(p)) for j, p in enumerate(seg_prompt)],
-                          padding_value=0, padding_side="left").to(device)
-        completion_ids = pad([torch.tensor(c) for c in seg_completion], padding_value=pad_id,
-                             padding_side="right").to(device)
+        prompt_mask = pad(
+            [torch.tensor([0 if j >= n_real else 1] * len(p)) for j, p in enumerate(seg_prompt)],
+            padding_value=0,
+            padding_side="left",
+        ).to(device)
+        completion_ids = pad([torch.tensor(c) for c in seg_completion], padding_value=pad_id, padding_side="right").to(
+            device
+        )
         completion_mask = pad([torch.tensor(m) for m in masks], padding_value=0, padding_side="right").to(device)
         # A padding row needs one attended position or attention over it is undefined.
         prompt_mask[n_real:, -1] = 1
         adv_t = torch.tensor(seg_adv, dtype=torch.float32, device=device)
         num_items = self.accelerator.gather(completion_mask.sum()).sum()
 
-        output: dict[str, Any] = {"prompt_ids": prompt_ids, "prompt_mask": prompt_mask,
-                                  "completion_ids": completion_ids, "completion_mask": completion_mask,
-                                  "advantages": adv_t, "num_items_in_batch": num_items}
+        output: dict[str, Any] = {
+            "prompt_ids": prompt_ids,
+            "prompt_mask": prompt_mask,
+            "completion_ids": completion_ids,
+            "completion_mask": completion_mask,
+            "advantages": adv_t,
+            "num_items_in_batch": num_items,
+        }
         output.update(self._logps(prompt_ids, prompt_mask, completion_ids, completion_mask, seg_logps, mode))
-        self._log_batch(rollouts, reward_rows, rewards_per_func, rewards, advantages, completion_mask, mode,
-                        n_real, num_generations)
+        self._log_batch(
+            rollouts, reward_rows, rewards_per_func, rewards, advantages, completion_mask, mode, n_real, num_generations
+        )
         return output
 
-    def _logps(self, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, completion_ids: torch.Tensor,
-               completion_mask: torch.Tensor, seg_logps: list[list[float] | None], mode: str) -> dict[str, Any]:
+    def _logps(
+        self,
+        prompt_ids: torch.Tensor,
+        prompt_mask: torch.Tensor,
+        completion_ids: torch.Tensor,
+        completion_mask: torch.Tensor,
+        seg_logps: list[list[float] | None],
+        mode: str,
+    ) -> dict[str, Any]:
         """old / ref / sampling log-probs, under the same conditions as TRL's own method."""
         from trl.models.utils import disable_gradient_checkpointing
         from trl.trainer.utils import use_adapter
@@ -205,43 +250,63 @@ class SieveGRPOTrainer(GRPOTrainer):
         with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
             if self.args.gradient_accumulation_steps % generate_every != 0 or vllm_is:
                 out["old_per_token_logps"], _, _ = self._get_per_token_logps_and_entropies(
-                    self.model, ids, attn, keep, batch_size=bs)
+                    self.model, ids, attn, keep, batch_size=bs
+                )
             if self.beta != 0.0:
                 if self.ref_model is not None:
                     out["ref_per_token_logps"], _, _ = self._get_per_token_logps_and_entropies(
-                        self.ref_model, ids, attn, keep, batch_size=bs)
+                        self.ref_model, ids, attn, keep, batch_size=bs
+                    )
                 else:
                     model = self.accelerator.unwrap_model(self.model)
                     with use_adapter(model, adapter_name="ref" if "ref" in model.peft_config else None):
                         out["ref_per_token_logps"], _, _ = self._get_per_token_logps_and_entropies(
-                            self.model, ids, attn, keep, batch_size=bs)
+                            self.model, ids, attn, keep, batch_size=bs
+                        )
         if vllm_is and all(lp is not None for lp in seg_logps[: int(completion_mask.any(dim=1).sum())]):
-            sampling = pad([torch.tensor(lp if lp is not None else [0.0]) for lp in seg_logps], padding_value=0.0,
-                           padding_side="right").to(ids.device)[:, :keep]
+            sampling = pad(
+                [torch.tensor(lp if lp is not None else [0.0]) for lp in seg_logps],
+                padding_value=0.0,
+                padding_side="right",
+            ).to(ids.device)[:, :keep]
             sampling = torch.nn.functional.pad(sampling, (0, keep - sampling.size(1)))
             diff = torch.nan_to_num((out["old_per_token_logps"] - sampling) * completion_mask, nan=0.0)
             if self.vllm_importance_sampling_mode.startswith("sequence"):
                 diff = diff.sum(dim=-1, keepdim=True)
             ratio = torch.exp(diff)
             if self.vllm_importance_sampling_mode.endswith("truncate"):
-                ratio = torch.clamp(ratio, min=self.vllm_importance_sampling_clip_min,
-                                    max=self.vllm_importance_sampling_clip_max)
+                ratio = torch.clamp(
+                    ratio, min=self.vllm_importance_sampling_clip_min, max=self.vllm_importance_sampling_clip_max
+                )
             else:
                 ratio = ratio.masked_fill(ratio > self.vllm_importance_sampling_clip_max, 0.0)
             out["importance_sampling_ratio"] = ratio
             out["sampling_per_token_logps"] = sampling
         elif vllm_is:
-            raise ValueError("Expected vLLM sampling log-probs for every segment, got some missing; "
-                             "set vllm_importance_sampling_correction=False")
+            raise ValueError(
+                "Expected vLLM sampling log-probs for every segment, got some missing; "
+                "set vllm_importance_sampling_correction=False"
+            )
         return out
 
-    def _log_batch(self, rollouts: list[Rollout], reward_rows: list[dict[str, Any]], rewards_per_func: torch.Tensor,
-                   rewards: torch.Tensor, advantages: torch.Tensor, completion_mask: torch.Tensor, mode: str,
-                   n_segments: int, num_generations: int) -> None:
+    def _log_batch(
+        self,
+        rollouts: list[Rollout],
+        reward_rows: list[dict[str, Any]],
+        rewards_per_func: torch.Tensor,
+        rewards: torch.Tensor,
+        advantages: torch.Tensor,
+        completion_mask: torch.Tensor,
+        mode: str,
+        n_segments: int,
+        num_generations: int,
+    ) -> None:
         total = self.state.max_steps or 1
         progress = min(1.0, self.state.global_step / total)
-        breakdowns = [score_episode(r.trace, Gold.from_task(row), self.reward_config, progress)
-                      for r, row in zip(rollouts, reward_rows)]
+        breakdowns = [
+            score_episode(r.trace, Gold.from_task(row), self.reward_config, progress)
+            for r, row in zip(rollouts, reward_rows)
+        ]
         report = RewardReport.from_breakdowns(breakdowns)
         report.log(self.state.global_step)
         m = self._metrics[mode]
@@ -251,7 +316,9 @@ class SieveGRPOTrainer(GRPOTrainer):
         m["reward"].append(torch.nanmean(rewards).item())
         m["reward_std"].append(nanstd(rewards).item())
         grouped_std = nanstd(rewards.view(-1, num_generations), dim=1) if num_generations > 1 else torch.zeros(1)
-        m["frac_reward_zero_std"].append(torch.isclose(grouped_std, torch.zeros_like(grouped_std)).float().mean().item())
+        m["frac_reward_zero_std"].append(
+            torch.isclose(grouped_std, torch.zeros_like(grouped_std)).float().mean().item()
+        )
         lengths = completion_mask.sum(dim=1)[:n_segments].float()
         m["completions/mean_length"].append(lengths.mean().item() if n_segments else 0.0)
         m["segments_per_episode"].append(n_segments / max(1, len(rollouts)))
@@ -260,9 +327,15 @@ class SieveGRPOTrainer(GRPOTrainer):
         tokens = int(sum(len(s.prompt_ids) + len(s.completion_ids) for r in rollouts for s in r.segments))
         self.state.num_input_tokens_seen += tokens
         m["num_tokens"] = [self.state.num_input_tokens_seen]
-        self.reward_history.append({"step": self.state.global_step, "n_episodes": len(rollouts),
-                                    "segments": n_segments, **report.to_metrics(prefix=""),
-                                    "advantage_abs_mean": advantages.abs().mean().item()})
+        self.reward_history.append(
+            {
+                "step": self.state.global_step,
+                "n_episodes": len(rollouts),
+                "segments": n_segments,
+                **report.to_metrics(prefix=""),
+                "advantage_abs_mean": advantages.abs().mean().item(),
+            }
+        )
 
 
 __all__ = ["SieveGRPOTrainer"]

@@ -44,8 +44,9 @@ class HeldoutResult:
         return asdict(self)
 
 
-def summarize(traces: list[Trace], tasks: list[dict[str, Any]], reward_config: RewardConfig | None = None,
-              progress: float = 1.0) -> HeldoutResult:
+def summarize(
+    traces: list[Trace], tasks: list[dict[str, Any]], reward_config: RewardConfig | None = None, progress: float = 1.0
+) -> HeldoutResult:
     """Aggregate held-out traces (``progress`` picks the reward weights: 1.0 = the converged objective)."""
     from sieve.train.rewards.metrics import recall
 
@@ -56,20 +57,30 @@ def summarize(traces: list[Trace], tasks: list[dict[str, Any]], reward_config: R
     rep = RewardReport.from_breakdowns(breakdowns)
     n = max(1, len(traces))
     return HeldoutResult(
-        n_tasks=len(traces), n_turns=len(turns),
+        n_tasks=len(traces),
+        n_turns=len(turns),
         valid_tool_call_rate=sum(turn_is_valid(t) for t in turns) / max(1, len(turns)),
         call_validity=sum(not c.malformed for c in calls) / max(1, len(calls)),
         first_turn_valid_rate=sum(bool(tr.turns) and turn_is_valid(tr.turns[0]) for tr in traces) / n,
         traj_recall=sum(b.traj_recall for b in breakdowns) / n,
         output_recall=sum(recall(tr.returned_doc_ids, g.doc_ids) for tr, g in zip(traces, golds)) / n,
         finish_rate=sum(tr.stop_reason in ("finished", "converged") for tr in traces) / n,
-        reward=rep.means, searches_per_episode=rep.searches_per_episode,
+        reward=rep.means,
+        searches_per_episode=rep.searches_per_episode,
     )
 
 
-def run_heldout(index: CorpusIndex, tasks: list[dict[str, Any]], episode: EpisodeConfig, *,
-                model_path: str | None = None, policy: str = "local", backend: Any | None = None,
-                reward_config: RewardConfig | None = None, progress: bool = True) -> tuple[HeldoutResult, list[Trace]]:
+def run_heldout(
+    index: CorpusIndex,
+    tasks: list[dict[str, Any]],
+    episode: EpisodeConfig,
+    *,
+    model_path: str | None = None,
+    policy: str = "local",
+    backend: Any | None = None,
+    reward_config: RewardConfig | None = None,
+    progress: bool = True,
+) -> tuple[HeldoutResult, list[Trace]]:
     """Run ``policy`` greedily on ``tasks`` through the agent (exactly as served) and summarize.
 
     Args:
@@ -87,8 +98,12 @@ def run_heldout(index: CorpusIndex, tasks: list[dict[str, Any]], episode: Episod
     from sieve.agent import SearchAgent
 
     t0 = time.perf_counter()
-    cfg = episode.agent_config(record_prompts=False, temperature=0.0, models_dir=index.config.models_dir,
-                               local_model=Path(model_path) if model_path else None)
+    cfg = episode.agent_config(
+        record_prompts=False,
+        temperature=0.0,
+        models_dir=index.config.models_dir,
+        local_model=Path(model_path) if model_path else None,
+    )
     agent = SearchAgent.with_policy(index, policy, cfg, backend=backend)
     traces = [agent.run(t["question"]) for t in tqdm(tasks, desc=f"Held-out ({policy})", disable=not progress)]
     result = summarize(traces, tasks, reward_config)
@@ -98,14 +113,36 @@ def run_heldout(index: CorpusIndex, tasks: list[dict[str, Any]], episode: Episod
 
 def heldout_table(evals: dict[str, dict[str, Any]]) -> str:
     """Markdown table of several :meth:`HeldoutResult.to_dict` results, one row per model."""
-    cols = ["model", "tasks", "valid tool-call turns", "call validity", "traj recall", "output recall",
-            "searches/ep", "finish rate", "reward (converged weights)"]
+    cols = [
+        "model",
+        "tasks",
+        "valid tool-call turns",
+        "call validity",
+        "traj recall",
+        "output recall",
+        "searches/ep",
+        "finish rate",
+        "reward (converged weights)",
+    ]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for name, e in evals.items():
-        lines.append("| " + " | ".join([
-            name, str(e["n_tasks"]), f"{e['valid_tool_call_rate']:.1%}", f"{e['call_validity']:.1%}",
-            f"{e['traj_recall']:.3f}", f"{e['output_recall']:.3f}", f"{e['searches_per_episode']:.2f}",
-            f"{e['finish_rate']:.1%}", f"{e['reward'].get('total', 0.0):.3f}"]) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    name,
+                    str(e["n_tasks"]),
+                    f"{e['valid_tool_call_rate']:.1%}",
+                    f"{e['call_validity']:.1%}",
+                    f"{e['traj_recall']:.3f}",
+                    f"{e['output_recall']:.3f}",
+                    f"{e['searches_per_episode']:.2f}",
+                    f"{e['finish_rate']:.1%}",
+                    f"{e['reward'].get('total', 0.0):.3f}",
+                ]
+            )
+            + " |"
+        )
     return "\n".join(lines)
 
 

@@ -23,8 +23,17 @@ from typing import Any
 
 logger = logging.getLogger("sieve.train.llm.learning_check")
 
-CURVE_KEYS = ("reward/total", "reward/context1", "reward/f_beta", "reward/traj_recall", "reward/answer",
-              "reward/p_collapse", "reward/p_malformed", "reward/p_repeat", "reward/p_gold_prune")
+CURVE_KEYS = (
+    "reward/total",
+    "reward/context1",
+    "reward/f_beta",
+    "reward/traj_recall",
+    "reward/answer",
+    "reward/p_collapse",
+    "reward/p_malformed",
+    "reward/p_repeat",
+    "reward/p_gold_prune",
+)
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -66,15 +75,40 @@ def plot_curve(history: list[dict[str, Any]], path: Path) -> Path | None:
 
 
 def curve_table(history: list[dict[str, Any]]) -> str:
-    cols = ["step", "reward", "f_beta", "traj_recall", "answer", "p_collapse", "p_malformed", "searches/ep",
-            "<=1 search", "turns/ep", "segments"]
+    cols = [
+        "step",
+        "reward",
+        "f_beta",
+        "traj_recall",
+        "answer",
+        "p_collapse",
+        "p_malformed",
+        "searches/ep",
+        "<=1 search",
+        "turns/ep",
+        "segments",
+    ]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for i, h in enumerate(history, start=1):
-        lines.append("| " + " | ".join([
-            str(i), f"{h['reward/total']:.3f}", f"{h['reward/f_beta']:.3f}", f"{h['reward/traj_recall']:.3f}",
-            f"{h['reward/answer']:.2f}", f"{h['reward/p_collapse']:.3f}", f"{h['reward/p_malformed']:.3f}",
-            f"{h['searches_per_episode']:.2f}", f"{h['single_search_rate']:.2f}", f"{h['turns_per_episode']:.2f}",
-            str(h["segments"])]) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    str(i),
+                    f"{h['reward/total']:.3f}",
+                    f"{h['reward/f_beta']:.3f}",
+                    f"{h['reward/traj_recall']:.3f}",
+                    f"{h['reward/answer']:.2f}",
+                    f"{h['reward/p_collapse']:.3f}",
+                    f"{h['reward/p_malformed']:.3f}",
+                    f"{h['searches_per_episode']:.2f}",
+                    f"{h['single_search_rate']:.2f}",
+                    f"{h['turns_per_episode']:.2f}",
+                    str(h["segments"]),
+                ]
+            )
+            + " |"
+        )
     return "\n".join(lines)
 
 
@@ -137,21 +171,40 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     tasks = read_tasks(args.data / "tasks.jsonl")
     pool, held = split_tasks(tasks, args.holdout, args.seed)
     held = held[: args.eval_tasks]
-    sft_tasks, rl_tasks = pool[: args.sft_tasks], pool[args.sft_tasks:]
+    sft_tasks, rl_tasks = pool[: args.sft_tasks], pool[args.sft_tasks :]
     assert not {t["id"] for t in held} & {t["id"] for t in pool}  # never report on trained tasks
     _write_jsonl(out / "heldout_tasks.jsonl", held)
     _write_jsonl(out / "sft_tasks.jsonl", sft_tasks)
     _write_jsonl(out / "rl_tasks.jsonl", rl_tasks)
     results["split"] = {"heldout": len(held), "sft": len(sft_tasks), "rl_pool": len(rl_tasks)}
-    episode = EpisodeConfig(budget_tokens=args.budget_tokens, max_turns=args.max_turns, k=5, search_k=2,
-                            search_tokens=384, max_new_tokens=args.max_new_tokens, heuristic_queries=2)
+    episode = EpisodeConfig(
+        budget_tokens=args.budget_tokens,
+        max_turns=args.max_turns,
+        k=5,
+        search_k=2,
+        search_tokens=384,
+        max_new_tokens=args.max_new_tokens,
+        heuristic_queries=2,
+    )
     results["episode"] = episode.to_dict()
 
     logger.info("Stage 1/4: SFT warm start on %d tasks", len(sft_tasks))
-    sft = run_sft(index, WarmStartConfig(tasks=out / "sft_tasks.jsonl", out=out / "sft", model_path=args.model_path,
-                                         holdout=0.0, epochs=args.sft_epochs, learning_rate=args.sft_lr,
-                                         check_before=False, bf16=args.bf16, max_length=2048, episode=episode,
-                                         seed=args.seed))
+    sft = run_sft(
+        index,
+        WarmStartConfig(
+            tasks=out / "sft_tasks.jsonl",
+            out=out / "sft",
+            model_path=args.model_path,
+            holdout=0.0,
+            epochs=args.sft_epochs,
+            learning_rate=args.sft_lr,
+            check_before=False,
+            bf16=args.bf16,
+            max_length=2048,
+            episode=episode,
+            seed=args.seed,
+        ),
+    )
     results["sft"] = {k: v for k, v in sft.items() if k not in ("config", "heldout", "heldout_before")}
     save()
 
@@ -167,10 +220,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     save()
 
     logger.info("Stage 3/4: GRPO for up to %d steps / %.0f min", args.rl_steps, args.rl_minutes)
-    rl_cfg = RLConfig(tasks=out / "rl_tasks.jsonl", out=out / "rl", model_path=sft["model_dir"],
-                      steps=args.rl_steps, questions_per_step=args.questions, group=args.generations,
-                      loss_type=args.loss_type, lr=args.rl_lr, bf16=args.bf16, episode=episode,
-                      rollout_workers=args.generations, seed=args.seed)
+    rl_cfg = RLConfig(
+        tasks=out / "rl_tasks.jsonl",
+        out=out / "rl",
+        model_path=sft["model_dir"],
+        steps=args.rl_steps,
+        questions_per_step=args.questions,
+        group=args.generations,
+        loss_type=args.loss_type,
+        lr=args.rl_lr,
+        bf16=args.bf16,
+        episode=episode,
+        rollout_workers=args.generations,
+        seed=args.seed,
+    )
     rl = run_rl(index, rl_cfg, callbacks=[time_limit_callback(args.rl_minutes * 60)])
     history = rl["history"]
     results["rl"] = {k: v for k, v in rl.items() if k not in ("config",)}
@@ -186,26 +249,40 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     early = sum(h["reward/total"] for h in history[:k]) / k if history else float("nan")
     late = sum(h["reward/total"] for h in history[-k:]) / k if history else float("nan")
     results["verdict"] = {
-        "rl_steps": len(history), "reward_first": first.get("reward/total"), "reward_last": last.get("reward/total"),
-        "reward_mean_first_third": early, "reward_mean_last_third": late,
+        "rl_steps": len(history),
+        "reward_first": first.get("reward/total"),
+        "reward_last": last.get("reward/total"),
+        "reward_mean_first_third": early,
+        "reward_mean_last_third": late,
         "single_search_rate_first": first.get("single_search_rate"),
         "single_search_rate_last": last.get("single_search_rate"),
-        "heldout_traj_recall_before_rl": sft_eval.traj_recall, "heldout_traj_recall_after_rl": rl_eval.traj_recall,
+        "heldout_traj_recall_before_rl": sft_eval.traj_recall,
+        "heldout_traj_recall_after_rl": rl_eval.traj_recall,
         "heldout_output_recall_before_rl": sft_eval.output_recall,
         "heldout_output_recall_after_rl": rl_eval.output_recall,
     }
     save()
     summary = [
-        "# Sieve CPU learning check", "",
+        "# Sieve CPU learning check",
+        "",
         f"Data: `{args.data}`; held-apart evaluation tasks: {len(held)} (never trained on); SFT tasks: "
-        f"{len(sft_tasks)}; RL pool: {len(rl_tasks)}. Episode: {json.dumps(episode.to_dict())}.", "",
+        f"{len(sft_tasks)}; RL pool: {len(rl_tasks)}. Episode: {json.dumps(episode.to_dict())}.",
+        "",
         f"SFT: {sft['n_train_examples']} turn examples from {sft['n_kept_episodes']} teacher episodes "
         f"(heuristic teacher, trajectory recall {sft['teacher_traj_recall']:.3f}); train loss {sft['train_loss']:.3f}.",
-        "", "## Held-apart evaluation (greedy, as served)", "", eval_table(results["evals"]), "",
+        "",
+        "## Held-apart evaluation (greedy, as served)",
+        "",
+        eval_table(results["evals"]),
+        "",
         f"## GRPO curve ({len(history)} steps, {args.questions} question x {args.generations} rollouts per step, "
-        f"loss {args.loss_type})", "", curve_table(history), "",
+        f"loss {args.loss_type})",
+        "",
+        curve_table(history),
+        "",
         f"Plot: `{plot.name if plot else 'none'}`. Mean reward, first third of steps {early:.3f} -> last third "
-        f"{late:.3f}.", "",
+        f"{late:.3f}.",
+        "",
     ]
     (out / "summary.md").write_text("\n".join(summary), encoding="utf-8")
     logger.info("Done in %.0f s: %s", time.perf_counter() - t0, out / "summary.md")

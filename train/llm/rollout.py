@@ -130,8 +130,9 @@ class HFGenerate:
     weights only: build a new instance after every optimizer step.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, eos_ids: Sequence[int], *, max_cached: int = 8,
-                 min_prefix: int = 32) -> None:
+    def __init__(
+        self, model: Any, tokenizer: Any, eos_ids: Sequence[int], *, max_cached: int = 8, min_prefix: int = 32
+    ) -> None:
         self.model = model
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos_ids[0]
         self.eos = list(eos_ids)
@@ -153,9 +154,14 @@ class HFGenerate:
             n = _common_prefix(entry[0], ids)
             if n > best_len:
                 best, best_len = entry, n
-        kwargs: dict[str, Any] = {"do_sample": params.temperature > 0, "max_new_tokens": params.max_new_tokens,
-                                  "pad_token_id": self.pad_id, "eos_token_id": self.eos,
-                                  "return_dict_in_generate": True, "use_cache": True}
+        kwargs: dict[str, Any] = {
+            "do_sample": params.temperature > 0,
+            "max_new_tokens": params.max_new_tokens,
+            "pad_token_id": self.pad_id,
+            "eos_token_id": self.eos,
+            "return_dict_in_generate": True,
+            "use_cache": True,
+        }
         if params.temperature > 0:
             kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
         use = min(best_len, len(ids) - 1)
@@ -166,30 +172,36 @@ class HFGenerate:
         x = torch.tensor([ids], device=device)
         with torch.no_grad():
             out = self.model.generate(input_ids=x, attention_mask=torch.ones_like(x), **kwargs)
-        row = out.sequences[0, len(ids):].tolist()
+        row = out.sequences[0, len(ids) :].tolist()
         cut = next((j for j, t in enumerate(row) if t in self.eos), None)
         completion = row[: cut + 1] if cut is not None else row
         cache = getattr(out, "cache", None)
         if cache is not None and hasattr(cache, "crop"):
             _crop_to(cache, len(ids))
             self._cache.append((list(ids), cache))
-            self._cache = self._cache[-self.max_cached:]
+            self._cache = self._cache[-self.max_cached :]
         return completion, None
 
 
 class RecordingBackend:
     """A :class:`~sieve.agent.backends.base.ChatBackend` over a generator, recording each turn's tokens."""
 
-    def __init__(self, tokenizer: Any, generator: BatchedGenerator, params: GenParams,
-                 eos_ids: Sequence[int]) -> None:
+    def __init__(self, tokenizer: Any, generator: BatchedGenerator, params: GenParams, eos_ids: Sequence[int]) -> None:
         self.tokenizer = tokenizer
         self.generator = generator
         self.params = params
         self.eos_ids = set(eos_ids)
         self.segments: list[Segment] = []
 
-    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *, tool_choice: str = "auto",
-             max_tokens: int = 512, temperature: float = 0.0) -> Any:
+    def chat(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        tool_choice: str = "auto",
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> Any:
         from sieve.agent.backends.base import ChatResult
 
         ids = render_prompt_ids(self.tokenizer, messages, tools)
@@ -199,13 +211,28 @@ class RecordingBackend:
         truncated = not completion or completion[-1] not in self.eos_ids
         self.segments.append(Segment(ids, list(completion), logprobs, truncated))
         text = self.tokenizer.decode(completion, skip_special_tokens=True)
-        return ChatResult(text=text, tool_calls=[], prompt_tokens=len(ids), completion_tokens=len(completion),
-                          raw=text, finish_reason="length" if truncated else "stop")
+        return ChatResult(
+            text=text,
+            tool_calls=[],
+            prompt_tokens=len(ids),
+            completion_tokens=len(completion),
+            raw=text,
+            finish_reason="length" if truncated else "stop",
+        )
 
 
-def run_rollouts(index: CorpusIndex, questions: Sequence[str], agent_config: AgentConfig, tokenizer: Any,
-                 batch_fn: Any, params: GenParams, eos_ids: Sequence[int], *, workers: int = 4,
-                 seeds: Sequence[int] | None = None) -> list[Rollout]:
+def run_rollouts(
+    index: CorpusIndex,
+    questions: Sequence[str],
+    agent_config: AgentConfig,
+    tokenizer: Any,
+    batch_fn: Any,
+    params: GenParams,
+    eos_ids: Sequence[int],
+    *,
+    workers: int = 4,
+    seeds: Sequence[int] | None = None,
+) -> list[Rollout]:
     """Run one episode per question (repeat a question for a group); returns traces + segments in order."""
     from sieve.agent.loop import SearchAgent
     from sieve.agent.policies.llm import LLMPolicy

@@ -51,8 +51,12 @@ class WarmStartConfig:
     min_recall: float = field(default=0.5, metadata={"help": "Keep episodes with trajectory recall >= this."})
     epochs: float = field(default=2.0, metadata={"help": "Training epochs (unless `steps` is set)."})
     steps: int | None = field(default=None, metadata={"help": "Optimizer steps instead of `epochs` (unset: epochs)."})
-    minutes: float | None = field(default=None, metadata={
-        "help": "Wall-clock budget of training: it stops when spent (the model is saved), whatever epochs remain."})
+    minutes: float | None = field(
+        default=None,
+        metadata={
+            "help": "Wall-clock budget of training: it stops when spent (the model is saved), whatever epochs remain."
+        },
+    )
     learning_rate: float = field(default=5e-5, metadata={"help": "Peak learning rate."})
     batch_size: int = field(default=1, metadata={"help": "Per-device batch size."})
     grad_accum: int = field(default=4, metadata={"help": "Gradient accumulation steps."})
@@ -64,11 +68,15 @@ class WarmStartConfig:
     lora: bool = field(default=False, metadata={"help": "Train a LoRA adapter (merged on save)."})
     lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
     bf16: bool = field(default=False, metadata={"help": "bfloat16 autocast (faster on CPUs with AVX512-BF16, GPUs)."})
-    gradient_checkpointing: bool = field(default=False, metadata={
-        "help": "Recompute activations in the backward pass (saves memory, costs ~30% more compute)."})
+    gradient_checkpointing: bool = field(
+        default=False,
+        metadata={"help": "Recompute activations in the backward pass (saves memory, costs ~30% more compute)."},
+    )
     seed: int = field(default=0, metadata={"help": "Seed of the split and of training."})
-    episode: EpisodeConfig = field(default_factory=EpisodeConfig, metadata={
-        "help": "The teacher's and the held-out check's episode (as served; RL uses the same defaults)."})
+    episode: EpisodeConfig = field(
+        default_factory=EpisodeConfig,
+        metadata={"help": "The teacher's and the held-out check's episode (as served; RL uses the same defaults)."},
+    )
 
     def __post_init__(self) -> None:
         self.tasks, self.out = Path(self.tasks), Path(self.out)
@@ -79,8 +87,10 @@ class WarmStartConfig:
         if (self.steps is not None and self.steps < 1) or (self.minutes is not None and self.minutes <= 0):
             raise InvalidInput(f"Expected steps >= 1 and minutes > 0 when set, got {self.steps}, {self.minutes}")
         if self.epochs <= 0 or self.learning_rate <= 0 or self.max_length < 64:
-            raise InvalidInput(f"Expected epochs > 0, learning_rate > 0, max_length >= 64, got "
-                             f"{self.epochs}, {self.learning_rate}, {self.max_length}")
+            raise InvalidInput(
+                f"Expected epochs > 0, learning_rate > 0, max_length >= 64, got "
+                f"{self.epochs}, {self.learning_rate}, {self.max_length}"
+            )
 
 
 def assistant_message(turn: Turn) -> dict[str, Any]:
@@ -90,9 +100,11 @@ def assistant_message(turn: Turn) -> dict[str, Any]:
 
     calls = parse_tool_calls(turn.completion or "", known_tool_names())
     if calls and all(c.arguments is not None for c in calls):
-        return {"role": "assistant", "content": "",
-                "tool_calls": [c.to_openai() | {"id": c.call_id or f"call_{turn.index}_{i}"}
-                               for i, c in enumerate(calls)]}
+        return {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [c.to_openai() | {"id": c.call_id or f"call_{turn.index}_{i}"} for i, c in enumerate(calls)],
+        }
     return {"role": "assistant", "content": turn.completion or ""}
 
 
@@ -117,8 +129,11 @@ def _teacher_policy(cfg: WarmStartConfig, agent_config: Any) -> Any:
     if cfg.teacher == "openai":
         from dataclasses import replace
 
-        agent_config = replace(agent_config, base_url=cfg.teacher_base_url or agent_config.base_url,
-                               model=cfg.teacher_model or agent_config.model)
+        agent_config = replace(
+            agent_config,
+            base_url=cfg.teacher_base_url or agent_config.base_url,
+            model=cfg.teacher_model or agent_config.model,
+        )
     if cfg.teacher == "local" and cfg.teacher_model_path:
         from dataclasses import replace
 
@@ -126,8 +141,9 @@ def _teacher_policy(cfg: WarmStartConfig, agent_config: Any) -> Any:
     return make_policy(cfg.teacher, agent_config)
 
 
-def collect_teacher(index: CorpusIndex, tasks: list[dict[str, Any]], cfg: WarmStartConfig,
-                    progress: bool = True) -> list[tuple[dict[str, Any], Trace, float]]:
+def collect_teacher(
+    index: CorpusIndex, tasks: list[dict[str, Any]], cfg: WarmStartConfig, progress: bool = True
+) -> list[tuple[dict[str, Any], Trace, float]]:
     """Teacher episodes on ``tasks``: (task, trace, trajectory recall), all of them (filter after)."""
     from sieve.agent import SearchAgent
 
@@ -140,8 +156,7 @@ def collect_teacher(index: CorpusIndex, tasks: list[dict[str, Any]], cfg: WarmSt
     return out
 
 
-def load_student(model_path: str | None, bf16: bool = False,
-                 models_dir: Path | None = None) -> tuple[Any, Any, str]:
+def load_student(model_path: str | None, bf16: bool = False, models_dir: Path | None = None) -> tuple[Any, Any, str]:
     """(model, tokenizer, path) of the student (default: SmolLM2-135M converted once into ``models_dir``)."""
     from sieve.runtime import prepare_runtime
 
@@ -164,8 +179,13 @@ def lora_config(r: int) -> Any:
     """The LoRA adapter SFT and RL train: every attention and MLP projection, alpha = 2r, no dropout."""
     from peft import LoraConfig
 
-    return LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.0, task_type="CAUSAL_LM",
-                      target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
+    return LoraConfig(
+        r=r,
+        lora_alpha=2 * r,
+        lora_dropout=0.0,
+        task_type="CAUSAL_LM",
+        target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+    )
 
 
 def save_merged(model: Any, tokenizer: Any, dest: Path) -> Path:
@@ -197,8 +217,10 @@ def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) 
     tools = tool_specs(config=cfg.episode.agent_config())  # the tool texts the episodes were shown
     rows = [ex for _, tr in kept for ex in trace_examples(tr, tok, tools, cfg.max_length)]
     if not rows:
-        raise InvalidInput(f"Expected teacher episodes with trajectory recall >= {cfg.min_recall}, got none of "
-                           f"{len(episodes)}; lower --min-recall or check the collection")
+        raise InvalidInput(
+            f"Expected teacher episodes with trajectory recall >= {cfg.min_recall}, got none of "
+            f"{len(episodes)}; lower --min-recall or check the collection"
+        )
     logger.info("SFT: %d/%d teacher episodes kept, %d turn examples", len(kept), len(episodes), len(rows))
     before = None
     if cfg.check_before and held:
@@ -208,19 +230,37 @@ def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) 
     peft_config = lora_config(cfg.lora_r) if cfg.lora else None
     cfg.out.mkdir(parents=True, exist_ok=True)
     args = TRLSFTConfig(
-        output_dir=str(cfg.out / "trainer"), num_train_epochs=cfg.epochs, max_steps=cfg.steps or -1,
+        output_dir=str(cfg.out / "trainer"),
+        num_train_epochs=cfg.epochs,
+        max_steps=cfg.steps or -1,
         learning_rate=cfg.learning_rate,
-        per_device_train_batch_size=cfg.batch_size, gradient_accumulation_steps=cfg.grad_accum,
-        lr_scheduler_type="cosine", warmup_steps=0.05, logging_steps=5, save_strategy="no", report_to=[],
-        bf16=cfg.bf16, use_cpu=not _has_gpu(), seed=cfg.seed, max_length=None, dataset_num_proc=None,
-        disable_tqdm=not progress, activation_checkpointing=cfg.gradient_checkpointing,
+        per_device_train_batch_size=cfg.batch_size,
+        gradient_accumulation_steps=cfg.grad_accum,
+        lr_scheduler_type="cosine",
+        warmup_steps=0.05,
+        logging_steps=5,
+        save_strategy="no",
+        report_to=[],
+        bf16=cfg.bf16,
+        use_cpu=not _has_gpu(),
+        seed=cfg.seed,
+        max_length=None,
+        dataset_num_proc=None,
+        disable_tqdm=not progress,
+        activation_checkpointing=cfg.gradient_checkpointing,
     )
     model.train()
     from sieve.train.llm.time_budget import time_limit_callback
 
     timer = time_limit_callback(cfg.minutes * 60) if cfg.minutes else None
-    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok,
-                         peft_config=peft_config, callbacks=[timer] if timer else None)
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tok,
+        peft_config=peft_config,
+        callbacks=[timer] if timer else None,
+    )
     from sieve.train.llm.trl_tiles import cpu_logprob_tiles
 
     with cpu_logprob_tiles(trainer.accelerator.device):
@@ -231,15 +271,23 @@ def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) 
     trained = LocalBackend.load(model_dir)
     after, traces = run_heldout(index, held, cfg.episode, backend=trained, progress=progress) if held else (None, [])
     result = {
-        "model_dir": str(model_dir), "base_model": base_path, "teacher": cfg.teacher,
-        "n_tasks": len(tasks), "n_train_tasks": len(train_tasks), "n_kept_episodes": len(kept),
+        "model_dir": str(model_dir),
+        "base_model": base_path,
+        "teacher": cfg.teacher,
+        "n_tasks": len(tasks),
+        "n_train_tasks": len(train_tasks),
+        "n_kept_episodes": len(kept),
         "teacher_traj_recall": sum(r for _, _, r in episodes) / max(1, len(episodes)),
-        "n_train_examples": len(rows), "train_loss": float(train_out.training_loss),
+        "n_train_examples": len(rows),
+        "train_loss": float(train_out.training_loss),
         "steps": trainer.state.global_step,
-        "stopped_by": ("minutes" if timer is not None and timer.stopped_by_time
-                       else "steps" if cfg.steps else "epochs"),
-        "heldout": after.to_dict() if after else {}, "heldout_before": before.to_dict() if before else {},
-        "heldout_ids": [t["id"] for t in held], "seconds": round(time.perf_counter() - t0, 1),
+        "stopped_by": (
+            "minutes" if timer is not None and timer.stopped_by_time else "steps" if cfg.steps else "epochs"
+        ),
+        "heldout": after.to_dict() if after else {},
+        "heldout_before": before.to_dict() if before else {},
+        "heldout_ids": [t["id"] for t in held],
+        "seconds": round(time.perf_counter() - t0, 1),
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()},
     }
     (cfg.out / "sft_report.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
@@ -255,5 +303,13 @@ def _has_gpu() -> bool:
     return bool(torch.cuda.is_available())
 
 
-__all__ = ["WarmStartConfig", "assistant_message", "collect_teacher", "load_student", "lora_config", "run_sft",
-           "save_merged", "trace_examples"]
+__all__ = [
+    "WarmStartConfig",
+    "assistant_message",
+    "collect_teacher",
+    "load_student",
+    "lora_config",
+    "run_sft",
+    "save_merged",
+    "trace_examples",
+]

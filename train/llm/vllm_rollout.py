@@ -20,20 +20,31 @@ def vllm_batch_fn(trainer: Any) -> Any:
     """A batch function for :class:`sieve.train.llm.rollout.BatchedGenerator` backed by the trainer's vLLM."""
     gen = trainer.vllm_generation
     if gen.mode == "colocate" and getattr(gen, "tensor_parallel_size", 1) > 1:
-        raise ValueError(f"Expected vllm_tensor_parallel_size == 1 for harness rollouts in colocate mode, got "
-                         f"{gen.tensor_parallel_size}; use server mode for tensor-parallel generation")
+        raise ValueError(
+            f"Expected vllm_tensor_parallel_size == 1 for harness rollouts in colocate mode, got "
+            f"{gen.tensor_parallel_size}; use server mode for tensor-parallel generation"
+        )
 
     def run(batch: list[list[int]], params: GenParams) -> list[tuple[list[int], list[float] | None]]:
         if gen.mode == "server":
-            out = gen.vllm_client.generate(prompts=batch, n=1, temperature=params.temperature, top_p=params.top_p,
-                                           max_tokens=params.max_new_tokens, logprobs=0)
+            out = gen.vllm_client.generate(
+                prompts=batch,
+                n=1,
+                temperature=params.temperature,
+                top_p=params.top_p,
+                max_tokens=params.max_new_tokens,
+                logprobs=0,
+            )
             lps = out.get("logprobs")
-            return [(list(c), [seq_lp[0] for seq_lp in lps[i]] if lps else None)
-                    for i, c in enumerate(out["completion_ids"])]
+            return [
+                (list(c), [seq_lp[0] for seq_lp in lps[i]] if lps else None)
+                for i, c in enumerate(out["completion_ids"])
+            ]
         from vllm import SamplingParams
 
-        sp = SamplingParams(n=1, temperature=params.temperature, top_p=params.top_p,
-                            max_tokens=params.max_new_tokens, logprobs=0)
+        sp = SamplingParams(
+            n=1, temperature=params.temperature, top_p=params.top_p, max_tokens=params.max_new_tokens, logprobs=0
+        )
         if getattr(gen, "enable_sleep_mode", False):
             gen.llm.wake_up(tags=["kv_cache"])
         outs = gen.llm.generate([{"prompt_token_ids": ids} for ids in batch], sampling_params=sp, use_tqdm=False)

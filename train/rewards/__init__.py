@@ -7,7 +7,12 @@ combination, and picklable TRL callables), ``report`` (per-batch aggregates).
 
 from sieve.train.rewards.config import RewardConfig, RewardWeights
 from sieve.train.rewards.episode import (
-    ComponentReward, EpisodeReward, RewardBreakdown, check_reward_weights, get_component_reward, get_episode_reward,
+    ComponentReward,
+    EpisodeReward,
+    RewardBreakdown,
+    check_reward_weights,
+    get_component_reward,
+    get_episode_reward,
     score_episode,
 )
 from sieve.train.rewards.gold import Gold

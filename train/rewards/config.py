@@ -54,16 +54,23 @@ class RewardWeights:
 class RewardConfig:
     """Weights of the episode reward and how they change with training progress (0 → 1)."""
 
-    level: GoldLevel = field(default="doc", metadata={
-        "help": "Score F-beta / recall over documents ('doc', gold_ids) or chunks ('chunk', meta.gold_chunk_ids)."})
+    level: GoldLevel = field(
+        default="doc",
+        metadata={
+            "help": "Score F-beta / recall over documents ('doc', gold_ids) or chunks ('chunk', meta.gold_chunk_ids)."
+        },
+    )
     # -- Context-1 reward -------------------------------------------------------------------------
     beta_start: float = field(default=4.0, metadata={"help": "F-beta β at the start of training (recall-heavy)."})
     beta_end: float = field(default=2.0, metadata={"help": "F-beta β in the last epoch."})
-    beta_epochs: int = field(default=5, metadata={
-        "help": "Number of epochs β is stepped over (β is constant within an epoch, as in Context-1)."})
+    beta_epochs: int = field(
+        default=5,
+        metadata={"help": "Number of epochs β is stepped over (β is constant within an epoch, as in Context-1)."},
+    )
     w_f_beta: float = field(default=0.7, metadata={"help": "Weight of F-beta of the returned set."})
-    w_traj_recall: float = field(default=0.3, metadata={
-        "help": "Weight of trajectory recall (gold ever seen, even if pruned later)."})
+    w_traj_recall: float = field(
+        default=0.3, metadata={"help": "Weight of trajectory recall (gold ever seen, even if pruned later)."}
+    )
     w_answer: float = field(default=1.0, metadata={"help": "Bonus when a returned chunk holds the answer."})
     epsilon: float = field(default=0.01, metadata={"help": "Floor of the clamped Context-1 reward."})
     prune_step: float = field(default=0.1, metadata={"help": "Penalty per prune call beyond the allowed streak."})
@@ -73,19 +80,25 @@ class RewardConfig:
     turn_end: int = field(default=128, metadata={"help": "Turn count where the turn penalty reaches turn_max."})
     turn_max: float = field(default=0.5, metadata={"help": "Maximum turn penalty."})
     # -- auxiliary penalties (annealed) -------------------------------------------------------------
-    collapse: float = field(default=0.5, metadata={
-        "help": "Penalty for stopping after <= collapse_max_searches searches while gold is still unseen."})
-    collapse_max_searches: int = field(default=1, metadata={"help": "Search count at or below which stopping is collapse."})
+    collapse: float = field(
+        default=0.5,
+        metadata={"help": "Penalty for stopping after <= collapse_max_searches searches while gold is still unseen."},
+    )
+    collapse_max_searches: int = field(
+        default=1, metadata={"help": "Search count at or below which stopping is collapse."}
+    )
     malformed: float = field(default=0.1, metadata={"help": "Penalty per malformed tool call."})
     malformed_cap: float = field(default=0.5, metadata={"help": "Cap of the malformed-call penalty."})
     gold_prune: float = field(default=0.2, metadata={"help": "Penalty per gold chunk the agent pruned."})
     gold_prune_cap: float = field(default=0.6, metadata={"help": "Cap of the gold-prune penalty."})
     repeat_query: float = field(default=0.1, metadata={"help": "Penalty per repeated identical search/grep query."})
     repeat_query_cap: float = field(default=0.5, metadata={"help": "Cap of the repeated-query penalty."})
-    aux_anneal: AnnealKind = field(default="cosine", metadata={
-        "help": "How auxiliary penalties decay with progress: constant, linear or cosine."})
-    aux_final_scale: float = field(default=0.0, metadata={
-        "help": "Scale of the auxiliary penalties at progress 1 (0 = the outcome reward alone)."})
+    aux_anneal: AnnealKind = field(
+        default="cosine", metadata={"help": "How auxiliary penalties decay with progress: constant, linear or cosine."}
+    )
+    aux_final_scale: float = field(
+        default=0.0, metadata={"help": "Scale of the auxiliary penalties at progress 1 (0 = the outcome reward alone)."}
+    )
 
     def __post_init__(self) -> None:
         if self.level not in ("doc", "chunk"):
@@ -99,8 +112,10 @@ class RewardConfig:
         if self.turn_end <= self.turn_start:
             raise InvalidInput(f"Expected turn_end > turn_start, got {self.turn_end} <= {self.turn_start}")
         if self.prune_streak < 0 or self.collapse_max_searches < 0:
-            raise InvalidInput(f"Expected prune_streak, collapse_max_searches >= 0, got "
-                             f"{self.prune_streak}, {self.collapse_max_searches}")
+            raise InvalidInput(
+                f"Expected prune_streak, collapse_max_searches >= 0, got "
+                f"{self.prune_streak}, {self.collapse_max_searches}"
+            )
         if self.aux_anneal not in ("constant", "linear", "cosine"):
             raise InvalidInput(f"Expected aux_anneal in ('constant', 'linear', 'cosine'), got {self.aux_anneal!r}")
         if not 0.0 <= self.aux_final_scale <= 1.0:
@@ -141,12 +156,23 @@ class RewardConfig:
         """
         s = self.aux_scale_at(progress)
         return RewardWeights(
-            beta=self.beta_at(progress), f_beta=self.w_f_beta, traj_recall=self.w_traj_recall, answer=self.w_answer,
-            epsilon=self.epsilon, prune_step=self.prune_step, prune_cap=self.prune_cap,
-            prune_streak=self.prune_streak, turn_start=self.turn_start, turn_end=self.turn_end,
-            turn_max=self.turn_max, collapse=self.collapse * s, malformed=self.malformed * s,
-            malformed_cap=self.malformed_cap * s, gold_prune=self.gold_prune * s,
-            gold_prune_cap=self.gold_prune_cap * s, repeat_query=self.repeat_query * s,
+            beta=self.beta_at(progress),
+            f_beta=self.w_f_beta,
+            traj_recall=self.w_traj_recall,
+            answer=self.w_answer,
+            epsilon=self.epsilon,
+            prune_step=self.prune_step,
+            prune_cap=self.prune_cap,
+            prune_streak=self.prune_streak,
+            turn_start=self.turn_start,
+            turn_end=self.turn_end,
+            turn_max=self.turn_max,
+            collapse=self.collapse * s,
+            malformed=self.malformed * s,
+            malformed_cap=self.malformed_cap * s,
+            gold_prune=self.gold_prune * s,
+            gold_prune_cap=self.gold_prune_cap * s,
+            repeat_query=self.repeat_query * s,
             repeat_query_cap=self.repeat_query_cap * s,
         )
 

@@ -88,5 +88,13 @@ def clamp(value: float, low: float, high: float) -> float:
     return max(low, min(value, high))
 
 
-__all__ = ["answer_returned", "clamp", "prune_streak_penalty", "returned_f_beta", "returned_ids", "seen_ids",
-           "trajectory_recall", "turn_penalty"]
+__all__ = [
+    "answer_returned",
+    "clamp",
+    "prune_streak_penalty",
+    "returned_f_beta",
+    "returned_ids",
+    "seen_ids",
+    "trajectory_recall",
+    "turn_penalty",
+]

@@ -20,11 +20,21 @@ from typing import TYPE_CHECKING, Any
 
 from sieve.train.rewards.config import RewardConfig
 from sieve.train.rewards.context1 import (
-    answer_returned, clamp, prune_streak_penalty, returned_f_beta, trajectory_recall, turn_penalty,
+    answer_returned,
+    clamp,
+    prune_streak_penalty,
+    returned_f_beta,
+    trajectory_recall,
+    turn_penalty,
 )
 from sieve.train.rewards.gold import Gold
 from sieve.train.rewards.penalties import (
-    collapse_penalty, gold_prune_penalty, malformed_penalty, pruned_gold, repeat_query_penalty, repeated_queries,
+    collapse_penalty,
+    gold_prune_penalty,
+    malformed_penalty,
+    pruned_gold,
+    repeat_query_penalty,
+    repeated_queries,
 )
 
 if TYPE_CHECKING:
@@ -66,7 +76,9 @@ class RewardBreakdown:
         return {**asdict(self), "aux_penalty": self.aux_penalty}
 
 
-def score_episode(trace: Trace, gold: Gold, config: RewardConfig | None = None, progress: float = 0.0) -> RewardBreakdown:
+def score_episode(
+    trace: Trace, gold: Gold, config: RewardConfig | None = None, progress: float = 0.0
+) -> RewardBreakdown:
     """Score one episode.
 
     Args:
@@ -97,15 +109,31 @@ def score_episode(trace: Trace, gold: Gold, config: RewardConfig | None = None, 
     p_repeat = repeat_query_penalty(trace, w.repeat_query, w.repeat_query_cap)
     total = c1 - (p_collapse + p_malformed + p_gold + p_repeat)
     return RewardBreakdown(
-        total=total, context1=c1, pre_penalty=pre, f_beta=fb, beta=w.beta, traj_recall=tr, answer=ans,
-        p_prune=p_prune, p_turn=p_turn, p_collapse=p_collapse, p_malformed=p_malformed, p_gold_prune=p_gold,
-        p_repeat=p_repeat, n_searches=trace.n_searches, n_prune_calls=trace.n_prune_calls,
-        n_pruned_gold=len(pruned_gold(trace, gold)), n_malformed=trace.n_malformed,
-        n_repeats=repeated_queries(trace), n_turns=len(trace.turns), n_returned=len(trace.returned),
+        total=total,
+        context1=c1,
+        pre_penalty=pre,
+        f_beta=fb,
+        beta=w.beta,
+        traj_recall=tr,
+        answer=ans,
+        p_prune=p_prune,
+        p_turn=p_turn,
+        p_collapse=p_collapse,
+        p_malformed=p_malformed,
+        p_gold_prune=p_gold,
+        p_repeat=p_repeat,
+        n_searches=trace.n_searches,
+        n_prune_calls=trace.n_prune_calls,
+        n_pruned_gold=len(pruned_gold(trace, gold)),
+        n_malformed=trace.n_malformed,
+        n_repeats=repeated_queries(trace),
+        n_turns=len(trace.turns),
+        n_returned=len(trace.returned),
     )
 
 
 # -- TRL-style callables ---------------------------------------------------------------------------
+
 
 def _as_trace(obj: Any) -> Trace | None:
     from sieve.agent.trace import Trace
@@ -130,8 +158,9 @@ def _progress(kwargs: dict[str, Any], n: int) -> list[float]:
 def _golds(kwargs: dict[str, Any], n: int) -> list[Gold]:
     gold_ids = kwargs.get("gold_ids")
     if gold_ids is None or len(gold_ids) != n:
-        raise ValueError(f"Expected a 'gold_ids' column with {n} rows, got "
-                         f"{None if gold_ids is None else len(gold_ids)}")
+        raise ValueError(
+            f"Expected a 'gold_ids' column with {n} rows, got {None if gold_ids is None else len(gold_ids)}"
+        )
     answers = kwargs.get("answers") or [[] for _ in range(n)]
     metas = kwargs.get("meta") or [{} for _ in range(n)]
     return [Gold.from_task({"gold_ids": g, "answers": a, "meta": m}) for g, a, m in zip(gold_ids, answers, metas)]
@@ -149,14 +178,17 @@ class _TraceReward:
     def __call__(self, completions: Sequence[Any] | None = None, **kwargs: Any) -> list[float | None]:
         traces = kwargs.get("trace")
         if traces is None:
-            raise ValueError("Expected a 'trace' column (one agent Trace per row), got none; "
-                             "train with train.rl.SieveGRPOTrainer, which adds it")
+            raise ValueError(
+                "Expected a 'trace' column (one agent Trace per row), got none; "
+                "train with train.rl.SieveGRPOTrainer, which adds it"
+            )
         n = len(traces)
         out: list[float | None] = []
         for t, g, p in zip(traces, _golds(kwargs, n), _progress(kwargs, n)):
             trace = _as_trace(t)
-            out.append(None if trace is None else float(getattr(score_episode(trace, g, self.config, p),
-                                                                self.component)))
+            out.append(
+                None if trace is None else float(getattr(score_episode(trace, g, self.config, p), self.component))
+            )
         return out
 
     def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
@@ -174,8 +206,10 @@ class ComponentReward(_TraceReward):
 
     def __init__(self, component: str, config: RewardConfig | None = None) -> None:
         if component not in RewardBreakdown.__dataclass_fields__:
-            raise ValueError(f"Expected a RewardBreakdown field, got {component!r}; valid: "
-                             f"{sorted(RewardBreakdown.__dataclass_fields__)}")
+            raise ValueError(
+                f"Expected a RewardBreakdown field, got {component!r}; valid: "
+                f"{sorted(RewardBreakdown.__dataclass_fields__)}"
+            )
         self.component = component
         super().__init__(config)
 
@@ -202,10 +236,18 @@ def check_reward_weights(reward_funcs: Sequence[Any], reward_weights: Sequence[f
     if reward_weights is None:
         return [1.0] * len(reward_funcs)
     if len(reward_weights) != len(reward_funcs):
-        raise ValueError(f"Expected one weight per reward function ({len(reward_funcs)}), "
-                         f"got {len(reward_weights)} weights")
+        raise ValueError(
+            f"Expected one weight per reward function ({len(reward_funcs)}), got {len(reward_weights)} weights"
+        )
     return [float(w) for w in reward_weights]
 
 
-__all__ = ["ComponentReward", "EpisodeReward", "RewardBreakdown", "check_reward_weights", "get_component_reward",
-           "get_episode_reward", "score_episode"]
+__all__ = [
+    "ComponentReward",
+    "EpisodeReward",
+    "RewardBreakdown",
+    "check_reward_weights",
+    "get_component_reward",
+    "get_episode_reward",
+    "score_episode",
+]

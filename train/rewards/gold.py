@@ -39,8 +39,9 @@ class Gold:
         """
         gold_ids = task.get("gold_ids")
         if not gold_ids or not isinstance(gold_ids, (list, tuple)):
-            raise InvalidInput(f"Expected a task with a non-empty 'gold_ids' list, got {gold_ids!r} "
-                               f"(task {task.get('id', '?')!r})")
+            raise InvalidInput(
+                f"Expected a task with a non-empty 'gold_ids' list, got {gold_ids!r} (task {task.get('id', '?')!r})"
+            )
         meta = task.get("meta") or {}
         answers = task.get("answers") or []
         if isinstance(answers, str):

@@ -24,8 +24,7 @@ SEARCH_TOOLS = ("search", "grep")
 _QUERY_KEYS = ("query", "pattern", "q")
 
 
-def collapse_penalty(trace: Trace, gold: Gold, weight: float = 0.5, max_searches: int = 1,
-                     level: str = "doc") -> float:
+def collapse_penalty(trace: Trace, gold: Gold, weight: float = 0.5, max_searches: int = 1, level: str = "doc") -> float:
     """``weight`` when the episode ended after at most ``max_searches`` searches with gold still unseen."""
     if trace.n_searches <= max_searches and trajectory_recall(trace, gold, level) < 1.0:
         return weight
@@ -78,5 +77,13 @@ def repeat_query_penalty(trace: Trace, weight: float = 0.1, cap: float = 0.5) ->
     return min(weight * repeated_queries(trace), cap)
 
 
-__all__ = ["SEARCH_TOOLS", "collapse_penalty", "gold_prune_penalty", "malformed_penalty", "pruned_gold",
-           "query_of", "repeat_query_penalty", "repeated_queries"]
+__all__ = [
+    "SEARCH_TOOLS",
+    "collapse_penalty",
+    "gold_prune_penalty",
+    "malformed_penalty",
+    "pruned_gold",
+    "query_of",
+    "repeat_query_penalty",
+    "repeated_queries",
+]

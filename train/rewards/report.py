@@ -14,8 +14,19 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_COMPONENTS = ("total", "context1", "f_beta", "traj_recall", "answer", "p_prune", "p_turn", "p_collapse",
-               "p_malformed", "p_gold_prune", "p_repeat")
+_COMPONENTS = (
+    "total",
+    "context1",
+    "f_beta",
+    "traj_recall",
+    "answer",
+    "p_prune",
+    "p_turn",
+    "p_collapse",
+    "p_malformed",
+    "p_gold_prune",
+    "p_repeat",
+)
 
 
 @dataclass(frozen=True)
@@ -73,16 +84,18 @@ class RewardReport:
     def to_metrics(self, prefix: str = "sieve/") -> dict[str, float]:
         """Flat, name-prefixed metrics (what the trainer logs)."""
         out = {f"{prefix}reward/{k}": v for k, v in self.means.items()}
-        out.update({
-            f"{prefix}reward_std": self.reward_std,
-            f"{prefix}searches_per_episode": self.searches_per_episode,
-            f"{prefix}prune_calls_per_episode": self.prune_calls_per_episode,
-            f"{prefix}pruned_gold_per_episode": self.pruned_gold_per_episode,
-            f"{prefix}collapse_rate": self.collapse_rate,
-            f"{prefix}single_search_rate": self.single_search_rate,
-            f"{prefix}malformed_per_episode": self.malformed_per_episode,
-            f"{prefix}turns_per_episode": self.turns_per_episode,
-        })
+        out.update(
+            {
+                f"{prefix}reward_std": self.reward_std,
+                f"{prefix}searches_per_episode": self.searches_per_episode,
+                f"{prefix}prune_calls_per_episode": self.prune_calls_per_episode,
+                f"{prefix}pruned_gold_per_episode": self.pruned_gold_per_episode,
+                f"{prefix}collapse_rate": self.collapse_rate,
+                f"{prefix}single_search_rate": self.single_search_rate,
+                f"{prefix}malformed_per_episode": self.malformed_per_episode,
+                f"{prefix}turns_per_episode": self.turns_per_episode,
+            }
+        )
         return out
 
     def log(self, step: int | None = None, log: logging.Logger = logger) -> None:
@@ -91,10 +104,19 @@ class RewardReport:
         log.info(
             "reward%s n=%d mean=%.3f±%.3f f_beta=%.3f traj_recall=%.3f answer=%.2f p_collapse=%.3f "
             "p_gold_prune=%.3f searches/ep=%.2f prunes/ep=%.2f collapse=%.0f%% malformed/ep=%.2f",
-            "" if step is None else f"[step {step}]", self.n, m.get("total", 0.0), self.reward_std,
-            m.get("f_beta", 0.0), m.get("traj_recall", 0.0), m.get("answer", 0.0), m.get("p_collapse", 0.0),
-            m.get("p_gold_prune", 0.0), self.searches_per_episode, self.prune_calls_per_episode,
-            100 * self.collapse_rate, self.malformed_per_episode,
+            "" if step is None else f"[step {step}]",
+            self.n,
+            m.get("total", 0.0),
+            self.reward_std,
+            m.get("f_beta", 0.0),
+            m.get("traj_recall", 0.0),
+            m.get("answer", 0.0),
+            m.get("p_collapse", 0.0),
+            m.get("p_gold_prune", 0.0),
+            self.searches_per_episode,
+            self.prune_calls_per_episode,
+            100 * self.collapse_rate,
+            self.malformed_per_episode,
         )
 
 

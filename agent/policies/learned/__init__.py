@@ -14,8 +14,16 @@ from sieve.agent.policies.learned.policy import LearnedPolicy, default_checkpoin
 if TYPE_CHECKING:
     from sieve.agent.policies.learned.network import PolicyNetwork, load_checkpoint, save_checkpoint
 
-__all__ = ["Decision", "LearnedConfig", "LearnedPolicy", "NumpyNetwork", "PolicyNetwork", "default_checkpoint",
-           "load_checkpoint", "save_checkpoint"]
+__all__ = [
+    "Decision",
+    "LearnedConfig",
+    "LearnedPolicy",
+    "NumpyNetwork",
+    "PolicyNetwork",
+    "default_checkpoint",
+    "load_checkpoint",
+    "save_checkpoint",
+]
 
 _TORCH = ("PolicyNetwork", "load_checkpoint", "save_checkpoint")
 

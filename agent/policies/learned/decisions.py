@@ -38,12 +38,16 @@ class LearnedConfig:
     mentions_per_chunk: int = field(default=5, metadata={"help": "Mentions of one chunk offered as candidates."})
     max_candidates: int = field(default=32, metadata={"help": "Candidate actions scored per turn."})
     hop_k: int = field(default=3, metadata={"help": "Chunks shown by a search other than the question's own."})
-    prune_margin: int = field(default=5, metadata={
-        "help": "Chunks ranked within k + this margin are never pruned (they may be returned)."})
+    prune_margin: int = field(
+        default=5, metadata={"help": "Chunks ranked within k + this margin are never pruned (they may be returned)."}
+    )
 
     def __post_init__(self) -> None:
-        bad = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) < (0 if f.name ==
-               "prune_margin" else 1)}
+        bad = {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if getattr(self, f.name) < (0 if f.name == "prune_margin" else 1)
+        }
         if bad:
             raise InvalidInput(f"Expected positive LearnedConfig values, got {bad}")
 
@@ -75,13 +79,21 @@ class Decision:
 
 # -- choosing (numpy, at decision time) ------------------------------------------------------------
 
+
 def _log_softmax(x: np.ndarray) -> np.ndarray:
     m = x.max()
     return x - m - np.log(np.exp(x - m).sum())
 
 
-def draw_sequence(scores: np.ndarray, n_draws: int, *, groups: Sequence[int] | None = None, stop_index: int | None = None,
-                  stop_first: bool = True, rng: np.random.Generator | None = None) -> tuple[list[int], list[float]]:
+def draw_sequence(
+    scores: np.ndarray,
+    n_draws: int,
+    *,
+    groups: Sequence[int] | None = None,
+    stop_index: int | None = None,
+    stop_first: bool = True,
+    rng: np.random.Generator | None = None,
+) -> tuple[list[int], list[float]]:
     """Draw up to ``n_draws`` items without replacement (Plackett-Luce), or take the best (``rng=None``).
 
     Drawing ``stop_index`` ends the sequence (it may not come first unless ``stop_first``); after
@@ -134,8 +146,9 @@ def read_checkpoint(folder: str | Path) -> tuple[LearnedConfig, dict[str, Any], 
     folder = Path(folder)
     cfg_path, weights = folder / "config.json", folder / "model.safetensors"
     if not cfg_path.is_file() or not weights.is_file():
-        raise NotFound(f"Expected a learned-policy checkpoint folder with config.json and model.safetensors, "
-                       f"got {str(folder)!r}")
+        raise NotFound(
+            f"Expected a learned-policy checkpoint folder with config.json and model.safetensors, got {str(folder)!r}"
+        )
     try:
         body = json.loads(cfg_path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -144,8 +157,10 @@ def read_checkpoint(folder: str | Path) -> tuple[LearnedConfig, dict[str, Any], 
         raise InvalidInput(f"Expected format {FORMAT!r} in {cfg_path}, got {body.get('format')!r}")
     want = {"chunk": list(CHUNK_FEATURES), "candidate": list(CANDIDATE_FEATURES), "state": list(STATE_FEATURES)}
     if body.get("features") != want:
-        raise InvalidInput(f"Expected a checkpoint of this version's features {want}, got {body.get('features')}; "
-                           "retrain it with `sieve train rl --policy learned`")
+        raise InvalidInput(
+            f"Expected a checkpoint of this version's features {want}, got {body.get('features')}; "
+            "retrain it with `sieve train rl --policy learned`"
+        )
     return LearnedConfig(**body.get("policy", {})), body.get("meta", {}), weights
 
 
@@ -162,8 +177,10 @@ class NumpyNetwork:
             idx = sorted({int(k.split(".")[1]) for k in weights if k.startswith(f"{head}.") and k.endswith(".weight")})
             if not idx:
                 raise InvalidInput(f"Expected weights of the {head!r} head in the checkpoint, got none")
-            self.layers[head] = [(weights[f"{head}.{i}.weight"].T.astype(np.float32),
-                                  weights[f"{head}.{i}.bias"].astype(np.float32)) for i in idx]
+            self.layers[head] = [
+                (weights[f"{head}.{i}.weight"].T.astype(np.float32), weights[f"{head}.{i}.bias"].astype(np.float32))
+                for i in idx
+            ]
 
     @classmethod
     def load(cls, folder: str | Path) -> tuple[NumpyNetwork, LearnedConfig, dict[str, Any]]:
@@ -194,5 +211,15 @@ class NumpyNetwork:
         return self._mlp("rank", items)
 
 
-__all__ = ["FORMAT", "HEADS", "VERSION", "Decision", "DecisionKind", "LearnedConfig", "NumpyNetwork", "draw_bernoulli",
-           "draw_sequence", "read_checkpoint"]
+__all__ = [
+    "FORMAT",
+    "HEADS",
+    "VERSION",
+    "Decision",
+    "DecisionKind",
+    "LearnedConfig",
+    "NumpyNetwork",
+    "draw_bernoulli",
+    "draw_sequence",
+    "read_checkpoint",
+]

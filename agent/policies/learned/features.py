@@ -38,24 +38,74 @@ if TYPE_CHECKING:
 
 KINDS = ("question", "entity", "mention", "bridge", "title", "read")
 CHUNK_FEATURES = (
-    "cos_q", "cos_gap", "cos_rank", "q_rank", "in_q_search", "best_rank", "n_hits", "tool_score", "hscore",
-    "hscore_gap", "hscore_rank", "by_question", "by_entity", "by_bridge", "by_other", "name_match", "parent_cos",
-    "parent_hscore", "title_in_question", "title_entity_match", "mentioned_by", "mentioned_by_n", "has_q_entity",
-    "q_overlap", "turn_found", "lead_chunk",
+    "cos_q",
+    "cos_gap",
+    "cos_rank",
+    "q_rank",
+    "in_q_search",
+    "best_rank",
+    "n_hits",
+    "tool_score",
+    "hscore",
+    "hscore_gap",
+    "hscore_rank",
+    "by_question",
+    "by_entity",
+    "by_bridge",
+    "by_other",
+    "name_match",
+    "parent_cos",
+    "parent_hscore",
+    "title_in_question",
+    "title_entity_match",
+    "mentioned_by",
+    "mentioned_by_n",
+    "has_q_entity",
+    "q_overlap",
+    "turn_found",
+    "lead_chunk",
 )
 CANDIDATE_FEATURES = (
-    *(f"kind_{k}" for k in KINDS), "parent_cos", "parent_hscore", "parent_rank", "parent_q_rank", "order_prior",
-    "relation", "numeric", "n_words", "have_page", "frequency", "entity_match", "q_overlap", "parent_by_bridge",
-    "parent_title_in_question", "early_mention", "in_question",
+    *(f"kind_{k}" for k in KINDS),
+    "parent_cos",
+    "parent_hscore",
+    "parent_rank",
+    "parent_q_rank",
+    "order_prior",
+    "relation",
+    "numeric",
+    "n_words",
+    "have_page",
+    "frequency",
+    "entity_match",
+    "q_overlap",
+    "parent_by_bridge",
+    "parent_title_in_question",
+    "early_mention",
+    "in_question",
 )
 STATE_FEATURES = (
-    "turn", "n_searches", "budget_used", "n_active", "added_top", "new_last", "max_cos", "n_candidates",
-    "first_turn", "last_turn", "n_entities", "top_cos", "empty_last", "hscore_top",
+    "turn",
+    "n_searches",
+    "budget_used",
+    "n_active",
+    "added_top",
+    "new_last",
+    "max_cos",
+    "n_candidates",
+    "first_turn",
+    "last_turn",
+    "n_entities",
+    "top_cos",
+    "empty_last",
+    "hscore_top",
 )
 # Words of a question that carry no content (kept out of overlap features and bridge queries).
-_Q_STOP = frozenset("""a an the of in on at to for from by with and or but is are was were be been being which who whom
+_Q_STOP = frozenset(
+    """a an the of in on at to for from by with and or but is are was were be been being which who whom
 whose what when where why how that this these those did do does has have had it its as than both same also either
-neither not other another more most less least many much any some there their they them he she his her him""".split())
+neither not other another more most less least many much any some there their they them he she his her him""".split()
+)
 _NUMERIC = re.compile(r"^[\d\s.,/-]+$")
 # A chunk that stops mid-sentence was cut by the chunker: its document continues in a next chunk.
 _SENTENCE_END = (".", "!", "?", '"', "”", ")", "'")
@@ -139,8 +189,17 @@ class EpisodeFeatures:
     ``state_vector`` build the inputs of the policy network for the next decisions.
     """
 
-    def __init__(self, question: str, texts: TextCache, *, k: int, max_turns: int, seed_chunks: int,
-                 mentions_per_chunk: int, max_candidates: int) -> None:
+    def __init__(
+        self,
+        question: str,
+        texts: TextCache,
+        *,
+        k: int,
+        max_turns: int,
+        seed_chunks: int,
+        mentions_per_chunk: int,
+        max_candidates: int,
+    ) -> None:
         self.question = question
         self.q_norm = f" {normalise(question)} "
         self.q_words = set(content_words(question))
@@ -192,7 +251,8 @@ class EpisodeFeatures:
                 rec = self.records.get(entry.chunk_id)
                 if rec is None:
                     rec = self.records[entry.chunk_id] = ChunkRecord(
-                        entry=entry, turn=episode.turn, heuristic=Features(cos=entry.relevance))
+                        entry=entry, turn=episode.turn, heuristic=Features(cos=entry.relevance)
+                    )
                     new += 1
                 rec.hits.append((cand.kind, rank))
                 match = name_match(cand.name, entry.chunk.title) if cand.name else 0.0
@@ -237,24 +297,37 @@ class EpisodeFeatures:
             parents = [self.records[p] for p in (rec.parents if rec else []) if p in self.records]
             # Chunks whose text names this chunk's title: this chunk is likely the page they point to.
             padded = f" {title} "
-            by = [hs[j] for j in range(len(entries))
-                  if j != i and padded in texts[j].text] if len(title) >= 4 else []
-            rows.append([
-                e.relevance, e.relevance - cos.max(), 1.0 / (1.0 + cos_rank[i]),
-                1.0 / (1.0 + min(q_ranks) / 4.0) if q_ranks else 0.0, float(bool(q_ranks)),
-                1.0 / (1.0 + min((r for _, r in hits), default=20)), np.log1p(len(hits)), e.score,
-                hs[i], hs[i] - hs.max(), 1.0 / (1.0 + hs_rank[i]),
-                float("question" in kinds), float("entity" in kinds), float(bool(kinds & {"mention", "bridge"})),
-                float(bool(kinds & {"title", "read"})), max(rec.names, default=0.0) if rec else 0.0,
-                max((p.entry.relevance for p in parents), default=0.0),
-                max((self.hscores.get(p.entry.chunk_id, 0.0) for p in parents), default=0.0),
-                float(len(title) >= 4 and f" {title} " in self.q_norm),
-                max((words_match(n, texts[i].title_words) for n in self.q_entity_words), default=0.0),
-                max(by, default=0.0), np.log1p(len(by)),
-                sum(f" {n} " in text for n in q_entities) / max(1, len(q_entities)),
-                _overlap(self.q_words, text), (rec.turn if rec else 0) / max(1, self.max_turns),
-                float(e.chunk.position == 0),
-            ])
+            by = [hs[j] for j in range(len(entries)) if j != i and padded in texts[j].text] if len(title) >= 4 else []
+            rows.append(
+                [
+                    e.relevance,
+                    e.relevance - cos.max(),
+                    1.0 / (1.0 + cos_rank[i]),
+                    1.0 / (1.0 + min(q_ranks) / 4.0) if q_ranks else 0.0,
+                    float(bool(q_ranks)),
+                    1.0 / (1.0 + min((r for _, r in hits), default=20)),
+                    np.log1p(len(hits)),
+                    e.score,
+                    hs[i],
+                    hs[i] - hs.max(),
+                    1.0 / (1.0 + hs_rank[i]),
+                    float("question" in kinds),
+                    float("entity" in kinds),
+                    float(bool(kinds & {"mention", "bridge"})),
+                    float(bool(kinds & {"title", "read"})),
+                    max(rec.names, default=0.0) if rec else 0.0,
+                    max((p.entry.relevance for p in parents), default=0.0),
+                    max((self.hscores.get(p.entry.chunk_id, 0.0) for p in parents), default=0.0),
+                    float(len(title) >= 4 and f" {title} " in self.q_norm),
+                    max((words_match(n, texts[i].title_words) for n in self.q_entity_words), default=0.0),
+                    max(by, default=0.0),
+                    np.log1p(len(by)),
+                    sum(f" {n} " in text for n in q_entities) / max(1, len(q_entities)),
+                    _overlap(self.q_words, text),
+                    (rec.turn if rec else 0) / max(1, self.max_turns),
+                    float(e.chunk.position == 0),
+                ]
+            )
         return np.asarray(rows, dtype=np.float32)
 
     # -- candidates -----------------------------------------------------------------------------
@@ -262,8 +335,9 @@ class EpisodeFeatures:
         """The question's names worth a search on this corpus (the term shares are fixed for an episode: once)."""
         if self._q_names is None:
             found = (searchable(m, self.share) for m in mentions(self.question))
-            self._q_names = list(dict.fromkeys(m.text for m in found
-                                               if m is not None and normalise(m.text) != self.q_norm.strip()))
+            self._q_names = list(
+                dict.fromkeys(m.text for m in found if m is not None and normalise(m.text) != self.q_norm.strip())
+            )
         return self._q_names
 
     def candidates(self, active: list[ChunkEntry]) -> list[Candidate]:
@@ -288,16 +362,24 @@ class EpisodeFeatures:
             cleaned = [c for c in (searchable(m, self.share) for m in found) if c is not None]
             fresh = _fresh_mentions(cleaned, title, self.q_norm)
             for order, m in enumerate(fresh[: self.mentions_per_chunk]):
-                relation = any(w.lower()[:5] in {q[:5] for q in self.q_words if len(q) > 3}
-                               for w in m.context.split()[-3:])
+                relation = any(
+                    w.lower()[:5] in {q[:5] for q in self.q_words if len(q) > 3} for w in m.context.split()[-3:]
+                )
                 base = Candidate("mention", m.text, m.text, e.chunk_id, order, relation, m.start < 150)
                 prior = parent_score * order_prior(base, self.h)
                 add(prior, base)
-                rest = [w for w in content_words(self.question) if w not in set(title.split())
-                        and w not in set(normalise(m.text).split())][:4]
+                rest = [
+                    w
+                    for w in content_words(self.question)
+                    if w not in set(title.split()) and w not in set(normalise(m.text).split())
+                ][:4]
                 if rest:
-                    add(prior * 0.9, Candidate("bridge", f"{m.text} {' '.join(rest)}", m.text, e.chunk_id, order,
-                                               relation, m.start < 150))
+                    add(
+                        prior * 0.9,
+                        Candidate(
+                            "bridge", f"{m.text} {' '.join(rest)}", m.text, e.chunk_id, order, relation, m.start < 150
+                        ),
+                    )
             if len(title) >= 4 and f" {title} " not in self.q_norm:
                 add(parent_score * 0.5, Candidate("title", e.chunk.title, e.chunk.title, e.chunk_id))
             if e.chunk.position > 0 or not e.chunk.text.rstrip().endswith(_SENTENCE_END):
@@ -321,21 +403,27 @@ class EpisodeFeatures:
             ptitle = self.texts.get(parent.entry).title if parent else ""
             q_ranks = [r for kind, r in (parent.hits if parent else []) if kind == "question"]
             kind = [float(c.kind == k) for k in KINDS]
-            rows.append([
-                *kind, parent.entry.relevance if parent else 0.0,
-                self.hscores.get(c.parent, 0.0) if c.parent else 0.0,
-                1.0 / (1.0 + rank_of[c.parent]) if c.parent in rank_of else 0.0,
-                1.0 / (1.0 + min(q_ranks) / 4.0) if q_ranks else 0.0,
-                order_prior(c, self.h) if c.parent else 1.0, float(c.relation),
-                float(bool(_NUMERIC.match(c.name))) if c.name else 0.0, len(c.text.split()) / 5.0,
-                max((words_match(words, t.title_words) for t in texts), default=0.0) if name else 0.0,
-                np.log1p(sum(f" {name} " in t.text for t in texts)) if name else 0.0,
-                max((words_match(words, n) for n in self.q_entity_words), default=0.0) if name else 0.0,
-                _overlap(self.q_words, f" {normalise(c.text)} "),
-                float(bool(parent and any(k in ("mention", "bridge") for k, _ in parent.hits))),
-                float(bool(parent and len(ptitle) >= 4 and f" {ptitle} " in self.q_norm)),
-                float(c.early), float(bool(name) and f" {name} " in self.q_norm),
-            ])
+            rows.append(
+                [
+                    *kind,
+                    parent.entry.relevance if parent else 0.0,
+                    self.hscores.get(c.parent, 0.0) if c.parent else 0.0,
+                    1.0 / (1.0 + rank_of[c.parent]) if c.parent in rank_of else 0.0,
+                    1.0 / (1.0 + min(q_ranks) / 4.0) if q_ranks else 0.0,
+                    order_prior(c, self.h) if c.parent else 1.0,
+                    float(c.relation),
+                    float(bool(_NUMERIC.match(c.name))) if c.name else 0.0,
+                    len(c.text.split()) / 5.0,
+                    max((words_match(words, t.title_words) for t in texts), default=0.0) if name else 0.0,
+                    np.log1p(sum(f" {name} " in t.text for t in texts)) if name else 0.0,
+                    max((words_match(words, n) for n in self.q_entity_words), default=0.0) if name else 0.0,
+                    _overlap(self.q_words, f" {normalise(c.text)} "),
+                    float(bool(parent and any(k in ("mention", "bridge") for k, _ in parent.hits))),
+                    float(bool(parent and len(ptitle) >= 4 and f" {ptitle} " in self.q_norm)),
+                    float(c.early),
+                    float(bool(name) and f" {name} " in self.q_norm),
+                ]
+            )
         return np.asarray(rows, dtype=np.float32)
 
     # -- state ----------------------------------------------------------------------------------
@@ -344,13 +432,25 @@ class EpisodeFeatures:
         cos = sorted((e.relevance for e in active), reverse=True)
         used_share = used / max(1, episode.config.budget_tokens)
         top = self.top_ids(1)
-        return np.asarray([
-            episode.turn / max(1, self.max_turns), self.n_searches / 10.0, used_share, len(active) / 50.0,
-            self.added_top / max(1, self.k), self.new_last / 20.0, cos[0] if cos else 0.0, n_candidates / 40.0,
-            float(episode.turn == 0), float(episode.turn >= self.max_turns - 1), len(self.q_entities) / 4.0,
-            float(np.mean(cos[: self.k])) if cos else 0.0, self.empty_last,
-            self.hscores.get(top[0], 0.0) if top else 0.0,
-        ], dtype=np.float32)
+        return np.asarray(
+            [
+                episode.turn / max(1, self.max_turns),
+                self.n_searches / 10.0,
+                used_share,
+                len(active) / 50.0,
+                self.added_top / max(1, self.k),
+                self.new_last / 20.0,
+                cos[0] if cos else 0.0,
+                n_candidates / 40.0,
+                float(episode.turn == 0),
+                float(episode.turn >= self.max_turns - 1),
+                len(self.q_entities) / 4.0,
+                float(np.mean(cos[: self.k])) if cos else 0.0,
+                self.empty_last,
+                self.hscores.get(top[0], 0.0) if top else 0.0,
+            ],
+            dtype=np.float32,
+        )
 
 
 def order_prior(cand: Candidate, h: HeuristicConfig) -> float:
@@ -386,5 +486,16 @@ def _ranks(values: np.ndarray) -> np.ndarray:
     return ranks
 
 
-__all__ = ["CANDIDATE_FEATURES", "CHUNK_FEATURES", "KINDS", "STATE_FEATURES", "Candidate", "ChunkRecord", "ChunkText",
-           "EpisodeFeatures", "TextCache", "content_words", "order_prior"]
+__all__ = [
+    "CANDIDATE_FEATURES",
+    "CHUNK_FEATURES",
+    "KINDS",
+    "STATE_FEATURES",
+    "Candidate",
+    "ChunkRecord",
+    "ChunkText",
+    "EpisodeFeatures",
+    "TextCache",
+    "content_words",
+    "order_prior",
+]

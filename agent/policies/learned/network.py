@@ -26,10 +26,16 @@ import torch
 from torch import nn
 
 from sieve.agent.policies.learned.decisions import (
-    FORMAT, VERSION, Decision, DecisionKind, LearnedConfig, draw_bernoulli, draw_sequence, read_checkpoint,
+    FORMAT,
+    VERSION,
+    Decision,
+    DecisionKind,
+    LearnedConfig,
+    draw_bernoulli,
+    draw_sequence,
+    read_checkpoint,
 )
 from sieve.agent.policies.learned.features import CANDIDATE_FEATURES, CHUNK_FEATURES, STATE_FEATURES
-
 
 
 def _mlp(n_in: int, hidden: int) -> nn.Sequential:
@@ -39,8 +45,13 @@ def _mlp(n_in: int, hidden: int) -> nn.Sequential:
 class PolicyNetwork(nn.Module):
     """The four heads. Inputs are the feature vectors of :mod:`~sieve.agent.policies.learned.features`."""
 
-    def __init__(self, hidden: int = 64, n_chunk: int = len(CHUNK_FEATURES), n_cand: int = len(CANDIDATE_FEATURES),
-                 n_state: int = len(STATE_FEATURES)) -> None:
+    def __init__(
+        self,
+        hidden: int = 64,
+        n_chunk: int = len(CHUNK_FEATURES),
+        n_cand: int = len(CANDIDATE_FEATURES),
+        n_state: int = len(STATE_FEATURES),
+    ) -> None:
         super().__init__()
         self.select = _mlp(n_cand + n_state, hidden)
         self.end = _mlp(n_state, hidden)
@@ -67,6 +78,7 @@ class PolicyNetwork(nn.Module):
 
 
 # -- re-scoring (torch, batched) --------------------------------------------------------------------
+
 
 @dataclass
 class KindBatch:
@@ -121,11 +133,17 @@ def _collate_kind(decisions: list[Decision], kind: DecisionKind) -> KindBatch | 
             avail[i, s] = row
             g = groups[p]
             live &= np.array([gg != g for gg in groups] + [True] * (n - len(groups)))
-    return KindBatch(items=torch.from_numpy(items), state=torch.from_numpy(np.stack([d.state for d in ds])),
-                     valid=torch.from_numpy(valid), picks=torch.from_numpy(picks),
-                     step_mask=torch.from_numpy(step_mask), avail=None if avail is None else torch.from_numpy(avail),
-                     old_logp=torch.from_numpy(old), episode=torch.tensor([d.episode for d in ds], dtype=torch.long),
-                     temperature=torch.tensor([d.temperature for d in ds], dtype=torch.float32))
+    return KindBatch(
+        items=torch.from_numpy(items),
+        state=torch.from_numpy(np.stack([d.state for d in ds])),
+        valid=torch.from_numpy(valid),
+        picks=torch.from_numpy(picks),
+        step_mask=torch.from_numpy(step_mask),
+        avail=None if avail is None else torch.from_numpy(avail),
+        old_logp=torch.from_numpy(old),
+        episode=torch.tensor([d.episode for d in ds], dtype=torch.long),
+        temperature=torch.tensor([d.temperature for d in ds], dtype=torch.float32),
+    )
 
 
 def collate(decisions: list[Decision]) -> dict[str, KindBatch]:
@@ -179,7 +197,10 @@ def score_decisions(net: PolicyNetwork, decisions: list[Decision]) -> dict[str, 
 
 # -- checkpoints ------------------------------------------------------------------------------------
 
-def save_checkpoint(folder: str | Path, net: PolicyNetwork, config: LearnedConfig, meta: dict[str, Any] | None = None) -> Path:
+
+def save_checkpoint(
+    folder: str | Path, net: PolicyNetwork, config: LearnedConfig, meta: dict[str, Any] | None = None
+) -> Path:
     """Write ``model.safetensors`` + ``config.json`` into ``folder`` (atomically per file)."""
     from safetensors.torch import save_file
 
@@ -188,10 +209,18 @@ def save_checkpoint(folder: str | Path, net: PolicyNetwork, config: LearnedConfi
     tmp = folder / "model.safetensors.tmp"
     save_file({k: v.detach().contiguous() for k, v in net.state_dict().items()}, str(tmp))
     tmp.replace(folder / "model.safetensors")
-    body = {"format": FORMAT, "version": VERSION, "policy": asdict(config),
-            "features": {"chunk": list(CHUNK_FEATURES), "candidate": list(CANDIDATE_FEATURES),
-                         "state": list(STATE_FEATURES)},
-            "n_parameters": net.n_parameters(), "meta": meta or {}}
+    body = {
+        "format": FORMAT,
+        "version": VERSION,
+        "policy": asdict(config),
+        "features": {
+            "chunk": list(CHUNK_FEATURES),
+            "candidate": list(CANDIDATE_FEATURES),
+            "state": list(STATE_FEATURES),
+        },
+        "n_parameters": net.n_parameters(),
+        "meta": meta or {},
+    }
     tmp_json = folder / "config.json.tmp"
     tmp_json.write_text(json.dumps(body, indent=2, default=str), encoding="utf-8")
     tmp_json.replace(folder / "config.json")
@@ -216,5 +245,20 @@ def load_checkpoint(folder: str | Path) -> tuple[PolicyNetwork, LearnedConfig, d
     return net, config, meta
 
 
-__all__ = ["FORMAT", "VERSION", "Decision", "DecisionKind", "KindBatch", "LearnedConfig", "PolicyNetwork", "Scored", "collate",
-           "draw_bernoulli", "draw_sequence", "load_checkpoint", "save_checkpoint", "score_batch", "score_decisions"]
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "Decision",
+    "DecisionKind",
+    "KindBatch",
+    "LearnedConfig",
+    "PolicyNetwork",
+    "Scored",
+    "collate",
+    "draw_bernoulli",
+    "draw_sequence",
+    "load_checkpoint",
+    "save_checkpoint",
+    "score_batch",
+    "score_decisions",
+]

@@ -26,7 +26,11 @@ from sieve.agent.backends.base import ParsedToolCall
 from sieve.agent.policies.base import PolicyStep, render_calls
 from sieve.agent.policies.learned.features import EpisodeFeatures, TextCache
 from sieve.agent.policies.learned.decisions import (
-    Decision, LearnedConfig, NumpyNetwork, draw_bernoulli, draw_sequence,
+    Decision,
+    LearnedConfig,
+    NumpyNetwork,
+    draw_bernoulli,
+    draw_sequence,
 )
 from sieve.errors import InvalidInput
 from sieve.pruning.budget import TokenBudget
@@ -64,9 +68,18 @@ class LearnedPolicy:
 
     name = "learned"
 
-    def __init__(self, net: PolicyNetwork | NumpyNetwork, config: LearnedConfig | None = None, *, sample: bool = False,
-                 record: bool = False, temperature: float = 1.0, path: Path | None = None,
-                 meta: dict[str, Any] | None = None, prefetch: Callable[[list[str]], Any] | None = None) -> None:
+    def __init__(
+        self,
+        net: PolicyNetwork | NumpyNetwork,
+        config: LearnedConfig | None = None,
+        *,
+        sample: bool = False,
+        record: bool = False,
+        temperature: float = 1.0,
+        path: Path | None = None,
+        meta: dict[str, Any] | None = None,
+        prefetch: Callable[[list[str]], Any] | None = None,
+    ) -> None:
         if temperature <= 0:
             raise InvalidInput(f"Expected a sampling temperature > 0, got {temperature}")
         self.net = net
@@ -85,8 +98,9 @@ class LearnedPolicy:
         self._lock = Lock()
 
     @classmethod
-    def load(cls, path: str | Path | None = None, *, sample: bool = False, record: bool = False,
-             temperature: float = 1.0) -> LearnedPolicy:
+    def load(
+        cls, path: str | Path | None = None, *, sample: bool = False, record: bool = False, temperature: float = 1.0
+    ) -> LearnedPolicy:
         """The policy saved in ``path`` (a checkpoint folder; ``None``: the shipped default)."""
         folder = Path(path) if path is not None else default_checkpoint()
         if sample or record:  # training: the torch network, whose decisions can be re-scored with gradients
@@ -154,8 +168,12 @@ class _Session:
         self.rng = np.random.default_rng(episode.seed) if policy.sample else None
         self.temp = policy.temperature if policy.sample else 1.0
         self.f = EpisodeFeatures(
-            episode.question, policy.texts, k=episode.config.k, max_turns=cfg.max_search_turns,
-            seed_chunks=cfg.seed_chunks, mentions_per_chunk=cfg.mentions_per_chunk,
+            episode.question,
+            policy.texts,
+            k=episode.config.k,
+            max_turns=cfg.max_search_turns,
+            seed_chunks=cfg.seed_chunks,
+            mentions_per_chunk=cfg.mentions_per_chunk,
             max_candidates=cfg.max_candidates,
         )
         self.f.share = episode.term_share
@@ -170,8 +188,12 @@ class _Session:
         active = episode.context.active()
         pruned = self._prune(episode, active, summary) if episode.turn > 0 else []
         if pruned:
-            calls.append(ParsedToolCall(name="prune", arguments={"ids": [e.handle for e in pruned],
-                                                                 "reason": "cannot make the evidence set"}))
+            calls.append(
+                ParsedToolCall(
+                    name="prune",
+                    arguments={"ids": [e.handle for e in pruned], "reason": "cannot make the evidence set"},
+                )
+            )
             gone = {e.handle for e in pruned}
             active = [e for e in active if e.handle not in gone]
         used = episode.context.tokens() - sum(e.tokens for e in pruned)
@@ -189,8 +211,11 @@ class _Session:
         else:
             calls.append(ParsedToolCall(name="finish", arguments={"ids": self._rank(episode, active, summary)}))
             stop = "finished"
-        return PolicyStep(tool_calls=calls, completion=render_calls(calls),
-                          meta={"stop_reason": stop, "decisions": summary} if stop else {"decisions": summary})
+        return PolicyStep(
+            tool_calls=calls,
+            completion=render_calls(calls),
+            meta={"stop_reason": stop, "decisions": summary} if stop else {"decisions": summary},
+        )
 
     # -- decisions ------------------------------------------------------------------------------
     def _record(self, decision: Decision, summary: list[dict[str, Any]], **info: Any) -> None:
@@ -216,8 +241,9 @@ class _Session:
         self._record(Decision("prune", items, state, acts, logps), summary, pruned=[e.chunk_id for e in out])
         return out
 
-    def _choose(self, episode: Episode, active: list[ChunkEntry], used: int,
-                summary: list[dict[str, Any]]) -> list[Candidate]:
+    def _choose(
+        self, episode: Episode, active: list[ChunkEntry], used: int, summary: list[dict[str, Any]]
+    ) -> list[Candidate]:
         """This turn's searches/reads, or [] to finish."""
         last = episode.turn >= min(self.cfg.max_search_turns, episode.config.max_turns - 1)
         room = self._room(episode, active, used)
@@ -235,8 +261,12 @@ class _Session:
         scores = self.p._select(items, state) / self.temp
         picks, logps = draw_sequence(scores, room, stop_index=0, stop_first=episode.turn > 0, rng=self.rng)
         chosen = [cands[p - 1] for p in picks if p != 0]
-        self._record(Decision("select", items, state, picks, logps, end_first=episode.turn > 0), summary,
-                     chosen=[f"{c.kind}:{c.text}" for c in chosen], finish=not chosen)
+        self._record(
+            Decision("select", items, state, picks, logps, end_first=episode.turn > 0),
+            summary,
+            chosen=[f"{c.kind}:{c.text}" for c in chosen],
+            finish=not chosen,
+        )
         return chosen
 
     def _room(self, episode: Episode, active: list[ChunkEntry], used: int) -> int:
@@ -260,8 +290,11 @@ class _Session:
         doc_ids = list(dict.fromkeys(e.doc_id for e in active))
         groups = [doc_ids.index(e.doc_id) for e in active]
         picks, logps = draw_sequence(scores, min(k, len(doc_ids)), groups=groups, rng=self.rng)
-        self._record(Decision("rank", x, np.zeros(0, dtype=np.float32), picks, logps, groups=groups), summary,
-                     returned=[active[i].chunk_id for i in picks])
+        self._record(
+            Decision("rank", x, np.zeros(0, dtype=np.float32), picks, logps, groups=groups),
+            summary,
+            returned=[active[i].chunk_id for i in picks],
+        )
         rest = [int(i) for i in np.argsort(-scores, kind="stable") if int(i) not in set(picks)]
         return [active[i].handle for i in picks + rest][:k]
 

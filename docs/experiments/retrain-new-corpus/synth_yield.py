@@ -30,9 +30,14 @@ def corpus_yield(path: str) -> dict[str, object]:
         subject = read_subject(c.title, c.text)
         with_facts += bool(subject.facts)
         kinds.update(fact.kind for fact in subject.facts)
-    return {"corpus": path, "documents": len(docs), "matchable_titles": len(view.titles),
-            "passages_mentioning_a_title": sum(1 for c in chunks if view.title_mentions(c)),
-            "leads_with_a_fact": with_facts, "fact_kinds": dict(kinds.most_common(6))}
+    return {
+        "corpus": path,
+        "documents": len(docs),
+        "matchable_titles": len(view.titles),
+        "passages_mentioning_a_title": sum(1 for c in chunks if view.title_mentions(c)),
+        "leads_with_a_fact": with_facts,
+        "fact_kinds": dict(kinds.most_common(6)),
+    }
 
 
 if __name__ == "__main__":

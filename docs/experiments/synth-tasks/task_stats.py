@@ -25,12 +25,17 @@ def stats(folder: Path) -> dict[str, object]:
             texts[str(row["id"])] = row["text"]
     tasks = [json.loads(line) for line in (folder / "tasks.jsonl").open(encoding="utf-8") if line.strip()]
     quoted = [quoted_content_words(t["question"], [texts[g] for g in t["gold_ids"] if g in texts]) for t in tasks]
-    kinds = Counter(str((t.get("meta") or {}).get("kind") or (t.get("meta") or {}).get("type") or "?").split(":")[0]
-                    for t in tasks)
-    return {"tasks": len(tasks), "quoted_mean": round(statistics.mean(quoted), 2), "quoted_max": max(quoted),
-            "quoted_over_4": round(sum(q > 4 for q in quoted) / len(tasks), 3),
-            "question_words": round(statistics.mean(len(t["question"].split()) for t in tasks), 1),
-            "kinds": dict(kinds.most_common())}
+    kinds = Counter(
+        str((t.get("meta") or {}).get("kind") or (t.get("meta") or {}).get("type") or "?").split(":")[0] for t in tasks
+    )
+    return {
+        "tasks": len(tasks),
+        "quoted_mean": round(statistics.mean(quoted), 2),
+        "quoted_max": max(quoted),
+        "quoted_over_4": round(sum(q > 4 for q in quoted) / len(tasks), 3),
+        "question_words": round(statistics.mean(len(t["question"].split()) for t in tasks), 1),
+        "kinds": dict(kinds.most_common()),
+    }
 
 
 if __name__ == "__main__":
