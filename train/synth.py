@@ -38,12 +38,13 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from sieve.errors import EmptyCorpus, InvalidInput
+from sieve.errors import InvalidInput
 from sieve.train.rewards.metrics import contains_answer, normalize_answer
 from sieve.train.synth_facts import clean_title, quoted_content_words
 from sieve.train.synth_claims import ClaimWriter, single_shot_recall, synthesize_claims
 from sieve.train.synth_generators import Draft, Link, LLMWriter, QuestionWriter, TemplateWriter
 from sieve.train.synth_pairs import ComparisonPairs, compared_chunks, gold_chunks, verify_comparison
+from sieve.train.task_io import all_chunks, read_written_tasks
 from sieve.train.synth_writers import WRITERS, Writer, WriterOptions, build_writer, writer_help
 
 if TYPE_CHECKING:
@@ -172,14 +173,7 @@ class CorpusView:
 
     @classmethod
     def load(cls, index: CorpusIndex, **kwargs: Any) -> CorpusView:
-        docs = index.documents()
-        if not docs:
-            raise EmptyCorpus(f"Expected an indexed collection, got {index.name!r} with no chunks")
-        ids = [f"{d}#{i}" for d, n in sorted(docs.items()) for i in range(n)]
-        chunks: list[Chunk] = []
-        for i in range(0, len(ids), 1000):
-            chunks.extend(index.get_chunks(ids[i : i + 1000]))
-        return cls(chunks, **kwargs)
+        return cls(all_chunks(index), **kwargs)
 
     def title_mentions(self, chunk: Chunk) -> list[tuple[str, int, int, str]]:
         """(doc_id, start, end, mention) of other documents' titles occurring in ``chunk.text``; longest first."""
@@ -294,30 +288,6 @@ def make_task(draft: Draft, link: Link, facts: dict[str, Any], cfg: SynthConfig,
             "source": "sieve train synth",
         },
     }
-
-
-def read_written_tasks(path: Path) -> dict[str, dict[str, Any]]:
-    """Tasks this writer already wrote to ``path``, by id (missing file: none); a torn last line is ignored.
-
-    Lenient on purpose, unlike :func:`sieve.eval.data.read_tasks`: it reads back a file that an
-    interrupted run may have left half-written, to resume it.
-    """
-    tasks: dict[str, dict[str, Any]] = {}
-    if not path.exists():
-        return tasks
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            try:
-                row = json.loads(line)
-                tasks[row["id"]] = row
-            except (json.JSONDecodeError, KeyError, TypeError):
-                continue
-    return tasks
-
-
-def read_task_ids(path: Path) -> set[str]:
-    """Ids already in a tasks file."""
-    return set(read_written_tasks(path))
 
 
 def make_writer(
@@ -611,8 +581,6 @@ __all__ = [
     "make_task",
     "make_writer",
     "no_tasks_message",
-    "read_task_ids",
-    "read_written_tasks",
     "synthesize",
     "task_id",
     "verify",

@@ -39,8 +39,9 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from sieve.errors import EmptyCorpus, InvalidInput
+from sieve.errors import InvalidInput
 from sieve.retriever.bm25 import tokenize
+from sieve.train.task_io import all_chunks, read_task_ids
 from sieve.train.synth_facts import STOPWORDS, clean_title, quoted_content_words
 
 if TYPE_CHECKING:
@@ -411,17 +412,6 @@ def _pairs(ps: list[Phrase]) -> list[tuple[Phrase, Phrase]]:
     return [(a, b) for i, a in enumerate(head) for b in head[i + 1 :] if not set(a.tokens) & set(b.tokens)]
 
 
-def load_chunks(index: CorpusIndex) -> list[Chunk]:
-    docs = index.documents()
-    if not docs:
-        raise EmptyCorpus(f"Expected an indexed collection, got {index.name!r} with no chunks")
-    ids = [f"{d}#{i}" for d, n in sorted(docs.items()) for i in range(n)]
-    chunks: list[Chunk] = []
-    for i in range(0, len(ids), 1000):
-        chunks.extend(index.get_chunks(ids[i : i + 1000]))
-    return chunks
-
-
 def synthesize_hard(index: CorpusIndex, out: str | Path, cfg: HardConfig, *, progress: bool = True) -> HardRun:
     """Append up to ``cfg.n`` verified hard tasks to ``out`` (ids already there count and are skipped).
 
@@ -432,12 +422,12 @@ def synthesize_hard(index: CorpusIndex, out: str | Path, cfg: HardConfig, *, pro
     t0 = time.perf_counter()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    existing = _read_ids(out)
+    existing = read_task_ids(out)
     run = HardRun()
     need = cfg.n - len(existing)
     if need <= 0:
         return run
-    chunks = load_chunks(index)
+    chunks = all_chunks(index)
     writer = _Writer(index, chunks, cfg, run)
     order = list(chunks)
     random.Random(cfg.seed).shuffle(order)
@@ -476,17 +466,6 @@ def synthesize_hard(index: CorpusIndex, out: str | Path, cfg: HardConfig, *, pro
             dict(run.rejected),
         )
     return run
-
-
-def _read_ids(path: Path) -> set[str]:
-    ids: set[str] = set()
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                ids.add(json.loads(line)["id"])
-            except (ValueError, KeyError, TypeError):
-                continue  # a torn last line of an interrupted run
-    return ids
 
 
 __all__ = [

@@ -8,7 +8,8 @@ import pytest
 
 from sieve.retriever.types import Chunk
 from sieve.train.rewards.metrics import contains_answer, normalize_answer
-from sieve.train.synth import CorpusView, SynthConfig, read_task_ids, synthesize
+from sieve.train.synth import CorpusView, SynthConfig, synthesize
+from sieve.train.task_io import read_task_ids
 from sieve.train.synth_facts import clean_title, find_role, first_description, quoted_content_words, read_subject
 from sieve.train.synth_generators import Draft, Link, TemplateWriter
 
