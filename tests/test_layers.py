@@ -211,3 +211,27 @@ def test_only_the_retriever_imports_chromadb() -> None:
         m for m, ts in graph(module_level=False).items() if "ext:chromadb" in ts and not m.startswith("sieve.retriever")
     )
     assert bad == []
+
+
+EVAL_LIBRARY = ("sieve.eval.data", "sieve.eval.metrics")
+
+
+def test_eval_data_and_metrics_are_a_library_below_training() -> None:
+    """eval's sets and metrics import only the retriever and errors; train/ and the benchmarks use only them.
+
+    And the package ``sieve.eval`` loads nothing when imported (its names are lazy), so the library's
+    users never load the runner, its systems or the agent through it.
+    """
+    edges = graph(module_level=False)
+    allowed = ("sieve.errors", "sieve.retriever", *EVAL_LIBRARY)
+    library = {
+        m: sorted(t for t in edges[m] if t.startswith("sieve") and not _under(t, *allowed)) for m in EVAL_LIBRARY
+    }
+    assert not {m: ts for m, ts in library.items() if ts}
+    users = {
+        m: sorted(t for t in ts if _under(t, "sieve.eval") and t not in EVAL_LIBRARY)
+        for m, ts in edges.items()
+        if _under(m, "sieve.train", "sieve.benchmarks")
+    }
+    assert not {m: ts for m, ts in users.items() if ts}
+    assert not [t for t in graph(module_level=True)["sieve.eval"] if t.startswith("sieve")]
