@@ -21,6 +21,9 @@ from sieve.cli.commands._common import (
     settings_from,
 )
 from sieve.train.config import EpisodeConfig
+from sieve.train.learned.config import DEFAULT_UPDATES, LearnedRLConfig
+from sieve.train.llm.rl import DEFAULT_STEPS, RLConfig
+from sieve.train.rewards.config import RewardConfig
 from sieve.train.pipeline import GENERATORS, PipelineConfig
 from sieve.train.synth_writers import WRITERS, writer_help
 
@@ -43,6 +46,17 @@ def _check_choice(value: str, valid: tuple[str, ...], flag: str) -> str:
 
 def _field(config: type, name: str) -> Any:
     return next(f for f in fields(config) if f.name == name)
+
+
+def _per_route(name: str) -> str:
+    """Both routes' defaults of one knob, read from their configs: ``learned: 4; llm: 2``."""
+    return f"learned: {getattr(LearnedRLConfig, name)}; llm: {getattr(RLConfig, name)}"
+
+
+def _llm_option(name: str, flag: str) -> Any:
+    """A flag of the LLM route only, with ``RLConfig.<name>``'s default and help."""
+    field = _field(RLConfig, name)
+    return typer.Option(field.default, flag, help="llm: " + field.metadata["help"])
 
 
 def _episode_option(name: str) -> Any:
@@ -115,8 +129,6 @@ def _given(**kwargs: Any) -> dict[str, Any]:
 
 
 def _reward_config(collapse_penalty: float | None) -> Any:
-    from sieve.train.rewards import RewardConfig
-
     return RewardConfig() if collapse_penalty is None else RewardConfig(collapse=collapse_penalty)
 
 
@@ -351,7 +363,9 @@ def register(app: typer.Typer) -> None:
             Path("runs/rl"), "--out", help="Run folder (checkpoint in OUT/model; a rerun resumes)."
         ),
         minutes: Optional[float] = _minutes_option("the run (learned: set-up, screen and checks included)"),
-        steps: Optional[int] = _steps_option("updates (unset: learned 200, llm 100; no cap with --minutes)"),
+        steps: Optional[int] = _steps_option(
+            f"updates (unset: learned {DEFAULT_UPDATES}, llm {DEFAULT_STEPS}; no cap with --minutes)"
+        ),
         n: Optional[int] = _n_option("Use only the first N tasks."),
         seed: int = typer.Option(0, "--seed", help="Seed (task order, sampling, network init)."),
         init: str = typer.Option(
@@ -362,36 +376,37 @@ def register(app: typer.Typer) -> None:
             "folder; llm: 'default' (SmolLM2-135M) or an HF folder (e.g. runs/sft/model).",
         ),
         epochs: Optional[int] = typer.Option(
-            None, "--epochs", help="learned: optimiser steps per batch of rollouts (default 4)."
+            None, "--epochs", help=f"learned: optimiser steps per batch of rollouts (default {LearnedRLConfig.epochs})."
         ),
         heldout_tasks: Optional[Path] = typer.Option(
             None,
             "--heldout-tasks",
-            help="learned: tasks for the greedy held-apart checks (default: 15% of --tasks, not trained on).",
+            help=f"learned: tasks for the greedy held-apart checks (default: {LearnedRLConfig.holdout:.0%} of --tasks, "
+            "not trained on).",
         ),
         collapse_penalty: Optional[float] = typer.Option(
-            None, "--collapse-penalty", help="Single-search collapse penalty (default 0.5)."
+            None, "--collapse-penalty", help=f"Single-search collapse penalty (default {RewardConfig.collapse})."
         ),
         questions_per_step: Optional[int] = typer.Option(
-            None, "--questions", help="Tasks per update (learned: 4; llm: 2; Context-1: 128)."
+            None, "--questions", help=f"Tasks per update ({_per_route('questions_per_step')}; Context-1: 128)."
         ),
         num_generations: Optional[int] = typer.Option(
-            None, "--num-generations", help="Rollouts per task, the GRPO group (learned: 8; llm: 4; Context-1: 8)."
+            None, "--num-generations", help=f"Rollouts per task, the GRPO group ({_per_route('group')}; Context-1: 8)."
         ),
-        loss_type: str = typer.Option("cispo", "--loss-type", help="llm: cispo | grpo | dapo | dr_grpo | bnpo | ..."),
-        beta: float = typer.Option(0.0, "--beta", help="llm: KL coefficient towards the start policy."),
-        lr: Optional[float] = typer.Option(None, "--lr", help="Learning rate (learned: 1e-3; llm: 1e-6)."),
+        loss_type: str = _llm_option("loss_type", "--loss-type"),
+        beta: float = _llm_option("beta", "--beta"),
+        lr: Optional[float] = typer.Option(None, "--lr", help=f"Learning rate ({_per_route('lr')})."),
         budget_tokens: int = BudgetTokensOpt,
         max_turns: int = MaxTurnsOpt,
         max_new_tokens: int = MaxNewTokensOpt,
         search_k: int = SearchKOpt,
         search_tokens: int = SearchTokensOpt,
-        lora: bool = typer.Option(False, "--lora", help="Train a LoRA adapter (peft), merged on save."),
-        bf16: bool = typer.Option(False, "--bf16", help="bfloat16 autocast."),
-        micro_batches: int = typer.Option(1, "--micro-batches", help="Split each step's segments (memory)."),
-        vllm_url: Optional[str] = typer.Option(None, "--vllm-server-url", help="server mode: http://host:8000."),
-        use_vllm: bool = typer.Option(False, "--use-vllm", help="Generate with vLLM (GPU); see train/llm/configs/."),
-        vllm_mode: str = typer.Option("colocate", "--vllm-mode", help="colocate | server."),
+        lora: bool = _llm_option("lora", "--lora"),
+        bf16: bool = _llm_option("bf16", "--bf16"),
+        micro_batches: int = _llm_option("micro_batches", "--micro-batches"),
+        vllm_url: Optional[str] = _llm_option("vllm_server_base_url", "--vllm-server-url"),
+        use_vllm: bool = _llm_option("use_vllm", "--use-vllm"),
+        vllm_mode: str = _llm_option("vllm_mode", "--vllm-mode"),
         data_dir: Optional[Path] = DataDirOpt,
         chroma_url: Optional[str] = ChromaUrlOpt,
         embedder: Optional[str] = EmbedderOpt,
@@ -484,7 +499,10 @@ def register(app: typer.Typer) -> None:
         minutes: Optional[float] = _minutes_option(
             "the whole run (learned: training gets what indexing, synthesis and the checks leave)"
         ),
-        steps: Optional[int] = _steps_option("GRPO updates (unset: learned 200, --llm 10; no cap with --minutes)"),
+        steps: Optional[int] = _steps_option(
+            f"GRPO updates (unset: learned {DEFAULT_UPDATES}, --llm {_field(PipelineConfig, 'llm_steps').default}; "
+            "no cap with --minutes)"
+        ),
         init: str = typer.Option(
             "default",
             "--init",

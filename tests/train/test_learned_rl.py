@@ -13,7 +13,8 @@ from sieve.agent.policies.learned import LearnedConfig, LearnedPolicy, PolicyNet
 from sieve.cli.main import app
 from sieve.train.learned import CachedIndex
 from sieve.train.learned.grpo import ppo_loss, run_group, update
-from sieve.train.learned.imitation import ImitationConfig, heuristic_label, imitation_loss
+from sieve.train.learned.config import ImitationConfig
+from sieve.train.learned.imitation import heuristic_label, imitation_loss
 from sieve.train.rewards import RewardConfig
 
 

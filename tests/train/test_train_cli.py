@@ -298,7 +298,7 @@ def test_one_vocabulary_of_flags():
 
 
 def test_step_caps_never_cut_a_time_budget_short():
-    from sieve.train.learned.trainer import DEFAULT_UPDATES, LearnedRLConfig
+    from sieve.train.learned.config import DEFAULT_UPDATES, LearnedRLConfig
     from sieve.train.llm.rl import DEFAULT_STEPS, RLConfig
 
     assert LearnedRLConfig().step_cap == DEFAULT_UPDATES and LearnedRLConfig().init == "default"

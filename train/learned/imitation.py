@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 from sieve.agent.policies.learned.features import CANDIDATE_FEATURES, CHUNK_FEATURES, KINDS, STATE_FEATURES
 from sieve.agent.policies.learned.network import Decision, score_decisions
+from sieve.train.learned.config import ImitationConfig
 
 if TYPE_CHECKING:
     from sieve.agent.loop import SearchAgent
@@ -35,14 +36,6 @@ _S = {n: i for i, n in enumerate(STATE_FEATURES)}
 _MAX_HOPS = 2  # HeuristicConfig.max_hops
 _SEED_CHUNKS = 4  # HeuristicConfig.seed_chunks
 _PRUNE_BELOW = 0.15  # HeuristicConfig.prune_below
-
-
-@dataclass
-class ImitationConfig:
-    rounds: int = field(default=2, metadata={"help": "Collect-then-fit rounds."})
-    episodes: int = field(default=32, metadata={"help": "Episodes collected per round."})
-    epochs: int = field(default=30, metadata={"help": "Optimiser steps per round over the collected decisions."})
-    lr: float = field(default=3e-3, metadata={"help": "Adam learning rate."})
 
 
 def heuristic_label(d: Decision, config: LearnedConfig) -> Decision:

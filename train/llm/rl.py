@@ -75,7 +75,7 @@ class RLConfig:
     lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
     bf16: bool = field(default=False, metadata={"help": "bfloat16 autocast."})
     gradient_checkpointing: bool = field(default=False, metadata={"help": "Trade compute for memory."})
-    use_vllm: bool = field(default=False, metadata={"help": "Generate with vLLM (GPU)."})
+    use_vllm: bool = field(default=False, metadata={"help": "Generate with vLLM (GPU); see train/llm/configs/."})
     vllm_mode: str = field(default="colocate", metadata={"help": "colocate (in-process) or server (trl vllm-serve)."})
     vllm_server_base_url: str | None = field(default=None, metadata={"help": "server mode: http://host:8000."})
     vllm_gpu_memory_utilization: float = field(default=0.3, metadata={"help": "colocate mode: vLLM's GPU share."})
