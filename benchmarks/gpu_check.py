@@ -141,7 +141,7 @@ def _hotpotqa(spec: str, hotpotqa: Path, work: Path, n_queries: int) -> Corpus:
 
 
 def _synthetic(n: int, work: Path, n_queries: int, seed: int = 0) -> Corpus:
-    from sieve.benchmarks.scale import Vocabulary
+    from sieve.benchmarks.synthetic import Vocabulary
 
     vocab = Vocabulary(seed, size=50_000)
     path = work / f"synthetic-{n}.jsonl"

@@ -41,10 +41,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sieve.benchmarks.synthetic import Vocabulary, synthetic_chunks, unit_vectors
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
     from sieve.retriever import CorpusIndex, Document
+    from sieve.retriever.types import Chunk
     from sieve.retriever.embeddings import Embedder
 
 logger = logging.getLogger("bench_retriever")
@@ -138,64 +141,19 @@ def time_calls(fn: Callable[[str], Any], queries: Sequence[str], warmup: int = 3
     }
 
 
+TOPICS = ("alpha", "beta", "gamma", "delta")  # metadata of the synthetic chunks, for the filtered search
+
+
 # -- synthetic corpus ---------------------------------------------------------------------------
-class SyntheticText:
-    """Pseudo-words with a Zipf(1.07) frequency law, so BM25 posting lists look like natural text's."""
-
-    def __init__(self, seed: int, vocab_size: int = 30000) -> None:
-        self.rng = random.Random(seed)
-        syllables = ["ka", "lo", "mi", "ren", "tus", "va", "por", "ji", "sel", "dan", "qua", "bri", "zo", "ne", "fi"]
-        words: set[str] = set()
-        while len(words) < vocab_size:
-            words.add("".join(self.rng.choice(syllables) for _ in range(self.rng.randint(2, 4))))
-        self.words = sorted(words)
-        self.rng.shuffle(self.words)
-        weights = 1.0 / np.arange(1, vocab_size + 1) ** 1.07
-        self.cum = np.cumsum(weights / weights.sum()).tolist()
-
-    def passage(self, n_words: int) -> str:
-        return " ".join(self.rng.choices(self.words, cum_weights=self.cum, k=n_words))
-
-    def query(self) -> str:
-        # Content words of middling frequency, sometimes one very common word: what is left of a
-        # natural question once BM25's stop words are gone.
-        n = self.rng.randint(3, 7)
-        picks = [self.words[self.rng.randint(50, 5000)] for _ in range(n)]
-        if self.rng.random() < 0.5:
-            picks.append(self.words[self.rng.randint(0, 49)])
-        return " ".join(picks)
-
-
-def fill_synthetic(index: CorpusIndex, n_chunks: int, text: SyntheticText, dim: int, seed: int) -> dict[str, float]:
+def fill_synthetic(index: CorpusIndex, n_chunks: int, vocab: Vocabulary, dim: int, seed: int) -> dict[str, float]:
     """Write ``n_chunks`` synthetic chunks with random unit vectors through the public write path
     (:meth:`~sieve.retriever.index.CorpusIndex.add_chunk_batches`: Chroma and one BM25 segment); returns timings."""
-    from sieve.retriever.types import Chunk
-
     rng = np.random.default_rng(seed)
-    topics = ["alpha", "beta", "gamma", "delta"]
 
     def batches() -> Iterator[tuple[list[Chunk], np.ndarray]]:
         for start in range(0, n_chunks, 5000):
-            chunks = []
-            for i in range(start, min(start + 5000, n_chunks)):
-                body = text.passage(text.rng.randint(80, 160))  # ~ a 200-token chunk
-                chunks.append(
-                    Chunk(
-                        chunk_id=f"syn-{i}#0",
-                        doc_id=f"syn-{i}",
-                        position=0,
-                        text=body,
-                        title=f"Doc {i}",
-                        source="synthetic",
-                        char_start=0,
-                        char_end=len(body),
-                        n_tokens=0,
-                        metadata={"topic": topics[i % 4]},
-                    )
-                )
-            vecs = rng.standard_normal((len(chunks), dim)).astype(np.float32)
-            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-            yield chunks, vecs
+            n = min(5000, n_chunks - start)
+            yield synthetic_chunks(vocab, start, n, topics=TOPICS), unit_vectors(rng, n, dim)
 
     t0 = time.perf_counter()
     index.add_chunk_batches(batches())
@@ -220,7 +178,7 @@ def bench_latency(cfg: BenchConfig, data_dir: Path, embedder: Embedder) -> list[
         )
         name = f"bench-{size}"
         index = CorpusIndex.open(rcfg, name, create=True, embedder=embedder)
-        text = SyntheticText(cfg.seed + size)
+        text = Vocabulary(cfg.seed + size, size=30_000)
         logger.info("Filling %s with %d synthetic chunks", name, size)
         build = fill_synthetic(index, size, text, embedder.dim, cfg.seed)
         rss_after_build = current_rss_mib()
