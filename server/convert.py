@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
+from sieve.results import Result
 from sieve.server.schemas import ChunkOut, DocumentOut, EvidenceOut, SearchR1Doc, UsageOut
 
 if TYPE_CHECKING:
@@ -16,31 +17,11 @@ if TYPE_CHECKING:
 
 
 def hit_out(hit: Hit) -> EvidenceOut:
-    c = hit.chunk
-    return EvidenceOut(
-        id=c.chunk_id,
-        doc_id=c.doc_id,
-        rank=hit.rank,
-        score=float(hit.score),
-        title=c.title,
-        text=c.text,
-        source=c.source,
-        metadata=dict(c.metadata),
-    )
+    return EvidenceOut(**Result.from_hit(hit).to_json())
 
 
 def evidence_out(e: Evidence) -> EvidenceOut:
-    return EvidenceOut(
-        id=e.chunk_id,
-        doc_id=e.doc_id,
-        rank=e.rank,
-        score=float(e.score),
-        title=e.title,
-        text=e.text,
-        source=e.source,
-        justification=e.justification,
-        metadata=dict(e.metadata),
-    )
+    return EvidenceOut(**Result.from_evidence(e).to_json())
 
 
 def trace_usage(trace: Trace) -> UsageOut:

@@ -15,6 +15,7 @@ import httpx
 
 from sieve import errors as _library_errors
 from sieve.errors import SieveError
+from sieve.results import Result
 from sieve.server import errors as _http_errors
 
 if TYPE_CHECKING:
@@ -22,35 +23,6 @@ if TYPE_CHECKING:
     from types import TracebackType
 
     from sieve.retriever.types import Document
-
-
-@dataclass(frozen=True)
-class Result:
-    """One ranked item of evidence (a chunk) as the server returns it."""
-
-    id: str
-    doc_id: str
-    rank: int
-    score: float
-    title: str = ""
-    text: str = ""
-    source: str = ""
-    justification: str = ""
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Result:
-        return cls(
-            id=d["id"],
-            doc_id=d["doc_id"],
-            rank=int(d.get("rank", 0)),
-            score=float(d.get("score", 0.0)),
-            title=d.get("title", ""),
-            text=d.get("text", ""),
-            source=d.get("source", ""),
-            justification=d.get("justification", ""),
-            metadata=dict(d.get("metadata") or {}),
-        )
 
 
 @dataclass(frozen=True)

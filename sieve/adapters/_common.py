@@ -2,44 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from sieve.client import Result
-
-if TYPE_CHECKING:
-    from sieve.agent.trace import Evidence
-    from sieve.retriever.types import Hit
+from sieve.results import Result
 
 Mode = Literal["agent", "hybrid", "dense", "bm25"]
 RESULT_MODES: tuple[str, ...] = ("agent", "hybrid", "dense", "bm25")
-
-
-def _from_hit(h: Hit) -> Result:
-    c = h.chunk
-    return Result(
-        id=c.chunk_id,
-        doc_id=c.doc_id,
-        rank=h.rank,
-        score=float(h.score),
-        title=c.title,
-        text=c.text,
-        source=c.source,
-        metadata=dict(c.metadata),
-    )
-
-
-def _from_evidence(e: Evidence) -> Result:
-    return Result(
-        id=e.chunk_id,
-        doc_id=e.doc_id,
-        rank=e.rank,
-        score=float(e.score),
-        title=e.title,
-        text=e.text,
-        source=e.source,
-        justification=e.justification,
-        metadata=dict(e.metadata),
-    )
 
 
 def fetch_results(
@@ -76,8 +44,8 @@ def fetch_results(
             overrides["budget_tokens"] = budget_tokens
         if policy:
             overrides["policy"] = policy
-        return [_from_evidence(e) for e in source.search(query, **overrides).returned]
-    return [_from_hit(h) for h in source.retrieve(query, k, mode=mode, where=filters)]
+        return [Result.from_evidence(e) for e in source.search(query, **overrides).returned]
+    return [Result.from_hit(h) for h in source.retrieve(query, k, mode=mode, where=filters)]
 
 
 def result_metadata(r: Result) -> dict[str, Any]:
