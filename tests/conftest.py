@@ -43,10 +43,15 @@ def own_process_runs(
     on the suite's); started first, that minute overlaps the suite instead of adding to it.
     """
     runs: dict[Path, OwnProcessRun] = {}
-    for module in dict.fromkeys(getattr(item, "module", None) for item in request.session.items):
-        cases = getattr(module, "CASES_IN_OWN_PROCESS", None)
-        if cases is not None and cases not in runs:
-            runs[cases] = OwnProcessRun(cases, tmp_path_factory.mktemp(f"own-process-{cases.stem}"))
+    modules = dict.fromkeys(getattr(item, "module", None) for item in request.session.items)
+    wanted = dict.fromkeys(c for m in modules if (c := getattr(m, "CASES_IN_OWN_PROCESS", None)) is not None)
+    if wanted:
+        # The converted models first, here: a child would otherwise convert them at the same time as
+        # this process (a fresh clone has none), doing the same minute of work twice on the same cores.
+        request.getfixturevalue("embedder")
+        request.getfixturevalue("smollm2_dir")
+    for cases in wanted:
+        runs[cases] = OwnProcessRun(cases, tmp_path_factory.mktemp(f"own-process-{cases.stem}"))
     yield runs
     for run in runs.values():
         run.stop()
