@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sieve.benchmarks.synthetic import Vocabulary, synthetic_chunks, unit_vectors
 from sieve.runtime import prepare_runtime
 
 if TYPE_CHECKING:
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("bench_scale")
 
-VOCAB = 500_000
 DIM = 384
 BATCH = 5000  # chunks generated per batch (the store splits at Chroma's maximum itself)
 KEYS = (
@@ -106,76 +106,6 @@ def du_mib(path: Path) -> float:
     return sum(p.stat().st_size for p in files) / 2**20
 
 
-# -- synthetic corpus -------------------------------------------------------------------------------
-class Vocabulary:
-    """Pseudo-words with Zipf(1.07) frequencies, sampled in bulk with numpy."""
-
-    def __init__(self, seed: int, size: int = VOCAB, stream: int = 0) -> None:
-        """``seed`` fixes the words and their ranks; ``stream`` picks an independent sampling sequence
-        (the serving stage draws queries from the same words as the indexed texts)."""
-        rng = np.random.default_rng(seed)
-        syllables = np.array(
-            [
-                "ka",
-                "lo",
-                "mi",
-                "ren",
-                "tus",
-                "va",
-                "por",
-                "ji",
-                "sel",
-                "dan",
-                "qua",
-                "bri",
-                "zo",
-                "ne",
-                "fi",
-                "gu",
-                "har",
-                "mel",
-                "ost",
-                "pa",
-                "ri",
-                "sun",
-                "te",
-                "vol",
-                "cam",
-                "ber",
-                "lin",
-                "dor",
-                "e",
-                "ax",
-            ],
-            dtype="<U15",
-        )
-        n = 2 * size  # 2-5 syllables from 32: far more combinations than needed; duplicates dropped
-        picks = syllables[rng.integers(0, len(syllables), size=(n, 5))]
-        lengths = rng.integers(2, 6, size=n)
-        words = np.char.add(picks[:, 0], picks[:, 1])
-        for j in range(2, 5):
-            words = np.where(lengths > j, np.char.add(words, picks[:, j]), words)
-        unique = np.unique(words)[:size]  # sorted, so the seed alone fixes the list
-        self.words = unique[rng.permutation(len(unique))].astype(object)  # str objects join fast
-        weights = 1.0 / np.arange(1, len(self.words) + 1) ** 1.07
-        self.cum = np.cumsum(weights / weights.sum())
-        self.rng = np.random.default_rng([seed, stream])
-
-    def passages(self, n: int) -> list[str]:
-        lengths = self.rng.integers(80, 161, size=n)
-        ranks = np.minimum(np.searchsorted(self.cum, self.rng.random(int(lengths.sum()))), len(self.words) - 1)
-        words = self.words[ranks]
-        bounds = np.concatenate([[0], np.cumsum(lengths)])
-        return [" ".join(words[bounds[i] : bounds[i + 1]]) for i in range(n)]
-
-    def query(self) -> str:
-        # Content words of middling frequency, sometimes one very common word.
-        picks = [self.words[self.rng.integers(50, 5000)] for _ in range(self.rng.integers(3, 8))]
-        if self.rng.random() < 0.5:
-            picks.append(self.words[self.rng.integers(0, 50)])
-        return " ".join(picks)
-
-
 # -- stages (run in child processes) ----------------------------------------------------------------
 def _open(data_dir: Path, name: str, create: bool) -> Any:
     from sieve.retriever import CorpusIndex
@@ -192,25 +122,10 @@ def _batches(
     vocab: Vocabulary, rng: np.random.Generator, start: int, size: int, timer: list[float], marker: str = ""
 ) -> Iterator[tuple[list[Any], np.ndarray]]:
     """Synthetic (chunks, unit vectors) batches; the seconds spent making them accumulate in ``timer[0]``."""
-    from sieve.retriever.types import Chunk
-
     for at in range(start, start + size, BATCH):
         t0 = time.perf_counter()
         n = min(BATCH, start + size - at)
-        chunks = [
-            Chunk(
-                chunk_id=f"syn-{i}#0",
-                doc_id=f"syn-{i}",
-                position=0,
-                text=f"{t} {marker}".strip(),
-                title=f"Doc {i}",
-                source="synthetic",
-                char_end=len(t),
-            )
-            for i, t in zip(range(at, at + n), vocab.passages(n))
-        ]
-        vecs = rng.standard_normal((n, DIM)).astype(np.float32)
-        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        chunks, vecs = synthetic_chunks(vocab, at, n, marker=marker), unit_vectors(rng, n, DIM)
         timer[0] += time.perf_counter() - t0
         if (at - start) % (20 * BATCH) == 0:
             logger.info("%d/%d chunks generated, RSS %.0f MiB", at - start + n, size, rss_mib())
