@@ -1,15 +1,21 @@
-"""Run a file of tests in a fresh ``pytest`` process and read back each test's outcome.
+"""Run files of tests in fresh ``pytest`` processes, one after another, beside the suite; read back each outcome.
 
-For tests whose peak memory is their own (a training step of a language model): in a process of
-their own it never stacks on what the suite's process holds by then. Importable like
-``_server_process`` (pytest puts ``tests/`` on ``sys.path``).
+For tests whose peak memory is their own (a training step of a language model), or whose time is
+mostly spent waiting on subprocesses of their own (the GPU check's ``sieve index`` runs, a local
+Ray cluster): in a second lane they use the core the suite's one process leaves idle, and their
+memory never stacks on what the suite's process holds. A file of such tests is named
+``*_cases.py`` (so the suite does not collect it) and a ``test_*.py`` beside it sets
+``CASES_IN_OWN_PROCESS`` and turns each child outcome into a test of its own (``conftest.own_process_runs``
+starts the lane). Importable like ``_server_process`` (pytest puts ``tests/`` on ``sys.path``).
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
+import threading
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,4 +89,71 @@ class OwnProcessRun:
             self.proc.wait()
 
 
-__all__ = ["Outcome", "OwnProcessRun"]
+class OwnProcessLane:
+    """Files of tests run one after another, each by an :class:`OwnProcessRun`, on a thread of their own.
+
+    Started as the session starts, in the order the suite reaches their wrappers, so a wrapper
+    rarely waits.
+    """
+
+    def __init__(self, jobs: list[tuple[Path, Path]]) -> None:
+        """``jobs``: (cases file, work folder) pairs, run in that order."""
+        self._runs: dict[Path, OwnProcessRun] = {}
+        self._errors: dict[Path, BaseException] = {}
+        self._done = {path: threading.Event() for path, _ in jobs}
+        self._stopped = False
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._work, args=(jobs,), name="own-process-lane", daemon=True)
+        self._thread.start()
+
+    def _work(self, jobs: list[tuple[Path, Path]]) -> None:
+        for path, work in jobs:
+            try:
+                with self._lock:
+                    if self._stopped:
+                        return
+                    run = self._runs[path] = OwnProcessRun(path, work)
+                run.proc.wait(timeout=run.timeout_s)
+            except BaseException as e:  # kept for the wrapper to raise: a thread's exception would vanish
+                self._errors[path] = e
+            finally:
+                self._done[path].set()
+
+    def outcomes(self, path: Path) -> dict[str, Outcome]:
+        """Wait for ``path``'s child; its outcomes (:meth:`OwnProcessRun.outcomes`).
+
+        Raises:
+            KeyError: ``path`` was not given to this lane.
+            RuntimeError: the lane was stopped first, or the child could not run (the cause attached).
+        """
+        self._done[path].wait()
+        if path in self._errors:
+            raise RuntimeError(f"Expected {path.name} to run in its own process, got an error") from self._errors[path]
+        if path not in self._runs:
+            raise RuntimeError(f"Expected {path.name} to run in its own process, got a lane stopped before it")
+        return self._runs[path].outcomes()
+
+    def stop(self) -> None:
+        """Start no further child and kill the running one (a suite that ended early leaves none behind)."""
+        with self._lock:
+            self._stopped = True
+            for run in self._runs.values():
+                run.stop()
+        for event in self._done.values():
+            event.set()
+
+
+def case_names(path: Path) -> list[str]:
+    """The test functions a cases file defines, read from its source (the child names its outcomes so)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
+
+
+def assert_passed(name: str, outcomes: dict[str, Outcome]) -> None:
+    """``name`` ran in the child and passed there (a skip there is a failure here: it must not read as a pass)."""
+    assert name in outcomes, f"{name} did not run in the child; it ran {sorted(outcomes)}"
+    outcome = outcomes[name]
+    assert outcome.status == "passed", f"{name}: {outcome.status} in its own process\n{outcome.text}"
+
+
+__all__ = ["Outcome", "OwnProcessLane", "OwnProcessRun", "assert_passed", "case_names"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from _own_process import OwnProcessRun
+from _own_process import OwnProcessLane
 
 # Only opt-in tests may skip; any other skip (a missing dependency) fails the run. Freed memory goes
 # back to the system after each module (tests/_memory.py).
@@ -36,25 +36,24 @@ SHARED_EVAL = ROOT.parent / "shared" / "eval"
 @pytest.fixture(scope="session", autouse=True)
 def own_process_runs(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[dict[Path, OwnProcessRun]]:
-    """Children started as the session starts: one per ``CASES_IN_OWN_PROCESS`` file named by a collected module.
+) -> Iterator[OwnProcessLane]:
+    """The second lane, started as the session starts: each ``CASES_IN_OWN_PROCESS`` file a collected
+    module names, run in a child process, one after another, in the order the suite reaches them.
 
-    The LLM training runs take a minute of CPU in a process of their own (their memory never stacks
-    on the suite's); started first, that minute overlaps the suite instead of adding to it.
+    The suite's own tests run in one process, which leaves one of the two cores mostly idle; the
+    lane's files (a minute of LLM training, the GPU check's and Ray's subprocesses) use it instead
+    of adding their minutes to the suite's.
     """
-    runs: dict[Path, OwnProcessRun] = {}
     modules = dict.fromkeys(getattr(item, "module", None) for item in request.session.items)
-    wanted = dict.fromkeys(c for m in modules if (c := getattr(m, "CASES_IN_OWN_PROCESS", None)) is not None)
+    wanted = [c for m in modules if (c := getattr(m, "CASES_IN_OWN_PROCESS", None)) is not None]
     if wanted:
         # The converted models first, here: a child would otherwise convert them at the same time as
-        # this process (a fresh clone has none), doing the same minute of work twice on the same cores.
+        # this process (a fresh clone has none), doing the same work twice on the same cores.
         request.getfixturevalue("embedder")
         request.getfixturevalue("smollm2_dir")
-    for cases in wanted:
-        runs[cases] = OwnProcessRun(cases, tmp_path_factory.mktemp(f"own-process-{cases.stem}"))
-    yield runs
-    for run in runs.values():
-        run.stop()
+    lane = OwnProcessLane([(c, tmp_path_factory.mktemp(f"own-process-{c.stem}")) for c in dict.fromkeys(wanted)])
+    yield lane
+    lane.stop()
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """The LLM training runs of ``llm_training_cases.py``, each one test here, run together in a process of their own.
 
-The child starts with the session (``CASES_IN_OWN_PROCESS``, read by ``conftest.own_process_runs``) and
-trains on the second core while the rest of the suite runs; the tests here wait for its outcomes.
+The child runs in the suite's second lane (``CASES_IN_OWN_PROCESS``, read by ``conftest.own_process_runs``)
+and trains on the second core while the rest of the suite runs; the tests here wait for its outcomes.
 
 Every test of that file must pass in the child; a failure here carries the child's traceback, a
 skip there fails here (the child has the same skip policy, but a skip must never read as a pass).
@@ -9,27 +9,21 @@ skip there fails here (the child has the same skip policy, but a skip must never
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
 
-from _own_process import Outcome, OwnProcessRun
+from _own_process import Outcome, OwnProcessLane, assert_passed, case_names
 
-CASES = Path(__file__).with_name("llm_training_cases.py")
-CASES_IN_OWN_PROCESS = CASES
-NAMES = [
-    node.name
-    for node in ast.parse(CASES.read_text(encoding="utf-8")).body
-    if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
-]
+CASES_IN_OWN_PROCESS = Path(__file__).with_name("llm_training_cases.py")
+NAMES = case_names(CASES_IN_OWN_PROCESS)
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def outcomes(own_process_runs: dict[Path, OwnProcessRun]) -> dict[str, Outcome]:
-    return own_process_runs[CASES].outcomes()
+def outcomes(own_process_runs: OwnProcessLane) -> dict[str, Outcome]:
+    return own_process_runs.outcomes(CASES_IN_OWN_PROCESS)
 
 
 def test_the_cases_file_holds_the_training_runs() -> None:
@@ -42,6 +36,4 @@ def test_the_cases_file_holds_the_training_runs() -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_in_own_process(name: str, outcomes: dict[str, Outcome]) -> None:
-    assert name in outcomes, f"{name} did not run in the child; it ran {sorted(outcomes)}"
-    outcome = outcomes[name]
-    assert outcome.status == "passed", f"{name}: {outcome.status} in its own process\n{outcome.text}"
+    assert_passed(name, outcomes)
