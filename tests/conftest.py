@@ -41,8 +41,7 @@ def own_process_runs(
     module names, run in a child process, one after another, in the order the suite reaches them.
 
     The suite's own tests run in one process, which leaves one of the two cores mostly idle; the
-    lane's files (a minute of LLM training, the GPU check's and Ray's subprocesses) use it instead
-    of adding their minutes to the suite's.
+    lane's file (a minute of LLM training) uses it instead of adding its minute to the suite's.
     """
     modules = dict.fromkeys(getattr(item, "module", None) for item in request.session.items)
     wanted = [c for m in modules if (c := getattr(m, "CASES_IN_OWN_PROCESS", None)) is not None]

@@ -37,7 +37,7 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
     "sieve train all": ("tests/train/test_train_cli.py", '["train", "all", "--corpus"'),
     "sieve eval": ("tests/eval/test_runner.py", '["eval", "--data"'),
     # a Ray cluster and a `chroma run` server: the Ray test starts both
-    "sieve index --ray": ("tests/retriever/ray_index_cases.py", '"--ray-address", "auto"'),
+    "sieve index --ray": ("tests/retriever/test_ray_index.py", '"--ray-address", "auto"'),
 }
 # Commands run here, and what their output must show (stdout; curl's is the JSON body).
 EXPECT: dict[tuple[str, str | None], str] = {
