@@ -46,10 +46,11 @@ def own_process_runs(
     modules = dict.fromkeys(getattr(item, "module", None) for item in request.session.items)
     wanted = [c for m in modules if (c := getattr(m, "CASES_IN_OWN_PROCESS", None)) is not None]
     if wanted:
-        # The converted models first, here: a child would otherwise convert them at the same time as
-        # this process (a fresh clone has none), doing the same work twice on the same cores.
+        # The embedder's ONNX export first, here (11 s on a fresh clone): every test needs it, and the
+        # child would otherwise export it beside this process. SmolLM2's conversion (30 s) is left to
+        # the child, on the second core; a test here that needs it first waits on its lock
+        # (agent/backends/models.convert_gguf) instead of converting it a second time.
         request.getfixturevalue("embedder")
-        request.getfixturevalue("smollm2_dir")
     lane = OwnProcessLane([(c, tmp_path_factory.mktemp(f"own-process-{c.stem}")) for c in dict.fromkeys(wanted)])
     yield lane
     lane.stop()

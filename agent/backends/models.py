@@ -16,6 +16,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from filelock import FileLock
+
 from sieve.errors import ModelUnavailable
 from sieve.runtime import prepare_runtime
 
@@ -57,16 +59,30 @@ def default_models_dir() -> Path:
 
 
 def convert_gguf(src_dir: Path, gguf_file: str, dest: Path) -> Path:
-    """De-quantise ``src_dir/gguf_file`` into an HF folder at ``dest`` (atomic rename)."""
+    """De-quantise ``src_dir/gguf_file`` into an HF folder at ``dest`` (atomic rename), once.
+
+    Processes converting the same model at once convert it once: the first takes a lock beside
+    ``dest`` and the others wait for it (about 30 s for SmolLM2), then find the folder made.
+
+    Raises:
+        ModelUnavailable: no GGUF file at ``src_dir/gguf_file``.
+    """
     if (dest / "config.json").exists():
         return dest
+    if not (src_dir / gguf_file).is_file():
+        raise ModelUnavailable(f"Expected a GGUF file at {src_dir / gguf_file}, got nothing")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(dest.parent / f".{dest.name}.lock")):
+        if not (dest / "config.json").exists():  # made while this process waited for the lock
+            _convert(src_dir, gguf_file, dest)
+    return dest
+
+
+def _convert(src_dir: Path, gguf_file: str, dest: Path) -> None:
     prepare_runtime()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    if not (src_dir / gguf_file).is_file():
-        raise ModelUnavailable(f"Expected a GGUF file at {src_dir / gguf_file}, got nothing")
     logger.info("Converting %s to %s (once; ~30 s)", gguf_file, dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
     tmp.chmod(0o755)  # mkdtemp makes it private; the model folder is meant to be shared
     try:
@@ -80,12 +96,11 @@ def convert_gguf(src_dir: Path, gguf_file: str, dest: Path) -> Path:
         tok.save_pretrained(tmp)
         try:
             tmp.rename(dest)
-        except OSError:  # another process finished first: keep theirs
+        except OSError:  # a process that took no lock (an older Sieve) finished first: keep theirs
             if not (dest / "config.json").exists():
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return dest
 
 
 def smollm2_path(cache_dir: Path | None = None) -> Path:

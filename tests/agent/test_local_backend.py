@@ -123,3 +123,38 @@ def test_real_qwen_coder_turn(model_cache_dir, sample_index):
     config = AgentConfig(local_model=path, max_turns=1, max_new_tokens=64, budget_tokens=4096)
     trace = SearchAgent(sample_index, make_policy("local", config), config).run("Who flew the Spirit of St. Louis?")
     assert len(trace.turns) == 1 and trace.stop_reason in ("max_turns", "finished", "no_tool_call")
+
+
+def test_concurrent_first_conversions_of_one_model_convert_it_once(tmp_path, monkeypatch):
+    """Two processes' (here: threads') first use of a GGUF model: one converts, the other waits and reuses it.
+
+    The conversion itself is replaced by a labelled fake that takes a moment and writes config.json:
+    what is under test is the lock around it, which is real (filelock on a file beside the folder).
+    """
+    import threading
+    import time
+
+    from sieve.agent.backends import models
+
+    (tmp_path / "m.gguf").write_bytes(b"GGUF")
+    calls: list[int] = []
+
+    def fake_convert(src_dir, gguf_file, dest):  # fake: stands in for the ~30 s de-quantisation
+        calls.append(1)
+        time.sleep(0.5)
+        dest.mkdir()
+        (dest / "config.json").write_text("{}")
+
+    monkeypatch.setattr(models, "_convert", fake_convert)
+    dest = tmp_path / "models" / "m"
+    got: list[object] = []
+    threads = [
+        threading.Thread(target=lambda: got.append(models.convert_gguf(tmp_path, "m.gguf", dest))) for _ in range(3)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == [dest, dest, dest] and len(calls) == 1
+    with pytest.raises(models.ModelUnavailable, match="Expected a GGUF file"):
+        models.convert_gguf(tmp_path, "missing.gguf", tmp_path / "models" / "other")
