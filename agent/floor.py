@@ -25,7 +25,7 @@ gets the same floor, and the merged score is a real, rank-monotone score. The co
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sieve.agent.trace import Evidence
@@ -170,19 +170,7 @@ def fuse_with_floor(policy: list[Evidence], hybrid: list[Evidence], config: Floo
             "hybrid_rank": d.hybrid_rank,
             "policy_score": e.score if d.policy_rank is not None and e.metadata.get("tool") != "floor" else None,
         }
-        out.append(
-            Evidence(
-                chunk_id=e.chunk_id,
-                doc_id=e.doc_id,
-                score=round(score, 6),
-                rank=len(out) + 1,
-                title=e.title,
-                source=e.source,
-                text=e.text,
-                justification=e.justification,
-                metadata=meta,
-            )
-        )
+        out.append(replace(e, score=round(score, 6), rank=len(out) + 1, metadata=meta))
     return out
 
 

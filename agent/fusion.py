@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -244,19 +244,7 @@ def fuse(
             "hybrid_rank": None if it.hybrid_rank is None else it.hybrid_rank + 1,
             "cos": round(cos.get(e.chunk_id, 0.0), 4),
         }
-        out.append(
-            Evidence(
-                chunk_id=e.chunk_id,
-                doc_id=e.doc_id,
-                score=round(score, 6),
-                rank=len(out) + 1,
-                title=e.title,
-                source=e.source,
-                text=e.text,
-                justification=e.justification,
-                metadata=meta,
-            )
-        )
+        out.append(replace(e, score=round(score, 6), rank=len(out) + 1, metadata=meta))
         if len(out) >= k:
             break
     return out
