@@ -46,11 +46,12 @@ def own_process_runs(
     modules = dict.fromkeys(getattr(item, "module", None) for item in request.session.items)
     wanted = [c for m in modules if (c := getattr(m, "CASES_IN_OWN_PROCESS", None)) is not None]
     if wanted:
-        # The embedder's ONNX export first, here (11 s on a fresh clone): every test needs it, and the
-        # child would otherwise export it beside this process. SmolLM2's conversion (30 s) is left to
-        # the child, on the second core; a test here that needs it first waits on its lock
-        # (agent/backends/models.convert_gguf) instead of converting it a second time.
+        # The converted models first, here (11 s and 30 s on a fresh clone): the child needs both and
+        # the suite needs both. Leaving SmolLM2 to the child (the suite waiting on its lock in
+        # agent/backends/models.convert_gguf when it got there first) measured slower on a clean clone
+        # (7:11-8:02 against 6:34): the conversion then competes with the suite's own subprocesses.
         request.getfixturevalue("embedder")
+        request.getfixturevalue("smollm2_dir")
     lane = OwnProcessLane([(c, tmp_path_factory.mktemp(f"own-process-{c.stem}")) for c in dict.fromkeys(wanted)])
     yield lane
     lane.stop()
