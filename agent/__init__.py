@@ -7,8 +7,9 @@ loading numpy or the loop.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sieve._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from sieve.agent.cancel import CancelToken, Cancelled
@@ -38,26 +39,22 @@ __all__ = [
 ]
 
 _LAZY = {
-    "CancelToken": "cancel",
-    "Cancelled": "cancel",
-    "AgentConfig": "config",
-    "HeuristicConfig": "config",
-    "Episode": "episode",
-    "POLICIES": "factory",
-    "make_policy": "factory",
-    "SearchAgent": "loop",
-    "fuse_traces": "loop",
-    "TOOL_NAMES": "tool_specs",
-    "tool_specs": "tool_specs",
-    "Evidence": "trace",
-    "ToolCall": "trace",
-    "Trace": "trace",
-    "Turn": "trace",
+    "CancelToken": ".cancel",
+    "Cancelled": ".cancel",
+    "AgentConfig": ".config",
+    "HeuristicConfig": ".config",
+    "Episode": ".episode",
+    "POLICIES": ".factory",
+    "make_policy": ".factory",
+    "SearchAgent": ".loop",
+    "fuse_traces": ".loop",
+    "TOOL_NAMES": ".tool_specs",
+    "tool_specs": ".tool_specs",
+    "Evidence": ".trace",
+    "ToolCall": ".trace",
+    "Trace": ".trace",
+    "Turn": ".trace",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'sieve.agent' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"sieve.agent.{module}"), name)
+__getattr__ = lazy_getattr(__name__, _LAZY)

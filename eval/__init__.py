@@ -12,8 +12,9 @@ Importing this package loads neither layer: the names below load their module on
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sieve._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from sieve.eval.data import EvalSet, EvalTask, load_sets
@@ -21,20 +22,23 @@ if TYPE_CHECKING:
     from sieve.eval.runner import EvalConfig, EvalReport, run_eval
     from sieve.eval.systems import AgentSystem, RetrievalSystem, System, SystemOutput, make_system, parse_systems
 
-_HOMES = {
-    "sieve.eval.data": ("EvalSet", "EvalTask", "load_sets"),
-    "sieve.eval.evaluator": ("RetrievalEvaluator", "SequentialEvaluator"),
-    "sieve.eval.runner": ("EvalConfig", "EvalReport", "run_eval"),
-    "sieve.eval.systems": ("AgentSystem", "RetrievalSystem", "System", "SystemOutput", "make_system", "parse_systems"),
+_LAZY = {
+    "EvalSet": ".data",
+    "EvalTask": ".data",
+    "load_sets": ".data",
+    "RetrievalEvaluator": ".evaluator",
+    "SequentialEvaluator": ".evaluator",
+    "EvalConfig": ".runner",
+    "EvalReport": ".runner",
+    "run_eval": ".runner",
+    "AgentSystem": ".systems",
+    "RetrievalSystem": ".systems",
+    "System": ".systems",
+    "SystemOutput": ".systems",
+    "make_system": ".systems",
+    "parse_systems": ".systems",
 }
-_MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MODULE_OF:
-        return getattr(importlib.import_module(_MODULE_OF[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 __all__ = [
     "AgentSystem",

@@ -6,8 +6,9 @@ The names below resolve on first access (PEP 562): importing a light submodule s
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sieve._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from sieve.retriever.base import Retriever, validate_k, validate_query
@@ -31,22 +32,18 @@ __all__ = [
 ]
 
 _LAZY = {
-    "Retriever": "base",
-    "validate_k": "base",
-    "validate_query": "base",
-    "RetrieverConfig": "config",
-    "CorpusIndex": "index",
-    "IndexReport": "index",
-    "delete_collection": "index",
-    "list_collections": "store",
-    "Chunk": "types",
-    "Document": "types",
-    "Hit": "types",
+    "Retriever": ".base",
+    "validate_k": ".base",
+    "validate_query": ".base",
+    "RetrieverConfig": ".config",
+    "CorpusIndex": ".index",
+    "IndexReport": ".index",
+    "delete_collection": ".index",
+    "list_collections": ".store",
+    "Chunk": ".types",
+    "Document": ".types",
+    "Hit": ".types",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'sieve.retriever' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"sieve.retriever.{module}"), name)
+__getattr__ = lazy_getattr(__name__, _LAZY)

@@ -9,9 +9,10 @@ below resolve on first access (PEP 562), so ``sieve --help`` never pays for nump
 
 from __future__ import annotations
 
-import importlib
 import pkgutil
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sieve._lazy import lazy_getattr
 
 # From a checkout's root (the working directory on sys.path, as under `python -m pytest`), `sieve`
 # is this source folder, which holds only the top layer: the sub-packages (sieve.agent = agent/, ...)
@@ -40,8 +41,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'sieve' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _LAZY)

@@ -6,26 +6,21 @@ for its flags without loading torch, which the trainer needs.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sieve._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from sieve.train.learned.cache import CachedIndex
     from sieve.train.learned.config import LearnedRLConfig
     from sieve.train.learned.trainer import greedy_check, run_learned_rl
 
-_MODULE_OF = {
-    "CachedIndex": "sieve.train.learned.cache",
-    "LearnedRLConfig": "sieve.train.learned.config",
-    "greedy_check": "sieve.train.learned.trainer",
-    "run_learned_rl": "sieve.train.learned.trainer",
+_LAZY = {
+    "CachedIndex": ".cache",
+    "LearnedRLConfig": ".config",
+    "greedy_check": ".trainer",
+    "run_learned_rl": ".trainer",
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MODULE_OF:
-        return getattr(importlib.import_module(_MODULE_OF[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 __all__ = ["CachedIndex", "LearnedRLConfig", "greedy_check", "run_learned_rl"]

@@ -5,9 +5,9 @@ The torch network (training) loads on first use of its names, so serving imports
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from sieve._lazy import lazy_getattr
 from sieve.agent.policies.learned.decisions import Decision, LearnedConfig, NumpyNetwork
 from sieve.agent.policies.learned.policy import LearnedPolicy, default_checkpoint
 
@@ -25,10 +25,6 @@ __all__ = [
     "save_checkpoint",
 ]
 
-_TORCH = ("PolicyNetwork", "load_checkpoint", "save_checkpoint")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _TORCH:
-        return getattr(importlib.import_module("sieve.agent.policies.learned.network"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The torch network's names: read from .network (which imports torch) on first use only.
+_LAZY = {"PolicyNetwork": ".network", "load_checkpoint": ".network", "save_checkpoint": ".network"}
+__getattr__ = lazy_getattr(__name__, _LAZY)
