@@ -118,31 +118,59 @@ def cli_errors(fn: F) -> F:
 
 
 def parse_assignments(pairs: list[str], config_cls: type) -> dict[str, Any]:
-    """``["max_turns=3", "tool_choice=required"]`` as field values of the dataclass ``config_cls``.
+    """``["max_turns=3", "floor.fusion_path=f.json"]`` as field values of the dataclass ``config_cls``.
 
-    Values are read as JSON where they parse (numbers, booleans), else kept as strings.
+    Values are read as JSON where they parse (numbers, booleans), else kept as strings. A dotted
+    key sets a field of a nested config (``floor.hybrid_depth=40``): that field's default with the
+    given fields replaced.
 
     Raises:
-        InvalidInput: a pair without ``=`` or a name that is not a field of ``config_cls``.
+        InvalidInput: a pair without ``=`` or a name that is not a field of ``config_cls`` (or of its nested config).
     """
     import dataclasses
 
     from sieve.errors import InvalidInput
 
-    fields = {f.name for f in dataclasses.fields(config_cls)}
+    fields = {f.name: f for f in dataclasses.fields(config_cls)}
     out: dict[str, Any] = {}
+    nested: dict[str, dict[str, Any]] = {}
     for pair in pairs:
-        key, eq, value = pair.partition("=")
-        if not eq or key not in fields:
+        key, eq, raw = pair.partition("=")
+        head, dot, sub = key.partition(".")
+        default = _nested_default(fields[head]) if dot and head in fields else None
+        sub_fields = {f.name for f in dataclasses.fields(default)} if default is not None else set()
+        if not eq or (key not in fields and sub not in sub_fields):
+            valid = sorted([*fields, *(f"{n}.{s}" for n in fields for s in _nested_names(fields[n]))])
             raise InvalidInput(
-                f"Expected KEY=VALUE with KEY a field of {config_cls.__name__}, got {pair!r}; "
-                f"valid keys: {sorted(fields)}"
+                f"Expected KEY=VALUE with KEY a field of {config_cls.__name__}, got {pair!r}; valid keys: {valid}"
             )
         try:
-            out[key] = json.loads(value)
+            value = json.loads(raw)
         except json.JSONDecodeError:
+            value = raw
+        if dot:
+            nested.setdefault(head, {})[sub] = value
+        else:
             out[key] = value
+    for head, values in nested.items():
+        out[head] = dataclasses.replace(_nested_default(fields[head]), **values)
     return out
+
+
+def _nested_default(f: Any) -> Any:
+    """The default instance of a dataclass-valued field (None for any other field)."""
+    import dataclasses
+
+    factory = f.default_factory
+    value = factory() if factory is not dataclasses.MISSING else None
+    return value if dataclasses.is_dataclass(value) and not isinstance(value, type) else None
+
+
+def _nested_names(f: Any) -> list[str]:
+    import dataclasses
+
+    default = _nested_default(f)
+    return [g.name for g in dataclasses.fields(default)] if default is not None else []
 
 
 def print_json(data: Any) -> None:

@@ -69,7 +69,8 @@ def register(app: typer.Typer) -> None:
             "--agent-set",
             metavar="KEY=VALUE",
             help="An AgentConfig field for every agent system (repeatable), "
-            "e.g. --agent-set max_turns=3 --agent-set max_new_tokens=96.",
+            "e.g. --agent-set max_turns=3 --agent-set floor.fusion_path=fusion.json (a dotted key sets a "
+            "field of a nested config).",
         ),
         data_dir: Optional[Path] = DataDirOpt,
         chroma_url: Optional[str] = ChromaUrlOpt,

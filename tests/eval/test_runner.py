@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -392,3 +393,16 @@ def test_agent_system_returns_chunks_with_their_ranges(sample_index):
     assert out.doc_ids == [chunks[c].doc_id for c in out.chunk_ids]
     grouped = system.run(QUESTION)
     assert grouped.unit == "docs" and len(grouped.doc_ids) == len(set(grouped.doc_ids))
+
+
+def test_agent_set_reaches_a_nested_config_and_names_every_valid_key():
+    from sieve.agent import AgentConfig
+    from sieve.agent.config import FloorConfig
+    from sieve.cli.commands._common import parse_assignments
+
+    got = parse_assignments(["max_turns=3", "floor.fusion_path=f.json", "floor.hybrid_depth=40"], AgentConfig)
+    # The nested config is its default with only the named fields replaced.
+    assert got == {"max_turns": 3, "floor": replace(FloorConfig(), fusion_path="f.json", hybrid_depth=40)}
+    for bad in ("floor.nope=1", "nope=1", "max_turns", "k.x=1"):
+        with pytest.raises(InvalidInput, match="valid keys: .*'floor.fusion_path'"):
+            parse_assignments([bad], AgentConfig)
