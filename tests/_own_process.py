@@ -52,6 +52,8 @@ class OwnProcessRun:
             "-q",
             "-p",
             "no:cacheprovider",
+            "-n",
+            "0",  # the child is one process (pyproject's addopts ask the suite for two workers)
             f"--junitxml={self.report}",
             f"--basetemp={work / 'tmp'}",
             str(path),
@@ -96,10 +98,12 @@ class OwnProcessLane:
     """Files of tests run one after another, each by an :class:`OwnProcessRun`, on a thread of their own.
 
     Started as the session starts, in the order the suite reaches their wrappers, so a wrapper
-    rarely waits.
+    rarely waits. With ``start=False`` the lane starts when a wrapper first asks for outcomes:
+    under ``pytest -n`` every worker collects every module, but only the worker that runs a
+    wrapper may start its child (else each worker would train the same model).
     """
 
-    def __init__(self, jobs: list[tuple[Path, Path]]) -> None:
+    def __init__(self, jobs: list[tuple[Path, Path]], *, start: bool = True) -> None:
         """``jobs``: (cases file, work folder) pairs, run in that order."""
         self._runs: dict[Path, OwnProcessRun] = {}
         self._errors: dict[Path, BaseException] = {}
@@ -107,7 +111,8 @@ class OwnProcessLane:
         self._stopped = False
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._work, args=(jobs,), name="own-process-lane", daemon=True)
-        self._thread.start()
+        if start:
+            self._thread.start()
 
     def _work(self, jobs: list[tuple[Path, Path]]) -> None:
         for path, work in jobs:
@@ -129,6 +134,9 @@ class OwnProcessLane:
             KeyError: ``path`` was not given to this lane.
             RuntimeError: the lane was stopped first, or the child could not run (the cause attached).
         """
+        with self._lock:
+            if not self._stopped and self._thread.ident is None:
+                self._thread.start()
         self._done[path].wait()
         if path in self._errors:
             raise RuntimeError(f"Expected {path.name} to run in its own process, got an error") from self._errors[path]

@@ -33,6 +33,16 @@ SAMPLE = ROOT / "data" / "sample"
 SHARED_EVAL = ROOT.parent / "shared" / "eval"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``pytest -n``: the wrappers of ``CASES_IN_OWN_PROCESS`` files first, so the worker that
+    draws them starts the child (a minute of training) at once and the other worker fills the second
+    core meanwhile; started last, the child would be the run's tail. Every worker sorts the same way
+    (xdist requires identical collections)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return
+    items.sort(key=lambda item: getattr(getattr(item, "module", None), "CASES_IN_OWN_PROCESS", None) is None)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def own_process_runs(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -52,7 +62,11 @@ def own_process_runs(
         # (7:11-8:02 against 6:34): the conversion then competes with the suite's own subprocesses.
         request.getfixturevalue("embedder")
         request.getfixturevalue("smollm2_dir")
-    lane = OwnProcessLane([(c, tmp_path_factory.mktemp(f"own-process-{c.stem}")) for c in dict.fromkeys(wanted)])
+    # Under ``pytest -n`` every worker collects every module: the child starts in the worker that
+    # runs its wrapper, when it first asks (the other worker meanwhile keeps the second core busy).
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    jobs = [(c, tmp_path_factory.mktemp(f"own-process-{c.stem}")) for c in dict.fromkeys(wanted)]
+    lane = OwnProcessLane(jobs, start=worker is None)
     yield lane
     lane.stop()
 

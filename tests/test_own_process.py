@@ -54,3 +54,16 @@ def test_a_stopped_lane_starts_nothing_more_and_says_so(tmp_path: Path) -> None:
     lane.stop()
     with pytest.raises(RuntimeError, match="(stopped before it|got none)"):
         lane.outcomes(later)
+
+
+def test_a_lane_made_not_to_start_runs_nothing_until_asked(tmp_path: Path) -> None:
+    cases = tmp_path / "marker_cases.py"
+    marker = tmp_path / "ran"
+    cases.write_text(f"from pathlib import Path\n\ndef test_marks():\n    Path({str(marker)!r}).touch()\n", "utf-8")
+    lane = OwnProcessLane([(cases, tmp_path / "w1")], start=False)
+    try:
+        assert not (tmp_path / "w1").exists() and not marker.exists()  # no child yet: under -n, other workers
+        assert {n: o.status for n, o in lane.outcomes(cases).items()} == {"test_marks": "passed"}
+        assert marker.exists()
+    finally:
+        lane.stop()
