@@ -31,7 +31,8 @@ def test_a_missing_dependency_fails_and_opt_in_tests_skip(pytester: pytest.Pytes
             pass
         """,
     )
-    result = pytester.runpytest("-p", "_skip_policy", "-rs", "--continue-on-collection-errors")
+    # no:benchmark as in pyproject: pytest-benchmark, where installed, warns under xdist.
+    result = pytester.runpytest("-p", "_skip_policy", "-p", "no:benchmark", "-rs", "--continue-on-collection-errors")
     result.assert_outcomes(passed=1, skipped=1, failed=1, errors=1)
     result.stdout.fnmatch_lines(["*SKIPPED*opt-in: SIEVE_TEST_SOMETHING=1*"])
     result.stdout.fnmatch_lines(["*Expected only opt-in tests*a_package_that_is_not_installed_3f9a*"])

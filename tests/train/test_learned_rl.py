@@ -68,7 +68,7 @@ def test_one_update_lowers_the_loss_on_a_fixed_batch(batch) -> None:
     before.backward()
     opt.step()
     after, _ = ppo_loss(net, decisions, adv, clip=0.2, entropy_coef=0.0)
-    assert float(after) < float(before)
+    assert after.item() < before.item()
 
 
 def test_update_uses_group_advantages(batch) -> None:
@@ -85,7 +85,7 @@ def test_imitation_labels_are_valid_choices(batch) -> None:
     policy, rollouts = batch
     labelled = [heuristic_label(d, policy.config) for r in rollouts for d in r.decisions]
     loss = imitation_loss(policy.net, labelled)
-    assert torch.isfinite(loss) and float(loss) > 0
+    assert torch.isfinite(loss) and loss.item() > 0
     first_turn = [d for d in labelled if d.kind == "select" and not d.end_first]
     assert first_turn and all(d.picks[0] != 0 for d in first_turn)  # the first turn always searches
 
