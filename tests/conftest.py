@@ -47,24 +47,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def own_process_runs(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[OwnProcessLane]:
-    """The second lane, started as the session starts: each ``CASES_IN_OWN_PROCESS`` file a collected
-    module names, run in a child process, one after another, in the order the suite reaches them.
+    """The second lane: each ``CASES_IN_OWN_PROCESS`` file a collected module names, run in a child
+    process, one after another, in the order the suite reaches them.
 
-    The suite's own tests run in one process, which leaves one of the two cores mostly idle; the
-    lane's file (a minute of LLM training) uses it instead of adding its minute to the suite's.
+    In one process (``-n 0``) the lane starts with the session: the suite's tests leave one of the
+    two cores mostly idle, and the lane's file (a minute of LLM training) uses it instead of adding
+    its minute to the suite's. Under ``-n 2`` (pyproject's default) it starts in the worker that
+    draws the wrapper, first in that worker's queue (``pytest_collection_modifyitems``).
     """
     modules = dict.fromkeys(getattr(item, "module", None) for item in request.session.items)
     wanted = [c for m in modules if (c := getattr(m, "CASES_IN_OWN_PROCESS", None)) is not None]
-    if wanted:
-        # The converted models first, here (11 s and 30 s on a fresh clone): the child needs both and
-        # the suite needs both. Leaving SmolLM2 to the child (the suite waiting on its lock in
-        # agent/backends/models.convert_gguf when it got there first) measured slower on a clean clone
-        # (7:11-8:02 against 6:34): the conversion then competes with the suite's own subprocesses.
-        request.getfixturevalue("embedder")
-        request.getfixturevalue("smollm2_dir")
     # Under ``pytest -n`` every worker collects every module: the child starts in the worker that
     # runs its wrapper, when it first asks (the other worker meanwhile keeps the second core busy).
     worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if wanted and worker is None:
+        # One process: the converted models first, here (11 s and 30 s on a fresh clone): the child
+        # needs both and the suite needs both. Leaving SmolLM2 to the child (the suite waiting on its
+        # lock in agent/backends/models.convert_gguf when it got there first) measured slower on a
+        # clean clone (7:11-8:02 against 6:34): the conversion then competes with the suite's own
+        # subprocesses. Under -n there is no such prewarming: a worker waiting here on another's
+        # conversion would leave its core idle, so each model is converted (once, under its lock)
+        # by whichever process needs it first.
+        request.getfixturevalue("embedder")
+        request.getfixturevalue("smollm2_dir")
     jobs = [(c, tmp_path_factory.mktemp(f"own-process-{c.stem}")) for c in dict.fromkeys(wanted)]
     lane = OwnProcessLane(jobs, start=worker is None)
     yield lane
