@@ -6,9 +6,8 @@ merge them (:mod:`sieve.agent.floor`) had to trade one kind of question against 
 hybrid half of every top k, which protected single-hop claims but cost multi-hop questions the
 bridge passages the policy had found. The fusion model decides per *chunk* instead, from features
 that mean the same on any corpus — places in both rankings, whether the two agree (in chunks), the
-chunk's cosine with the question and its gap to the best one, whether its document's title is named
-by the question or by a head chunk of another document (the link a bridge page is reached by) — and
-returns the pool by its probability of being evidence.
+chunk's cosine with the question and its gap to the best one — and returns the pool by its
+probability of being evidence.
 
 The model is a logistic regression with an optional small tanh layer (:class:`FusionModel`, a
 few hundred weights in a JSON file), fitted
@@ -23,7 +22,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,13 +47,9 @@ FEATURES: tuple[str, ...] = (
     "policy_rr_x_agreement",
     "cos",  # cosine with the question
     "cos_gap",  # cosine minus the best cosine in the pool
-    "title_in_question",  # the chunk's document title, as a phrase, is in the question
-    "title_linked",  # ... or in a head chunk (top 3 of either ranking) of another document: a bridge
 )
 # Only what means the same on a corpus of short passages and on one of 500-page filings: places,
-# agreement counted in chunks, cosines, and whether a document's title is named by the question or
-# by the pool's best chunks of other documents (a page a found page links to: the next hop). A title
-# is any document's (a heading, a file name); one that is never named leaves both at 0. Per-document counts (how many chunks of its document the
+# agreement counted in chunks, cosines. Per-document counts (how many chunks of its document the
 # pool holds) never vary on the passage sets the model is fitted on, so a model would extrapolate
 # them blindly on long documents.
 
@@ -96,54 +90,13 @@ def agreement(policy: Sequence[Evidence], hybrid: Sequence[Evidence]) -> float:
     return len(mine & {e.chunk_id for e in hybrid}) / len(mine) if mine else 0.0
 
 
-HEAD = 3  # places of either ranking whose chunks may link to another document's title
-MIN_TITLE_CHARS = 4  # shorter titles ("Go", "It") are named by chance
-
-
-def _phrase(text: str) -> str:
-    """Lower-cased words joined by single spaces and padded, for whole-phrase ``in`` tests.
-
-    Example:
-        >>> _phrase("Spirit of St. Louis") in _phrase("flew the Spirit of St. Louis, in 1927")
-        True
-    """
-    return " " + " ".join(re.findall(r"\w+", text.lower())) + " "
-
-
-def title_links(items: Sequence[PoolItem], question: str) -> tuple[list[bool], list[bool]]:
-    """Per pool item: is its title named in ``question``; is it named in a head chunk of another document.
-
-    Example:
-        >>> ev = lambda d, t, text: Evidence(chunk_id=f"{d}#0", doc_id=d, score=0.0, rank=0, title=t, text=text)
-        >>> items = [PoolItem(ev("a", "Lindbergh", "He flew the Spirit of St. Louis."), 0, 0),
-        ...          PoolItem(ev("b", "St. Louis", "A city."), None, 5)]
-        >>> title_links(items, "Which city did Lindbergh's plane honour?")
-        ([True, False], [False, True])
-    """
-    q = _phrase(question)
-    heads = [
-        (it.evidence.doc_id, _phrase(it.evidence.text))
-        for it in items
-        if (it.hybrid_rank is not None and it.hybrid_rank < HEAD)
-        or (it.policy_rank is not None and it.policy_rank < HEAD)
-    ]
-    named, linked = [], []
-    for it in items:
-        t = _phrase(it.evidence.title or "")
-        ok = len(t) - 2 >= MIN_TITLE_CHARS
-        named.append(ok and t in q)
-        linked.append(ok and any(t in text for doc, text in heads if doc != it.evidence.doc_id))
-    return named, linked
-
-
-def features(items: Sequence[PoolItem], cos: Sequence[float], agree: float, question: str = "") -> np.ndarray:
+def features(items: Sequence[PoolItem], cos: Sequence[float], agree: float) -> np.ndarray:
     """The feature matrix of a pool (rows in ``items`` order, columns :data:`FEATURES`)."""
     n = len(items)
     x = np.zeros((n, len(FEATURES)), dtype=np.float64)
     if not n:
         return x
     best = max(cos)
-    named, linked = title_links(items, question)
     for i, it in enumerate(items):
         h = it.hybrid_rank is not None
         p = it.policy_rank is not None
@@ -160,19 +113,16 @@ def features(items: Sequence[PoolItem], cos: Sequence[float], agree: float, ques
             p_rr * agree,
             cos[i],
             cos[i] - best,
-            float(named[i]),
-            float(linked[i]),
         )
     return x
 
 
 def pool_features(
-    policy: Sequence[Evidence], hybrid: Sequence[Evidence], cos: dict[str, float], question: str
+    policy: Sequence[Evidence], hybrid: Sequence[Evidence], cos: dict[str, float]
 ) -> tuple[list[PoolItem], np.ndarray]:
     """The pool of both rankings and its feature matrix (``cos``: chunk id -> cosine with the question)."""
     items = pool(policy, hybrid)
-    cosines = [cos.get(it.evidence.chunk_id, 0.0) for it in items]
-    return items, features(items, cosines, agreement(policy, hybrid), question)
+    return items, features(items, [cos.get(it.evidence.chunk_id, 0.0) for it in items], agreement(policy, hybrid))
 
 
 @dataclass
@@ -259,7 +209,6 @@ def fuse(
     model: FusionModel,
     k: int,
     *,
-    question: str,
     group_by_doc: bool = False,
 ) -> list[Evidence]:
     """The returned set: the pool of both rankings ranked by ``model``, cut at ``k`` chunks.
@@ -267,7 +216,7 @@ def fuse(
     With ``group_by_doc`` each document contributes its best chunk only (``k`` documents).
     Scores are the model's probabilities, made non-increasing down the list.
     """
-    items, x = pool_features(policy, hybrid, cos, question)
+    items, x = pool_features(policy, hybrid, cos)
     if not items:
         return []
     p = model.predict(x)
@@ -311,5 +260,4 @@ __all__ = [
     "fuse",
     "pool",
     "pool_features",
-    "title_links",
 ]

@@ -137,9 +137,7 @@ class SearchAgent:
         t0 = time.perf_counter()
         if self.fusion is not None:
             hybrid, cos, _ = self.closing_pool(trace.question, trace.returned, where=where)
-            trace.returned = fuse(
-                trace.returned, hybrid, cos, self.fusion, k, question=trace.question, group_by_doc=grouped
-            )
+            trace.returned = fuse(trace.returned, hybrid, cos, self.fusion, k, group_by_doc=grouped)
         else:
             hybrid = [hit_evidence(h) for h in floor_hits(self.index, trace.question, k, where)]
             trace.returned = fuse_with_floor(trace.returned, hybrid, cfg, k)

@@ -90,7 +90,7 @@ def collect(
         for task in tqdm(tasks, desc=f"{name} episodes", disable=not progress):
             trace = agent.run(task.question)
             hybrid, cos, chunks = agent.closing_pool(task.question, trace.returned)
-            items, x = pool_features(trace.returned, hybrid, cos, task.question)
+            items, x = pool_features(trace.returned, hybrid, cos)
             ranges = {cid: (c.char_start, c.char_end) for cid, c in chunks.items()}
             data.x.append(x)
             data.y.append(_labels(task, items, ranges))
@@ -112,7 +112,7 @@ def collect(
 def refeaturize(data: FusionData) -> None:
     """Recompute every episode's features with this version's :func:`features` (labels are unchanged:
     the pool's order depends only on the two rankings)."""
-    data.x = [pool_features(ep["returned"], ep["hybrid"], ep["cos"], ep["task"].question)[1] for ep in data.episodes]
+    data.x = [pool_features(ep["returned"], ep["hybrid"], ep["cos"])[1] for ep in data.episodes]
 
 
 def add_offtopic(data: FusionData, indexes: dict[str, CorpusIndex], share: float = 0.5, seed: int = 0) -> int:
@@ -145,7 +145,7 @@ def add_offtopic(data: FusionData, indexes: dict[str, CorpusIndex], share: float
                 zip((c.chunk_id for c in chunks), (float(v) for v in vectors.cosine(ep["task"].question, chunks)))
             )
             ranges = {**ep["ranges"], **{c.chunk_id: (c.char_start, c.char_end) for c in chunks}}
-            items, x = pool_features(other["returned"], ep["hybrid"], cos, ep["task"].question)
+            items, x = pool_features(other["returned"], ep["hybrid"], cos)
             data.x.append(x)
             data.y.append(_labels(ep["task"], items, ranges))
             data.episodes.append(
@@ -320,9 +320,7 @@ def recall_table(
     out: dict[str, dict[str, list[float]]] = {}
     for ep in data.episodes:
         task = ep["task"]
-        fused = fuse(
-            ep["returned"], ep["hybrid"], ep["cos"], model, max(ks), question=ep["task"].question, group_by_doc=True
-        )
+        fused = fuse(ep["returned"], ep["hybrid"], ep["cos"], model, max(ks), group_by_doc=True)
         for system, ranking in (("hybrid", ep["hybrid"]), ("policy", ep["returned"]), ("fused", fused)):
             docs = [e.doc_id for e in ranking]
             row = out.setdefault(f"{ep['source']}/{ep['policy']}@k{ep.get('k', 20)}/{system}", {})

@@ -7,17 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from sieve.agent.fusion import (
-    DEFAULT_FUSION,
-    FEATURES,
-    FusionModel,
-    PoolItem,
-    agreement,
-    features,
-    fuse,
-    pool,
-    title_links,
-)
+from sieve.agent.fusion import DEFAULT_FUSION, FEATURES, FusionModel, agreement, features, fuse, pool
 from sieve.agent.trace import Evidence
 from sieve.errors import InvalidInput
 
@@ -50,29 +40,6 @@ def test_features_by_hand():
     assert fx["policy_only"] == 1.0 and fx["in_hybrid"] == 0.0 and fx["policy_rr"] == 0.5
 
 
-def doc(d: str, title: str, text: str = "") -> Evidence:
-    return Evidence(chunk_id=f"{d}#0", doc_id=d, score=0.0, rank=0, title=title, text=text)
-
-
-def test_titles_named_by_the_question_or_linked_from_a_head_chunk_of_another_document():
-    items = [
-        PoolItem(doc("lindbergh", "Charles Lindbergh", "He flew the Spirit of St. Louis to Paris."), 0, None),
-        PoolItem(doc("stl", "St. Louis", "St. Louis is a city in Missouri."), None, 7),
-        PoolItem(doc("paris", "Paris", "Paris is the capital of France."), 5, None),
-        PoolItem(doc("ny", "New York City", "The largest city."), 4, 4),  # named nowhere
-        PoolItem(doc("go", "Go", "Go is a board game."), 6, None),  # too short to count: named by chance
-        PoolItem(doc("tail", "Tail page", "Mentions Charles Lindbergh."), None, 9),  # not a head: links nothing
-    ]
-    named, linked = title_links(items, "Which city was Charles Lindbergh's plane named after? Go on.")
-    assert named == [True, False, False, False, False, False]
-    assert linked == [False, True, True, False, False, False]
-    # A document never links itself: another chunk of the same document is not a bridge to it.
-    same = [PoolItem(doc("stl", "St. Louis", "St. Louis is a city."), 0, 0)]
-    assert title_links(same, "q") == ([False], [False])
-    f = dict(zip(FEATURES, features(items, [0.5] * len(items), 1.0, "Charles Lindbergh")[1]))
-    assert f["title_linked"] == 1.0 and f["title_in_question"] == 0.0
-
-
 def test_agreement_is_counted_in_chunks():
     """Inside one long filing every chunk shares its document with hybrid's: only chunks tell agreement."""
     assert agreement([ev("f#1"), ev("f#2")], [ev("f#7"), ev("f#2")]) == 0.5
@@ -84,13 +51,13 @@ def test_fuse_ranks_chunks_by_probability_and_groups_on_request():
     hybrid = [ev("long#4"), ev("b#0"), ev("long#3")]
     cos = {"long#3": 0.7, "long#4": 0.6, "x#0": 0.1, "b#0": 0.3}
     model = _model(cos=5.0, in_policy=1.0)
-    chunks = fuse(policy, hybrid, cos, model, 3, question="q")
+    chunks = fuse(policy, hybrid, cos, model, 3)
     assert [e.chunk_id for e in chunks] == ["long#3", "long#4", "b#0"]  # two chunks of one document, best first
     assert all(0.0 <= e.score <= 1.0 for e in chunks)
     assert [e.score for e in chunks] == sorted((e.score for e in chunks), reverse=True)
     assert [e.rank for e in chunks] == [1, 2, 3]
     assert chunks[0].metadata["policy_rank"] == 1 and chunks[0].metadata["hybrid_rank"] == 3
-    grouped = fuse(policy, hybrid, cos, model, 3, question="q", group_by_doc=True)
+    grouped = fuse(policy, hybrid, cos, model, 3, group_by_doc=True)
     assert [e.doc_id for e in grouped] == ["long", "b", "x"]
 
 
@@ -138,7 +105,7 @@ def test_shipped_model_is_fitted_and_ignores_a_ranking_off_the_question():
     policy = [ev(f"g{i}#0") for i in range(5)]
     hybrid = [ev(f"h{i}#0") for i in range(30)]
     cos = {**{f"g{i}#0": 0.05 for i in range(5)}, **{f"h{i}#0": 0.6 - 0.01 * i for i in range(30)}}
-    fused = fuse(policy, hybrid, cos, model, 5, question="What is asked?")
+    fused = fuse(policy, hybrid, cos, model, 5)
     assert [e.chunk_id for e in fused] == [f"h{i}#0" for i in range(5)]
     # A chunk both rankings put first, with the best cosine, comes first.
     items = pool([ev("a#0"), ev("x#0")], [ev("a#0"), ev("b#0")])
