@@ -1,8 +1,9 @@
 """Run files of tests in fresh ``pytest`` processes, one after another, beside the suite; read back each outcome.
 
 For tests whose peak memory is their own (a training step of a language model): in a process of
-their own it never stacks on what the suite's process holds, and started with the session it runs
-on the core the suite's one process leaves idle. A file of such tests is named ``*_cases.py`` (so
+their own it never stacks on what the suite's process holds. In one process (``-n 0``) the lane
+starts with the session and runs on the core the suite leaves idle; under ``-n 2`` it starts in
+the worker that draws its wrapper (``conftest.own_process_runs``). A file of such tests is named ``*_cases.py`` (so
 the suite does not collect it) and a ``test_*.py`` beside it sets ``CASES_IN_OWN_PROCESS`` and
 turns each child outcome into a test of its own (``conftest.own_process_runs`` starts the lane).
 Importable like ``_server_process`` (pytest puts ``tests/`` on ``sys.path``).

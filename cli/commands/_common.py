@@ -131,16 +131,15 @@ def parse_assignments(pairs: list[str], config_cls: type) -> dict[str, Any]:
 
     from sieve.errors import InvalidInput
 
-    fields = {f.name: f for f in dataclasses.fields(config_cls)}
+    fields = [f.name for f in dataclasses.fields(config_cls)]
+    # Each dataclass-valued field's default instance: what a dotted key's fields replace.
+    defaults = {f.name: d for f in dataclasses.fields(config_cls) if (d := _dataclass_default(f)) is not None}
+    valid = sorted([*fields, *(f"{n}.{g.name}" for n, d in defaults.items() for g in dataclasses.fields(d))])
     out: dict[str, Any] = {}
     nested: dict[str, dict[str, Any]] = {}
     for pair in pairs:
         key, eq, raw = pair.partition("=")
-        head, dot, sub = key.partition(".")
-        default = _nested_default(fields[head]) if dot and head in fields else None
-        sub_fields = {f.name for f in dataclasses.fields(default)} if default is not None else set()
-        if not eq or (key not in fields and sub not in sub_fields):
-            valid = sorted([*fields, *(f"{n}.{s}" for n in fields for s in _nested_names(fields[n]))])
+        if not eq or key not in valid:
             raise InvalidInput(
                 f"Expected KEY=VALUE with KEY a field of {config_cls.__name__}, got {pair!r}; valid keys: {valid}"
             )
@@ -148,29 +147,22 @@ def parse_assignments(pairs: list[str], config_cls: type) -> dict[str, Any]:
             value = json.loads(raw)
         except json.JSONDecodeError:
             value = raw
+        head, dot, sub = key.partition(".")
         if dot:
             nested.setdefault(head, {})[sub] = value
         else:
             out[key] = value
     for head, values in nested.items():
-        out[head] = dataclasses.replace(_nested_default(fields[head]), **values)
+        out[head] = dataclasses.replace(defaults[head], **values)
     return out
 
 
-def _nested_default(f: Any) -> Any:
+def _dataclass_default(f: Any) -> Any:
     """The default instance of a dataclass-valued field (None for any other field)."""
     import dataclasses
 
-    factory = f.default_factory
-    value = factory() if factory is not dataclasses.MISSING else None
+    value = f.default_factory() if f.default_factory is not dataclasses.MISSING else None
     return value if dataclasses.is_dataclass(value) and not isinstance(value, type) else None
-
-
-def _nested_names(f: Any) -> list[str]:
-    import dataclasses
-
-    default = _nested_default(f)
-    return [g.name for g in dataclasses.fields(default)] if default is not None else []
 
 
 def print_json(data: Any) -> None:
