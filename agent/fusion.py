@@ -6,8 +6,9 @@ merge them (:mod:`sieve.agent.floor`) had to trade one kind of question against 
 hybrid half of every top k, which protected single-hop claims but cost multi-hop questions the
 bridge passages the policy had found. The fusion model decides per *chunk* instead, from features
 that mean the same on any corpus — places in both rankings, whether the two agree (in chunks), the
-chunk's cosine with the question and its gap to the best one — and returns the pool by its
-probability of being evidence.
+chunk's cosine with the question and its gap to the best one, how much of the question's rarer
+words the chunk holds, and whether the policy's top chunks match the question better or worse than
+hybrid's — and returns the pool by its probability of being evidence.
 
 The model is a logistic regression with an optional small tanh layer (:class:`FusionModel`, a
 few hundred weights in a JSON file), fitted
@@ -30,9 +31,13 @@ import numpy as np
 
 from sieve.agent.trace import Evidence
 from sieve.errors import InvalidInput
+from sieve.retriever.bm25 import tokenize
+from sieve.retriever.types import passage_text
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Mapping, Sequence
+
+    from sieve.retriever.types import Chunk
 
 DEFAULT_FUSION = Path(__file__).resolve().parent / "fusion_default.json"
 
@@ -47,11 +52,65 @@ FEATURES: tuple[str, ...] = (
     "policy_rr_x_agreement",
     "cos",  # cosine with the question
     "cos_gap",  # cosine minus the best cosine in the pool
+    "cover",  # share of the question's words the chunk holds, each weighted by its rarity in the corpus
+    "cover_gap",  # cover minus the best cover in the pool
+    "policy_cos_lead",  # mean cosine of the policy's top 5 minus that of hybrid's top 5 (per episode)
+    "policy_cover_lead",  # the same for cover
 )
 # Only what means the same on a corpus of short passages and on one of 500-page filings: places,
-# agreement counted in chunks, cosines. Per-document counts (how many chunks of its document the
-# pool holds) never vary on the passage sets the model is fitted on, so a model would extrapolate
-# them blindly on long documents.
+# agreement counted in chunks, cosines, shares of the question's words. Per-document counts (how
+# many chunks of its document the pool holds) never vary on the passage sets the model is fitted
+# on, so a model would extrapolate them blindly on long documents. The two "lead" features say
+# whether the policy drifted: on filings its keyphrase searches can rank another company's page
+# first, a chunk that holds neither the question's company nor its year and has a far lower
+# cosine than hybrid's top chunks.
+LEAD_DEPTH = 5
+
+
+@dataclass
+class ClosingPool:
+    """What the fusion model ranks beside the policy's chunks (built by ``SearchAgent.closing_pool``).
+
+    ``hybrid``: the question's own hybrid ranking; ``cos`` and ``cover``: chunk id -> cosine with the
+    question and :func:`question_cover`, for every chunk of the pool; ``chunks``: the pool's chunks by id.
+    """
+
+    hybrid: list[Evidence]
+    cos: dict[str, float]
+    cover: dict[str, float]
+    chunks: dict[str, Chunk] = field(default_factory=dict)
+
+
+def question_cover(question: str, chunks: Mapping[str, Chunk], doc_share: Callable[[str], float]) -> dict[str, float]:
+    """Chunk id -> the share of the question's words the chunk (title included) holds, in [0, 1].
+
+    Each distinct word of the question (BM25's tokens, stop words dropped) weighs ``log(1 + 1/share)``
+    where ``share`` is the share of the corpus's chunks that hold it, so the company, the year or the
+    name a question turns on counts far more than "revenue" in a filing or "npm" in npm's docs;
+    words the corpus lacks weigh nothing. Cosines miss exactly this: a page of another company's
+    cash-flow statement is close in meaning to a question about this one's.
+
+    Example:
+        >>> from sieve.retriever.types import Chunk
+        >>> share = {"amcor": 0.1, "ebitda": 0.5}.get
+        >>> chunks = {"a#0": Chunk("a#0", "a", 0, "Adjusted EBITDA", title="Amcor 2023"),
+        ...           "b#0": Chunk("b#0", "b", 0, "Adjusted EBITDA", title="Pfizer 2023")}
+        >>> {k: round(v, 2) for k, v in question_cover("Amcor's EBITDA?", chunks, lambda t: share(t, 0.0)).items()}
+        {'a#0': 1.0, 'b#0': 0.31}
+    """
+    weights: dict[str, float] = {}
+    for term in dict.fromkeys(tokenize(question)):
+        share = doc_share(term)
+        if share > 0:
+            weights[term] = math.log1p(1.0 / share)
+    total = sum(weights.values())
+    if not total:
+        return {cid: 0.0 for cid in chunks}
+    out: dict[str, float] = {}
+    for cid, chunk in chunks.items():
+        words = set(tokenize(passage_text(chunk.title, chunk.text)))
+        out[cid] = sum(w for t, w in weights.items() if t in words) / total
+    return out
 
 
 @dataclass(frozen=True)
@@ -90,13 +149,29 @@ def agreement(policy: Sequence[Evidence], hybrid: Sequence[Evidence]) -> float:
     return len(mine & {e.chunk_id for e in hybrid}) / len(mine) if mine else 0.0
 
 
-def features(items: Sequence[PoolItem], cos: Sequence[float], agree: float) -> np.ndarray:
-    """The feature matrix of a pool (rows in ``items`` order, columns :data:`FEATURES`)."""
+def _lead(items: Sequence[PoolItem], values: Sequence[float]) -> float:
+    """Mean of ``values`` over the policy's top :data:`LEAD_DEPTH` minus that over hybrid's (0 for an empty side)."""
+    mine = [v for it, v in zip(items, values) if it.policy_rank is not None and it.policy_rank < LEAD_DEPTH]
+    theirs = [v for it, v in zip(items, values) if it.hybrid_rank is not None and it.hybrid_rank < LEAD_DEPTH]
+    return (sum(mine) / len(mine) if mine else 0.0) - (sum(theirs) / len(theirs) if theirs else 0.0)
+
+
+def features(
+    items: Sequence[PoolItem], cos: Sequence[float], agree: float, cover: Sequence[float] | None = None
+) -> np.ndarray:
+    """The feature matrix of a pool (rows in ``items`` order, columns :data:`FEATURES`).
+
+    ``cos`` and ``cover`` are per item; ``cover`` None counts as 0 everywhere (a pool without text).
+    """
     n = len(items)
     x = np.zeros((n, len(FEATURES)), dtype=np.float64)
     if not n:
         return x
+    cover = [0.0] * n if cover is None else cover
     best = max(cos)
+    best_cover = max(cover)
+    cos_lead = _lead(items, cos)
+    cover_lead = _lead(items, cover)
     for i, it in enumerate(items):
         h = it.hybrid_rank is not None
         p = it.policy_rank is not None
@@ -113,16 +188,23 @@ def features(items: Sequence[PoolItem], cos: Sequence[float], agree: float) -> n
             p_rr * agree,
             cos[i],
             cos[i] - best,
+            cover[i],
+            cover[i] - best_cover,
+            cos_lead,
+            cover_lead,
         )
     return x
 
 
 def pool_features(
-    policy: Sequence[Evidence], hybrid: Sequence[Evidence], cos: dict[str, float]
+    policy: Sequence[Evidence], hybrid: Sequence[Evidence], cos: dict[str, float], cover: dict[str, float]
 ) -> tuple[list[PoolItem], np.ndarray]:
-    """The pool of both rankings and its feature matrix (``cos``: chunk id -> cosine with the question)."""
+    """The pool of both rankings and its feature matrix (``cos``, ``cover``: chunk id -> value)."""
     items = pool(policy, hybrid)
-    return items, features(items, [cos.get(it.evidence.chunk_id, 0.0) for it in items], agreement(policy, hybrid))
+    ids = [it.evidence.chunk_id for it in items]
+    return items, features(
+        items, [cos.get(c, 0.0) for c in ids], agreement(policy, hybrid), [cover.get(c, 0.0) for c in ids]
+    )
 
 
 @dataclass
@@ -204,19 +286,20 @@ class FusionModel:
 
 def fuse(
     policy: Sequence[Evidence],
-    hybrid: Sequence[Evidence],
-    cos: dict[str, float],
+    closing: ClosingPool,
     model: FusionModel,
     k: int,
     *,
     group_by_doc: bool = False,
 ) -> list[Evidence]:
-    """The returned set: the pool of both rankings ranked by ``model``, cut at ``k`` chunks.
+    """The returned set: the pool of the policy's and ``closing.hybrid``'s chunks ranked by ``model``,
+    cut at ``k`` chunks.
 
     With ``group_by_doc`` each document contributes its best chunk only (``k`` documents).
     Scores are the model's probabilities, made non-increasing down the list.
     """
-    items, x = pool_features(policy, hybrid, cos)
+    cos = closing.cos
+    items, x = pool_features(policy, closing.hybrid, cos, closing.cover)
     if not items:
         return []
     p = model.predict(x)
@@ -243,6 +326,7 @@ def fuse(
             "policy_rank": None if it.policy_rank is None else it.policy_rank + 1,
             "hybrid_rank": None if it.hybrid_rank is None else it.hybrid_rank + 1,
             "cos": round(cos.get(e.chunk_id, 0.0), 4),
+            "cover": round(closing.cover.get(e.chunk_id, 0.0), 4),
         }
         out.append(replace(e, score=round(score, 6), rank=len(out) + 1, metadata=meta))
         if len(out) >= k:
@@ -253,6 +337,8 @@ def fuse(
 __all__ = [
     "DEFAULT_FUSION",
     "FEATURES",
+    "LEAD_DEPTH",
+    "ClosingPool",
     "FusionModel",
     "PoolItem",
     "agreement",
@@ -260,4 +346,5 @@ __all__ = [
     "fuse",
     "pool",
     "pool_features",
+    "question_cover",
 ]

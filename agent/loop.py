@@ -17,7 +17,7 @@ from sieve.agent.config import AgentConfig
 from sieve.agent.episode import Episode
 from sieve.agent.factory import make_policy
 from sieve.agent.floor import floor_hits, fuse_with_floor, hit_evidence
-from sieve.agent.fusion import FusionModel, fuse
+from sieve.agent.fusion import ClosingPool, FusionModel, fuse, question_cover
 from sieve.agent.prompts import question_message, system_prompt
 from sieve.agent.tool_specs import tool_specs
 from sieve.agent.tools import ToolOutcome, Toolbox
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from sieve.agent.trace import StopReason
     from sieve.pruning.context import ChunkEntry
     from sieve.retriever.index import CorpusIndex
-    from sieve.retriever.types import Chunk
 
 logger = logging.getLogger(__name__)
 
@@ -136,8 +135,9 @@ class SearchAgent:
             return trace
         t0 = time.perf_counter()
         if self.fusion is not None:
-            hybrid, cos, _ = self.closing_pool(trace.question, trace.returned, where=where)
-            trace.returned = fuse(trace.returned, hybrid, cos, self.fusion, k, group_by_doc=grouped)
+            closing = self.closing_pool(trace.question, trace.returned, where=where)
+            hybrid = closing.hybrid
+            trace.returned = fuse(trace.returned, closing, self.fusion, k, group_by_doc=grouped)
         else:
             hybrid = [hit_evidence(h) for h in floor_hits(self.index, trace.question, k, where)]
             trace.returned = fuse_with_floor(trace.returned, hybrid, cfg, k)
@@ -155,10 +155,11 @@ class SearchAgent:
         returned: list[Evidence],
         *,
         where: dict[str, Any] | None = None,
-    ) -> tuple[list[Evidence], dict[str, float], dict[str, Chunk]]:
+    ) -> ClosingPool:
         """What the fusion model ranks beside the policy's ``returned`` chunks: the question's hybrid
         ranking (``floor.hybrid_depth`` chunks, at least ``k``), every pool chunk's cosine with the
-        question, and the pool's chunks by id (serving and ``sieve.train.fusion`` share this)."""
+        question and its cover of the question's words, and the pool's chunks by id (serving and
+        ``sieve.train.fusion`` share this)."""
         depth = min(max(self.config.floor.hybrid_depth, self.config.k), self.index.config.max_k)
         hits = self.index.search(question, depth, mode="hybrid", where=where)
         chunks = {h.chunk_id: h.chunk for h in hits}
@@ -169,7 +170,8 @@ class SearchAgent:
             if chunks
             else {}
         )
-        return [hit_evidence(h) for h in hits], cos, chunks
+        cover = question_cover(question, chunks, self.index.bm25_index().doc_share)
+        return ClosingPool([hit_evidence(h) for h in hits], cos, cover, chunks)
 
     @staticmethod
     def _done(trace: Trace, emit: _Emitter) -> Trace:

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from sieve.agent.fusion import FEATURES, FusionModel, fuse, pool_features
+from sieve.agent.fusion import FEATURES, ClosingPool, FusionModel, fuse, pool_features, question_cover
+from sieve.errors import InvalidInput
 from sieve.eval.metrics import span_found
 
 if TYPE_CHECKING:
@@ -89,9 +90,9 @@ def collect(
         )
         for task in tqdm(tasks, desc=f"{name} episodes", disable=not progress):
             trace = agent.run(task.question)
-            hybrid, cos, chunks = agent.closing_pool(task.question, trace.returned)
-            items, x = pool_features(trace.returned, hybrid, cos)
-            ranges = {cid: (c.char_start, c.char_end) for cid, c in chunks.items()}
+            closing = agent.closing_pool(task.question, trace.returned)
+            items, x = pool_features(trace.returned, closing.hybrid, closing.cos, closing.cover)
+            ranges = {cid: (c.char_start, c.char_end) for cid, c in closing.chunks.items()}
             data.x.append(x)
             data.y.append(_labels(task, items, ranges))
             data.episodes.append(
@@ -99,8 +100,9 @@ def collect(
                     "policy": name,
                     "task": task,
                     "returned": trace.returned,
-                    "hybrid": hybrid,
-                    "cos": cos,
+                    "hybrid": closing.hybrid,
+                    "cos": closing.cos,
+                    "cover": closing.cover,
                     "ranges": ranges,
                     "source": source or task.source,
                     "k": k,
@@ -112,7 +114,30 @@ def collect(
 def refeaturize(data: FusionData) -> None:
     """Recompute every episode's features with this version's :func:`features` (labels are unchanged:
     the pool's order depends only on the two rankings)."""
-    data.x = [pool_features(ep["returned"], ep["hybrid"], ep["cos"])[1] for ep in data.episodes]
+    missing = sum("cover" not in ep for ep in data.episodes)
+    if missing:
+        raise InvalidInput(
+            f"Expected every episode to carry its chunks' question cover, got {missing} without; "
+            "run add_cover() on episodes collected by an older version"
+        )
+    data.x = [pool_features(ep["returned"], ep["hybrid"], ep["cos"], ep["cover"])[1] for ep in data.episodes]
+
+
+def add_cover(data: FusionData, indexes: dict[str, CorpusIndex]) -> int:
+    """Give episodes collected before the ``cover`` features their chunks' :func:`question_cover`,
+    read from each source's index (so refits reuse old episode files). Returns how many were given it."""
+    done = 0
+    for ep in data.episodes:
+        if "cover" in ep:
+            continue
+        index = indexes.get(ep["source"])
+        if index is None:
+            raise InvalidInput(f"Expected an index for episode source {ep['source']!r}, got none")
+        ids = list(dict.fromkeys([*(e.chunk_id for e in ep["returned"]), *(e.chunk_id for e in ep["hybrid"])]))
+        chunks = {c.chunk_id: c for c in index.get_chunks(ids)}
+        ep["cover"] = question_cover(ep["task"].question, chunks, index.bm25_index().doc_share)
+        done += 1
+    return done
 
 
 def add_offtopic(data: FusionData, indexes: dict[str, CorpusIndex], share: float = 0.5, seed: int = 0) -> int:
@@ -145,7 +170,11 @@ def add_offtopic(data: FusionData, indexes: dict[str, CorpusIndex], share: float
                 zip((c.chunk_id for c in chunks), (float(v) for v in vectors.cosine(ep["task"].question, chunks)))
             )
             ranges = {**ep["ranges"], **{c.chunk_id: (c.char_start, c.char_end) for c in chunks}}
-            items, x = pool_features(other["returned"], ep["hybrid"], cos)
+            cover = dict(ep["cover"])
+            cover.update(
+                question_cover(ep["task"].question, {c.chunk_id: c for c in chunks}, index.bm25_index().doc_share)
+            )
+            items, x = pool_features(other["returned"], ep["hybrid"], cos, cover)
             data.x.append(x)
             data.y.append(_labels(ep["task"], items, ranges))
             data.episodes.append(
@@ -154,6 +183,7 @@ def add_offtopic(data: FusionData, indexes: dict[str, CorpusIndex], share: float
                     "policy": f"{ep['policy']}-offtopic",
                     "returned": other["returned"],
                     "cos": cos,
+                    "cover": cover,
                     "ranges": ranges,
                 }
             )
@@ -320,7 +350,8 @@ def recall_table(
     out: dict[str, dict[str, list[float]]] = {}
     for ep in data.episodes:
         task = ep["task"]
-        fused = fuse(ep["returned"], ep["hybrid"], ep["cos"], model, max(ks), group_by_doc=True)
+        closing = ClosingPool(ep["hybrid"], ep["cos"], ep["cover"])
+        fused = fuse(ep["returned"], closing, model, max(ks), group_by_doc=True)
         for system, ranking in (("hybrid", ep["hybrid"]), ("policy", ep["returned"]), ("fused", fused)):
             docs = [e.doc_id for e in ranking]
             row = out.setdefault(f"{ep['source']}/{ep['policy']}@k{ep.get('k', 20)}/{system}", {})
@@ -392,13 +423,16 @@ def main(argv: list[str] | None = None) -> None:
         if args.episodes:
             with args.episodes[0].open("wb") as f:
                 pickle.dump(data, f)
-    refeaturize(data)
-    if args.offtopic > 0:
+    indexes: dict[str, CorpusIndex] = {}
+    if args.offtopic > 0 or any("cover" not in ep for ep in data.episodes):
         config = RetrieverConfig()
-        indexes = {}
         for d in args.data:
             sets, maps = load_sets([d])
             indexes[f"{Path(d).parent.name}/{Path(d).name}"] = open_eval_index(sets, maps, config, progress=False)
+    if any("cover" not in ep for ep in data.episodes):
+        logger.info("gave %d older episodes their question cover", add_cover(data, indexes))
+    refeaturize(data)
+    if args.offtopic > 0:
         logger.info("added %d off-topic episodes", add_offtopic(data, indexes, args.offtopic, args.seed))
     if args.check > 0:
         part, held = split(data, args.check, args.seed)
@@ -422,4 +456,4 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["FusionData", "collect", "finetune", "fit", "main", "recall_table"]
+__all__ = ["FusionData", "add_cover", "collect", "finetune", "fit", "main", "recall_table"]

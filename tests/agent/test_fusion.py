@@ -7,9 +7,20 @@ import json
 import numpy as np
 import pytest
 
-from sieve.agent.fusion import DEFAULT_FUSION, FEATURES, FusionModel, agreement, features, fuse, pool
+from sieve.agent.fusion import (
+    DEFAULT_FUSION,
+    FEATURES,
+    ClosingPool,
+    FusionModel,
+    agreement,
+    features,
+    fuse,
+    pool,
+    question_cover,
+)
 from sieve.agent.trace import Evidence
 from sieve.errors import InvalidInput
+from sieve.retriever.types import Chunk
 
 
 def ev(cid: str) -> Evidence:
@@ -38,6 +49,39 @@ def test_features_by_hand():
     assert f["cos_gap"] == pytest.approx(0.5 - 0.6)
     fx = dict(zip(FEATURES, x[1]))  # x#0: the policy's own find
     assert fx["policy_only"] == 1.0 and fx["in_hybrid"] == 0.0 and fx["policy_rr"] == 0.5
+    assert f["cover"] == 0.0 and f["policy_cover_lead"] == 0.0  # no cover given: zeros
+
+
+def test_cover_features_and_the_policy_lead_by_hand():
+    """Pool a#0 (policy 1st, hybrid 2nd), x#0 (policy 2nd), a#1 (hybrid 1st), b#0 (hybrid 3rd)."""
+    items = pool([ev("a#0"), ev("x#0")], [ev("a#1"), ev("a#0"), ev("b#0")])
+    cos, cover = [0.5, 0.2, 0.6, 0.4], [0.8, 0.1, 1.0, 0.5]
+    x = features(items, cos, 0.5, cover)
+    rows = [dict(zip(FEATURES, r)) for r in x]
+    assert [r["cover"] for r in rows] == cover
+    assert rows[1]["cover_gap"] == pytest.approx(0.1 - 1.0)
+    # per episode: the policy's top (a#0, x#0) against hybrid's top (a#1, a#0, b#0), the same on every row
+    assert [r["policy_cos_lead"] for r in rows] == pytest.approx([(0.5 + 0.2) / 2 - (0.6 + 0.5 + 0.4) / 3] * 4)
+    assert [r["policy_cover_lead"] for r in rows] == pytest.approx([(0.8 + 0.1) / 2 - (1.0 + 0.8 + 0.5) / 3] * 4)
+
+
+def _chunk(cid: str, text: str, title: str = "") -> Chunk:
+    return Chunk(chunk_id=cid, doc_id=cid.split("#")[0], position=0, text=text, title=title)
+
+
+def test_question_cover_weighs_rare_words_and_reads_titles():
+    chunks = {
+        "amcor#3": _chunk("amcor#3", "Adjusted EBITDA rose in fiscal 2023.", title="AMCOR 2023 10K"),
+        "pfizer#9": _chunk("pfizer#9", "Adjusted EBITDA rose in fiscal 2023.", title="Pfizer 2023 10K"),
+        "amcor#4": _chunk("amcor#4", "Cash paid for interest.", title="AMCOR 2023 10K"),
+    }
+    share = {"amcor": 0.05, "adjusted": 0.4, "ebitda": 0.3, "2023": 0.6, "fiscal": 0.9}
+    cover = question_cover("What was AMCOR's adjusted EBITDA in 2023?", chunks, lambda t: share.get(t, 0.0))
+    assert cover["amcor#3"] == pytest.approx(1.0)  # every word of the question, the company from the title
+    assert cover["pfizer#9"] < cover["amcor#4"] < 1.0  # the rare company name outweighs two common words
+    assert all(0.0 <= v <= 1.0 for v in cover.values())
+    # words the corpus lacks weigh nothing; a question of only those covers nothing
+    assert question_cover("zzz qqq", chunks, lambda t: 0.0) == {cid: 0.0 for cid in chunks}
 
 
 def test_agreement_is_counted_in_chunks():
@@ -50,14 +94,16 @@ def test_fuse_ranks_chunks_by_probability_and_groups_on_request():
     policy = [ev("long#3"), ev("long#4"), ev("x#0")]
     hybrid = [ev("long#4"), ev("b#0"), ev("long#3")]
     cos = {"long#3": 0.7, "long#4": 0.6, "x#0": 0.1, "b#0": 0.3}
+    closing = ClosingPool(hybrid, cos, {"long#3": 0.9})
     model = _model(cos=5.0, in_policy=1.0)
-    chunks = fuse(policy, hybrid, cos, model, 3)
+    chunks = fuse(policy, closing, model, 3)
     assert [e.chunk_id for e in chunks] == ["long#3", "long#4", "b#0"]  # two chunks of one document, best first
     assert all(0.0 <= e.score <= 1.0 for e in chunks)
     assert [e.score for e in chunks] == sorted((e.score for e in chunks), reverse=True)
     assert [e.rank for e in chunks] == [1, 2, 3]
     assert chunks[0].metadata["policy_rank"] == 1 and chunks[0].metadata["hybrid_rank"] == 3
-    grouped = fuse(policy, hybrid, cos, model, 3, group_by_doc=True)
+    assert chunks[0].metadata["cover"] == 0.9 and chunks[1].metadata["cover"] == 0.0
+    grouped = fuse(policy, closing, model, 3, group_by_doc=True)
     assert [e.doc_id for e in grouped] == ["long", "b", "x"]
 
 
@@ -105,9 +151,10 @@ def test_shipped_model_is_fitted_and_ignores_a_ranking_off_the_question():
     policy = [ev(f"g{i}#0") for i in range(5)]
     hybrid = [ev(f"h{i}#0") for i in range(30)]
     cos = {**{f"g{i}#0": 0.05 for i in range(5)}, **{f"h{i}#0": 0.6 - 0.01 * i for i in range(30)}}
-    fused = fuse(policy, hybrid, cos, model, 5)
+    cover = {**{f"g{i}#0": 0.1 for i in range(5)}, **{f"h{i}#0": 0.8 for i in range(30)}}
+    fused = fuse(policy, ClosingPool(hybrid, cos, cover), model, 5)
     assert [e.chunk_id for e in fused] == [f"h{i}#0" for i in range(5)]
-    # A chunk both rankings put first, with the best cosine, comes first.
+    # A chunk both rankings put first, with the best cosine and cover, comes first.
     items = pool([ev("a#0"), ev("x#0")], [ev("a#0"), ev("b#0")])
-    p = model.predict(features(items, [0.6, 0.3, 0.4], 1.0))
+    p = model.predict(features(items, [0.6, 0.3, 0.4], 1.0, [1.0, 0.4, 0.5]))
     assert p[0] == p.max() and 0.0 < p.min() and p.max() < 1.0

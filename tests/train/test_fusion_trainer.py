@@ -9,7 +9,7 @@ from sieve.agent.config import FloorConfig
 from sieve.agent.fusion import FEATURES, FusionModel
 from sieve.errors import InvalidInput
 from sieve.eval.data import load_tasks
-from sieve.train.fusion import collect, finetune, fit, recall_table, split
+from sieve.train.fusion import add_cover, collect, finetune, fit, recall_table, refeaturize, split
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +31,26 @@ def test_collect_fit_and_reload(heuristic_episodes, tmp_path):
     assert set(table) == {"sample/heuristic@k10/hybrid", "sample/heuristic@k10/policy", "sample/heuristic@k10/fused"}
     fit_part, held = split(data, 0.5)
     assert len(fit_part.x) + len(held.x) == 8
+
+
+def test_older_episodes_get_their_cover_from_the_index(heuristic_episodes, sample_index):
+    """Episode files collected before the cover features refit after add_cover, to the same features."""
+    from sieve.train.fusion import FusionData
+
+    old = FusionData(
+        x=list(heuristic_episodes.x[:3]),
+        y=list(heuristic_episodes.y[:3]),
+        episodes=[{k: v for k, v in ep.items() if k != "cover"} for ep in heuristic_episodes.episodes[:3]],
+    )
+    with pytest.raises(InvalidInput, match="add_cover"):
+        refeaturize(old)
+    with pytest.raises(InvalidInput, match="index for episode source"):
+        add_cover(old, {})
+    assert add_cover(old, {"sample": sample_index}) == 3
+    refeaturize(old)
+    for ep, collected in zip(old.episodes, heuristic_episodes.episodes[:3]):
+        assert ep["cover"] == pytest.approx(collected["cover"]) and max(ep["cover"].values()) > 0
+    assert all(np.allclose(a, b) for a, b in zip(old.x, heuristic_episodes.x[:3]))
 
 
 def _log_loss(model: FusionModel, data) -> float:
