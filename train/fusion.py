@@ -191,6 +191,32 @@ def add_offtopic(data: FusionData, indexes: dict[str, CorpusIndex], share: float
     return added
 
 
+def ensemble(models: list[FusionModel]) -> FusionModel:
+    """One model whose logit is the mean of ``models``' logits: their hidden units side by side, the
+    output weights divided by their number (the same file format, the same cost per unit).
+
+    Refits with other seeds move held-apart recall by up to 0.007 (another resample, another
+    initialisation); averaging a few takes that noise out of the shipped ranking instead of
+    keeping whichever seed one happened to run.
+    """
+    if not models or any(not m.hidden or len(m.hidden) != 1 for m in models):
+        raise InvalidInput("Expected fusion models with one hidden layer each to ensemble")
+    if any(m.mean != models[0].mean or m.scale != models[0].scale for m in models):
+        raise InvalidInput("Expected fusion models fitted with the same feature scaling to ensemble")
+    n = len(models)
+    w = np.concatenate([np.asarray(m.hidden[0][0]) for m in models], axis=1)
+    b = np.concatenate([np.asarray(m.hidden[0][1]) for m in models])
+    return FusionModel(
+        coef=[float(v) / n for m in models for v in m.coef],
+        intercept=float(np.mean([m.intercept for m in models])),
+        names=models[0].names,
+        mean=models[0].mean,
+        scale=models[0].scale,
+        meta={**models[0].meta, "seeds": [m.meta.get("seed") for m in models]},
+        hidden=[(w.tolist(), b.tolist())],
+    )
+
+
 def _weights(data: FusionData) -> np.ndarray:
     """Row weights that give every source the same total weight (mean 1), so no one set decides the model."""
     sources = [ep["source"] for ep in data.episodes]
@@ -379,6 +405,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--hidden", type=int, default=0, help="Units of one tanh layer (0: logistic regression).")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
+        "--ensemble",
+        type=int,
+        default=1,
+        help="Fit this many models (seeds seed, seed+1, ...; needs --hidden) and ship the mean of their logits.",
+    )
+    ap.add_argument(
         "--check",
         type=float,
         default=0.3,
@@ -437,10 +469,18 @@ def main(argv: list[str] | None = None) -> None:
     if args.check > 0:
         part, held = split(data, args.check, args.seed)
         trial = fit(part, c=args.c, hidden=args.hidden, seed=args.seed)
+        if args.ensemble > 1:
+            trial = ensemble(
+                [trial, *(fit(part, c=args.c, hidden=args.hidden, seed=args.seed + i) for i in range(1, args.ensemble))]
+            )
         logger.info("held-apart tasks (%d episodes), model fitted on the other %d:", len(held.x), len(part.x))
         for name, row in recall_table(held, trial).items():
             logger.info("  %-48s %s", name, "  ".join(f"{m} {v:.3f}" for m, v in row.items()))
     model = fit(data, c=args.c, hidden=args.hidden, seed=args.seed)
+    if args.ensemble > 1:
+        model = ensemble(
+            [model, *(fit(data, c=args.c, hidden=args.hidden, seed=args.seed + i) for i in range(1, args.ensemble))]
+        )
     model.meta["data"] = [str(d) for d in args.data]
     model.meta["limit"] = args.limit
     model.meta["policies"] = args.policies
@@ -456,4 +496,4 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["FusionData", "add_cover", "collect", "finetune", "fit", "main", "recall_table"]
+__all__ = ["FusionData", "add_cover", "collect", "ensemble", "finetune", "fit", "main", "recall_table"]

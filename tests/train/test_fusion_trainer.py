@@ -9,7 +9,7 @@ from sieve.agent.config import FloorConfig
 from sieve.agent.fusion import FEATURES, FusionModel
 from sieve.errors import InvalidInput
 from sieve.eval.data import load_tasks
-from sieve.train.fusion import add_cover, collect, finetune, fit, recall_table, refeaturize, split
+from sieve.train.fusion import add_cover, collect, ensemble, finetune, fit, recall_table, refeaturize, split
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +97,20 @@ def test_a_retrained_policy_folder_serves_its_own_ranker(tmp_path, sample_index)
     # an explicit fusion_path wins over the folder's ranker (here a missing one: it fails clearly, before any episode)
     with pytest.raises(InvalidInput, match="Expected a fusion model JSON"):
         SearchAgent(sample_index, policy, AgentConfig(k=5, floor=FloorConfig(fusion_path=tmp_path / "none.json")))
+
+
+def test_ensemble_is_the_mean_of_the_models_logits(heuristic_episodes):
+    data = heuristic_episodes
+    models = [fit(data, hidden=3, c=10.0, seed=s) for s in (0, 1, 2)]
+    both = ensemble(models)
+    x = np.concatenate(data.x)
+
+    def logit(p: np.ndarray) -> np.ndarray:
+        p = np.clip(p, 1e-12, 1 - 1e-12)
+        return np.log(p / (1 - p))
+
+    expected = np.mean([logit(m.predict(x)) for m in models], axis=0)
+    assert np.allclose(logit(both.predict(x)), expected, atol=1e-6)
+    assert len(both.hidden[0][1]) == 9 and both.meta["seeds"] == [0, 1, 2]
+    with pytest.raises(InvalidInput, match="one hidden layer"):
+        ensemble([fit(data, hidden=0, c=10.0)])
