@@ -8,6 +8,7 @@ stand-in for a named-entity tagger, in any Latin-script language, at microsecond
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -85,6 +86,55 @@ def searchable(mention: Mention, share: Callable[[str], float] | None) -> Mentio
     if share is None:
         return None if mention.initial else mention
     return mention if share(norm[0]) <= (INITIAL_SHARE if mention.initial else COMMON_SHARE) else None
+
+
+KEYPHRASE_MAX_SHARE = 0.05  # a word in more of the corpus's chunks than this is no part of a keyphrase
+KEYPHRASE_WORDS = 3
+
+
+def keyphrases(question: str, share: Callable[[str], float] | None, most: int = 3) -> list[str]:
+    """The question's keyphrases on this corpus, most specific first: runs of up to
+    ``KEYPHRASE_WORDS`` adjacent words that the corpus holds in at most ``KEYPHRASE_MAX_SHARE`` of its
+    chunks (no stop words, no punctuation inside), ranked by their words' summed rarity
+    (``log(1 + 1/share)``). A one-word keyphrase must be as rare as a one-word name
+    (``COMMON_SHARE``). Capitals play no part: "quick ratio" or "restructuring liability" is what a
+    question about a filing turns on, and it is written in lower case.
+
+    Example:
+        >>> share = {"quick": 0.01, "ratio": 0.02, "amcor": 0.01, "improved": 0.08, "fy2023": 0.004}.get
+        >>> keyphrases("Has AMCOR's quick ratio improved in FY2023?", lambda w: share(w, 0.0))
+        ['AMCOR quick ratio', 'FY2023']
+    """
+    if share is None:
+        return []
+    runs: list[list[tuple[str, float]]] = []
+    current: list[tuple[str, float]] = []
+    for m in _WORD_RE.finditer(question):
+        word = m.group(0)
+        core = re.sub(r"(?:'s|’s)$", "", word.strip(_STRIP))
+        key = normalise(core)
+        ratio = share(key) if key and " " not in key else 0.0
+        if key not in _STOP and 0.0 < ratio <= KEYPHRASE_MAX_SHARE:
+            current.append((core, ratio))
+            if word.rstrip("'’\"”)")[-1:] in ",.;:!?":  # punctuation after a word ends the run
+                runs.append(current)
+                current = []
+            continue
+        if current:
+            runs.append(current)
+        current = []
+    if current:
+        runs.append(current)
+    scored: list[tuple[float, str]] = []
+    for run in runs:
+        for i in range(0, len(run), KEYPHRASE_WORDS):
+            part = run[i : i + KEYPHRASE_WORDS]
+            if len(part) == 1 and part[0][1] > COMMON_SHARE:
+                continue
+            text = " ".join(w for w, _ in part)
+            scored.append((sum(math.log1p(1.0 / r) for _, r in part), text))
+    out = [t for _, t in sorted(scored, key=lambda st: -st[0]) if t]
+    return list(dict.fromkeys(out))[:most]
 
 
 def _opens(text: str, start: int) -> bool:
@@ -197,6 +247,7 @@ def words_match(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> f
 
 __all__ = [
     "COMMON_SHARE",
+    "keyphrases",
     "INITIAL_SHARE",
     "MAX_NAME_WORDS",
     "Mention",

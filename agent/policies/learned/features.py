@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sieve.agent.config import HeuristicConfig
-from sieve.agent.policies.entities import mentions, name_match, normalise, searchable, words_match
+from sieve.agent.policies.entities import keyphrases, mentions, name_match, normalise, searchable, words_match
 from sieve.agent.policies.heuristic import BridgeHit, Features, NameHit, score_features
 
 if TYPE_CHECKING:
@@ -335,9 +335,14 @@ class EpisodeFeatures:
         """The question's names worth a search on this corpus (the term shares are fixed for an episode: once)."""
         if self._q_names is None:
             found = (searchable(m, self.share) for m in mentions(self.question))
-            self._q_names = list(
-                dict.fromkeys(m.text for m in found if m is not None and normalise(m.text) != self.q_norm.strip())
-            )
+            names = [m.text for m in found if m is not None]
+            # Then its keyphrases ("quick ratio"): what a question about any text turns on, capitalised or not.
+            names += keyphrases(self.question, self.share)
+            first: dict[str, str] = {}
+            for n in names:
+                first.setdefault(normalise(n), n)
+            first.pop(self.q_norm.strip(), None)
+            self._q_names = list(first.values())
         return self._q_names
 
     def candidates(self, active: list[ChunkEntry]) -> list[Candidate]:

@@ -1,0 +1,42 @@
+"""Query candidates from the question's own words (pure functions, a corpus's shares given by hand)."""
+
+from __future__ import annotations
+
+from sieve.agent.policies.entities import COMMON_SHARE, KEYPHRASE_MAX_SHARE, keyphrases
+
+SHARE = {
+    "amcor": 0.01,
+    "quick": 0.01,
+    "ratio": 0.03,
+    "improved": 0.08,  # too common on this corpus to be part of a keyphrase
+    "fy2023": 0.004,
+    "fy2022": 0.03,  # one word, but not rare enough to be searched alone
+    "restructuring": 0.02,
+    "liability": 0.04,
+}
+
+
+def share(word: str) -> float:
+    return SHARE.get(word, 0.0)  # words the corpus lacks count as absent
+
+
+def test_keyphrases_are_rare_adjacent_words_in_any_case():
+    got = keyphrases("Has AMCOR's quick ratio improved between FY2023 and FY2022?", share)
+    assert got == ["AMCOR quick ratio", "FY2023"]  # the possessive dropped; "improved" ends the run
+    assert all(len(p.split()) > 1 or share(p.lower()) <= COMMON_SHARE for p in got)
+
+
+def test_keyphrases_stop_at_punctuation_and_cap_their_length():
+    # the comma ends a run; the rarer pair comes first
+    assert keyphrases("What is the restructuring liability, quick ratio?", share) == [
+        "quick ratio",
+        "restructuring liability",
+    ]
+    long = keyphrases("amcor quick restructuring liability ratio", share)
+    assert all(len(p.split()) <= 3 for p in long) and len(long) == 2
+
+
+def test_no_keyphrases_without_corpus_shares_or_rare_words():
+    assert keyphrases("Has AMCOR's quick ratio improved?", None) == []
+    assert keyphrases("What improved and how?", share) == []
+    assert all(v <= KEYPHRASE_MAX_SHARE or k == "improved" for k, v in SHARE.items())
