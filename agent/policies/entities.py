@@ -161,13 +161,21 @@ def _ends_name(word: str) -> bool:
     return False
 
 
+# Markdown links: the brackets and the target, so "[Private Modules](https://...)" reads as its words.
+_LINK_MARKUP = re.compile(r"\]\([^)\s]*\)|\[")
+
+
 def mentions(text: str) -> list[Mention]:
     """Capitalised spans of ``text`` in order of appearance (single stop words dropped).
 
     Example:
         >>> [m.text for m in mentions("The novel was written by Ilse Marnow and edited by Tomás Vera.")]
         ['Ilse Marnow', 'Tomás Vera']
+        >>> [m.text for m in mentions("see [Private Modules](https://docs.npmjs.com/private-modules/intro).")]
+        ['Private Modules']
     """
+    # Same length, so offsets hold; a link's end ends a name, as a comma would.
+    text = _LINK_MARKUP.sub(lambda m: ("," if m.group(0) != "[" else " ").ljust(len(m.group(0))), text)
     words = [(m.group(0), m.start()) for m in _WORD_RE.finditer(text)]
     out: list[Mention] = []
     i = 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sieve.agent.policies.entities import COMMON_SHARE, KEYPHRASE_MAX_SHARE, keyphrases
+from sieve.agent.policies.entities import COMMON_SHARE, KEYPHRASE_MAX_SHARE, keyphrases, mentions
 
 SHARE = {
     "amcor": 0.01,
@@ -40,3 +40,11 @@ def test_no_keyphrases_without_corpus_shares_or_rare_words():
     assert keyphrases("Has AMCOR's quick ratio improved?", None) == []
     assert keyphrases("What improved and how?", share) == []
     assert all(v <= KEYPHRASE_MAX_SHARE or k == "improved" for k, v in SHARE.items())
+
+
+def test_markdown_links_read_as_their_words():
+    """Documentation in Markdown: a link's target is no part of a name, and its end ends one."""
+    text = "See [Private Modules](https://docs.npmjs.com/private-modules/intro) and [Orgs](https://x.y/z) now."
+    found = mentions(text)
+    assert [m.text for m in found] == ["See Private Modules", "Orgs"]
+    assert text[found[1].start :].startswith("Orgs")  # offsets still point into the original text
