@@ -31,7 +31,7 @@ import numpy as np
 
 from sieve.agent.trace import Evidence
 from sieve.errors import InvalidInput
-from sieve.retriever.bm25 import tokenize
+from sieve.retriever.bm25 import rarity, tokenize
 from sieve.retriever.types import passage_text
 
 if TYPE_CHECKING:
@@ -98,11 +98,7 @@ def question_cover(question: str, chunks: Mapping[str, Chunk], doc_share: Callab
         >>> {k: round(v, 2) for k, v in question_cover("Amcor's EBITDA?", chunks, lambda t: share(t, 0.0)).items()}
         {'a#0': 1.0, 'b#0': 0.31}
     """
-    weights: dict[str, float] = {}
-    for term in dict.fromkeys(tokenize(question)):
-        share = doc_share(term)
-        if share > 0:
-            weights[term] = math.log1p(1.0 / share)
+    weights = {term: w for term in dict.fromkeys(tokenize(question)) if (w := rarity(doc_share(term))) > 0}
     total = sum(weights.values())
     if not total:
         return {cid: 0.0 for cid in chunks}

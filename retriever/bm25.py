@@ -57,6 +57,18 @@ def term_counts(vocab: dict[str, int], query_tokens: Sequence[str]) -> dict[int,
     return counts
 
 
+def rarity(share: float) -> float:
+    """How much a word weighs by its share of the corpus's chunks (:meth:`SparseBM25.doc_share`):
+    ``log(1 + 1/share)``, 0 for a word the corpus lacks. The agent's question cover and keyphrases
+    weigh words with it, so "revenue" in a filing or "npm" in npm's docs counts for little.
+
+    Example:
+        >>> round(rarity(0.01), 2), round(rarity(0.5), 2), rarity(0.0)
+        (4.62, 1.1, 0.0)
+    """
+    return math.log1p(1.0 / share) if share > 0 else 0.0
+
+
 def tokenize(text: str) -> list[str]:
     """Lower-cased word tokens without stop words.
 
@@ -341,6 +353,7 @@ __all__ = [
     "BM25_FILE",
     "STOPWORDS",
     "SparseBM25",
+    "rarity",
     "term_counts",
     "tokenize",
     "top_k_of",

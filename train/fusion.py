@@ -217,6 +217,12 @@ def ensemble(models: list[FusionModel]) -> FusionModel:
     )
 
 
+def fit_seeds(data: FusionData, n: int, *, c: float, hidden: int, seed: int) -> FusionModel:
+    """:func:`fit` with seeds ``seed .. seed + n - 1``, as one :func:`ensemble` (just :func:`fit` for ``n`` 1)."""
+    models = [fit(data, c=c, hidden=hidden, seed=seed + i) for i in range(max(1, n))]
+    return models[0] if len(models) == 1 else ensemble(models)
+
+
 def _weights(data: FusionData) -> np.ndarray:
     """Row weights that give every source the same total weight (mean 1), so no one set decides the model."""
     sources = [ep["source"] for ep in data.episodes]
@@ -456,31 +462,24 @@ def main(argv: list[str] | None = None) -> None:
             with args.episodes[0].open("wb") as f:
                 pickle.dump(data, f)
     indexes: dict[str, CorpusIndex] = {}
-    if args.offtopic > 0 or any("cover" not in ep for ep in data.episodes):
+    stale = any("cover" not in ep for ep in data.episodes)  # collected before the cover features
+    if args.offtopic > 0 or stale:
         config = RetrieverConfig()
         for d in args.data:
             sets, maps = load_sets([d])
             indexes[f"{Path(d).parent.name}/{Path(d).name}"] = open_eval_index(sets, maps, config, progress=False)
-    if any("cover" not in ep for ep in data.episodes):
+    if stale:
         logger.info("gave %d older episodes their question cover", add_cover(data, indexes))
     refeaturize(data)
     if args.offtopic > 0:
         logger.info("added %d off-topic episodes", add_offtopic(data, indexes, args.offtopic, args.seed))
     if args.check > 0:
         part, held = split(data, args.check, args.seed)
-        trial = fit(part, c=args.c, hidden=args.hidden, seed=args.seed)
-        if args.ensemble > 1:
-            trial = ensemble(
-                [trial, *(fit(part, c=args.c, hidden=args.hidden, seed=args.seed + i) for i in range(1, args.ensemble))]
-            )
+        trial = fit_seeds(part, args.ensemble, c=args.c, hidden=args.hidden, seed=args.seed)
         logger.info("held-apart tasks (%d episodes), model fitted on the other %d:", len(held.x), len(part.x))
         for name, row in recall_table(held, trial).items():
             logger.info("  %-48s %s", name, "  ".join(f"{m} {v:.3f}" for m, v in row.items()))
-    model = fit(data, c=args.c, hidden=args.hidden, seed=args.seed)
-    if args.ensemble > 1:
-        model = ensemble(
-            [model, *(fit(data, c=args.c, hidden=args.hidden, seed=args.seed + i) for i in range(1, args.ensemble))]
-        )
+    model = fit_seeds(data, args.ensemble, c=args.c, hidden=args.hidden, seed=args.seed)
     model.meta["data"] = [str(d) for d in args.data]
     model.meta["limit"] = args.limit
     model.meta["policies"] = args.policies
@@ -496,4 +495,4 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["FusionData", "add_cover", "collect", "ensemble", "finetune", "fit", "main", "recall_table"]
+__all__ = ["FusionData", "add_cover", "collect", "ensemble", "finetune", "fit", "fit_seeds", "main", "recall_table"]

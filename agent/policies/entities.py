@@ -8,10 +8,11 @@ stand-in for a named-entity tagger, in any Latin-script language, at microsecond
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from sieve.retriever.bm25 import rarity
 
 _WORD_RE = re.compile(r"[^\s]+")
 _STRIP = "\"'“”‘’()[]{},.;:!?«»"
@@ -132,9 +133,27 @@ def keyphrases(question: str, share: Callable[[str], float] | None, most: int = 
             if len(part) == 1 and part[0][1] > COMMON_SHARE:
                 continue
             text = " ".join(w for w, _ in part)
-            scored.append((sum(math.log1p(1.0 / r) for _, r in part), text))
+            scored.append((sum(rarity(r) for _, r in part), text))
     out = [t for _, t in sorted(scored, key=lambda st: -st[0]) if t]
     return list(dict.fromkeys(out))[:most]
+
+
+def question_names(question: str, share: Callable[[str], float] | None) -> list[str]:
+    """What both no-LLM policies search beside the question itself: its names worth a search on this
+    corpus (:func:`searchable` mentions), then its :func:`keyphrases`, each once (by
+    :func:`normalise`), none equal to the whole question.
+
+    Example:
+        >>> share = {"has": 0.4, "quick": 0.01, "ratio": 0.02, "amcor": 0.001, "improved": 0.3}.get
+        >>> question_names("Has Amcor's quick ratio improved?", lambda w: share(w, 0.0))
+        ['Amcor', 'Amcor quick ratio']
+    """
+    names = [m.text for m in (searchable(m, share) for m in mentions(question)) if m is not None]
+    first: dict[str, str] = {}
+    for name in [*names, *keyphrases(question, share)]:
+        first.setdefault(normalise(name), name)
+    first.pop(normalise(question), None)
+    return list(first.values())
 
 
 def _opens(text: str, start: int) -> bool:
@@ -256,6 +275,7 @@ def words_match(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> f
 __all__ = [
     "COMMON_SHARE",
     "keyphrases",
+    "question_names",
     "INITIAL_SHARE",
     "MAX_NAME_WORDS",
     "Mention",

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from sieve.agent.backends.base import ParsedToolCall
 from sieve.agent.policies.base import PolicyStep, render_calls
-from sieve.agent.policies.entities import keyphrases, mentions, name_match, normalise, searchable
+from sieve.agent.policies.entities import mentions, name_match, normalise, question_names, searchable
 from sieve.pruning.tokens import ApproxTokenCounter
 
 if TYPE_CHECKING:
@@ -114,13 +114,7 @@ class _Session:
     def _first_queries(self, episode: Episode) -> list[_Query]:
         q = episode.question
         out = [_Query(q, None, "")]
-        names = [c.text for c in (searchable(m, episode.term_share) for m in mentions(q)) if c is not None]
-        names += keyphrases(q, episode.term_share)  # "quick ratio": what the question turns on, capitals or not
-        seen = {normalise(q)}
-        for name in names:
-            if normalise(name) not in seen:
-                seen.add(normalise(name))
-                out.append(_Query(name, None, name))
+        out += [_Query(name, None, name) for name in question_names(q, episode.term_share)]
         return out[: 1 + self.knobs.max_queries_per_turn]
 
     def _bridge_queries(self, episode: Episode) -> list[_Query]:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sieve.agent.config import HeuristicConfig
-from sieve.agent.policies.entities import keyphrases, mentions, name_match, normalise, searchable, words_match
+from sieve.agent.policies.entities import mentions, name_match, normalise, question_names, searchable, words_match
 from sieve.agent.policies.heuristic import BridgeHit, Features, NameHit, score_features
 
 if TYPE_CHECKING:
@@ -334,15 +334,7 @@ class EpisodeFeatures:
     def _question_names(self) -> list[str]:
         """The question's names worth a search on this corpus (the term shares are fixed for an episode: once)."""
         if self._q_names is None:
-            found = (searchable(m, self.share) for m in mentions(self.question))
-            names = [m.text for m in found if m is not None]
-            # Then its keyphrases ("quick ratio"): what a question about any text turns on, capitalised or not.
-            names += keyphrases(self.question, self.share)
-            first: dict[str, str] = {}
-            for n in names:
-                first.setdefault(normalise(n), n)
-            first.pop(self.q_norm.strip(), None)
-            self._q_names = list(first.values())
+            self._q_names = question_names(self.question, self.share)
         return self._q_names
 
     def candidates(self, active: list[ChunkEntry]) -> list[Candidate]:
