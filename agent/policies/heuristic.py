@@ -6,7 +6,9 @@ names they mention that the question does not, and searches those names in paral
 how the second passage of a multi-hop question is reached ("the author of book X" -> X's page
 names the author -> the author's page). A chunk's evidence score is its cosine with the
 question, or, for a chunk whose title matches a bridging name, a share of the score of the chunk
-that mentioned the name, whichever is higher. Chunks that fall far below the top of the pool are
+that mentioned the name, whichever is higher. With ``feedback`` on, the first hop also searches the
+question again with the words that set its best chunks apart (pseudo-relevance feedback,
+:mod:`~sieve.agent.policies.feedback`); what that search finds is scored by its cosine alone. Chunks that fall far below the top of the pool are
 pruned; the episode finishes when a hop adds nothing that enters the top k, or after ``max_hops``.
 
 It never looks at gold labels; its knobs live in :class:`~sieve.agent.config.HeuristicConfig`.
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from sieve.agent.backends.base import ParsedToolCall
 from sieve.agent.policies.base import PolicyStep, render_calls
 from sieve.agent.policies.entities import mentions, name_match, normalise, question_names, searchable
+from sieve.agent.policies.feedback import FEEDBACK_CHUNKS, feedback_query
 from sieve.pruning.tokens import ApproxTokenCounter
 
 if TYPE_CHECKING:
@@ -35,6 +38,7 @@ class _Query:
     parent: str | None  # chunk id whose text suggested it (None: the question)
     name: str  # the entity searched for ("" for the question itself)
     prior: float = 1.0  # how likely the name is the bridge (mention order, relation word before it)
+    feedback: bool = False  # the question with feedback words (its hits count by cosine only)
 
 
 class BridgeHit(NamedTuple):
@@ -106,6 +110,8 @@ class _Session:
         if state.hop >= knobs.max_hops or (state.hop > 0 and not added):
             return self._finish(episode, prune, converged=state.hop < knobs.max_hops)
         queries = self._bridge_queries(episode)
+        if state.hop == 0 and knobs.feedback:
+            queries = self._feedback_query(episode) + queries
         state.hop += 1
         if not queries:
             return self._finish(episode, prune, converged=True)
@@ -116,6 +122,14 @@ class _Session:
         out = [_Query(q, None, "")]
         out += [_Query(name, None, name) for name in question_names(q, episode.term_share)]
         return out[: 1 + self.knobs.max_queries_per_turn]
+
+    def _feedback_query(self, episode: Episode) -> list[_Query]:
+        """The question with the words its best chunks share (none when no word qualifies)."""
+        best = sorted(episode.context.active(), key=lambda e: -self.state.scores.get(e.chunk_id, 0.0))
+        query = feedback_query(episode.question, [e.chunk for e in best[:FEEDBACK_CHUNKS]], episode.term_share)
+        if query is None or normalise(query) in self.state.queried:
+            return []
+        return [_Query(query, None, "", feedback=True)]
 
     def _bridge_queries(self, episode: Episode) -> list[_Query]:
         """Names mentioned by the best unseeded chunks, not in the question, not yet searched."""
@@ -177,6 +191,8 @@ class _Session:
             for rank, handle in enumerate(o.handles):
                 e = episode.context.chunks[handle]
                 f = state.features.setdefault(e.chunk_id, Features(cos=e.relevance))
+                if q.feedback:
+                    continue  # scored by its cosine: a rank in a reworded search is no rank in the question's
                 if not q.name:
                     f.q_rank = rank if f.q_rank is None else min(f.q_rank, rank)
                 elif q.parent is None:

@@ -12,7 +12,12 @@ Candidate actions are the searches the policy may issue next and the chunks it m
 * ``mention``: a name mentioned by a chunk found so far (the bridge of a multi-hop question);
 * ``bridge``: that name plus the question's remaining content words (a bridge substitution);
 * ``title``: the title of a chunk found so far (finds pages that mention it: reverse bridges);
-* ``read``: the neighbours of a chunk that looks cut off (a longer document).
+* ``read``: the neighbours of a chunk that looks cut off (a longer document);
+* ``feedback``: the question again with the words that set the best chunks apart
+  (:mod:`~sieve.agent.policies.feedback`), offered once the question has been searched, taken at
+  most once per episode. The network reads it in the ``question`` column of the kind one-hot (it
+  is the question, reworded in the corpus's terms), so checkpoints keep their inputs; the shipped
+  one, trained before it existed, seldom takes it.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import numpy as np
 
 from sieve.agent.config import HeuristicConfig
 from sieve.agent.policies.entities import mentions, name_match, normalise, question_names, searchable, words_match
+from sieve.agent.policies.feedback import feedback_query
 from sieve.agent.policies.heuristic import BridgeHit, Features, NameHit, score_features
 
 if TYPE_CHECKING:
@@ -37,6 +43,8 @@ if TYPE_CHECKING:
     from sieve.pruning.context import ChunkEntry
 
 KINDS = ("question", "entity", "mention", "bridge", "title", "read")
+# Candidate kinds the network reads in another kind's column of the one-hot.
+_READ_AS = {"feedback": "question"}
 CHUNK_FEATURES = (
     "cos_q",
     "cos_gap",
@@ -220,6 +228,7 @@ class EpisodeFeatures:
         self.read_done: set[str] = set()
         self.pending: dict[str, Candidate] = {}
         self.n_searches = 0
+        self.fed_back = False  # the feedback search ran (once per episode)
         self.added_top = 0
         self.new_last = 0
         self.empty_last = 0.0
@@ -231,6 +240,7 @@ class EpisodeFeatures:
         if cand.kind == "read":
             self.read_done.add(cand.text)
         else:
+            self.fed_back |= cand.kind == "feedback"
             self.queried.add(normalise(cand.text))
             self.n_searches += 1
 
@@ -314,7 +324,7 @@ class EpisodeFeatures:
                     float("question" in kinds),
                     float("entity" in kinds),
                     float(bool(kinds & {"mention", "bridge"})),
-                    float(bool(kinds & {"title", "read"})),
+                    float(bool(kinds & {"title", "read", "feedback"})),
                     max(rec.names, default=0.0) if rec else 0.0,
                     max((p.entry.relevance for p in parents), default=0.0),
                     max((self.hscores.get(p.entry.chunk_id, 0.0) for p in parents), default=0.0),
@@ -352,6 +362,10 @@ class EpisodeFeatures:
         for i, name in enumerate(self._question_names()):
             add(9.0 - 0.1 * i, Candidate("entity", name, name))
         seeds = sorted(active, key=lambda e: -self.hscores.get(e.chunk_id, 0.0))[: self.seed_chunks]
+        if seeds and not self.fed_back and normalise(self.question) in self.queried:
+            query = feedback_query(self.question, [e.chunk for e in seeds], self.share)
+            if query is not None:
+                add(9.5, Candidate("feedback", query))
         for e in seeds:
             ct = self.texts.get(e)
             title, found = ct.title, ct.mentions
@@ -399,7 +413,7 @@ class EpisodeFeatures:
             words = frozenset(name.split())
             ptitle = self.texts.get(parent.entry).title if parent else ""
             q_ranks = [r for kind, r in (parent.hits if parent else []) if kind == "question"]
-            kind = [float(c.kind == k) for k in KINDS]
+            kind = [float(_READ_AS.get(c.kind, c.kind) == k) for k in KINDS]
             rows.append(
                 [
                     *kind,

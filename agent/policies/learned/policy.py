@@ -206,7 +206,7 @@ class _Session:
                 if cand.kind == "read":
                     calls.append(ParsedToolCall(name="read", arguments={"id": cand.text}, call_id=call_id))
                 else:
-                    k = episode.config.search_k if cand.kind == "question" else self.cfg.hop_k
+                    k = episode.config.search_k if cand.kind in ("question", "feedback") else self.cfg.hop_k
                     calls.append(ParsedToolCall(name="search", arguments={"query": cand.text, "k": k}, call_id=call_id))
         else:
             calls.append(ParsedToolCall(name="finish", arguments={"ids": self._rank(episode, active, summary)}))
