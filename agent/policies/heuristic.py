@@ -6,10 +6,11 @@ names they mention that the question does not, and searches those names in paral
 how the second passage of a multi-hop question is reached ("the author of book X" -> X's page
 names the author -> the author's page). A chunk's evidence score is its cosine with the
 question, or, for a chunk whose title matches a bridging name, a share of the score of the chunk
-that mentioned the name, whichever is higher. With ``feedback`` on, the first hop also searches the
-question again with the words that set its best chunks apart (pseudo-relevance feedback,
-:mod:`~sieve.agent.policies.feedback`); what that search finds is scored by its cosine alone. Chunks that fall far below the top of the pool are
-pruned; the episode finishes when a hop adds nothing that enters the top k, or after ``max_hops``.
+that mentioned the name, whichever is higher. With ``feedback`` on, the first hop also searches
+the question again with the words that set its best chunks apart (pseudo-relevance feedback,
+:mod:`~sieve.agent.policies.feedback`); what that search finds is scored by its cosine alone.
+Chunks that fall far below the top of the pool are pruned; the episode finishes when a hop adds
+nothing that enters the top k, or after ``max_hops``.
 
 It never looks at gold labels; its knobs live in :class:`~sieve.agent.config.HeuristicConfig`.
 """

@@ -16,8 +16,9 @@ Candidate actions are the searches the policy may issue next and the chunks it m
 * ``feedback``: the question again with the words that set the best chunks apart
   (:mod:`~sieve.agent.policies.feedback`), offered once the question has been searched, taken at
   most once per episode. The network reads it in the ``question`` column of the kind one-hot (it
-  is the question, reworded in the corpus's terms), so checkpoints keep their inputs; the shipped
-  one, trained before it existed, seldom takes it.
+  is the question, reworded in the corpus's terms), so checkpoints keep their inputs. The shipped
+  one, trained before it existed, takes it mostly on conversations (66 of locomo's 150 tuning
+  questions) and almost never on multi-hop questions or claims.
 """
 
 from __future__ import annotations
