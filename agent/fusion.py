@@ -31,8 +31,7 @@ import numpy as np
 
 from sieve.agent.trace import Evidence
 from sieve.errors import InvalidInput
-from sieve.retriever.bm25 import rarity, tokenize
-from sieve.retriever.types import passage_text
+from sieve.retriever.bm25 import passage_terms, rarity, tokenize
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -104,7 +103,7 @@ def question_cover(question: str, chunks: Mapping[str, Chunk], doc_share: Callab
         return {cid: 0.0 for cid in chunks}
     out: dict[str, float] = {}
     for cid, chunk in chunks.items():
-        words = set(tokenize(passage_text(chunk.title, chunk.text)))
+        words = set(passage_terms(chunk.title, chunk.text))
         out[cid] = sum(w for t, w in weights.items() if t in words) / total
     return out
 

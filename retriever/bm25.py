@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sieve.retriever.base import ScoredIdsRetriever
+from sieve.retriever.types import passage_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Sequence
@@ -77,6 +78,18 @@ def tokenize(text: str) -> list[str]:
         ['eiffel', 'tower', 'paris']
     """
     return [t for t in _TOKEN_RE.findall(text.lower()) if t not in STOPWORDS]
+
+
+def passage_terms(title: str, text: str) -> list[str]:
+    """A chunk's terms as BM25 indexes them: :func:`tokenize` of its title and text
+    (:func:`~sieve.retriever.types.passage_text`). The index and the agent's word counts (question
+    cover, feedback words) read chunks through this one function, so both see the same words.
+
+    Example:
+        >>> passage_terms("Paris", "The capital of France.")
+        ['paris', 'capital', 'france']
+    """
+    return tokenize(passage_text(title, text))
 
 
 class BM25Builder:
@@ -353,6 +366,7 @@ __all__ = [
     "BM25_FILE",
     "STOPWORDS",
     "SparseBM25",
+    "passage_terms",
     "rarity",
     "term_counts",
     "tokenize",

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from sieve.errors import EmbedderMismatch, EmptyCorpus, InvalidInput, NotFound, StoreLocked
 from sieve.retriever.base import Retriever, ScoredIdsRetriever, validate_k
-from sieve.retriever.bm25 import BM25Builder, BM25Retriever, tokenize
+from sieve.retriever.bm25 import BM25Builder, BM25Retriever, passage_terms
 from sieve.retriever.bm25_segments import SegmentedBM25, segment_from_builder
 from sieve.retriever.chunking import Chunker, split_chunk_id
 from sieve.retriever.dense import DenseRetriever
@@ -30,7 +30,7 @@ from sieve.retriever.hybrid import HybridRetriever
 from sieve.retriever.modes import MODES, get_mode
 from sieve.retriever.handle import StoreHandle, open_store, store_tag, store_write_lock
 from sieve.retriever.store import ChromaStore, CollectionState, DocState, validate_collection_name
-from sieve.retriever.types import Chunk, Hit, passage_text
+from sieve.retriever.types import Chunk, Hit
 from sieve.retriever.upsert import UpsertMixin
 from sieve.retriever.writer import IndexReport, WriteRun, WriterMixin, validate_doc_id
 
@@ -282,7 +282,7 @@ class CorpusIndex(WriterMixin, UpsertMixin):
         # Streamed page by page: only term-frequency arrays accumulate, never the texts or token lists.
         builder = BM25Builder()
         for cid, text, meta in self.store.scan(include_text=True):
-            builder.add(cid, tokenize(passage_text(str(meta.get("title") or ""), text or "")))
+            builder.add(cid, passage_terms(str(meta.get("title") or ""), text or ""))
         index = SegmentedBM25.from_segments(
             [segment_from_builder(builder, {})],
             k1=self.config.bm25_k1,

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sieve.retriever.bm25 import BM25Builder, tokenize
+from sieve.retriever.bm25 import BM25Builder, passage_terms
 from sieve.retriever.bm25_segments import SegmentedBM25
 from sieve.retriever.chunking import split_chunk_id
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents
@@ -175,7 +175,7 @@ class WriterMixin:
             run.replaced_docs.update(replace_docs)
         self.store.upsert(chunks, vectors, doc_hashes, n_chunks)
         for c in chunks:  # tokenising is per chunk whatever the batch: ~40 µs against Chroma's ~1.4 ms
-            run.added.add(c.chunk_id, tokenize(passage_text(c.title, c.text)))
+            run.added.add(c.chunk_id, passage_terms(c.title, c.text))
         return len(chunks)
 
     # -- chunks with their vectors ----------------------------------------------------------------------

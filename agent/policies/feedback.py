@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from sieve.retriever.bm25 import rarity, tokenize
-from sieve.retriever.types import passage_text
+from sieve.retriever.bm25 import passage_terms, rarity, tokenize
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -53,7 +52,7 @@ def feedback_terms(
     asked = set(tokenize(question))
     held: Counter[str] = Counter()
     for chunk in chunks:
-        held.update(set(tokenize(passage_text(chunk.title, chunk.text))))
+        held.update(set(passage_terms(chunk.title, chunk.text)))
     scored: list[tuple[float, str]] = []
     for word, n in held.items():
         if n < FEEDBACK_MIN_CHUNKS or word in asked or word.isdigit() or len(word) < 3:
