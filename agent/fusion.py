@@ -151,18 +151,17 @@ def _lead(items: Sequence[PoolItem], values: Sequence[float]) -> float:
     return (sum(mine) / len(mine) if mine else 0.0) - (sum(theirs) / len(theirs) if theirs else 0.0)
 
 
-def features(
-    items: Sequence[PoolItem], cos: Sequence[float], agree: float, cover: Sequence[float] | None = None
-) -> np.ndarray:
+def features(items: Sequence[PoolItem], cos: Sequence[float], agree: float, cover: Sequence[float]) -> np.ndarray:
     """The feature matrix of a pool (rows in ``items`` order, columns :data:`FEATURES`).
 
-    ``cos`` and ``cover`` are per item; ``cover`` None counts as 0 everywhere (a pool without text).
+    ``cos`` and ``cover`` are per item, in ``items`` order.
     """
     n = len(items)
     x = np.zeros((n, len(FEATURES)), dtype=np.float64)
     if not n:
         return x
-    cover = [0.0] * n if cover is None else cover
+    if len(cos) != n or len(cover) != n:
+        raise ValueError(f"Expected {n} cosines and covers, one per pool item, got {len(cos)} and {len(cover)}")
     best = max(cos)
     best_cover = max(cover)
     cos_lead = _lead(items, cos)

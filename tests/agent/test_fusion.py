@@ -42,14 +42,17 @@ def test_pool_is_the_union_with_both_ranks():
 
 def test_features_by_hand():
     items = pool([ev("a#0"), ev("x#0")], [ev("a#1"), ev("a#0"), ev("b#0")])
-    x = features(items, [0.5, 0.2, 0.6, 0.4], agreement([ev("a#0"), ev("x#0")], [ev("a#1"), ev("a#0"), ev("b#0")]))
+    agree = agreement([ev("a#0"), ev("x#0")], [ev("a#1"), ev("a#0"), ev("b#0")])
+    x = features(items, [0.5, 0.2, 0.6, 0.4], agree, [0.0, 0.0, 0.0, 0.0])
     f = dict(zip(FEATURES, x[0]))  # a#0: policy rank 0, hybrid rank 1
     assert f["policy_rr"] == 1.0 and f["hybrid_rr"] == 0.5 and f["both"] == 1.0 and f["policy_only"] == 0.0
     assert f["agreement"] == 0.5 and f["policy_rr_x_agreement"] == 0.5  # a#0 of the policy's a#0, x#0
     assert f["cos_gap"] == pytest.approx(0.5 - 0.6)
     fx = dict(zip(FEATURES, x[1]))  # x#0: the policy's own find
     assert fx["policy_only"] == 1.0 and fx["in_hybrid"] == 0.0 and fx["policy_rr"] == 0.5
-    assert f["cover"] == 0.0 and f["policy_cover_lead"] == 0.0  # no cover given: zeros
+    assert f["cover"] == 0.0 and f["policy_cover_lead"] == 0.0
+    with pytest.raises(ValueError, match="one per pool item"):
+        features(items, [0.5, 0.2], agree, [0.0, 0.0, 0.0, 0.0])
 
 
 def test_cover_features_and_the_policy_lead_by_hand():
