@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from sieve.errors import InvalidInput
 from sieve.retriever.types import Chunk, Document
 
 if TYPE_CHECKING:
@@ -38,6 +39,27 @@ def split_chunk_id(chunk_id: str) -> tuple[str, int]:
     if not sep or not pos.isdigit():
         raise ValueError(f"Expected a chunk id like 'doc#3', got {chunk_id!r}")
     return doc_id, int(pos)
+
+
+def validate_doc_id(doc_id: str) -> str:
+    """Return ``doc_id`` unless it has the form of a chunk id (``doc#position``), else :class:`InvalidInput`.
+
+    Chunk ids are ``f"{doc_id}#{position}"``: a document ``collide#0`` would be indistinguishable from
+    the first chunk of ``collide`` (reading one returned the other, deleting one removed the other).
+
+    Example:
+        >>> validate_doc_id("notes#draft"), validate_doc_id("a#b#c")
+        ('notes#draft', 'a#b#c')
+    """
+    try:
+        base, position = split_chunk_id(doc_id)
+    except ValueError:
+        return doc_id
+    raise InvalidInput(
+        f"Expected a document id not ending in '#<digits>' (the form of chunk ids, doc#position), "
+        f"got {doc_id!r}; it would name chunk {position} of document {base!r}: rename it, e.g. "
+        f"{base + '-' + str(position)!r}"
+    )
 
 
 @dataclass
@@ -108,4 +130,4 @@ class Chunker:
         return [c for d in docs for c in self.chunk(d)]
 
 
-__all__ = ["Chunker", "chunk_id_for", "split_chunk_id"]
+__all__ = ["Chunker", "chunk_id_for", "split_chunk_id", "validate_doc_id"]

@@ -32,7 +32,8 @@ from sieve.retriever.handle import StoreHandle, open_store, store_tag, store_wri
 from sieve.retriever.store import ChromaStore, CollectionState, DocState, validate_collection_name
 from sieve.retriever.types import Chunk, Hit
 from sieve.retriever.upsert import UpsertMixin
-from sieve.retriever.writer import IndexReport, WriteRun, WriterMixin, validate_doc_id
+from sieve.retriever.chunking import validate_doc_id
+from sieve.retriever.writer import IndexReport, WriteRun, WriterMixin
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence

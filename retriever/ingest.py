@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -21,12 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sieve.errors import InvalidInput, NotFound
+from sieve.retriever.chunking import validate_doc_id
 from sieve.retriever.metadata import validate_metadata
 from sieve.retriever.readers import read_file, read_utf8
 from sieve.retriever.types import Document
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
 
 logger = logging.getLogger(__name__)
 
@@ -138,6 +140,52 @@ def content_hash(doc: Document) -> str:
     return h.hexdigest()[:32]
 
 
+def _source_for(path: Path) -> str:
+    """A file's ``source``: its absolute path, so that the same file hashes the same whatever the
+    working directory or the spelling of the path it was indexed by (``docs``, ``./docs``, ``/abs/docs``)."""
+    return os.path.abspath(path)
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def id_conflicts(claims: Mapping[str, str], stored: Mapping[str, str]) -> list[str]:
+    """The documents of a run that would replace a document of the same id read from *another* file
+    that still exists, one line each (``claims`` and ``stored``: doc id -> source).
+
+    A document's id is its path relative to the folder indexed, so two folders (or two single files)
+    with a ``README.md`` each claim the same id; without this check the second run silently replaces
+    the first one's document. A stored source that no longer exists is a moved or renamed folder:
+    that is an update, not a conflict. Sources that are not files (JSONL records, upserts) never conflict.
+    """
+    out = []
+    for doc_id, source in claims.items():
+        old = stored.get(doc_id)
+        if old and old != source and os.path.isfile(old) and not _same_file(old, source):
+            out.append(f"{doc_id!r} is indexed from {old}, and {source} would replace it")
+    return out
+
+
+def check_id_conflicts(docs: object, stored: Mapping[str, str], collection: str) -> None:
+    """Raise :class:`InvalidInput` when ``docs``, a :class:`DocumentStream`, would replace documents
+    of other files (:func:`id_conflicts`); anything else passes. Called before a run writes anything."""
+    if not isinstance(docs, DocumentStream):
+        return
+    conflicts = id_conflicts(docs.claims(), stored)
+    if conflicts:
+        shown = "; ".join(conflicts[:5]) + (f"; and {len(conflicts) - 5} more" if len(conflicts) > 5 else "")
+        raise InvalidInput(
+            f"Expected files whose ids no other file holds in collection {collection!r}, got "
+            f"{len(conflicts)} that would replace another file's document (a document's id is its path "
+            f"relative to the folder indexed): {shown}. Nothing was written. Index a folder that holds "
+            "both files (their ids then differ), or index into another collection (-c)."
+        )
+
+
 def _doc_id_for(path: Path, root: Path) -> str:
     rel = path.relative_to(root) if path != root else Path(path.name)
     return re.sub(r"[^A-Za-z0-9._/-]+", "-", rel.as_posix())
@@ -194,6 +242,15 @@ class DocumentStream:
         self._total = sum(_jsonl_records(f) if f.suffix.lower() == ".jsonl" else 1 for f in files)
         self._files = files
         return files
+
+    def claims(self) -> dict[str, str]:
+        """doc id -> source of every listed file but JSONL ones: known from the listing alone, before
+        any file is read, so a run can check them (:func:`id_conflicts`) before it writes anything."""
+        out: dict[str, str] = {}
+        for f in self._list():
+            if f.suffix.lower() != ".jsonl":
+                out.setdefault(_doc_id_for(f, self._base), _source_for(f))  # the first is indexed
+        return out
 
     @property
     def files(self) -> list[Path]:
@@ -257,7 +314,7 @@ class DocumentStream:
             if not text.strip():
                 self._skip(str(f), "no text")
                 continue
-            doc = Document(doc_id=_doc_id_for(f, self._base), text=text, title=title or f.stem, source=str(f))
+            doc = Document(doc_id=_doc_id_for(f, self._base), text=text, title=title or f.stem, source=_source_for(f))
             if self._fresh(doc, str(f)):
                 yield self._emit(doc)
 
@@ -285,12 +342,13 @@ class DocumentStream:
                 continue
             try:
                 meta = validate_metadata(rec.get("metadata"))
+                doc_id = validate_doc_id(str(rec["id"]))
             except InvalidInput as exc:
                 self._skip(where, exc.message)
                 continue
             yield (
                 Document(
-                    doc_id=str(rec["id"]),
+                    doc_id=doc_id,
                     text=rec["text"],
                     title=str(rec.get("title") or ""),
                     source=str(rec.get("source") or f"{path.name}:{lineno}"),

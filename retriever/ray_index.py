@@ -34,9 +34,10 @@ import numpy as np
 
 from sieve.errors import InvalidInput, StoreLocked
 from sieve.retriever.embeddings import EmbedderIdentity
-from sieve.retriever.ingest import IngestReport, content_hash, iter_documents
+from sieve.retriever.ingest import IngestReport, check_id_conflicts, content_hash, iter_documents
 from sieve.retriever.ray_stages import ChunkStage, EmbedStage, documents_batch, embedded_chunks
-from sieve.retriever.writer import IndexReport, validate_doc_id
+from sieve.retriever.chunking import validate_doc_id
+from sieve.retriever.writer import IndexReport
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -203,7 +204,9 @@ def _pending(
 ) -> dict[str, tuple[Document, str, str]]:
     """The documents to (re)write: doc_id -> (document, content hash, kind: added | updated | resumed)."""
     todo: dict[str, tuple[Document, str, str]] = {}
-    for doc in iter_documents(path, report):
+    stream = iter_documents(path, report)
+    check_id_conflicts(stream, {d: st.source for d, st in states.items()}, index.name)
+    for doc in stream:
         validate_doc_id(doc.doc_id)
         h = content_hash(doc)
         state = states.get(doc.doc_id)

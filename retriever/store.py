@@ -147,11 +147,13 @@ class CollectionState:
 
 @dataclass(frozen=True)
 class DocState:
-    """What the store holds of one document: its content hash and how many of its chunks are present."""
+    """What the store holds of one document: its content hash, how many of its chunks are present,
+    and where it was read from (``source``)."""
 
     doc_hash: str
     n_chunks: int
     present: int
+    source: str = ""
 
     @property
     def complete(self) -> bool:
@@ -383,14 +385,16 @@ class ChromaStore:
         hashes: dict[str, str] = {}
         totals: dict[str, int] = {}
         present: dict[str, int] = {}
+        sources: dict[str, str] = {}
         for _cid, _text, meta in self.scan(include_text=False):
             d = str(meta.get("doc_id"))
             h = str(meta.get("doc_hash", ""))
+            sources.setdefault(d, str(meta.get("source", "")))
             if hashes.setdefault(d, h) != h:
                 hashes[d] = "mixed"  # chunks of two versions: an update was interrupted
             totals[d] = int(meta.get("n_chunks", 0))
             present[d] = present.get(d, 0) + 1
-        return {d: DocState(hashes[d], totals[d], present[d]) for d in hashes}
+        return {d: DocState(hashes[d], totals[d], present[d], sources[d]) for d in hashes}
 
     def get(self, ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id, in the order asked; unknown ids are left out."""

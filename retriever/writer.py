@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 
 from sieve.retriever.bm25 import BM25Builder, passage_terms
 from sieve.retriever.bm25_segments import SegmentedBM25
-from sieve.retriever.chunking import split_chunk_id
-from sieve.retriever.ingest import IngestReport, content_hash, iter_documents
+from sieve.retriever.chunking import validate_doc_id
+from sieve.retriever.ingest import IngestReport, check_id_conflicts, content_hash, iter_documents
 from sieve.retriever.metadata import validate_metadata
 from sieve.retriever.overlap import WriteBehind
 from sieve.retriever.progress import IndexProgress
@@ -66,27 +66,6 @@ class IndexReport:
     @property
     def chunks_per_second(self) -> float:
         return self.chunks_written / self.seconds if self.seconds else 0.0
-
-
-def validate_doc_id(doc_id: str) -> str:
-    """Return ``doc_id`` unless it has the form of a chunk id (``doc#position``), else :class:`InvalidInput`.
-
-    Chunk ids are ``f"{doc_id}#{position}"``: a document ``collide#0`` would be indistinguishable from
-    the first chunk of ``collide`` (reading one returned the other, deleting one removed the other).
-
-    Example:
-        >>> validate_doc_id("notes#draft"), validate_doc_id("a#b#c")
-        ('notes#draft', 'a#b#c')
-    """
-    try:
-        base, position = split_chunk_id(doc_id)
-    except ValueError:
-        return doc_id
-    raise InvalidInput(
-        f"Expected a document id not ending in '#<digits>' (the form of chunk ids, doc#position), "
-        f"got {doc_id!r}; it would name chunk {position} of document {base!r}: rename it, e.g. "
-        f"{base + '-' + str(position)!r}"
-    )
 
 
 def checked_documents(docs: Sequence[Document]) -> Sequence[Document]:
@@ -286,6 +265,7 @@ class WriterMixin:
         with self.write_lock.hold():
             self._require_embedder_match_now()  # before any work: a mismatching run writes nothing
             states = self.store.doc_states()
+            check_id_conflicts(docs, {d: st.source for d, st in states.items()}, self.name)
             with self._write_run() as run, WriteBehind() as writer:
                 pending: list[tuple[Document, str, list[Chunk]]] = []
                 seen: set[str] = set()

@@ -99,16 +99,17 @@ def test_bad_jsonl_lines_are_reported_with_line_numbers(tmp_path):
         json.dumps({"id": "blank", "text": "   "}),
         json.dumps({"id": "m", "text": "bad metadata", "metadata": ["x"]}),
         json.dumps(["a", "list"]),
+        json.dumps({"id": "b#3", "text": "an id shaped like a chunk id"}),
         json.dumps({"id": "ok2", "text": "second good record"}),
     ]
     f = tmp_path / "mixed.jsonl"
     f.write_text("\n".join(lines) + "\n", encoding="utf-8")
     docs, report = _ingest(f)
     assert sorted(docs) == ["ok1", "ok2"]
-    assert [w for w, _ in report.skipped] == [f"{f}:{n}" for n in (2, 3, 4, 5, 6, 7)]
+    assert [w for w, _ in report.skipped] == [f"{f}:{n}" for n in (2, 3, 4, 5, 6, 7, 8)]
     reasons = dict(report.skipped)
     assert "invalid JSON" in reasons[f"{f}:2"] and "empty text" in reasons[f"{f}:5"]
-    assert "metadata" in reasons[f"{f}:6"]
+    assert "metadata" in reasons[f"{f}:6"] and "'#<digits>'" in reasons[f"{f}:8"]
     assert report.documents + len(report.skipped) == len(lines)
 
 
