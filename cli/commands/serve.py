@@ -97,6 +97,10 @@ def register(app: typer.Typer) -> None:
                 "one process may open; start a server (`chroma run --path DIR --port 8001`) and pass "
                 "--chroma-url http://127.0.0.1:8001"
             )
+        if s.policy == "learned" and s.policy_path:  # a checkpoint that cannot load fails now, not every search
+            from sieve.agent.factory import make_policy
+
+            make_policy("learned", s.agent_config())
         if s.device == "cuda":  # the model loads at the first request: fail now, not then
             from sieve.retriever.device import resolve_device
 

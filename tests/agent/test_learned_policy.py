@@ -118,6 +118,44 @@ def test_checkpoint_errors_are_clear(tmp_path) -> None:
         load_checkpoint(folder)
 
 
+@pytest.mark.parametrize(
+    ("config_json", "weights", "problem"),
+    [
+        ("[]", None, "a JSON object"),
+        ({"policy": {"bogus": 1}}, None, r"unknown \['bogus'\]"),
+        ({"policy": []}, None, "objects under 'policy'"),
+        (None, b"garbage", "unreadable file"),
+        (None, "one head", "KeyError: 'select.0.bias'"),
+        (None, "narrow", "fit this version's features"),
+    ],
+)
+def test_a_broken_checkpoint_is_a_clear_error_at_load(tmp_path, config_json, weights, problem) -> None:
+    """What a user's --policy-path may hold: each is InvalidInput naming the problem, never a traceback."""
+    from safetensors.numpy import save_file
+
+    from sieve.agent.policies.learned.decisions import NumpyNetwork
+
+    folder = save_checkpoint(tmp_path / "ckpt", _fresh(5).net, _fresh(5).config)
+    if config_json is not None:
+        body = json.loads((folder / "config.json").read_text())
+        text = config_json if isinstance(config_json, str) else json.dumps({**body, **config_json})
+        (folder / "config.json").write_text(text)
+    if weights == b"garbage":
+        (folder / "model.safetensors").write_bytes(b"garbage")
+    elif weights == "one head":
+        save_file({"select.0.weight": np.zeros((4, 4), np.float32)}, str(folder / "model.safetensors"))
+    elif weights == "narrow":  # every head present, the first layers two inputs short
+        from safetensors.numpy import load_file
+
+        tensors = {
+            k: (v[:, :-2] if k.endswith(".0.weight") else v)
+            for k, v in load_file(str(folder / "model.safetensors")).items()
+        }
+        save_file(tensors, str(folder / "model.safetensors"))
+    with pytest.raises(InvalidInput, match=problem):
+        NumpyNetwork.load(folder)
+
+
 def test_shipped_checkpoint_finds_the_demo_answer_document(sample_index) -> None:
     """The README demo: the answer (population) is on St. Louis's page, reached through the bridge
     "Spirit of St. Louis" named on Lindbergh's page. The default checkpoint (trained on other

@@ -117,3 +117,19 @@ def test_several_workers_need_a_chroma_server(tmp_path: Path):
 
     res = CliRunner().invoke(app, ["serve", "--workers", "2", "--data-dir", str(tmp_path)])
     assert res.exit_code == 2 and "Expected --chroma-url with --workers 2" in res.output
+
+
+def test_serve_refuses_a_policy_path_that_cannot_load(tmp_path: Path):
+    """A missing or corrupt checkpoint is a start-up error, not a 404 or 500 on every search."""
+    from typer.testing import CliRunner
+
+    from sieve.agent.policies.learned import default_checkpoint
+    from sieve.cli.main import app
+
+    broken = tmp_path / "ckpt"
+    broken.mkdir()
+    (broken / "config.json").write_text((default_checkpoint() / "config.json").read_text())
+    (broken / "model.safetensors").write_bytes(b"garbage")
+    for folder, problem in ((tmp_path / "missing", "checkpoint folder"), (broken, "unreadable file")):
+        res = CliRunner().invoke(app, ["serve", "--policy-path", str(folder), "--data-dir", str(tmp_path)])
+        assert res.exit_code == 2 and problem in res.output, res.output

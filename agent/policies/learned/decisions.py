@@ -153,6 +153,8 @@ def read_checkpoint(folder: str | Path) -> tuple[LearnedConfig, dict[str, Any], 
         body = json.loads(cfg_path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"Expected JSON in {cfg_path}, got {exc}") from None
+    if not isinstance(body, dict):
+        raise InvalidInput(f"Expected a JSON object in {cfg_path}, got {type(body).__name__}")
     if body.get("format") != FORMAT:
         raise InvalidInput(f"Expected format {FORMAT!r} in {cfg_path}, got {body.get('format')!r}")
     want = {"chunk": list(CHUNK_FEATURES), "candidate": list(CANDIDATE_FEATURES), "state": list(STATE_FEATURES)}
@@ -161,7 +163,17 @@ def read_checkpoint(folder: str | Path) -> tuple[LearnedConfig, dict[str, Any], 
             f"Expected a checkpoint of this version's features {want}, got {body.get('features')}; "
             "retrain it with `sieve train rl --policy learned`"
         )
-    return LearnedConfig(**body.get("policy", {})), body.get("meta", {}), weights
+    policy, meta = body.get("policy", {}), body.get("meta", {})
+    if not isinstance(policy, dict) or not isinstance(meta, dict):
+        raise InvalidInput(f"Expected objects under 'policy' and 'meta' in {cfg_path}")
+    known = {f.name for f in fields(LearnedConfig)}
+    if unknown := sorted(set(policy) - known):
+        raise InvalidInput(f"Expected 'policy' keys among {sorted(known)} in {cfg_path}, got unknown {unknown}")
+    try:
+        config = LearnedConfig(**policy)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"Expected valid 'policy' settings in {cfg_path}, got {exc}") from None
+    return config, meta, weights
 
 
 class NumpyNetwork:
@@ -188,7 +200,37 @@ class NumpyNetwork:
         from safetensors.numpy import load_file
 
         config, meta, weights = read_checkpoint(folder)
-        return cls(load_file(str(weights))), config, meta
+        try:
+            tensors = load_file(str(weights))
+        except Exception as exc:  # safetensors raises its own SafetensorError, OSError, ...
+            raise InvalidInput(
+                f"Expected safetensors weights in {weights}, got an unreadable file ({type(exc).__name__}: {exc})"
+            ) from None
+        try:
+            net = cls(tensors)
+            net.check()
+        except (KeyError, ValueError, IndexError) as exc:
+            if isinstance(exc, InvalidInput):
+                raise
+            raise InvalidInput(
+                f"Expected the weights in {weights} to fit this version's features, got {type(exc).__name__}: {exc}; "
+                "retrain it with `sieve train rl --policy learned`"
+            ) from None
+        return net, config, meta
+
+    def check(self) -> None:
+        """Run every head once on zeros of this version's feature widths: a checkpoint whose layers do
+        not fit fails here, at load, not at a user's first search."""
+        chunk, cand, state = (
+            np.zeros((1, len(f)), np.float32) for f in (CHUNK_FEATURES, CANDIDATE_FEATURES, STATE_FEATURES)
+        )
+        shapes = (
+            self.select_scores(cand, state[0]).shape,
+            self.prune_logits(chunk, state[0]).shape,
+            self.rank_scores(chunk).shape,
+        )
+        if shapes != ((2,), (1,), (1,)):
+            raise ValueError(f"head outputs of shapes {shapes}")
 
     def _mlp(self, head: str, x: np.ndarray) -> np.ndarray:
         layers = self.layers[head]
