@@ -250,6 +250,8 @@ def collection_name(sets: Sequence[EvalSet], config: RetrieverConfig) -> str:
     )
     if config.embed_backend != "torch":  # torch keeps the names its caches had before ONNX existed
         h.update(config.embed_backend.encode())
+    if config.chunk_split != "window":  # window keeps the names its caches had before structure existed
+        h.update(config.chunk_split.encode())
     tag = {"bfloat16": "bf16", "float32": "fp32"}.get(config.embed_dtype, config.embed_dtype)
     if config.embed_backend != "torch":
         tag = f"{config.embed_backend}-{tag}"

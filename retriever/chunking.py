@@ -1,20 +1,38 @@
 """Token-aware chunking with the embedder's own tokenizer.
 
-Chunks are windows of ``chunk_tokens`` tokens that overlap by ``chunk_overlap``; their text is
-the exact character span of the document that those tokens cover (offsets from the fast
-tokenizer), so a chunk can always be located in its source. Ids are ``f"{doc_id}#{position}"``.
+Chunks hold at most ``chunk_tokens`` tokens; their text is the exact character span of the
+document that those tokens cover (offsets from the fast tokenizer), so a chunk can always be
+located in its source. Ids are ``f"{doc_id}#{position}"``.
+
+Two ways to cut (:data:`SPLITS`):
+
+- ``structure`` (the default): a chunk ends at the strongest break of the text in the second half
+  of its window: a blank line (paragraph, section, page), else a line break, else a sentence's
+  end; only text with none of them is cut mid-sentence. The next chunk starts right there after a
+  line or paragraph break (nothing is cut, so nothing needs repeating), else ``chunk_overlap``
+  tokens back, at a sentence's start where one is in reach. A chunk is then a paragraph or a run
+  of them, so what a user reads starts where a thought starts, and a page or section seldom
+  shares a chunk with the next one.
+- ``window``: fixed windows of ``chunk_tokens`` tokens overlapping by ``chunk_overlap``, cut
+  wherever the count falls (how Sieve chunked before 2026-12-05; indexes built that way keep it).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from sieve.errors import InvalidInput
 from sieve.retriever.types import Chunk, Document
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
+
+
+ChunkSplit = Literal["structure", "window"]
+SPLITS: tuple[ChunkSplit, ...] = ("structure", "window")
+_SENTENCE_END = frozenset(".!?:;")
+_CLOSERS = "\"')]\u201d\u2019"  # may follow a sentence's end: 'he said "yes." Then'.
 
 
 class OffsetTokenizer(Protocol):
@@ -64,21 +82,25 @@ def validate_doc_id(doc_id: str) -> str:
 
 @dataclass
 class Chunker:
-    """Splits documents into overlapping token windows.
+    """Splits documents into chunks of at most ``chunk_tokens`` tokens.
 
     Args:
         tokenizer: a Hugging Face fast tokenizer (``return_offsets_mapping`` support).
-        chunk_tokens: window size in tokens.
-        overlap: tokens shared by consecutive windows.
+        chunk_tokens: the most tokens a chunk holds.
+        overlap: tokens shared by consecutive chunks where a cut falls inside a paragraph.
+        split: ``structure`` cuts at paragraph, line and sentence breaks; ``window`` at fixed counts.
     """
 
     tokenizer: OffsetTokenizer
     chunk_tokens: int = 200
     overlap: int = 32
+    split: ChunkSplit = "structure"
 
     def __post_init__(self) -> None:
         if not 0 <= self.overlap < self.chunk_tokens:
             raise ValueError(f"Expected 0 <= overlap < chunk_tokens, got {self.overlap}, {self.chunk_tokens}")
+        if self.split not in SPLITS:
+            raise ValueError(f"Expected split in {SPLITS}, got {self.split!r}")
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
         enc = self.tokenizer(
@@ -86,20 +108,55 @@ class Chunker:
         )
         return [(int(s), int(e)) for s, e in enc["offset_mapping"] if e > s]
 
+    @staticmethod
+    def break_strength(text: str, spans: list[tuple[int, int]], i: int) -> int:
+        """How strong a break the text has between tokens ``i - 1`` and ``i``: 3 a blank line, 2 a
+        line break, 1 a sentence's end (``.!?:;``, closing quotes or brackets allowed, then a space),
+        0 none (inside a sentence, or inside a word the tokenizer split)."""
+        gap = text[spans[i - 1][1] : spans[i][0]]
+        if "\n" in gap:
+            return 3 if gap.count("\n") > 1 else 2
+        if not gap:
+            return 0
+        end = spans[i - 1][1]
+        tail = text[max(0, end - 4) : end].rstrip(_CLOSERS)
+        return 1 if tail[-1:] in _SENTENCE_END else 0
+
+    def _cut(self, text: str, spans: list[tuple[int, int]], start: int) -> tuple[int, int]:
+        """(end, next start) token indices of the chunk that begins at token ``start`` (not the last one)."""
+        limit = start + self.chunk_tokens
+        if self.split == "window":
+            return limit, limit - self.overlap
+        end, best = limit, 0
+        for i in range(limit, start + max(1, self.chunk_tokens // 2) - 1, -1):  # latest strongest break wins
+            strength = self.break_strength(text, spans, i)
+            if strength > best:
+                end, best = i, strength
+                if strength == 3:
+                    break
+        if best >= 2:
+            return end, end
+        nxt = max(end - self.overlap, start + 1)
+        for i in range(nxt, end):  # the earliest sentence start in the overlap keeps the most context
+            if self.break_strength(text, spans, i) >= 1:
+                nxt = i
+                break
+        return end, nxt
+
     def chunk(self, doc: Document) -> list[Chunk]:
         text = doc.text
         spans = self.offsets(text)
         if not spans:
             return []
-        step = self.chunk_tokens - self.overlap
         chunks: list[Chunk] = []
         start_tok = 0
         while True:
-            window = spans[start_tok : start_tok + self.chunk_tokens]
+            is_last = start_tok + self.chunk_tokens >= len(spans)
+            end_tok, next_tok = (len(spans), len(spans)) if is_last else self._cut(text, spans, start_tok)
+            window = spans[start_tok:end_tok]
             # Extend the first/last character to whole whitespace-delimited words so a chunk never
             # starts or ends inside a word that the tokenizer split into pieces.
             c_start = window[0][0] if start_tok else 0
-            is_last = start_tok + self.chunk_tokens >= len(spans)
             c_end = len(text) if is_last else window[-1][1]
             while 0 < c_start and text[c_start - 1].isalnum() and text[c_start].isalnum():
                 c_start -= 1
@@ -124,7 +181,7 @@ class Chunker:
             )
             if is_last:
                 return chunks
-            start_tok += step
+            start_tok = next_tok
 
     def chunk_all(self, docs: Iterable[Document]) -> list[Chunk]:
         return [c for d in docs for c in self.chunk(d)]

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 from sieve.errors import InvalidInput
+from sieve.retriever.chunking import SPLITS, ChunkSplit
 from sieve.retriever.device import validate_device
 
 EmbedBackend = Literal["torch", "onnx"]
@@ -106,7 +107,16 @@ class RetrieverConfig:
     )
     embed_batch_size: int = field(default=32, metadata={"help": "Passages per embedding batch."})
     chunk_tokens: int = field(default=200, metadata={"help": "Chunk size in embedder tokens."})
-    chunk_overlap: int = field(default=32, metadata={"help": "Tokens shared by consecutive chunks."})
+    chunk_overlap: int = field(
+        default=32, metadata={"help": "Tokens shared by consecutive chunks where a cut falls inside a paragraph."}
+    )
+    chunk_split: ChunkSplit = field(
+        default="structure",
+        metadata={
+            "help": "Where chunks are cut: structure (at paragraph, line and sentence breaks) | window "
+            "(fixed token windows, how Sieve chunked before 2026-12-05)."
+        },
+    )
     rrf_k: int = field(default=60, metadata={"help": "Reciprocal-rank-fusion constant k."})
     dense_weight: float = field(default=1.0, metadata={"help": "Weight of the dense list in RRF."})
     bm25_weight: float = field(default=1.0, metadata={"help": "Weight of the BM25 list in RRF."})
@@ -136,6 +146,15 @@ class RetrieverConfig:
     )
 
     @property
+    def chunking_key(self) -> str:
+        """What shapes a document's chunks besides its content, folded into its stored hash so that
+        indexing with other chunk settings re-chunks it. Empty for the settings Sieve chunked with
+        before this key existed (fixed 200-token windows, 32 shared), so those indexes stay valid."""
+        if (self.chunk_split, self.chunk_tokens, self.chunk_overlap) == ("window", 200, 32):
+            return ""
+        return f"{self.chunk_split}/{self.chunk_tokens}/{self.chunk_overlap}"
+
+    @property
     def models_dir(self) -> Path:
         """Where models converted from wheels (the embedder's ONNX exports, the local policy's SmolLM2) are cached."""
         return self.model_dir if self.model_dir is not None else self.data_dir / "models"
@@ -145,6 +164,8 @@ class RetrieverConfig:
         self.model_dir = Path(self.model_dir).expanduser() if self.model_dir is not None else None
         if self.chunk_tokens < 16:
             raise InvalidInput(f"Expected chunk_tokens >= 16, got {self.chunk_tokens}")
+        if self.chunk_split not in SPLITS:
+            raise InvalidInput(f"Expected chunk_split in {', '.join(SPLITS)}, got {self.chunk_split!r}")
         if not 0 <= self.chunk_overlap < self.chunk_tokens:
             raise InvalidInput(
                 f"Expected 0 <= chunk_overlap < chunk_tokens, got overlap={self.chunk_overlap}, "

@@ -132,6 +132,7 @@ class CorpusIndex(WriterMixin, UpsertMixin):
                 self.embedder.tokenizer,
                 self.config.chunk_tokens,  # type: ignore[arg-type]
                 self.config.chunk_overlap,
+                self.config.chunk_split,
             )
         return self._chunker
 

@@ -131,10 +131,12 @@ def _plural(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
-def content_hash(doc: Document) -> str:
-    """Hash of everything that changes a document's chunks (text, title, source, metadata)."""
+def content_hash(doc: Document, chunking: str = "") -> str:
+    """Hash of everything that changes a document's chunks (text, title, source, metadata, and
+    ``chunking``: :attr:`RetrieverConfig.chunking_key`, so new chunk settings re-chunk a document)."""
     h = hashlib.sha256()
-    for part in (doc.title, doc.source, doc.text, json.dumps(doc.metadata, sort_keys=True, default=str)):
+    parts = (doc.title, doc.source, doc.text, json.dumps(doc.metadata, sort_keys=True, default=str))
+    for part in (*parts, chunking) if chunking else parts:
         h.update(part.encode("utf-8"))
         h.update(b"\x00")
     return h.hexdigest()[:32]

@@ -208,7 +208,7 @@ def _pending(
     check_id_conflicts(stream, {d: st.source for d, st in states.items()}, index.name)
     for doc in stream:
         validate_doc_id(doc.doc_id)
-        h = content_hash(doc)
+        h = content_hash(doc, index.config.chunking_key)
         state = states.get(doc.doc_id)
         if state is not None and state.doc_hash == h and state.complete:
             ix.unchanged += 1

@@ -160,7 +160,7 @@ class ChunkStage:
         prepare_runtime()  # offline hub: a worker never reaches a model hub either
         cfg = worker_config(config, default_embedder)
         tokenizer = AutoTokenizer.from_pretrained(cfg.embedder_path, local_files_only=True)
-        self.chunker = Chunker(tokenizer, cfg.chunk_tokens, cfg.chunk_overlap)
+        self.chunker = Chunker(tokenizer, cfg.chunk_tokens, cfg.chunk_overlap, cfg.chunk_split)
 
     def __call__(self, batch: Batch) -> Batch:
         rows: list[tuple[Chunk, str, int]] = []

@@ -91,7 +91,7 @@ class UpsertMixin:
         report = IndexReport()
         self.refresh()
         self._require_embedder_match()
-        hashes = {d.doc_id: content_hash(d) for d in docs}
+        hashes = {d.doc_id: content_hash(d, self.config.chunking_key) for d in docs}
         before = self.store.doc_states()
         prepared = self._prepare(
             [d for d in docs if not _unchanged(before.get(d.doc_id), hashes[d.doc_id])], report, stop

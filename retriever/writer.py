@@ -276,7 +276,7 @@ class WriterMixin:
                         raise InvalidInput(f"Expected unique document ids, got {doc.doc_id!r} twice")
                     seen.add(doc.doc_id)
                     validate_metadata(doc.metadata)
-                    h = content_hash(doc)
+                    h = content_hash(doc, self.config.chunking_key)
                     state = states.get(doc.doc_id)
                     if state is not None and state.doc_hash == h and state.complete:
                         report.unchanged += 1

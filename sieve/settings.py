@@ -28,6 +28,7 @@ from pydantic import AliasChoices, Field, ValidationError, field_validator, mode
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from sieve.agent.config import AgentConfig
+from sieve.retriever.chunking import ChunkSplit
 from sieve.choices import one_of
 from sieve.defaults import DEFAULT_POLICY
 from sieve.errors import InvalidInput
@@ -79,6 +80,7 @@ class Settings(BaseSettings):
     model_dir: Path | None = _from(RetrieverConfig, "model_dir")
     chunk_tokens: int = _from(RetrieverConfig, "chunk_tokens")
     chunk_overlap: int = _from(RetrieverConfig, "chunk_overlap")
+    chunk_split: ChunkSplit = _from(RetrieverConfig, "chunk_split")
     collection: str = Field(default="default", description="Collection used when none is named.")
 
     # HTTP server
@@ -221,6 +223,7 @@ class Settings(BaseSettings):
             model_dir=self.model_dir,
             chunk_tokens=self.chunk_tokens,
             chunk_overlap=self.chunk_overlap,
+            chunk_split=self.chunk_split,
             write_lock_timeout_s=self.write_lock_timeout_s,
         )
 

@@ -128,6 +128,7 @@ def register(app: typer.Typer) -> None:
         device: Optional[str] = DeviceOpt,
         chunk_tokens: Optional[int] = setting_option("chunk_tokens"),
         chunk_overlap: Optional[int] = setting_option("chunk_overlap"),
+        chunk_split: Optional[str] = setting_option("chunk_split"),
         ray: bool = typer.Option(
             False,
             "--ray",
@@ -159,6 +160,7 @@ def register(app: typer.Typer) -> None:
             **embed_overrides(embed_backend, embed_dtype, bf16),
             chunk_tokens=chunk_tokens,
             chunk_overlap=chunk_overlap,
+            chunk_split=chunk_split,
             collection=collection,
             device=device,
         )

@@ -73,7 +73,7 @@ def _distractors() -> list[Document]:
 
 
 def test_default_agent_returns_the_three_chunks_of_a_long_answer(make_index):
-    index = make_index("manual", chunk_tokens=160, chunk_overlap=16)
+    index = make_index("manual", chunk_tokens=128, chunk_overlap=16)
     index.index_documents([_manual(), *_distractors()], progress=False)
     chunks = index.read_document("hx40-manual")
     assert len(chunks) >= 8, "the manual is long: many chunks"

@@ -31,6 +31,19 @@ def test_second_run_writes_nothing_and_keeps_the_generation(make_index):
     assert_consistent(index)
 
 
+def test_new_chunk_settings_rechunk_every_document_once(make_index):
+    index = make_index(**SMALL, chunk_split="window")
+    index.index_documents(MULTI_DOCS, progress=False)
+    windows = {d: index.read_document(d) for d in index.documents()}
+    index = make_index(**SMALL)  # the same collection, opened with the structure split
+    report = index.index_documents(MULTI_DOCS, progress=False)
+    assert (report.updated, report.unchanged) == (3, 0)  # the content did not change, the chunking did
+    assert {d: index.read_document(d) for d in index.documents()} != windows
+    again = index.index_documents(MULTI_DOCS, progress=False)
+    assert (again.updated, again.unchanged, again.chunks_written) == (0, 3, 0)
+    assert_consistent(index)
+
+
 def test_update_replaces_old_chunks_in_chroma_and_bm25(make_index):
     index = make_index(**SMALL)
     index.index_documents(MULTI_DOCS, progress=False)

@@ -203,8 +203,8 @@ def test_content_hash_tracks_everything_that_changes_chunks():
         Document("d", "text", title="t", source="s", metadata={"a": 1, "b": 3}),
         Document("d", "t", title="ext", source="s", metadata={"a": 1, "b": 2}),  # field boundaries matter
     ]
-    hashes = {content_hash(v) for v in variants}
-    assert len(hashes) == len(variants) and content_hash(base) not in hashes
+    hashes = {content_hash(v) for v in variants} | {content_hash(base, "structure/200/32")}  # other chunking
+    assert len(hashes) == len(variants) + 1 and content_hash(base) not in hashes
 
 
 def test_ignored_files_are_counted_by_suffix_and_hidden_ones_only_by_number(tmp_path):
