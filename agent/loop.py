@@ -27,7 +27,7 @@ from sieve.errors import BackendError
 from sieve.pruning.budget import TokenBudget
 from sieve.pruning.context import ContextState
 from sieve.pruning.pruners import make_pruner
-from sieve.retriever.base import validate_query
+from sieve.retriever.base import validate_k, validate_query
 from sieve.retriever.hybrid import rrf_fuse
 
 if TYPE_CHECKING:
@@ -56,6 +56,8 @@ class SearchAgent:
         self.index = index
         self.policy = policy
         self.config = config or AgentConfig()
+        # One cap on k for every entry point (sieve search, Sieve.search, the server): what one search may return.
+        validate_k(self.config.k, index.config.max_k)
         self.vectors = VectorCache(index)  # shared by this agent's episodes: vectors never change per id
         floor = self.config.floor
         # Loaded once per agent: a bad model path fails here, before any episode.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -242,14 +243,22 @@ def register(app: typer.Typer) -> None:
         as_json: bool = JsonOpt,
     ) -> None:
         """List collections, or delete one. `sieve eval`'s cached corpora are hidden unless --all."""
+        from sieve.errors import InvalidInput, UnknownCollection
         from sieve.retriever.store import is_eval_cache, list_collections  # not index: no scipy to list
 
         cfg = settings_from(data_dir, chroma_url).retriever_config()
         if delete:
             from sieve.retriever.index import delete_collection
 
-            if not yes and not typer.confirm(f"Delete collection {delete!r}?"):
-                raise typer.Exit(1)
+            names = sorted(n for n in list_collections(cfg, include_eval=True) if delete == n or not is_eval_cache(n))
+            if delete not in names:  # before asking: nothing to confirm
+                raise UnknownCollection(f"Expected an existing collection, got {delete!r}; valid: {names}")
+            if not yes:
+                if not sys.stdin.isatty():
+                    raise InvalidInput(f"Expected --yes to delete collection {delete!r} without a terminal to ask on")
+                # The question goes to stderr: stdout carries only the result (--json stays parseable).
+                if not typer.confirm(f"Delete collection {delete!r}?", err=True):
+                    raise typer.Exit(1)
             delete_collection(cfg, delete)
             if as_json:
                 print_json({"deleted": delete})

@@ -48,8 +48,15 @@ def test_errors_are_one_line_and_exit_2(run, sample_dir):
     assert res.exit_code == 2 and "unknown_collection" in res.stderr and "Traceback" not in res.output
     res = run("collections", "--delete", "never-made", "--yes")
     assert res.exit_code == 2 and "unknown_collection" in res.stderr
+    res = run("collections", "--delete", "never-made", "--json")  # no question asked for what is not there
+    assert res.exit_code == 2 and "unknown_collection" in res.stdout and "Delete collection" not in res.output
     run("index", str(sample_dir / "docs" / "faq.txt"), "-c", "cli-one", "--json")
     res = run("retrieve", "anything", "-c", "cli-one", "--mode", "sparse")
     assert res.exit_code == 2 and "invalid_input" in res.stderr
     res = run("retrieve", "anything", "-c", "cli-one", "-k", "0")
     assert res.exit_code == 2 and "k between" in res.stderr
+    res = run("search", "anything", "-c", "cli-one", "-k", "100000")  # the agent has the same cap as retrieve
+    assert res.exit_code == 2 and "k between 1 and 200" in res.stderr
+    res = run("collections", "--delete", "cli-one", "--json")  # no terminal to ask on, and no --yes
+    assert res.exit_code == 2 and "Expected --yes" in res.stdout
+    assert "cli-one" in run("collections").stdout
