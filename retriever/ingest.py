@@ -188,6 +188,19 @@ def check_id_conflicts(docs: object, stored: Mapping[str, str], collection: str)
         )
 
 
+def gone_documents(docs: object, stored: Mapping[str, str]) -> list[str]:
+    """Ids of the documents indexed from files inside the folder ``docs`` reads (a
+    :class:`DocumentStream` of a folder) whose files no longer exist and that this run does not index
+    again: files deleted, or moved out of the folder. ``stored``: doc id -> source. Empty for anything else."""
+    if not isinstance(docs, DocumentStream) or docs.folder is None:
+        return []
+    inside = os.path.join(os.path.abspath(docs.folder), "")
+    claims = docs.claims()
+    return sorted(
+        d for d, src in stored.items() if src.startswith(inside) and d not in claims and not os.path.lexists(src)
+    )
+
+
 def _doc_id_for(path: Path, root: Path) -> str:
     rel = path.relative_to(root) if path != root else Path(path.name)
     return re.sub(r"[^A-Za-z0-9._/-]+", "-", rel.as_posix())
@@ -232,9 +245,12 @@ class DocumentStream:
         if not root.exists():
             raise NotFound(f"Expected a file or folder to index, got {str(self.path)!r} (does not exist)")
         self._base = root.parent if root.is_file() else root
-        candidates = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+        candidates = [root] if root.is_file() else self._walk(root)
         files: list[Path] = []
         for f in candidates:
+            if not f.is_file():  # a link to nothing (or to what is no file): said, not dropped silently
+                self.report.skip(str(f), "a link to nothing: no file behind it")
+                continue
             if f.suffix.lower() in SUPPORTED_SUFFIXES:
                 files.append(f)
             elif any(part.startswith(".") for part in f.relative_to(self._base).parts):
@@ -245,6 +261,12 @@ class DocumentStream:
         self._files = files
         return files
 
+    @property
+    def folder(self) -> Path | None:
+        """The folder read, or None when the path is one file."""
+        self._list()
+        return None if Path(self.path).expanduser().is_file() else self._base
+
     def claims(self) -> dict[str, str]:
         """doc id -> source of every listed file but JSONL ones: known from the listing alone, before
         any file is read, so a run can check them (:func:`id_conflicts`) before it writes anything."""
@@ -253,6 +275,21 @@ class DocumentStream:
             if f.suffix.lower() != ".jsonl":
                 out.setdefault(_doc_id_for(f, self._base), _source_for(f))  # the first is indexed
         return out
+
+    @staticmethod
+    def _walk(root: Path) -> list[Path]:
+        """Every file under ``root`` in sorted order, linked folders followed (each real folder once,
+        so a link back up the tree ends there); ``Path.rglob`` of Python 3.11 skips linked folders."""
+        found: list[Path] = []
+        seen: set[str] = set()
+        for folder, subfolders, names in os.walk(root, followlinks=True):
+            real = os.path.realpath(folder)
+            if real in seen:
+                subfolders[:] = []
+                continue
+            seen.add(real)
+            found.extend(Path(folder) / name for name in names)
+        return sorted(found)
 
     @property
     def files(self) -> list[Path]:

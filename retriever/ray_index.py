@@ -34,7 +34,7 @@ import numpy as np
 
 from sieve.errors import InvalidInput, StoreLocked
 from sieve.retriever.embeddings import EmbedderIdentity
-from sieve.retriever.ingest import IngestReport, check_id_conflicts, content_hash, iter_documents
+from sieve.retriever.ingest import IngestReport, check_id_conflicts, content_hash, gone_documents, iter_documents
 from sieve.retriever.ray_stages import ChunkStage, EmbedStage, documents_batch, embedded_chunks
 from sieve.retriever.chunking import validate_doc_id
 from sieve.retriever.writer import IndexReport
@@ -205,7 +205,9 @@ def _pending(
     """The documents to (re)write: doc_id -> (document, content hash, kind: added | updated | resumed)."""
     todo: dict[str, tuple[Document, str, str]] = {}
     stream = iter_documents(path, report)
-    check_id_conflicts(stream, {d: st.source for d, st in states.items()}, index.name)
+    sources = {d: st.source for d, st in states.items()}
+    check_id_conflicts(stream, sources, index.name)
+    ix.gone = gone_documents(stream, sources)
     for doc in stream:
         validate_doc_id(doc.doc_id)
         h = content_hash(doc, index.config.chunking_key)
@@ -266,7 +268,12 @@ def _write(index: CorpusIndex, run: WriteRun, todo: dict, docs: list[list[Embedd
 
 
 def index_path_ray(
-    index: CorpusIndex, path: str | Path, options: RayOptions | None = None, *, progress: bool = True
+    index: CorpusIndex,
+    path: str | Path,
+    options: RayOptions | None = None,
+    *,
+    progress: bool = True,
+    delete_missing: bool = False,
 ) -> IndexReport:
     """Index a file or folder on Ray (see the module docstring): the same chunks, ids and BM25 as
     :meth:`CorpusIndex.index_path`, and vectors of the same embedder.
@@ -298,6 +305,8 @@ def index_path_ray(
             index.drop()
         raise InvalidInput(_nothing_to_index(path, report))
     index.store.created = False
+    if delete_missing and result.gone:
+        result.deleted = index.delete_documents(result.gone)
     return result
 
 

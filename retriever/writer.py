@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from sieve.retriever.bm25 import BM25Builder, passage_terms
 from sieve.retriever.bm25_segments import SegmentedBM25
 from sieve.retriever.chunking import validate_doc_id
-from sieve.retriever.ingest import IngestReport, check_id_conflicts, content_hash, iter_documents
+from sieve.retriever.ingest import IngestReport, check_id_conflicts, content_hash, gone_documents, iter_documents
 from sieve.retriever.metadata import validate_metadata
 from sieve.retriever.overlap import WriteBehind
 from sieve.retriever.progress import IndexProgress
@@ -62,6 +62,10 @@ class IndexReport:
     seconds: float = 0.0
     ingest: IngestReport = field(default_factory=IngestReport)
     cancelled: bool = False  # stopped before writing anything (upsert_documents): the collection is as it was
+    # Documents of files inside the folder indexed that no longer exist (deleted or moved out), and
+    # how many of them this run removed (``index_path(..., delete_missing=True)``).
+    gone: list[str] = field(default_factory=list)
+    deleted: int = 0
 
     @property
     def chunks_per_second(self) -> float:
@@ -204,8 +208,11 @@ class WriterMixin:
         self._require_embedder_match()
 
     # -- documents ----------------------------------------------------------------------------------------
-    def index_path(self, path: str | Path, *, progress: bool = True) -> IndexReport:
+    def index_path(self, path: str | Path, *, progress: bool = True, delete_missing: bool = False) -> IndexReport:
         """Index a file or folder; unreadable inputs are skipped and listed in ``report.ingest``.
+
+        Documents indexed earlier from files of this folder that no longer exist are listed in
+        ``report.gone``; ``delete_missing`` removes them after the run (``report.deleted``).
 
         Raises:
             NotFound: ``path`` does not exist.
@@ -224,6 +231,8 @@ class WriterMixin:
             if created:
                 self.drop()
             raise InvalidInput(_nothing_to_index(path, report))
+        if delete_missing and result.gone:
+            result.deleted = self.delete_documents(result.gone)
         return result
 
     def index_documents(self, docs: Iterable[Document], *, progress: bool = True) -> IndexReport:
@@ -265,7 +274,9 @@ class WriterMixin:
         with self.write_lock.hold():
             self._require_embedder_match_now()  # before any work: a mismatching run writes nothing
             states = self.store.doc_states()
-            check_id_conflicts(docs, {d: st.source for d, st in states.items()}, self.name)
+            sources = {d: st.source for d, st in states.items()}
+            check_id_conflicts(docs, sources, self.name)
+            report.gone = gone_documents(docs, sources)
             with self._write_run() as run, WriteBehind() as writer:
                 pending: list[tuple[Document, str, list[Chunk]]] = []
                 seen: set[str] = set()

@@ -68,9 +68,12 @@ class Sieve:
             self._index = CorpusIndex.open(self.config, self.collection, create=create)
         return self._index
 
-    def index(self, path: str | Path, *, progress: bool = True) -> IndexReport:
-        """Index a file or folder; a run that fails on a new collection removes it again."""
-        return self.corpus.index_path(path, progress=progress)
+    def index(self, path: str | Path, *, progress: bool = True, delete_missing: bool = False) -> IndexReport:
+        """Index a file or folder; a run that fails on a new collection removes it again.
+
+        ``report.gone`` lists the documents of this folder's files that no longer exist;
+        ``delete_missing`` removes them."""
+        return self.corpus.index_path(path, progress=progress, delete_missing=delete_missing)
 
     def add_documents(self, docs: Iterable[Document], *, progress: bool = False) -> IndexReport:
         return self.corpus.index_documents(docs, progress=progress)

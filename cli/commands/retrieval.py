@@ -66,6 +66,8 @@ def index_json(report) -> dict:
         "ignored_by_suffix": ing.ignored_by_suffix(),
         "hidden": ing.hidden,
         "warnings": [{"where": w, "message": m} for w, m in ing.warnings],
+        "gone": report.gone,
+        "deleted": report.deleted,
     }
 
 
@@ -101,6 +103,16 @@ def _report_index(report, as_json: bool) -> None:
         for where, messages in by_file.items():
             more = f" (+{len(messages) - 1} more; -v shows all)" if len(messages) > 1 else ""
             typer.secho(f"  {where}: {messages[0]}{more}", fg=typer.colors.YELLOW, err=True)
+    if report.deleted:
+        typer.echo(f"Deleted {plural(report.deleted, 'document')} of files gone from this folder", err=True)
+    elif report.gone:
+        shown = ", ".join(report.gone[:3]) + (", ..." if len(report.gone) > 3 else "")
+        typer.secho(
+            f"Still indexed: {plural(len(report.gone), 'document')} of files gone from this folder "
+            f"({shown}); --delete-missing removes them",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
     summary = ing.ignored_summary()
     if summary:
         from sieve.retriever.ingest import SUPPORTED_SUFFIXES
@@ -130,6 +142,11 @@ def register(app: typer.Typer) -> None:
         chunk_tokens: Optional[int] = setting_option("chunk_tokens"),
         chunk_overlap: Optional[int] = setting_option("chunk_overlap"),
         chunk_split: Optional[str] = setting_option("chunk_split"),
+        delete_missing: bool = typer.Option(
+            False,
+            "--delete-missing",
+            help="Remove the documents of files that were in this folder and are gone (deleted or moved out).",
+        ),
         ray: bool = typer.Option(
             False,
             "--ray",
@@ -179,11 +196,17 @@ def register(app: typer.Typer) -> None:
             from sieve.retriever.ray_index import LOCAL, RayOptions, index_path_ray
 
             try:
-                report = index_path_ray(index, path, RayOptions(address=ray_address or LOCAL), progress=not as_json)
+                report = index_path_ray(
+                    index,
+                    path,
+                    RayOptions(address=ray_address or LOCAL),
+                    progress=not as_json,
+                    delete_missing=delete_missing,
+                )
             except ImportError as exc:  # the optional extra: a usage error naming the install, not a traceback
                 raise typer.BadParameter(str(exc), param_hint="--ray") from None
         else:
-            report = index.index_path(path, progress=not as_json)
+            report = index.index_path(path, progress=not as_json, delete_missing=delete_missing)
         if optimize:
             index.optimize()
         # Which device embedded (auto resolves at load); an index run that embedded nothing loaded no model.

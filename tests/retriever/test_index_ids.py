@@ -70,3 +70,27 @@ def test_a_moved_folder_updates_its_documents(make_index, tmp_path):
     report = index.index_path(tmp_path / "new", progress=False)  # the old file is gone: an update, no conflict
     assert (report.updated, report.added) == (1, 0)
     assert index.read_document("notes.md")[0].source == str(tmp_path / "new" / "notes.md")
+
+
+def test_documents_of_deleted_files_are_reported_and_removed_on_request(make_index, tmp_path):
+    _tree(
+        tmp_path,
+        {
+            "docs/keep.md": "Kept notes about kestrels.",
+            "docs/sub/drop.md": "Dropped notes about falcons.",
+            "docs/also.md": "More notes about owls.",
+            "other/elsewhere.md": "Notes from another folder.",
+        },
+    )
+    index = make_index(**SMALL)
+    index.index_path(tmp_path / "docs", progress=False)
+    index.index_path(tmp_path / "other", progress=False)
+    (tmp_path / "docs" / "sub" / "drop.md").unlink()
+    report = index.index_path(tmp_path / "docs", progress=False)
+    # only this folder's files count: the other folder's document is not "gone"
+    assert (report.gone, report.deleted, report.unchanged) == (["sub/drop.md"], 0, 2)
+    assert "sub/drop.md" in index.documents()  # reported, not removed unasked
+    report = index.index_path(tmp_path / "docs", progress=False, delete_missing=True)
+    assert (report.gone, report.deleted) == (["sub/drop.md"], 1)
+    assert set(index.documents()) == {"keep.md", "also.md", "elsewhere.md"}
+    assert index.index_path(tmp_path / "docs", progress=False).gone == []

@@ -281,3 +281,17 @@ def test_a_jsonl_record_may_hold_unicode_line_separators(tmp_path):
     assert stream.total == 2
     assert [(d.doc_id, d.text) for d in stream] == [("s", text), ("t", "second")]
     assert stream.report.skipped == []
+
+
+def test_linked_folders_are_followed_once_and_links_to_nothing_are_reported(tmp_path):
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "note.md").write_text("A note kept in a shared folder.", encoding="utf-8")
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "own.md").write_text("The folder's own text.", encoding="utf-8")
+    (root / "linked").symlink_to(tmp_path / "shared", target_is_directory=True)
+    (root / "loop").symlink_to(root, target_is_directory=True)  # a link back up the tree
+    (root / "gone.md").symlink_to(tmp_path / "deleted.md")
+    docs, report = _ingest(root)
+    assert sorted(docs) == ["linked/note.md", "own.md"]
+    assert report.skipped == [(str(root / "gone.md"), "a link to nothing: no file behind it")]
