@@ -32,7 +32,17 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SUPPORTED_SUFFIXES = (".txt", ".md", ".rst", ".jsonl", ".html", ".htm", ".docx", ".pdf")  # readers.READERS + .jsonl
+SUPPORTED_SUFFIXES = (
+    ".txt",
+    ".md",
+    ".markdown",
+    ".rst",
+    ".jsonl",
+    ".html",
+    ".htm",
+    ".docx",
+    ".pdf",
+)  # readers.READERS + .jsonl
 NO_SUFFIX = "(no suffix)"
 _SUFFIXES_SHOWN = 10  # by-suffix counts on one line; the JSON report has every ignored path
 
@@ -348,11 +358,11 @@ class DocumentStream:
             except Exception as exc:  # pypdf, python-docx, docutils raise many types for broken files
                 self._skip(str(f), f"unreadable {f.suffix.lower()} file ({type(exc).__name__}: {exc})")
                 continue
-            for message in warnings:
-                self.report.warn(str(f), message)
-            if not text.strip():
+            if not text.strip():  # skipped: what its reader warned about says nothing more
                 self._skip(str(f), "no text")
                 continue
+            for message in warnings:
+                self.report.warn(str(f), message)
             doc = Document(doc_id=_doc_id_for(f, self._base), text=text, title=title or f.stem, source=_source_for(f))
             if self._fresh(doc, str(f)):
                 yield self._emit(doc)

@@ -104,7 +104,7 @@ def _markdown_title(text: str) -> str:
 
 def read_text(path: Path) -> tuple[str, str]:
     text = read_utf8(path)
-    return (_markdown_title(text) if path.suffix.lower() == ".md" else ""), text
+    return (_markdown_title(text) if path.suffix.lower() in (".md", ".markdown") else ""), text
 
 
 _DECLARED_CHARSET = re.compile(
@@ -317,6 +317,7 @@ def read_rst(path: Path) -> tuple[str, str]:
 READERS: dict[str, Callable[[Path], tuple[str, str]]] = {
     ".txt": read_text,
     ".md": read_text,
+    ".markdown": read_text,
     ".rst": read_rst,
     ".html": read_html,
     ".htm": read_html,

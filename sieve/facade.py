@@ -100,8 +100,13 @@ class Sieve:
         from sieve.agent import SearchAgent
         from sieve.agent.factory import DEFAULT_POLICY
 
+        from sieve.errors import InvalidInput
+
         policy = policy or DEFAULT_POLICY
         base = self._agent_config
+        known = {f.name for f in dataclasses.fields(base)}
+        if unknown := sorted(set(overrides) - known):
+            raise InvalidInput(f"Expected agent settings among {sorted(known)}, got unknown {unknown}")
         cfg = dataclasses.replace(base, **overrides) if overrides else base
         agent = SearchAgent.with_policy(self._open(create=False), policy, cfg)
         return agent.run_fused(question, rollouts=rollouts)  # one rollout: one episode, as run()

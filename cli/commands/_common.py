@@ -207,6 +207,9 @@ def print_results(rows: Sequence[ResultRow], title: str, *, wide: bool = False, 
     from rich.text import Text
 
     console = console or Console()
+    if not rows:  # an empty table would show only its header
+        console.print(f"{' '.join(title.split())}: no results")
+        return
     if wide:
         table = Table(title=title, show_lines=False)
         for col in ("#", "score", "chunk", "title", "text"):

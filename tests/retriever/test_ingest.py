@@ -27,6 +27,7 @@ def _ingest(path: Path) -> tuple[dict[str, Document], IngestReport]:
 def test_every_supported_format(tmp_path):
     (tmp_path / "notes.txt").write_text("Plain text about otters.\n", encoding="utf-8")
     (tmp_path / "guide.md").write_text("Intro line\n# The Guide\n\nMarkdown about beavers.", encoding="utf-8")
+    (tmp_path / "long.markdown").write_text("# Voles\n\nMarkdown's longer suffix.", encoding="utf-8")
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "page.html").write_text(
         "<html><head><title>Badgers</title><style>p{color:red}</style></head>"
@@ -51,7 +52,18 @@ def test_every_supported_format(tmp_path):
     (tmp_path / ".hidden.png").write_bytes(b"")
 
     docs, report = _ingest(tmp_path)
-    assert sorted(docs) == ["2", "guide.md", "howto.rst", "memo.docx", "notes.txt", "paper.pdf", "r1", "sub/page.html"]
+    assert sorted(docs) == [
+        "2",
+        "guide.md",
+        "howto.rst",
+        "long.markdown",
+        "memo.docx",
+        "notes.txt",
+        "paper.pdf",
+        "r1",
+        "sub/page.html",
+    ]
+    assert docs["long.markdown"].title == "Voles"
     assert docs["notes.txt"].text == "Plain text about otters.\n"
     assert docs["notes.txt"].title == "notes" and docs["notes.txt"].source == str(tmp_path / "notes.txt")
     assert docs["guide.md"].title == "The Guide"
@@ -68,7 +80,7 @@ def test_every_supported_format(tmp_path):
         "recs.jsonl:1",
     )
     assert (docs["2"].title, docs["2"].source) == ("", "field-notes")
-    assert report.files_read == 7 and report.documents == 8 and report.skipped == []
+    assert report.files_read == 8 and report.documents == 9 and report.skipped == []
     assert report.ignored == [str(tmp_path / "image.png")]  # listed, not silently passed over
     assert report.hidden == 1  # .hidden.png: counted, not listed
 
@@ -295,3 +307,11 @@ def test_linked_folders_are_followed_once_and_links_to_nothing_are_reported(tmp_
     docs, report = _ingest(root)
     assert sorted(docs) == ["linked/note.md", "own.md"]
     assert report.skipped == [(str(root / "gone.md"), "a link to nothing: no file behind it")]
+
+
+def test_a_file_without_text_is_skipped_once_without_its_readers_warnings(tmp_path):
+    (tmp_path / "empty.html").write_text("<html><body></body></html>", encoding="utf-8")
+    (tmp_path / "ok.txt").write_text("Some text.", encoding="utf-8")
+    docs, report = _ingest(tmp_path)
+    assert sorted(docs) == ["ok.txt"]
+    assert report.skipped == [(str(tmp_path / "empty.html"), "no text")] and report.warnings == []

@@ -73,6 +73,10 @@ def test_adapters_in_process(tmp_path, embedder) -> None:
     assert lc_agent and lc_agent[0].metadata["doc_id"] == "rome"
     li = LIRetriever(sieve=s, k=1, mode="bm25").retrieve(QueryBundle("capital of France"))
     assert li[0].node.node_id == "paris#0"
+    from sieve.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match=r"unknown \['bogus'\]"):  # not dataclasses' bare TypeError
+        s.search("capital of Italy", bogus=1)
 
 
 def test_adapter_arguments_are_checked(live) -> None:
