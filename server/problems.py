@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sieve.errors import CollectionGone, SieveError, UnknownCollection
 from sieve.server.errors import error_problem, http_status, problem_body
+from sieve.server.schemas import COLLECTION_PATTERN
 
 if TYPE_CHECKING:
     from fastapi import FastAPI, Request
@@ -53,6 +54,15 @@ def sieve_error_body(exc: SieveError) -> dict[str, Any]:
     return error_problem(exc)
 
 
+# What a pattern of the request schemas means, in words: pydantic's own message quotes the regex.
+_PATTERNS = {
+    r"\S": "Expected some text, got only whitespace",
+    COLLECTION_PATTERN: "Expected a collection name of 3-512 characters from [a-zA-Z0-9._-], "
+    "starting and ending with a letter or digit",
+    r"^[^$#]": "Expected a metadata key not starting with '$' or '#'",
+}
+
+
 def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     # Keep loc/msg/type: `input` may echo megabytes back and `ctx` can hold exception objects.
     out = []
@@ -65,6 +75,11 @@ def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
         ctx = err.get("ctx") or {}
         if "error" in ctx:
             item["msg"] = f"{item['msg']}: {ctx['error']}"
+        if item["type"] == "string_pattern_mismatch" and str(ctx.get("pattern")) in _PATTERNS:
+            item["msg"] = _PATTERNS[str(ctx["pattern"])]
+        elif item["loc"] == ["body"] and item["type"] in ("model_attributes_type", "dict_type"):
+            # A body that is not a JSON object, or sent without Content-Type: application/json.
+            item["msg"] = "Expected a JSON object as the body, sent with Content-Type: application/json"
         out.append(item)
     return out
 

@@ -188,6 +188,15 @@ def test_invalid_fields_are_422_naming_the_field(http: httpx.Client, payload: di
     assert where in body["detail"]
 
 
+def test_validation_messages_are_words_not_regexes(http: httpx.Client) -> None:
+    body = assert_problem(http.post("/v1/retrieve", json={"query": "   "}), 422, "invalid_input")
+    assert "only whitespace" in body["detail"] and "\\S" not in body["detail"]
+    body = assert_problem(http.post("/v1/retrieve", json={"query": "x", "collection": "a b"}), 422, "invalid_input")
+    assert "collection name of 3-512 characters" in body["detail"] and "^[" not in body["detail"]
+    r = http.post("/v1/retrieve", content=b'{"query": "x"}')  # JSON, but no Content-Type
+    assert "Content-Type: application/json" in assert_problem(r, 422, "invalid_input")["detail"]
+
+
 def test_k_above_server_max_is_422(http: httpx.Client, live) -> None:
     cap = live.state.settings.max_request_k
     body = assert_problem(http.post("/v1/retrieve", json={"query": "x", "k": cap + 1}), 422, "invalid_input")
