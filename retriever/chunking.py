@@ -7,8 +7,9 @@ located in its source. Ids are ``f"{doc_id}#{position}"``.
 Two ways to cut (:data:`SPLITS`):
 
 - ``structure`` (the default): a chunk ends at the strongest break of the text in the second half
-  of its window: a blank line (paragraph, section, page), else a line break, else a sentence's
-  end; only text with none of them is cut mid-sentence. The next chunk starts right there after a
+  of its window: a Markdown heading (so a section's heading opens the chunk that holds it), else a
+  blank line (paragraph, section, page), else a line break, else a sentence's end; only text with
+  none of them is cut mid-sentence. The next chunk starts right there after a
   line or paragraph break (nothing is cut, so nothing needs repeating), else ``chunk_overlap``
   tokens back, at a sentence's start where one is in reach. A chunk is then a paragraph or a run
   of them, so what a user reads starts where a thought starts, and a page or section seldom
@@ -110,11 +111,14 @@ class Chunker:
 
     @staticmethod
     def break_strength(text: str, spans: list[tuple[int, int]], i: int) -> int:
-        """How strong a break the text has between tokens ``i - 1`` and ``i``: 3 a blank line, 2 a
-        line break, 1 a sentence's end (``.!?:;``, closing quotes or brackets allowed, then a space),
-        0 none (inside a sentence, or inside a word the tokenizer split)."""
+        """How strong a break the text has between tokens ``i - 1`` and ``i``: 4 a line that opens a
+        Markdown heading (``#``), 3 a blank line, 2 a line break, 1 a sentence's end (``.!?:;``,
+        closing quotes or brackets allowed, then a space), 0 none (inside a sentence, or inside a word
+        the tokenizer split)."""
         gap = text[spans[i - 1][1] : spans[i][0]]
         if "\n" in gap:
+            if text[spans[i][0]] == "#":  # a Markdown heading starts here: it opens the next chunk, never ends one
+                return 4
             return 3 if gap.count("\n") > 1 else 2
         if not gap:
             return 0
@@ -132,7 +136,7 @@ class Chunker:
             strength = self.break_strength(text, spans, i)
             if strength > best:
                 end, best = i, strength
-                if strength == 3:
+                if strength == 4:
                     break
         if best >= 2:
             return end, end

@@ -149,6 +149,19 @@ def test_structure_prefers_a_line_break_to_a_sentence_end_and_a_blank_line_to_bo
     assert not any(c.char_start < cut < c.char_end for c in chunks)
 
 
+def test_structure_opens_a_chunk_with_a_markdown_heading(tokenizer):
+    # bodies of about 60 tokens: the window's last blank line would follow the next section's heading
+    sections = [
+        f"## Option {i}\n\n" + " ".join(f"Setting {i} line {j} reads well." for j in range(8)) for i in range(8)
+    ]
+    text = "\n\n".join(sections)
+    chunks = Chunker(tokenizer, 96, 16).chunk(Document("m", text))
+    assert len(chunks) > 2
+    for c in chunks:
+        assert c.text.startswith("## Option"), c.text[:40]
+        assert "##" not in c.text.splitlines()[-1]  # no heading left at a chunk's end
+
+
 def test_structure_overlaps_at_sentence_starts_inside_a_paragraph(tokenizer):
     text = " ".join(f"Sentence number {i} says something about topic {i}." for i in range(40))
     chunks = Chunker(tokenizer, 50, 20).chunk(Document("s", text))
@@ -183,9 +196,10 @@ def test_bad_settings_and_ids_raise(tokenizer):
 
 
 def test_break_strength_by_hand(tokenizer):
-    text = 'He said "yes." Then he left\nfor good.\n\nThe end, almost'
+    text = 'He said "yes." Then he left\nfor good.\n\nThe end, almost\n# Next'
     spans = _spans(tokenizer, text)
     starts = {text[s:e]: i for i, (s, e) in enumerate(spans)}
-    strength = {w: Chunker.break_strength(text, spans, starts[w]) for w in ("Then", "for", "The", "almost", "yes")}
-    # after a closing quote, a line break, a blank line, a comma, inside a quote
-    assert strength == {"Then": 1, "for": 2, "The": 3, "almost": 0, "yes": 0}
+    words = ("Then", "for", "The", "almost", "yes", "#")
+    strength = {w: Chunker.break_strength(text, spans, starts[w]) for w in words}
+    # after a closing quote, a line break, a blank line, a comma, inside a quote, before a heading
+    assert strength == {"Then": 1, "for": 2, "The": 3, "almost": 0, "yes": 0, "#": 4}
