@@ -113,7 +113,7 @@ class RetrieverConfig:
     chunk_split: ChunkSplit = field(
         default="structure",
         metadata={
-            "help": "Where chunks are cut: structure (at paragraph, line and sentence breaks) | window "
+            "help": "Where chunks are cut: structure (at headings, paragraph, line and sentence breaks) | window "
             "(fixed token windows, how Sieve chunked before 2026-12-05)."
         },
     )
