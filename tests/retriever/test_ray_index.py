@@ -18,6 +18,7 @@ import pytest
 from _retriever_helpers import MULTI_DOCS
 from _server_process import chroma_server
 
+from sieve.errors import InvalidInput
 from sieve.retriever import CorpusIndex, RetrieverConfig
 from sieve.retriever.ray_index import RayOptions, index_path_ray
 
@@ -130,6 +131,18 @@ def test_ray_index_matches_the_single_process_path(local_ray, chroma_url, corpus
     assert (changed.updated, changed.unchanged, changed.chunks_written) == (1, N_DOCS - 1, 1)
     assert [c.text for c in ray_index.read_document("notes/ray.md")] == ["# Ray notes\n\nOne short note now."]
     assert ray_index.count() == single.count() - old_note + 1 and "short" in ray_index.bm25_index().vocab
+
+    # Another folder's file of an id this collection holds from a file that still exists: refused, nothing written.
+    (tmp_path / "other" / "notes").mkdir(parents=True)
+    (tmp_path / "other" / "notes" / "ray.md").write_text("Another file of the same relative path.", encoding="utf-8")
+    with pytest.raises(InvalidInput, match="'notes/ray.md' is indexed from .* would replace it"):
+        index_path_ray(ray_index, tmp_path / "other", RayOptions(), progress=False)
+    # A file gone from the folder is listed, and removed only when asked (nothing to embed: no Ray work).
+    (corpus / "notes" / "ray.md").unlink()
+    gone = index_path_ray(ray_index, corpus, RayOptions(), progress=False)
+    assert (gone.gone, gone.deleted) == (["notes/ray.md"], 0) and ray_index.read_document("notes/ray.md")
+    gone = index_path_ray(ray_index, corpus, RayOptions(), progress=False, delete_missing=True)
+    assert (gone.gone, gone.deleted) == (["notes/ray.md"], 1) and "notes/ray.md" not in ray_index.documents()
 
 
 def test_ray_index_cli_flag_and_an_empty_folder(local_ray, chroma_url, tmp_path, model_cache_dir):
