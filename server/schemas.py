@@ -81,7 +81,7 @@ class UsageOut(BaseModel):
 class RetrieveRequest(_Strict):
     query: str = QueryText
     collection: str | None = CollectionName
-    k: int | None = Field(default=None, ge=1, le=10_000, description="Results to return (server caps at max_k).")
+    k: int | None = Field(default=None, ge=1, description="Results to return (the server caps it at max_request_k).")
     mode: ModeName = "hybrid"
     filters: dict[str, Any] | None = Field(default=None, description="Chroma `where` metadata filter.")
     exclude: list[str] = Field(default_factory=list, max_length=10_000, description="Chunk ids to leave out.")
@@ -99,7 +99,7 @@ class RetrieveResponse(BaseModel):
 class SearchRequest(_Strict):
     query: str = QueryText
     collection: str | None = CollectionName
-    k: int | None = Field(default=None, ge=1, le=10_000, description="Evidence items to return.")
+    k: int | None = Field(default=None, ge=1, description="Evidence items to return (the server caps it at max_request_k).")
     budget_tokens: int | None = Field(
         default=None, ge=256, le=10_000_000, description="Agent context budget (server caps at max_budget_tokens)."
     )
@@ -147,7 +147,7 @@ class SearchR1Request(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     queries: list[str] = Field(min_length=1, max_length=10_000)
-    topk: int | None = Field(default=3, ge=1, le=10_000)
+    topk: int | None = Field(default=3, ge=1)  # capped at max_request_k, with the same message as k
     return_scores: bool = False
     collection: str | None = CollectionName
 
