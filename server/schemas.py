@@ -99,7 +99,9 @@ class RetrieveResponse(BaseModel):
 class SearchRequest(_Strict):
     query: str = QueryText
     collection: str | None = CollectionName
-    k: int | None = Field(default=None, ge=1, description="Evidence items to return (the server caps it at max_request_k).")
+    k: int | None = Field(
+        default=None, ge=1, description="Evidence items to return (the server caps it at max_request_k)."
+    )
     budget_tokens: int | None = Field(
         default=None, ge=256, le=10_000_000, description="Agent context budget (server caps at max_budget_tokens)."
     )
