@@ -23,7 +23,7 @@ from sieve.errors import EmbedderMismatch, EmptyCorpus, InvalidInput, NotFound, 
 from sieve.retriever.base import Retriever, ScoredIdsRetriever, validate_k
 from sieve.retriever.bm25 import BM25Builder, BM25Retriever, passage_terms
 from sieve.retriever.bm25_segments import SegmentedBM25, segment_from_builder
-from sieve.retriever.chunking import Chunker, split_chunk_id
+from sieve.retriever.chunking import Chunker, split_chunk_id, validate_doc_id
 from sieve.retriever.dense import DenseRetriever
 from sieve.retriever.embeddings import EmbedderIdentity
 from sieve.retriever.hybrid import HybridRetriever
@@ -32,7 +32,6 @@ from sieve.retriever.handle import StoreHandle, open_store, store_tag, store_wri
 from sieve.retriever.store import ChromaStore, CollectionState, DocState, validate_collection_name
 from sieve.retriever.types import Chunk, Hit
 from sieve.retriever.upsert import UpsertMixin
-from sieve.retriever.chunking import validate_doc_id
 from sieve.retriever.writer import IndexReport, WriteRun, WriterMixin
 
 if TYPE_CHECKING:

@@ -182,12 +182,22 @@ def id_conflicts(claims: Mapping[str, str], stored: Mapping[str, str]) -> list[s
     return out
 
 
-def check_id_conflicts(docs: object, stored: Mapping[str, str], collection: str) -> None:
-    """Raise :class:`InvalidInput` when ``docs``, a :class:`DocumentStream`, would replace documents
-    of other files (:func:`id_conflicts`); anything else passes. Called before a run writes anything."""
+def review_against_store(docs: object, stored: Mapping[str, str], collection: str) -> list[str]:
+    """Check a run over ``docs`` against what ``collection`` holds (``stored``: doc id -> source)
+    before it writes anything, and return the ids of documents whose files are gone.
+
+    For a :class:`DocumentStream` (anything else passes, and nothing is gone):
+
+    - raises :class:`InvalidInput` when its files would replace documents of other files
+      (:func:`id_conflicts`);
+    - returns the documents indexed from files inside the folder it reads that no longer exist and
+      that this run does not index again (files deleted, or moved out of the folder); none when it
+      reads one file.
+    """
     if not isinstance(docs, DocumentStream):
-        return
-    conflicts = id_conflicts(docs.claims(), stored)
+        return []
+    claims = docs.claims()
+    conflicts = id_conflicts(claims, stored)
     if conflicts:
         shown = "; ".join(conflicts[:5]) + (f"; and {len(conflicts) - 5} more" if len(conflicts) > 5 else "")
         raise InvalidInput(
@@ -196,16 +206,9 @@ def check_id_conflicts(docs: object, stored: Mapping[str, str], collection: str)
             f"relative to the folder indexed): {shown}. Nothing was written. Index a folder that holds "
             "both files (their ids then differ), or index into another collection (-c)."
         )
-
-
-def gone_documents(docs: object, stored: Mapping[str, str]) -> list[str]:
-    """Ids of the documents indexed from files inside the folder ``docs`` reads (a
-    :class:`DocumentStream` of a folder) whose files no longer exist and that this run does not index
-    again: files deleted, or moved out of the folder. ``stored``: doc id -> source. Empty for anything else."""
-    if not isinstance(docs, DocumentStream) or docs.folder is None:
+    if docs.folder is None:
         return []
     inside = os.path.join(os.path.abspath(docs.folder), "")
-    claims = docs.claims()
     return sorted(
         d for d, src in stored.items() if src.startswith(inside) and d not in claims and not os.path.lexists(src)
     )

@@ -34,7 +34,7 @@ import numpy as np
 
 from sieve.errors import InvalidInput, StoreLocked
 from sieve.retriever.embeddings import EmbedderIdentity
-from sieve.retriever.ingest import IngestReport, check_id_conflicts, content_hash, gone_documents, iter_documents
+from sieve.retriever.ingest import IngestReport, content_hash, iter_documents, review_against_store
 from sieve.retriever.ray_stages import ChunkStage, EmbedStage, documents_batch, embedded_chunks
 from sieve.retriever.chunking import validate_doc_id
 from sieve.retriever.writer import IndexReport
@@ -205,9 +205,7 @@ def _pending(
     """The documents to (re)write: doc_id -> (document, content hash, kind: added | updated | resumed)."""
     todo: dict[str, tuple[Document, str, str]] = {}
     stream = iter_documents(path, report)
-    sources = {d: st.source for d, st in states.items()}
-    check_id_conflicts(stream, sources, index.name)
-    ix.gone = gone_documents(stream, sources)
+    ix.gone = review_against_store(stream, {d: st.source for d, st in states.items()}, index.name)
     for doc in stream:
         validate_doc_id(doc.doc_id)
         h = content_hash(doc, index.config.chunking_key)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from sieve.retriever.bm25 import BM25Builder, passage_terms
 from sieve.retriever.bm25_segments import SegmentedBM25
 from sieve.retriever.chunking import validate_doc_id
-from sieve.retriever.ingest import IngestReport, check_id_conflicts, content_hash, gone_documents, iter_documents
+from sieve.retriever.ingest import IngestReport, content_hash, iter_documents, review_against_store
 from sieve.retriever.metadata import validate_metadata
 from sieve.retriever.overlap import WriteBehind
 from sieve.retriever.progress import IndexProgress
@@ -274,9 +274,7 @@ class WriterMixin:
         with self.write_lock.hold():
             self._require_embedder_match_now()  # before any work: a mismatching run writes nothing
             states = self.store.doc_states()
-            sources = {d: st.source for d, st in states.items()}
-            check_id_conflicts(docs, sources, self.name)
-            report.gone = gone_documents(docs, sources)
+            report.gone = review_against_store(docs, {d: st.source for d, st in states.items()}, self.name)
             with self._write_run() as run, WriteBehind() as writer:
                 pending: list[tuple[Document, str, list[Chunk]]] = []
                 seen: set[str] = set()
