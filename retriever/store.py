@@ -31,7 +31,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$")
+# Chroma's collection-name rule (validate_collection_name adds: no ".."), and the same in words;
+# the HTTP schemas validate with the pattern and explain a mismatch with the words.
+COLLECTION_NAME_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$"
+COLLECTION_NAME_RULE = (
+    "a collection name of 3-512 characters from [a-zA-Z0-9._-], starting and ending with a letter or digit"
+)
+_NAME_RE = re.compile(COLLECTION_NAME_PATTERN)
 GENERATION_KEY = "sieve_generation"
 EMBEDDER_KEY = "sieve_embedder"  # JSON of the EmbedderIdentity that wrote the collection's vectors
 # `sieve eval` caches each pooled corpus as eval-<sets>-[onnx-]<fp32|bf16|int8>-<10 hex digits of its
@@ -58,10 +64,7 @@ def validate_collection_name(name: str) -> str:
         'default'
     """
     if not isinstance(name, str) or not _NAME_RE.match(name) or ".." in name:
-        raise InvalidInput(
-            f"Expected a collection name of 3-512 characters from [a-zA-Z0-9._-], starting and ending "
-            f"with a letter or digit, got {name!r}"
-        )
+        raise InvalidInput(f"Expected {COLLECTION_NAME_RULE}, got {name!r}")
     return name
 
 

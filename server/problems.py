@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sieve.errors import CollectionGone, SieveError, UnknownCollection
 from sieve.server.errors import error_problem, http_status, problem_body
-from sieve.server.schemas import COLLECTION_PATTERN
+from sieve.retriever.store import COLLECTION_NAME_PATTERN, COLLECTION_NAME_RULE
 
 if TYPE_CHECKING:
     from fastapi import FastAPI, Request
@@ -57,8 +57,7 @@ def sieve_error_body(exc: SieveError) -> dict[str, Any]:
 # What a pattern of the request schemas means, in words: pydantic's own message quotes the regex.
 _PATTERNS = {
     r"\S": "Expected some text, got only whitespace",
-    COLLECTION_PATTERN: "Expected a collection name of 3-512 characters from [a-zA-Z0-9._-], "
-    "starting and ending with a letter or digit",
+    COLLECTION_NAME_PATTERN: f"Expected {COLLECTION_NAME_RULE}",
     r"^[^$#]": "Expected a metadata key not starting with '$' or '#'",
 }
 

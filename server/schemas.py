@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from sieve.agent.factory import POLICIES
 from sieve.choices import one_of
 from sieve.retriever.modes import MODES
+from sieve.retriever.store import COLLECTION_NAME_PATTERN
 
 # Chroma's metadata rules: non-empty keys not starting with "$" or "#", scalar values, 64-bit ints,
 # or non-empty lists of one scalar type (the library's validate_metadata rejects mixed lists with a 422).
@@ -26,8 +27,7 @@ Scalar = (
     | bool
 )
 MetaValue = Scalar | Annotated[list[Scalar], Field(min_length=1, max_length=1000)]
-# Chroma's rule, also checked by retriever.store.validate_collection_name (which adds: no "..").
-COLLECTION_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]$"
+COLLECTION_PATTERN = COLLECTION_NAME_PATTERN  # validate_collection_name, which routes also call, adds: no ".."
 QueryText = Field(min_length=1, max_length=4000, pattern=r"\S", description="The question or query text.")
 CollectionName = Field(
     default=None,
