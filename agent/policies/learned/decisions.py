@@ -209,9 +209,9 @@ class NumpyNetwork:
         try:
             net = cls(tensors)
             net.check()
+        except InvalidInput:  # a head missing: already said in words
+            raise
         except (KeyError, ValueError, IndexError) as exc:
-            if isinstance(exc, InvalidInput):
-                raise
             raise InvalidInput(
                 f"Expected the weights in {weights} to fit this version's features, got {type(exc).__name__}: {exc}; "
                 "retrain it with `sieve train rl --policy learned`"
