@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sieve.agent.cancel import Cancelled
@@ -97,7 +98,9 @@ class SearchAgent:
         validate_query(question)
         seed = self.config.seed + rollout if seed is None else seed
         emit = _Emitter(on_event)
-        trace = _EpisodeRun(self, question, seed=seed, rollout=rollout, where=where, emit=emit, cancel=cancel).play()
+        trace = _EpisodeRun(
+            self, question, seed=seed, rollout=rollout, where=where, emit=emit, cancel=cancel, group_by_doc=group_by_doc
+        ).play()
         return self._done(self.floor(trace, where=where, group_by_doc=group_by_doc), emit)
 
     def _episode(
@@ -107,11 +110,19 @@ class SearchAgent:
         where: dict[str, Any] | None,
         on_event: Callable[[dict[str, Any]], None] | None,
         cancel: CancelToken | None,
+        group_by_doc: bool | None = None,
     ) -> Trace:
         """One rollout of :meth:`run_fused`: the policy's own set; the floor applies once, to the fusion."""
         emit = _Emitter(on_event)
         trace = _EpisodeRun(
-            self, question, seed=self.config.seed + rollout, rollout=rollout, where=where, emit=emit, cancel=cancel
+            self,
+            question,
+            seed=self.config.seed + rollout,
+            rollout=rollout,
+            where=where,
+            emit=emit,
+            cancel=cancel,
+            group_by_doc=group_by_doc,
         ).play()
         return self._done(trace, emit)
 
@@ -213,7 +224,7 @@ class SearchAgent:
 
         def one(i: int) -> Trace:
             cb = (lambda ev: on_event({**ev, "rollout": i})) if on_event else None
-            return self._episode(question, i, where, cb, cancel)
+            return self._episode(question, i, where, cb, cancel, group_by_doc)
 
         with ThreadPoolExecutor(max_workers=n) as pool:
             traces = list(pool.map(one, range(n)))
@@ -241,8 +252,14 @@ class _EpisodeRun:
         where: dict[str, Any] | None,
         emit: _Emitter,
         cancel: CancelToken | None = None,
+        group_by_doc: bool | None = None,
     ) -> None:
-        cfg = self.config = agent.config
+        cfg = agent.config
+        if group_by_doc is not None and group_by_doc != cfg.group_by_doc:
+            # The unit asked for reaches the policy too: one that ranks its own evidence (the
+            # learned policy) returns one chunk per document first only when documents are asked for.
+            cfg = replace(cfg, group_by_doc=group_by_doc)
+        self.config = cfg
         self.started = time.perf_counter()
         self.policy = agent.policy
         self.context = ContextState(agent.policy.token_counter())

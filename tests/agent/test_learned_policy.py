@@ -191,3 +191,18 @@ def test_numpy_serving_network_equals_the_torch_one():
         assert w.shape == g.shape and np.allclose(w, g, atol=1e-5)
     assert isinstance(LearnedPolicy.load(None).net, NumpyNetwork)
     assert not isinstance(LearnedPolicy.load(None, sample=True).net, NumpyNetwork)
+
+
+def test_evidence_is_drawn_by_chunk_unless_documents_are_asked_for() -> None:
+    """A long document's three best chunks lead the policy's ranking; one per document only when grouped."""
+    from sieve.agent.policies.learned.policy import draw_evidence
+
+    scores = np.array([4.0, 3.5, 3.0, 1.0, 0.5])
+    docs = ["filing", "filing", "filing", "other-company", "third"]
+    assert draw_evidence(scores, docs, 4).order == [0, 1, 2, 3]
+    grouped = draw_evidence(scores, docs, 4, by_doc=True)
+    assert grouped.order == [0, 3, 4, 1] and grouped.picks == [0, 3, 4]
+    assert grouped.groups == [0, 0, 0, 1, 2]
+    # Sampling (training) draws every pick with its log-probability, k at most.
+    drawn = draw_evidence(scores, docs, 3, rng=np.random.default_rng(0))
+    assert len(drawn.order) == 3 == len(drawn.picks) == len(drawn.logps) and drawn.groups is None

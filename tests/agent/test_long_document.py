@@ -92,6 +92,16 @@ def test_default_agent_returns_the_three_chunks_of_a_long_answer(make_index):
         group_by_doc=True,
     )
     assert len({e.doc_id for e in grouped.returned}) == len(grouped.returned)
+    # The unit asked for reaches the policy: its own draw is by chunk (the manual's chunks), and
+    # one chunk per document only when documents are asked for.
+    drawn = [_policy_draw(t) for t in (trace, grouped)]
+    assert sum(c.startswith("hx40-manual#") for c in drawn[0]) >= 3, drawn[0]
+    assert len({c.split("#")[0] for c in drawn[1]}) == len(drawn[1]), drawn[1]
+
+
+def _policy_draw(trace) -> list[str]:
+    """The chunks the learned policy drew for its evidence (its last rank decision)."""
+    return [d for t in trace.turns for d in t.meta["decisions"] if d["kind"] == "rank"][-1]["returned"]
 
 
 def test_no_query_is_a_single_common_word(make_index):

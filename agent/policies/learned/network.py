@@ -6,8 +6,8 @@ Four small MLP heads (a few thousand parameters each) score what the policy deci
   ``end`` logit of the state alone. A turn's actions are drawn one by one without replacement
   (a Plackett-Luce choice) until ``end`` is drawn; ``end`` first means *finish the episode*;
 * ``prune``: one Bernoulli per chunk that cannot make the returned set;
-* ``rank``: a score per chunk; the returned evidence is a Plackett-Luce draw of ``k`` chunks,
-  at most one per document (greedy at serving: the top ``k`` scores).
+* ``rank``: a score per chunk; the returned evidence is a Plackett-Luce draw of ``k`` chunks
+  (one per document first when documents are asked for; greedy at serving: the top scores).
 
 Every decision is a :class:`Decision` holding its inputs (feature matrices), what was chosen
 and the per-step log-probabilities at the time; :func:`collate` + :func:`score_decisions`

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from dataclasses import dataclass
 from threading import Lock
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +38,7 @@ from sieve.pruning.budget import TokenBudget
 from sieve.pruning.tokens import ApproxTokenCounter
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from sieve.agent.episode import Episode
     from sieve.agent.policies.learned.features import Candidate
@@ -281,22 +282,61 @@ class _Session:
         return max(0, min(self.cfg.max_picks, int(self.budget.remaining(used) // need)))
 
     def _rank(self, episode: Episode, active: list[ChunkEntry], summary: list[dict[str, Any]]) -> list[str]:
-        """The returned evidence: ``k`` chunks drawn by score, one per document first, then the rest by score."""
+        """The returned evidence, as :func:`draw_evidence` orders the chunks in view."""
         if not active:
             return []
-        k = episode.config.k
         x = self.f.chunk_matrix(active)
         scores = self.p._rank(x) / self.temp
-        doc_ids = list(dict.fromkeys(e.doc_id for e in active))
-        groups = [doc_ids.index(e.doc_id) for e in active]
-        picks, logps = draw_sequence(scores, min(k, len(doc_ids)), groups=groups, rng=self.rng)
-        self._record(
-            Decision("rank", x, np.zeros(0, dtype=np.float32), picks, logps, groups=groups),
-            summary,
-            returned=[active[i].chunk_id for i in picks],
+        draw = draw_evidence(
+            scores, [e.doc_id for e in active], episode.config.k, by_doc=episode.config.group_by_doc, rng=self.rng
         )
-        rest = [int(i) for i in np.argsort(-scores, kind="stable") if int(i) not in set(picks)]
-        return [active[i].handle for i in picks + rest][:k]
+        self._record(
+            Decision("rank", x, np.zeros(0, dtype=np.float32), draw.picks, draw.logps, groups=draw.groups),
+            summary,
+            returned=[active[i].chunk_id for i in draw.picks],
+        )
+        return [active[i].handle for i in draw.order]
 
 
-__all__ = ["DEFAULT_CHECKPOINT", "RANKER_FILE", "LearnedPolicy", "default_checkpoint"]
+@dataclass
+class EvidenceDraw:
+    """The policy's ranking of the chunks in view: ``order`` (indices, at most ``k``) begins with the
+    drawn ``picks`` (their log-probabilities in ``logps``; ``groups``: the document of each chunk when
+    drawn one per document, else None), then the rest by score."""
+
+    picks: list[int]
+    logps: list[float]
+    groups: list[int] | None
+    order: list[int]
+
+
+def draw_evidence(
+    scores: np.ndarray, doc_ids: Sequence[str], k: int, *, by_doc: bool = False, rng: np.random.Generator | None = None
+) -> EvidenceDraw:
+    """Draw the returned evidence from the chunks' rank scores (``rng=None``: the best first).
+
+    Chunks are the unit: ``k`` chunks by score, several of one document when they score best. On a
+    long filing the evidence is several pages of the question's own document; drawing one chunk per
+    document first put another company's page, found by a keyphrase search, second or third in the
+    policy's ranking, and the fusion ranker trusts those places. With ``by_doc`` (the caller asked
+    for documents) one chunk per document is drawn first, then the rest follow by score.
+
+    Example:
+        >>> draw_evidence(np.array([3.0, 2.0, 1.0]), ["a", "a", "b"], 3).order
+        [0, 1, 2]
+        >>> draw_evidence(np.array([3.0, 2.0, 1.0]), ["a", "a", "b"], 3, by_doc=True).order
+        [0, 2, 1]
+    """
+    groups: list[int] | None = None
+    n_draws = min(k, len(doc_ids))
+    if by_doc:
+        doc_index = {d: i for i, d in enumerate(dict.fromkeys(doc_ids))}
+        groups = [doc_index[d] for d in doc_ids]
+        n_draws = min(k, len(doc_index))
+    picks, logps = draw_sequence(scores, n_draws, groups=groups, rng=rng)
+    chosen = set(picks)
+    rest = [int(i) for i in np.argsort(-scores, kind="stable") if int(i) not in chosen]
+    return EvidenceDraw(picks, logps, groups, (picks + rest)[:k])
+
+
+__all__ = ["DEFAULT_CHECKPOINT", "RANKER_FILE", "EvidenceDraw", "LearnedPolicy", "default_checkpoint", "draw_evidence"]
