@@ -93,6 +93,16 @@ class FloorConfig:
     hybrid_depth: int = field(
         default=30, metadata={"help": "Chunks of the question's hybrid search put in the fusion pool (at least k)."}
     )
+    # Chosen on the filings tuning half (24 questions; 1.0, 0.9, 0.8, 0.7, 0.5, 0.3 tried): the only
+    # value at or above hybrid there at every k in both document and span recall
+    # (docs/experiments/chunk-evidence-and-fusion.md, "The policy draws its evidence by chunk").
+    doc_decay: float = field(
+        default=0.9,
+        metadata={
+            "help": "fusion: a chunk's probability counts this much less for each chunk of its document already "
+            "placed above it (1: pure probability order; near 0: one chunk per document first)."
+        },
+    )
     # Tuned: python -m sieve.eval.tune_floor on hotpotqa-train + 2wikimultihopqa-train + 400 scifact
     # tasks_train claims, heuristic and learned rankings (docs/experiments/tuning.md): the setting whose worst
     # (policy, set, k) recall difference to hybrid is best; on single-hop claims extra hops rarely help.
@@ -140,6 +150,8 @@ class FloorConfig:
             raise InvalidInput(f"Expected floor rrf_k >= 1, got {self.rrf_k}")
         if self.method not in ("fusion", "interleave"):
             raise InvalidInput(f"Expected floor method in ('fusion', 'interleave'), got {self.method!r}")
+        if not 0 < self.doc_decay <= 1:
+            raise InvalidInput(f"Expected floor doc_decay in (0, 1], got {self.doc_decay}")
         if self.hybrid_depth < 1:
             raise InvalidInput(f"Expected floor hybrid_depth >= 1, got {self.hybrid_depth}")
 

@@ -150,7 +150,9 @@ class SearchAgent:
         if self.fusion is not None:
             closing = self.closing_pool(trace.question, trace.returned, where=where)
             hybrid = closing.hybrid
-            trace.returned = fuse(trace.returned, closing, self.fusion, k, group_by_doc=grouped)
+            trace.returned = fuse(
+                trace.returned, closing, self.fusion, k, group_by_doc=grouped, doc_decay=cfg.doc_decay
+            )
         else:
             hybrid = [hit_evidence(h) for h in floor_hits(self.index, trace.question, k, where)]
             trace.returned = fuse_with_floor(trace.returned, hybrid, cfg, k)

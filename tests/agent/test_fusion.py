@@ -13,6 +13,7 @@ from sieve.agent.fusion import (
     ClosingPool,
     FusionModel,
     agreement,
+    decayed_order,
     features,
     fuse,
     pool,
@@ -108,6 +109,34 @@ def test_fuse_ranks_chunks_by_probability_and_groups_on_request():
     assert chunks[0].metadata["cover"] == 0.9 and chunks[1].metadata["cover"] == 0.0
     grouped = fuse(policy, closing, model, 3, group_by_doc=True)
     assert [e.doc_id for e in grouped] == ["long", "b", "x"]
+
+
+def test_a_document_decay_lets_a_second_document_in_without_giving_up_depth():
+    """Each chunk already placed from a document discounts that document's next chunk by the decay."""
+    p = [0.9, 0.85, 0.8, 0.78, 0.5]
+    docs = ["10k", "10k", "10k", "10q", "other"]
+    assert decayed_order(range(5), p, docs, 1.0, 5) == [0, 1, 2, 3, 4]  # no decay: probability order
+    # 0.85 * 0.9 = 0.765 < 0.78: the other filing's best chunk comes second; the 10-K's chunks follow.
+    assert decayed_order(range(5), p, docs, 0.9, 5) == [0, 3, 1, 2, 4]
+    assert decayed_order(range(5), p, docs, 0.9, 2) == [0, 3, 1, 2, 4]  # past k, the rest keep their order
+    # A document far ahead keeps its places: 0.9 * 0.9 = 0.81 > 0.5.
+    assert decayed_order(range(3), [0.9, 0.9, 0.5], ["a", "a", "b"], 0.9, 3) == [0, 1, 2]
+    policy = [ev("10k#1"), ev("10k#2"), ev("10q#4")]
+    closing = ClosingPool(policy, {"10k#1": 0.9, "10k#2": 0.85, "10q#4": 0.8}, {})
+    model = _model(cos=5.0)
+    assert [e.chunk_id for e in fuse(policy, closing, model, 3)] == ["10k#1", "10k#2", "10q#4"]
+    decayed = fuse(policy, closing, model, 3, doc_decay=0.5)
+    assert [e.chunk_id for e in decayed] == ["10k#1", "10q#4", "10k#2"]
+    assert [e.score for e in decayed] == sorted((e.score for e in decayed), reverse=True)
+
+
+def test_floor_config_checks_the_decay():
+    from sieve.agent.config import FloorConfig
+
+    assert FloorConfig().doc_decay == 0.9
+    for bad in (0.0, -0.1, 1.5):
+        with pytest.raises(InvalidInput, match="doc_decay"):
+            FloorConfig(doc_decay=bad)
 
 
 def test_model_round_trip_and_bad_files(tmp_path):
