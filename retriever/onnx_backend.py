@@ -124,9 +124,13 @@ def _export_fp32(model_path: Path, out_dir: Path) -> None:
     import torch
     from transformers import AutoModel, AutoTokenizer
 
+    from sieve.retriever.embeddings import quiet_hf_progress
+
     # Eager attention exports as plain MatMul/Softmax, which ONNX Runtime's BERT optimizer fuses
-    # into its Attention kernel; the SDPA path does not fuse.
-    model = AutoModel.from_pretrained(str(model_path), local_files_only=True, attn_implementation="eager").eval()
+    # into its Attention kernel; the SDPA path does not fuse. The export runs inside the caller's
+    # own progress bar (the first `sieve index`), so transformers' loading bar stays hidden.
+    with quiet_hf_progress():
+        model = AutoModel.from_pretrained(str(model_path), local_files_only=True, attn_implementation="eager").eval()
     tok = AutoTokenizer.from_pretrained(str(model_path), local_files_only=True)
     inputs = [n for n in _INPUTS if n in tok.model_input_names]
 

@@ -220,3 +220,25 @@ def test_the_fingerprint_is_cached_until_a_file_changes(tmp_path: Path) -> None:
     (model / "weights.bin").write_bytes(b"\x01" * 1000)
     assert cached_model_fingerprint(model, cache) == model_fingerprint(model) != first
     assert cached_model_fingerprint(model, None) == model_fingerprint(model)
+
+
+def test_the_onnx_export_hides_transformers_loading_bar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first export runs inside `sieve index`'s own bar: transformers' "Loading weights" bar is off
+    while it loads (a labelled fake from_pretrained records the setting, then stops the export)."""
+    import transformers
+    from transformers.utils import logging as hf_logging
+
+    from sieve.retriever import onnx_backend
+
+    seen: list[bool] = []
+
+    def fake_from_pretrained(*args: object, **kwargs: object) -> None:
+        seen.append(hf_logging.is_progress_bar_enabled())
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(transformers.AutoModel, "from_pretrained", fake_from_pretrained)
+    hf_logging.enable_progress_bar()
+    with pytest.raises(RuntimeError, match="stop here"):
+        onnx_backend._export_fp32(tmp_path / "model", tmp_path / "out")
+    assert seen == [False]
+    assert hf_logging.is_progress_bar_enabled()  # restored afterwards
