@@ -16,8 +16,8 @@ network's most likely one: deterministic, whatever the seed.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from threading import Lock
 from typing import TYPE_CHECKING, Any
 
