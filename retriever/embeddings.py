@@ -22,7 +22,6 @@ import logging
 import os
 import tempfile
 from collections import OrderedDict
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from threading import Lock
@@ -34,10 +33,10 @@ from tqdm.auto import tqdm
 from sieve.errors import EmbedderMismatch, InvalidInput, ModelUnavailable
 from sieve.retriever.config import validate_backend
 from sieve.retriever.device import CUDA_BATCH_SIZE, DeviceChoice, resolve_device, validate_device
-from sieve.runtime import prepare_runtime
+from sieve.runtime import prepare_runtime, quiet_hf_progress
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Sequence
 
     from sieve.retriever.config import RetrieverConfig
 
@@ -238,24 +237,6 @@ def _params_dtype(model: Any) -> Any:
     """The dtype of the model's first parameter (None for a model without any)."""
     first = next(iter(model.parameters()), None)
     return None if first is None else first.dtype
-
-
-@contextmanager
-def quiet_hf_progress() -> Iterator[None]:
-    """Hide transformers' "Loading weights" bar while loading.
-
-    transformers draws it for a one-second load; a CLI call would print it on every run, in the
-    middle of the command's own output.
-    """
-    from transformers.utils import logging as hf_logging
-
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if bars:
-            hf_logging.enable_progress_bar()
 
 
 def config_dim(path: Path) -> int | None:

@@ -32,6 +32,7 @@ import numpy as np
 from sieve.errors import ModelUnavailable
 from sieve.retriever.device import DeviceChoice, cuda_unavailable, resolve_device
 from sieve.retriever.fast_tokenizer import BatchTokenizer, model_max_length, read_json_object
+from sieve.runtime import quiet_hf_progress
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -123,8 +124,6 @@ def _publish(target: Path, build: Any) -> None:
 def _export_fp32(model_path: Path, out_dir: Path) -> None:
     import torch
     from transformers import AutoModel, AutoTokenizer
-
-    from sieve.retriever.embeddings import quiet_hf_progress
 
     # Eager attention exports as plain MatMul/Softmax, which ONNX Runtime's BERT optimizer fuses
     # into its Attention kernel; the SDPA path does not fuse. The export runs inside the caller's

