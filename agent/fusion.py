@@ -80,6 +80,19 @@ class ClosingPool:
     chunks: dict[str, Chunk] = field(default_factory=dict)
 
 
+def question_weights(question: str, doc_share: Callable[[str], float]) -> dict[str, float]:
+    """The question's distinct words (BM25's tokens, stop words dropped) that the corpus holds, each
+    weighted ``log(1 + 1/share)`` by the share of chunks holding it; empty when none is held.
+
+    Example:
+        >>> question_weights("the of and", lambda t: 0.5)
+        {}
+        >>> {t: round(w, 2) for t, w in question_weights("Amcor and zzz", lambda t: 0.1 if t == "amcor" else 0.0).items()}
+        {'amcor': 2.4}
+    """
+    return {term: w for term in dict.fromkeys(tokenize(question)) if (w := rarity(doc_share(term))) > 0}
+
+
 def question_cover(question: str, chunks: Mapping[str, Chunk], doc_share: Callable[[str], float]) -> dict[str, float]:
     """Chunk id -> the share of the question's words the chunk (title included) holds, in [0, 1].
 
@@ -97,7 +110,7 @@ def question_cover(question: str, chunks: Mapping[str, Chunk], doc_share: Callab
         >>> {k: round(v, 2) for k, v in question_cover("Amcor's EBITDA?", chunks, lambda t: share(t, 0.0)).items()}
         {'a#0': 1.0, 'b#0': 0.31}
     """
-    weights = {term: w for term in dict.fromkeys(tokenize(question)) if (w := rarity(doc_share(term))) > 0}
+    weights = question_weights(question, doc_share)
     total = sum(weights.values())
     if not total:
         return {cid: 0.0 for cid in chunks}
@@ -372,4 +385,5 @@ __all__ = [
     "pool",
     "pool_features",
     "question_cover",
+    "question_weights",
 ]

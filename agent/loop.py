@@ -18,7 +18,7 @@ from sieve.agent.config import AgentConfig
 from sieve.agent.episode import Episode
 from sieve.agent.factory import make_policy
 from sieve.agent.floor import floor_hits, fuse_with_floor, hit_evidence
-from sieve.agent.fusion import ClosingPool, FusionModel, fuse, question_cover
+from sieve.agent.fusion import ClosingPool, FusionModel, fuse, question_cover, question_weights
 from sieve.agent.prompts import question_message, system_prompt
 from sieve.agent.tool_specs import tool_specs
 from sieve.agent.tools import ToolOutcome, Toolbox
@@ -43,6 +43,13 @@ if TYPE_CHECKING:
     from sieve.retriever.index import CorpusIndex
 
 logger = logging.getLogger(__name__)
+
+# Every question the closing ranking was fitted on has words its corpus holds; without one, its
+# word features are blank and its probabilities mean nothing ("the of and" scored 0.84).
+NO_MATCHING_WORDS = (
+    "No word of the question occurs in this collection (only common words, or words no chunk holds): "
+    "the evidence is ranked by meaning alone and its scores are not calibrated."
+)
 
 
 class SearchAgent:
@@ -139,6 +146,8 @@ class SearchAgent:
         cfg = self.config.floor
         k = self.config.k
         grouped = self.config.group_by_doc if group_by_doc is None else group_by_doc
+        if not question_weights(trace.question, self.index.bm25_index().doc_share):
+            trace.warnings.append(NO_MATCHING_WORDS)
         trace.meta["floor"] = cfg.enabled
         trace.meta["policy_returned"] = trace.returned_chunk_ids
         trace.meta["group_by_doc"] = grouped

@@ -128,7 +128,8 @@ class SearchResponse(BaseModel):
     warnings: list[str] = Field(
         default_factory=list,
         description="How the episode went wrong, if it did (a "
-        "policy that wrote no tool call, a failed backend): results are then the floor's.",
+        "policy that wrote no tool call, a failed backend: results are then the floor's), or why its "
+        "scores mean little (a question with no word the collection holds).",
     )
     usage: UsageOut
     trace: dict[str, Any] | None = None

@@ -166,3 +166,16 @@ def test_cancel_token_stops_the_episode_at_the_next_turn_boundary(sample_index):
     already.cancel()
     fused = agent.run_fused("Charles Lindbergh aircraft", rollouts=2, cancel=already)
     assert [r["stop_reason"] for r in fused.meta["rollouts"]] == ["cancelled", "cancelled"] and not fused.turns
+
+
+def test_a_question_with_no_word_of_the_collection_is_flagged(sample_index):
+    """Real index, heuristic policy: the closing ranking's scores mean nothing without a matching word."""
+    from sieve.agent.loop import NO_MATCHING_WORDS
+
+    config = AgentConfig(k=3)
+    agent = SearchAgent(sample_index, make_policy("heuristic", config), config)
+    for question in ("the of and", "zqxjv wvkplm"):  # only stop words; words no chunk holds
+        trace = agent.run(question)
+        assert trace.warnings == [NO_MATCHING_WORDS], trace.warnings
+        assert len(trace.returned) == 3  # still an answer, ranked by meaning
+    assert agent.run("Where was Charles Lindbergh born?").warnings == []
