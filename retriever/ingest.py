@@ -30,6 +30,8 @@ from sieve.retriever.types import Document
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
+    from sieve.retriever.store import DocState
+
 logger = logging.getLogger(__name__)
 
 SUPPORTED_SUFFIXES = (
@@ -182,9 +184,10 @@ def id_conflicts(claims: Mapping[str, str], stored: Mapping[str, str]) -> list[s
     return out
 
 
-def review_against_store(docs: object, stored: Mapping[str, str], collection: str) -> list[str]:
-    """Check a run over ``docs`` against what ``collection`` holds (``stored``: doc id -> source)
-    before it writes anything, and return the ids of documents whose files are gone.
+def review_against_store(docs: object, states: Mapping[str, DocState], collection: str) -> list[str]:
+    """Check a run over ``docs`` against what ``collection`` holds (``states``: its
+    :meth:`~sieve.retriever.store.ChromaStore.doc_states`) before it writes anything, and return the
+    ids of documents whose files are gone.
 
     For a :class:`DocumentStream` (anything else passes, and nothing is gone):
 
@@ -196,6 +199,7 @@ def review_against_store(docs: object, stored: Mapping[str, str], collection: st
     """
     if not isinstance(docs, DocumentStream):
         return []
+    stored = {d: st.source for d, st in states.items()}
     claims = docs.claims()
     conflicts = id_conflicts(claims, stored)
     if conflicts:

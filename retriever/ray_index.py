@@ -205,7 +205,7 @@ def _pending(
     """The documents to (re)write: doc_id -> (document, content hash, kind: added | updated | resumed)."""
     todo: dict[str, tuple[Document, str, str]] = {}
     stream = iter_documents(path, report)
-    ix.gone = review_against_store(stream, {d: st.source for d, st in states.items()}, index.name)
+    ix.gone = review_against_store(stream, states, index.name)
     for doc in stream:
         validate_doc_id(doc.doc_id)
         h = content_hash(doc, index.config.chunking_key)

@@ -274,7 +274,7 @@ class WriterMixin:
         with self.write_lock.hold():
             self._require_embedder_match_now()  # before any work: a mismatching run writes nothing
             states = self.store.doc_states()
-            report.gone = review_against_store(docs, {d: st.source for d, st in states.items()}, self.name)
+            report.gone = review_against_store(docs, states, self.name)
             with self._write_run() as run, WriteBehind() as writer:
                 pending: list[tuple[Document, str, list[Chunk]]] = []
                 seen: set[str] = set()
