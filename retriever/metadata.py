@@ -31,6 +31,9 @@ RESERVED_KEYS = (
     "doc_hash",
     "n_chunks",
 )
+# The longest string value the HTTP API stores in metadata; a filter's strings share the bound
+# (sieve.retriever.filters), so every stored value can be matched exactly.
+MAX_STRING_CHARS = 10_000
 _INT64 = (-(2**63), 2**63 - 1)
 _SCALARS = (str, int, float, bool)
 
@@ -99,4 +102,4 @@ def validate_metadata(metadata: Any) -> dict[str, Any]:
     return out
 
 
-__all__ = ["RESERVED_KEYS", "validate_metadata"]
+__all__ = ["MAX_STRING_CHARS", "RESERVED_KEYS", "validate_metadata"]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sieve.errors import CollectionGone, InvalidInput, InvalidPattern, SieveError, StoreUnavailable, UnknownCollection
+from sieve.retriever.filters import validate_where
 from sieve.retriever.handle import StoreHandle
 from sieve.retriever.metadata import RESERVED_KEYS
 from sieve.retriever.types import Chunk
@@ -54,6 +55,45 @@ def chroma_input_errors() -> tuple[type[Exception], ...]:
     from chromadb.errors import InvalidArgumentError
 
     return (InvalidArgumentError, ValueError)
+
+
+# What SQLite says when a filter is past its own limits (Chroma passes it on as an InternalError):
+# the caller's filter, not the store, is at fault. sieve.retriever.filters keeps filters far from these.
+_SQL_LIMIT_MESSAGES = ("Expression tree is too large", "too many SQL variables", "too many terms", "too big")
+
+
+def _rejects_filter(exc: BaseException) -> bool:
+    """Whether ``exc``, raised by a Chroma call given a ``where``, is the store refusing that filter."""
+    from chromadb.errors import InternalError
+
+    if isinstance(exc, SieveError):  # already ours (InvalidInput is a ValueError too)
+        return False
+    if isinstance(exc, (*chroma_input_errors(), TypeError, KeyError, RecursionError)):
+        return True
+    return isinstance(exc, InternalError) and any(m in str(exc) for m in _SQL_LIMIT_MESSAGES)
+
+
+@contextlib.contextmanager
+def filter_checked(where: Where | None) -> Iterator[None]:
+    """Bound ``where`` before the Chroma call in the block, and turn the store's refusal of it into
+    :class:`InvalidInput` with the store's reason (a client's mistake, never a 500).
+
+    Raises:
+        InvalidInput: ``where`` is past :data:`~sieve.retriever.filters.FILTER_LIMITS`, or the store refused it.
+    """
+    if where is None:
+        yield
+        return
+    validate_where(where)
+    try:
+        yield
+    except Exception as exc:
+        if not _rejects_filter(exc):
+            raise
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:300]
+        raise InvalidInput(
+            f"Expected a valid Chroma metadata filter, got one the store rejects ({reason}): {str(where)[:200]}"
+        ) from exc
 
 
 def validate_collection_name(name: str) -> str:
@@ -374,7 +414,7 @@ class ChromaStore:
         include = ["metadatas", "documents"] if include_text else ["metadatas"]
         offset = 0
         while True:
-            with self._use() as col:  # one session per page: the consumer runs between pages
+            with filter_checked(where), self._use() as col:  # one session per page: the consumer runs between pages
                 page = col.get(include=include, limit=PAGE, offset=offset, where=where)
             ids = page["ids"]
             if not ids:
@@ -426,11 +466,8 @@ class ChromaStore:
         Raises:
             InvalidInput: a filter Chroma cannot run.
         """
-        try:
-            with self._use() as col:
-                page = col.get(where=where, include=["documents", "metadatas"], limit=limit)
-        except (*chroma_input_errors(), TypeError, KeyError) as exc:
-            raise InvalidInput(f"Expected a valid Chroma metadata filter, got {where!r}: {exc}") from exc
+        with filter_checked(where), self._use() as col:
+            page = col.get(where=where, include=["documents", "metadatas"], limit=limit)
         return [chunk_from_record(cid, t, m) for cid, t, m in zip(page["ids"], page["documents"], page["metadatas"])]
 
     def first_chunks(self, *, limit: int, offset: int = 0) -> list[tuple[Chunk, int]]:
@@ -443,11 +480,8 @@ class ChromaStore:
         ]
 
     def ids_where(self, where: Where) -> set[str]:
-        try:
-            with self._use() as col:
-                return set(col.get(where=where, include=[])["ids"])
-        except (*chroma_input_errors(), TypeError, KeyError) as exc:
-            raise InvalidInput(f"Expected a valid Chroma metadata filter, got {where!r}: {exc}") from exc
+        with filter_checked(where), self._use() as col:
+            return set(col.get(where=where, include=[])["ids"])
 
     def query_ids(self, embedding: np.ndarray, n: int, where: Where | None = None) -> list[tuple[str, float]]:
         """Ids of the nearest chunks with cosine similarity (1 - Chroma's cosine distance).
@@ -460,13 +494,8 @@ class ChromaStore:
         """
         if n <= 0:
             return []
-        try:
-            with self._use() as col:
-                res = col.query(query_embeddings=[embedding.tolist()], n_results=n, where=where, include=["distances"])
-        except chroma_input_errors() as exc:
-            if where is None:
-                raise
-            raise InvalidInput(f"Expected a valid Chroma metadata filter, got {where!r}: {exc}") from exc
+        with filter_checked(where), self._use() as col:
+            res = col.query(query_embeddings=[embedding.tolist()], n_results=n, where=where, include=["distances"])
         return [(cid, 1.0 - float(d)) for cid, d in zip(res["ids"][0], res["distances"][0])]
 
     def grep(self, pattern: str, limit: int, where: Where | None = None) -> list[Chunk]:
@@ -477,6 +506,8 @@ class ChromaStore:
             re.compile(pattern)
         except re.error as exc:
             raise InvalidPattern(f"Expected a valid regular expression, got {pattern!r}: {exc}") from exc
+        if where is not None:  # bounded only: a refusal below is the pattern's (filters come checked by now)
+            validate_where(where)
         try:
             with self._use() as col:
                 page = col.get(
@@ -536,6 +567,7 @@ __all__ = [
     "DocState",
     "chroma_input_errors",
     "chunk_from_record",
+    "filter_checked",
     "is_eval_cache",
     "list_collection_names",
     "list_collections",

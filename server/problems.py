@@ -8,6 +8,7 @@ routes and methods keep their HTTP status; anything unexpected is a logged ``500
 from __future__ import annotations
 
 import logging
+import sys
 from typing import TYPE_CHECKING, Any
 
 from fastapi.exceptions import RequestValidationError
@@ -15,6 +16,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sieve.errors import CollectionGone, SieveError, UnknownCollection
+from sieve.retriever.filters import FILTER_LIMITS
 from sieve.server.errors import error_problem, http_status, problem_body
 from sieve.retriever.store import COLLECTION_NAME_PATTERN, COLLECTION_NAME_RULE
 
@@ -112,6 +114,13 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResp
     detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
     if exc.status_code == 404 and detail == "Not Found":
         detail = f"Expected a known route, got {request.method} {request.url.path}; see /docs"
+    elif exc.status_code == 400 and isinstance(exc.__cause__, RecursionError):
+        # FastAPI's "error parsing the body" for JSON nested past the parser's recursion limit
+        # (~1,000 levels): say what was wrong. No request needs it: a filter nests at most 8 deep.
+        detail = (
+            f"Expected a JSON body nested at most {sys.getrecursionlimit()} levels deep "
+            f"(a filter's $and/$or at most {FILTER_LIMITS.max_depth}), got one nested deeper"
+        )
     return problem(
         exc.status_code,
         detail,

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from sieve.agent.factory import POLICIES
 from sieve.choices import one_of
+from sieve.retriever.filters import FILTER_LIMITS, validate_where
+from sieve.retriever.metadata import MAX_STRING_CHARS
 from sieve.retriever.modes import MODES
 from sieve.retriever.store import COLLECTION_NAME_PATTERN
 
@@ -21,13 +23,24 @@ from sieve.retriever.store import COLLECTION_NAME_PATTERN
 # or non-empty lists of one scalar type (the library's validate_metadata rejects mixed lists with a 422).
 MetaKey = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^$#]")]
 Scalar = (
-    Annotated[str, StringConstraints(max_length=10_000)]
+    Annotated[str, StringConstraints(max_length=MAX_STRING_CHARS)]
     | Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
     | Annotated[float, Field(allow_inf_nan=False)]
     | bool
 )
 MetaValue = Scalar | Annotated[list[Scalar], Field(min_length=1, max_length=1000)]
 COLLECTION_PATTERN = COLLECTION_NAME_PATTERN  # validate_collection_name, which routes also call, adds: no ".."
+# A metadata filter, bounded before any store call (sieve.retriever.filters says why and holds the limits).
+Filters = Annotated[
+    dict[str, Any] | None,
+    AfterValidator(lambda where: None if where is None else validate_where(where)),
+    Field(
+        description="Chroma `where` metadata filter, e.g. "
+        '`{"$and": [{"year": {"$gte": 2000}}, {"country": {"$in": ["France", "Italy"]}}]}`; '
+        f"{FILTER_LIMITS.describe()} (else 422).",
+        json_schema_extra={"x-sieve-limits": dict(vars(FILTER_LIMITS))},
+    ),
+]
 QueryText = Field(min_length=1, max_length=4000, pattern=r"\S", description="The question or query text.")
 CollectionName = Field(
     default=None,
@@ -83,7 +96,7 @@ class RetrieveRequest(_Strict):
     collection: str | None = CollectionName
     k: int | None = Field(default=None, ge=1, description="Results to return (the server caps it at max_request_k).")
     mode: ModeName = "hybrid"
-    filters: dict[str, Any] | None = Field(default=None, description="Chroma `where` metadata filter.")
+    filters: Filters = None
     exclude: list[str] = Field(default_factory=list, max_length=10_000, description="Chunk ids to leave out.")
 
 
@@ -107,7 +120,7 @@ class SearchRequest(_Strict):
     )
     max_turns: int | None = Field(default=None, ge=1, le=1000)
     policy: PolicyName | None = None
-    filters: dict[str, Any] | None = Field(default=None, description="Chroma `where` filter for every search.")
+    filters: Filters = None  # applied to every search of the episode
     rollouts: int = Field(default=1, ge=1, le=8, description="Independent episodes fused by RRF.")
     group_by_doc: bool = Field(
         default=False,

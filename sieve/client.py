@@ -105,6 +105,13 @@ def _doc_json(doc: Document | dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _checked_filters(filters: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The server's bounds on a filter, checked before sending (the same InvalidInput, without a round trip)."""
+    from sieve.retriever.filters import validate_where
+
+    return None if filters is None else validate_where(filters)
+
+
 def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
@@ -222,7 +229,7 @@ class SieveClient:
                 "budget_tokens": budget_tokens,
                 "max_turns": max_turns,
                 "policy": policy,
-                "filters": filters,
+                "filters": _checked_filters(filters),
                 "rollouts": rollouts,
                 "include_trace": include_trace,
                 "group_by_doc": group_by_doc,
@@ -255,7 +262,7 @@ class SieveClient:
                 "budget_tokens": budget_tokens,
                 "max_turns": max_turns,
                 "policy": policy,
-                "filters": filters,
+                "filters": _checked_filters(filters),
                 "rollouts": rollouts,
                 "stream": True,
             }
@@ -292,7 +299,14 @@ class SieveClient:
     ) -> SearchResult:
         """Plain retrieval (``POST /v1/retrieve``): one query, top-k chunks, no agent."""
         body = _drop_none(
-            {"query": query, "collection": collection, "k": k, "mode": mode, "filters": filters, "exclude": exclude}
+            {
+                "query": query,
+                "collection": collection,
+                "k": k,
+                "mode": mode,
+                "filters": _checked_filters(filters),
+                "exclude": exclude,
+            }
         )
         return SearchResult.from_json(self._json("POST", "/v1/retrieve", json=body))
 

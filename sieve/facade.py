@@ -84,7 +84,15 @@ class Sieve:
     def retrieve(
         self, query: str, k: int = 10, *, mode: SearchMode = "hybrid", where: Where | None = None
     ) -> list[Hit]:
-        """Plain single-shot retrieval (no agent)."""
+        """Plain single-shot retrieval (no agent).
+
+        Raises:
+            InvalidInput: ``where`` is past :data:`sieve.retriever.filters.FILTER_LIMITS` (checked before the store opens).
+        """
+        if where is not None:
+            from sieve.retriever.filters import validate_where
+
+            validate_where(where)
         return self._open(create=False).search(query, k, mode=mode, where=where)
 
     def search(self, question: str, *, policy: str | None = None, rollouts: int = 1, **overrides: Any) -> Trace:
