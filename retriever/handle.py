@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from sieve.errors import InvalidInput, StoreLocked, StoreUnavailable
-from sieve.retriever.writelock import WriteLock
+from sieve.retriever.writelock import WriteLock, clear_empty_dir, damaged_file
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -68,10 +68,17 @@ def _locks_dir(config: RetrieverConfig) -> Path:
     return Path(os.path.realpath(config.data_dir)) / "locks"
 
 
+def lock_folder_paths(config: RetrieverConfig) -> dict[str, Path]:
+    """The store's files in the lock folder, by role: ``lock`` (the write lock), ``token`` (bumped by
+    every write), ``ready`` (the store's schema exists). ``sieve collections --check`` inspects them."""
+    stem = _locks_dir(config) / f"store-{store_tag(config)}"
+    return {role: stem.with_name(f"{stem.name}.{role}") for role in ("lock", "token", "ready")}
+
+
 def store_write_lock(config: RetrieverConfig, timeout_s: float | None = None) -> WriteLock:
     """The write lock of the configured store (one per embedded folder or Chroma server URL)."""
     return WriteLock(
-        _locks_dir(config) / f"store-{store_tag(config)}.lock",
+        lock_folder_paths(config)["lock"],
         store_location(config),
         timeout_s=config.write_lock_timeout_s if timeout_s is None else timeout_s,
     )
@@ -93,9 +100,8 @@ class StoreHandle:
             self._token_path = self._ready_path = Path(os.devnull)
         else:
             self.location = store_location(config)
-            tag = store_tag(config)
-            self._token_path = _locks_dir(config) / f"store-{tag}.token"
-            self._ready_path = _locks_dir(config) / f"store-{tag}.ready"
+            paths = lock_folder_paths(config)
+            self._token_path, self._ready_path = paths["token"], paths["ready"]
         self._cond = threading.Condition(threading.Lock())
         self._seen = ""  # the token the client was opened at (or this process last wrote)
         self._users = 0  # sessions in progress, all threads
@@ -112,11 +118,21 @@ class StoreHandle:
 
     # -- the token ------------------------------------------------------------------------------
     def token(self) -> str:
-        """The store's current write token ("" before any write recorded one)."""
+        """The store's current write token ("" before any write recorded one).
+
+        A token file Sieve did not write is read for what it is, never trusted to be text: bytes
+        that are not UTF-8 (a damaged or hand-edited data folder) read as a token like any other,
+        so a reader reopens once (always safe) and the next write replaces it. A directory in its
+        place reads as no token: no write can land while it stands (:meth:`mark_written` must
+        replace it first). A file that cannot be read at all (permissions) would hide other
+        processes' writes, so it is :class:`~sieve.errors.StoreUnavailable`, naming the path and the fix.
+        """
         try:
-            return self._token_path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+            return self._token_path.read_bytes().decode("utf-8", errors="replace")
+        except (FileNotFoundError, IsADirectoryError):
             return ""
+        except OSError as exc:
+            raise damaged_file(self._token_path, "token", exc) from exc
 
     def mark_written(self) -> None:
         """Record a write (call under the write lock, before and after writing): every other
@@ -128,7 +144,13 @@ class StoreHandle:
         tmp = self._token_path.with_name(f"{self._token_path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(token, encoding="utf-8")
         with self._cond:  # sessions compare the token under this lock: none sees the file ahead of _seen
-            tmp.replace(self._token_path)
+            try:
+                tmp.replace(self._token_path)
+            except OSError as exc:  # a directory in the token's place: removed if empty, else named
+                if not clear_empty_dir(self._token_path):
+                    tmp.unlink(missing_ok=True)
+                    raise damaged_file(self._token_path, "token", exc) from exc
+                tmp.replace(self._token_path)
             self._seen = token
 
     # -- sessions -------------------------------------------------------------------------------
@@ -281,4 +303,4 @@ def open_store(config: RetrieverConfig) -> StoreHandle:
         return handle
 
 
-__all__ = ["StoreHandle", "open_store", "store_location", "store_tag", "store_write_lock"]
+__all__ = ["StoreHandle", "lock_folder_paths", "open_store", "store_location", "store_tag", "store_write_lock"]

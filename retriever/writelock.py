@@ -32,11 +32,12 @@ from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
-from sieve.errors import StoreLocked
+from sieve.errors import StoreLocked, StoreUnavailable
+
+from pathlib import Path
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +103,20 @@ class WriteLock:
             return None  # left behind by a writer that was killed: the OS already freed its lock
         return holder
 
+    def _acquire(self, timeout: float) -> None:
+        """``filelock``'s acquire, with a lock path that is not a file (a directory in its place) named.
+
+        An empty directory there holds nothing and is removed; anything else is the user's to move.
+        """
+        try:
+            self._lock.acquire(timeout=timeout)
+        except Timeout:
+            raise
+        except OSError as exc:
+            if not clear_empty_dir(self.path):
+                raise damaged_file(self.path, "lock", exc) from exc
+            self._lock.acquire(timeout=timeout)
+
     @contextlib.contextmanager
     def hold(self, timeout_s: float | None = None, *, stop: threading.Event | None = None) -> Iterator[None]:
         """Hold the lock for a write; wait (logging who holds it) at most ``timeout_s`` seconds, and
@@ -112,7 +127,7 @@ class WriteLock:
         """
         timeout = self.timeout_s if timeout_s is None else timeout_s
         try:
-            self._lock.acquire(timeout=0)
+            self._acquire(0)
         except Timeout:
             who = self.holder()
             logger.warning(
@@ -143,14 +158,14 @@ class WriteLock:
 
     def _wait(self, timeout: float, stop: threading.Event | None) -> None:
         if stop is None:
-            self._lock.acquire(timeout=timeout)
+            self._acquire(timeout)
             return
         deadline = time.monotonic() + timeout
         while True:  # in short waits, so that a caller who gives up is let go at once
             if stop.is_set():
                 raise Timeout(str(self.path))
             try:
-                self._lock.acquire(timeout=max(0.0, min(0.1, deadline - time.monotonic())))
+                self._acquire(max(0.0, min(0.1, deadline - time.monotonic())))
                 return
             except Timeout:
                 if time.monotonic() >= deadline:
@@ -160,7 +175,7 @@ class WriteLock:
     def try_hold(self) -> Iterator[bool]:
         """Hold the lock only if it is free right now (or already held by this thread); yields whether held."""
         try:
-            self._lock.acquire(timeout=0)
+            self._acquire(0)
         except Timeout:
             yield False
             return
@@ -175,6 +190,30 @@ class WriteLock:
         tmp.replace(self.holder_path)
 
 
+def damaged_file(path: Path, role: str, exc: OSError) -> StoreUnavailable:
+    """The error for a file of the lock folder (``lock``, ``token``) that is not what Sieve wrote there.
+
+    Example:
+        >>> damaged_file(Path("/d/locks/s.token"), "token", IsADirectoryError(21, "Is a directory")).code
+        'store_unavailable'
+    """
+    got = "a directory holding files" if path.is_dir() else f"a file that cannot be used ({exc.strerror or exc})"
+    return StoreUnavailable(
+        f"Expected the store's {role} file {path} to be a file Sieve can read and replace, got {got}; "
+        f"the store's data is intact: run `sieve collections --check --repair`, or remove {path}"
+    )
+
+
+def clear_empty_dir(path: Path) -> bool:
+    """Remove an empty directory standing where a lock-folder file belongs (it holds nothing); whether removed."""
+    try:
+        path.rmdir()
+    except OSError:
+        return False
+    logger.warning("Removed an empty directory standing in place of the store's file %s", path)
+    return True
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -185,4 +224,4 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-__all__ = ["Holder", "WriteLock"]
+__all__ = ["Holder", "WriteLock", "clear_empty_dir", "damaged_file"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
@@ -29,6 +29,43 @@ from sieve.cli.commands._common import (
     setting_option,
     settings_from,
 )
+
+if TYPE_CHECKING:
+    from sieve.retriever.config import RetrieverConfig
+
+
+def _check_lock_folder(cfg: RetrieverConfig, *, repair: bool, as_json: bool) -> None:
+    """Report (and with ``repair`` fix) the store's lock-folder files; exit 1 while any stays damaged."""
+    from sieve.retriever.handle import store_location
+    from sieve.retriever.lockfolder import check_lock_folder
+
+    states = check_lock_folder(cfg, repair=repair)
+    left = [f for f in states if f.state == "damaged" and not f.repaired]
+    if as_json:
+        print_json(
+            {
+                "store": store_location(cfg),
+                "files": [
+                    {
+                        "role": f.role,
+                        "path": str(f.path),
+                        "state": f.state,
+                        "problem": f.problem,
+                        "repaired": f.repaired,
+                    }
+                    for f in states
+                ],
+                "damaged": len(left),
+            }
+        )
+    else:
+        for f in states:
+            note = f": {f.problem}" + ("; repaired (moved aside, fresh token written)" if f.repaired else "")
+            typer.echo(f"{f.role}\t{f.state}\t{f.path}{note if f.problem else ''}")
+        if left:
+            typer.echo("Run `sieve collections --check --repair` to repair; the store's data is intact.", err=True)
+    if left:
+        raise typer.Exit(1)
 
 
 def _hits_table(hits: list, title: str, wide: bool = False) -> None:
@@ -261,6 +298,12 @@ def register(app: typer.Typer) -> None:
         delete: Optional[str] = typer.Option(None, "--delete", help="Delete this collection (and its BM25 index)."),
         yes: bool = typer.Option(False, "--yes", help="Do not ask before deleting."),
         show_all: bool = typer.Option(False, "--all", help="Also list `sieve eval`'s cached corpora."),
+        check: bool = typer.Option(
+            False, "--check", help="Check the store's lock-folder files (lock, token, ready mark); exit 1 if damaged."
+        ),
+        repair: bool = typer.Option(
+            False, "--repair", help="With --check: move damaged lock-folder files aside and write a fresh token."
+        ),
         data_dir: Optional[Path] = DataDirOpt,
         chroma_url: Optional[str] = ChromaUrlOpt,
         as_json: bool = JsonOpt,
@@ -270,6 +313,9 @@ def register(app: typer.Typer) -> None:
         from sieve.retriever.store import is_eval_cache, list_collections  # not index: no scipy to list
 
         cfg = settings_from(data_dir, chroma_url).retriever_config()
+        if check or repair:
+            _check_lock_folder(cfg, repair=repair, as_json=as_json)
+            return
         if delete:
             from sieve.retriever.index import delete_collection
 

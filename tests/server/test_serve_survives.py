@@ -1,4 +1,8 @@
-"""No request body ends ``sieve serve`` (issue 42): the filters that killed it answer 422 and it answers the next.
+"""``sieve serve`` survives what killed or broke it (issue 42): oversized filters, a damaged lock folder.
+
+The filters that killed it answer 422 and it answers the next request; a damaged token or lock file
+is read past or answered ``503 store_unavailable`` naming it, and ``sieve collections --check
+--repair`` puts it right while the server runs.
 
 A ``$and``/``$or`` of 9,000 or more conditions made Chroma's Rust layer overflow its stack: the
 process died with SIGSEGV, no log line. That kills whatever process runs the request, so this test
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from typing import TYPE_CHECKING
 
 import httpx
@@ -17,7 +22,9 @@ import pytest
 from _server_process import server_process, sieve_command
 
 from sieve._net import free_port
+from sieve.retriever.config import RetrieverConfig
 from sieve.retriever.filters import FILTER_LIMITS
+from sieve.retriever.handle import lock_folder_paths
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -59,7 +66,7 @@ OVERSIZED: dict[str, dict | str] = {
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """A real ``sieve serve`` over a four-document collection; yields its URL and its log file."""
+    """A real ``sieve serve`` over a four-document collection; yields its URL and its log file (in the data folder's parent)."""
     tmp = tmp_path_factory.mktemp("crash")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -94,3 +101,59 @@ def test_oversized_filters_answer_422_naming_the_limit_and_the_server_answers_on
         assert client.get("/healthz").status_code == 200
     text = log.read_text()
     assert "Traceback" not in text, text[-3000:]
+
+
+def _sieve(data: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*sieve_command(), *args, "--data-dir", str(data), "--json"],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _write(client: httpx.Client, doc_id: str) -> httpx.Response:
+    doc = {"id": doc_id, "title": doc_id, "text": f"The {doc_id} document mentions glaciers."}
+    return client.post(f"/v1/collections/{NAME}/documents", json={"documents": [doc]})
+
+
+def test_a_damaged_token_or_lock_is_read_past_or_named_and_repaired_while_serving(served) -> None:
+    url, log = served
+    data = log.parent / "data"
+    paths = lock_folder_paths(RetrieverConfig(data_dir=data))
+    with httpx.Client(base_url=url, timeout=60) as client:
+        # Bytes that are not UTF-8 (a damaged or hand-edited folder): reads and writes go on; the write replaces it.
+        paths["token"].write_bytes(b"\xff\xfe\x00\x80garbage")
+        assert client.post("/v1/retrieve", json={"query": "rivers", "mode": "bm25"}).status_code == 200
+        assert _write(client, "after-bytes").status_code == 200
+        assert paths["token"].read_bytes().isascii()
+
+        for role in ("token", "lock"):  # a directory of someone's files: named, never deleted
+            path = paths[role]
+            path.unlink()
+            path.mkdir()
+            (path / "keep.txt").write_text("not Sieve's")
+            assert client.post("/v1/retrieve", json={"query": "rivers", "mode": "hybrid"}).status_code == 200
+            r = _write(client, f"blocked-{role}")
+            assert r.status_code == 503 and r.json()["code"] == "store_unavailable", r.text
+            assert str(path) in r.json()["detail"] and "--check --repair" in r.json()["detail"]
+            if role == "token":  # a CLI write: exit 2, the problem as JSON, naming the path
+                src = log.parent / "more.jsonl"
+                src.write_text(json.dumps({"id": "cli", "title": "cli", "text": "From the command line."}) + "\n")
+                cli = _sieve(data, "index", str(src), "-c", NAME)
+                problem = json.loads(cli.stdout or "{}")
+                assert cli.returncode == 2 and problem.get("code") == "store_unavailable", (
+                    cli.stdout + cli.stderr[-2000:]
+                )
+                assert str(path) in problem["detail"]
+            cli = _sieve(data, "collections")  # listing reads: it works
+            assert cli.returncode == 0 and json.loads(cli.stdout)[0]["name"] == NAME, cli.stdout + cli.stderr[-2000:]
+            check = _sieve(data, "collections", "--check")
+            assert check.returncode == 1 and json.loads(check.stdout)["damaged"] == 1, check.stdout
+            repair = _sieve(data, "collections", "--check", "--repair")
+            assert repair.returncode == 0 and json.loads(repair.stdout)["damaged"] == 0, repair.stdout
+            assert _write(client, f"after-{role}").status_code == 200
+        found = client.post("/v1/retrieve", json={"query": "glaciers", "mode": "bm25", "k": 10}).json()["results"]
+        assert {"after-bytes", "after-token", "after-lock"} <= {h["doc_id"] for h in found}
+    assert "Traceback" not in log.read_text()
