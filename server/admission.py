@@ -23,7 +23,8 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from sieve.server.errors import Overloaded
+from sieve.server.deadline import time_left
+from sieve.server.errors import Overloaded, RequestTimeout
 from sieve.server.problems import PROBLEM_MEDIA_TYPE, sieve_error_body
 
 if TYPE_CHECKING:
@@ -121,12 +122,18 @@ class Gate:
         waiter: asyncio.Future[None] = loop.create_future()
         self._waiters.append(waiter)
         self._observe()
+        wait_s = time_left(self.wait_s)  # never past the request's own deadline
         try:
-            await asyncio.wait_for(asyncio.shield(waiter), self.wait_s)
+            await asyncio.wait_for(asyncio.shield(waiter), wait_s)
         except asyncio.TimeoutError:
             if not waiter.done():
                 self._waiters.remove(waiter)
                 self._observe()
+                if wait_s < self.wait_s:
+                    raise RequestTimeout(
+                        f"Expected the request to finish within SIEVE_REQUEST_TIMEOUT_S, got it spent "
+                        f"waiting {wait_s:.2f} s for a place ({self.name}: {self.running} running); retry later"
+                    ) from None
                 raise self._refuse(f"no place freed up within {self.wait_s:g} s") from None
         except BaseException:  # the request was cancelled while queued: pass on a place it was given
             if waiter.done() and not waiter.cancelled():

@@ -10,6 +10,7 @@ import anyio
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from sieve.server.deadline import time_left
 from sieve.server.errors import RequestTimeout, Unauthorized
 from sieve.server.state import AppState
 
@@ -64,7 +65,8 @@ async def run_blocking(
     on_timeout: Callable[[], None] | None = None,
     **kwargs: Any,
 ) -> T:
-    """Run ``fn`` in the thread pool, giving up after ``timeout`` seconds with ``504 timeout``.
+    """Run ``fn`` in the thread pool, giving up after ``timeout`` seconds with ``504 timeout``
+    (sooner when the request's deadline, which counts its queue wait, comes first).
 
     The event loop never waits on embedding, Chroma or an agent episode. On timeout the worker
     thread is abandoned (Python threads cannot be killed) and ``on_timeout`` runs: the agent routes
@@ -73,6 +75,8 @@ async def run_blocking(
     has really stopped; a request that ends before its worker started releases the place itself.
     """
     call = functools.partial(fn, *args, **kwargs)
+    limit = timeout
+    timeout = time_left(timeout)  # what the request's deadline leaves, after its queue wait
 
     def job() -> T | None:
         if slot is not None and not slot.begin():
@@ -93,7 +97,7 @@ async def run_blocking(
     if on_timeout is not None:
         on_timeout()
     raise RequestTimeout(
-        f"Expected the request to finish within {timeout:g} s, got longer; "
+        f"Expected the request to finish within {limit:g} s, got longer; "
         f"ask for less (smaller k or budget) or raise SIEVE_REQUEST_TIMEOUT_S"
     )
 

@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
 from sieve.server.admission import ShedWhenFull
+from sieve.server.deadline import RequestDeadline
 from sieve.server.deps import run_blocking
 from sieve.server.middleware import BodyLimitMiddleware, BodyTimeoutMiddleware, MetricsMiddleware, TrustedHosts
 from sieve.server.problems import install_problem_handlers
@@ -98,6 +99,8 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     # Added innermost first: metrics see every request (400 invalid_host, 408, 413 included), a
     # wrong Host is refused before CORS or any route runs, and the body limits wrap the routes.
     # Overload shedding sits inside the body limits, so the body it drains unread is bounded too.
+    # Innermost: the request's deadline starts when the routes first see it, and covers its queue wait.
+    app.add_middleware(RequestDeadline, timeout_s=settings.request_timeout_s)
     app.add_middleware(
         ShedWhenFull,
         routes={

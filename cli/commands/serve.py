@@ -92,10 +92,14 @@ def register(app: typer.Typer) -> None:
         if s.workers > 1 and not s.chroma_url:
             from sieve.errors import InvalidInput
 
+            # Several processes *can* share the embedded store (each reopens it after another's write:
+            # docs/one-writer.md), so a second `sieve serve` on it works; but N workers behind one port
+            # would each reload the whole vector index from disk after every write through any of them.
             raise InvalidInput(
-                f"Expected --chroma-url with --workers {s.workers}, got the embedded store, which only "
-                "one process may open; start a server (`chroma run --path DIR --port 8001`) and pass "
-                "--chroma-url http://127.0.0.1:8001"
+                f"Expected --chroma-url with --workers {s.workers}, got the embedded store: its processes "
+                "stay correct by reloading the vector index from disk after every other process's write, "
+                "so workers sharing one port would reload on nearly every write; start a Chroma server "
+                "(`chroma run --path DIR --port 8001`) and pass --chroma-url http://127.0.0.1:8001"
             )
         if s.policy == "learned" and s.policy_path:  # a checkpoint that cannot load fails now, not every search
             from sieve.agent.factory import make_policy

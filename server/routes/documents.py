@@ -13,6 +13,7 @@ from sieve.retriever.index import MAX_OFFSET
 from sieve.retriever.store import validate_collection_name
 from sieve.retriever.types import Document
 from sieve.server.convert import chunk_out, document_out
+from sieve.server.deadline import time_left
 from sieve.server.deps import ReadAuth, StateDep, WriteAuth, run_blocking
 from sieve.server.errors import RequestTimeout
 from sieve.server.schemas import (
@@ -67,9 +68,11 @@ async def run_write(fn: Callable[[], T], *, timeout: float, slot: Slot, stop: th
         finally:
             slot.release()
 
+    left = time_left(timeout)  # the request's deadline counts its wait for a place
+
     async def deadline() -> None:
         try:
-            await anyio.sleep(timeout)
+            await anyio.sleep(left)
         finally:
             stop.set()  # the deadline passed, or the request was cancelled (client gone)
 

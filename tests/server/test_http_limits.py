@@ -167,6 +167,47 @@ def test_admission_runs_one_queues_one_and_refuses_the_rest_fast(admitting) -> N
     assert metric(srv, "sieve_admission_queued", gate="episodes") == 0
 
 
+# -- one deadline per request, queue time included ----------------------------------------------
+DEADLINE_S = 1.5
+LATE_BY_AT_MOST_S = 0.5  # issue 42: a 504 came up to 2.9 s after the limit, queue time uncounted
+
+
+@pytest.fixture(scope="module")
+def deadlined(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[tuple[FakeLLM, LiveServer]]:
+    llm = FakeLLM(delay_s=30.0)  # every model call hangs far past the deadline
+    srv = _server_with_llm(
+        tmp_path_factory,
+        embedder,
+        llm,
+        max_episodes=1,
+        episode_queue=2,
+        queue_wait_s=30,
+        request_timeout_s=DEADLINE_S,
+    )
+    yield llm, srv
+    srv.stop()
+    llm.close()
+
+
+def test_the_deadline_counts_queue_time_and_the_504_comes_on_time(deadlined) -> None:
+    llm, srv = deadlined
+    body = {"query": "capital of Italy", "policy": "openai", "collection": TINY}
+
+    def search() -> tuple[httpx.Response, float]:
+        t0 = time.monotonic()
+        r = httpx.post(f"{srv.url}/v1/search", json=body, timeout=60)
+        return r, time.monotonic() - t0
+
+    with ThreadPoolExecutor(2) as pool:
+        running = pool.submit(search)
+        wait_for(lambda: metric(srv, "sieve_admission_running", gate="episodes") == 1)
+        queued = pool.submit(search)  # waits for the one place, which outlives its deadline
+        for future in (running, queued):
+            r, took = future.result()
+            assert_problem(r, 504, "timeout")
+            assert DEADLINE_S - 0.05 <= took <= DEADLINE_S + LATE_BY_AT_MOST_S, took
+
+
 # -- slow clients -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def strict(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[LiveServer]:

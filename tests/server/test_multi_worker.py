@@ -117,6 +117,9 @@ def test_several_workers_need_a_chroma_server(tmp_path: Path):
 
     res = CliRunner().invoke(app, ["serve", "--workers", "2", "--data-dir", str(tmp_path)])
     assert res.exit_code == 2 and "Expected --chroma-url with --workers 2" in res.output
+    # Issue 42: the message once said the embedded store admits one process, yet two `sieve serve`
+    # share it correctly (tests/server/test_store_owner.py); it now says why workers need the server.
+    assert "one process may open" not in res.output and "reload" in res.output
 
 
 def test_serve_refuses_a_policy_path_that_cannot_load(tmp_path: Path):
