@@ -73,7 +73,26 @@ def validate_query(query: str, max_chars: int = 4000) -> str:
         raise InvalidInput(f"Expected a non-empty query string, got {query!r}")
     if len(query) > max_chars:
         raise InvalidInput(f"Expected a query of at most {max_chars} characters, got {len(query)}")
-    return query
+    return validate_text(query, "the query")
 
 
-__all__ = ["Retriever", "ScoredIdsRetriever", "validate_k", "validate_query"]
+def validate_text(text: str, what: str) -> str:
+    """Return ``text`` if it encodes as UTF-8, else raise :class:`InvalidInput`.
+
+    JSON may escape a lone UTF-16 surrogate (``"\\ud800"``), which Python keeps in a ``str`` but no
+    tokenizer or store can encode (the embedder raised a ``TypeError``: a 500, issue 42's fuzz run).
+
+    Example:
+        >>> validate_text("naïve", "query")
+        'naïve'
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            f"Expected {what} to be Unicode text, got a lone surrogate {text[exc.start]!r} at character {exc.start}"
+        ) from None
+    return text
+
+
+__all__ = ["Retriever", "ScoredIdsRetriever", "validate_k", "validate_query", "validate_text"]

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from sieve.agent.factory import POLICIES
 from sieve.choices import one_of
+from sieve.retriever.base import validate_text
 from sieve.retriever.filters import FILTER_LIMITS, validate_where
 from sieve.retriever.metadata import MAX_STRING_CHARS
 from sieve.retriever.modes import MODES
@@ -61,6 +62,30 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class _UnicodeBody(BaseModel):
+    """A request body whose every string (keys, values, nested) encodes as UTF-8.
+
+    JSON can carry a lone surrogate (``"\\ud800"``) that Python accepts and no tokenizer or store
+    can encode; one in a Search-R1 query was a 500. Checked once per body, before any field, with
+    an explicit stack (no recursion on deep input).
+    """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unicode_strings(cls, data: Any) -> Any:
+        stack = [data]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                validate_text(item, "every string of the body")
+            elif isinstance(item, dict):
+                stack.extend(item.keys())
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+        return data
+
+
 # -- shared result shapes ---------------------------------------------------------------------------
 class EvidenceOut(BaseModel):
     """One ranked result: a chunk, its score and where it came from."""
@@ -91,7 +116,7 @@ class UsageOut(BaseModel):
 
 
 # -- /v1/retrieve -----------------------------------------------------------------------------------
-class RetrieveRequest(_Strict):
+class RetrieveRequest(_Strict, _UnicodeBody):
     query: str = QueryText
     collection: str | None = CollectionName
     k: int | None = Field(default=None, ge=1, description="Results to return (the server caps it at max_request_k).")
@@ -109,7 +134,7 @@ class RetrieveResponse(BaseModel):
 
 
 # -- /v1/search (agentic) ---------------------------------------------------------------------------
-class SearchRequest(_Strict):
+class SearchRequest(_Strict, _UnicodeBody):
     query: str = QueryText
     collection: str | None = CollectionName
     k: int | None = Field(
@@ -149,7 +174,7 @@ class SearchResponse(BaseModel):
 
 
 # -- POST /search (the stream Chroma's services use to call Context-1) ------------------------------
-class Context1Request(BaseModel):
+class Context1Request(_UnicodeBody):
     # Chroma sends credentials and tenant fields Sieve has no use for: extra keys are accepted.
     model_config = ConfigDict(extra="allow")
 
@@ -159,7 +184,7 @@ class Context1Request(BaseModel):
 
 
 # -- POST /retrieve (Search-R1) ---------------------------------------------------------------------
-class SearchR1Request(BaseModel):
+class SearchR1Request(_UnicodeBody):
     model_config = ConfigDict(extra="allow")
 
     queries: list[str] = Field(min_length=1, max_length=10_000)
@@ -196,7 +221,7 @@ class DocumentIn(_Strict):
     )
 
 
-class UpsertRequest(_Strict):
+class UpsertRequest(_Strict, _UnicodeBody):
     documents: list[DocumentIn] = Field(min_length=1, max_length=100_000)
 
 

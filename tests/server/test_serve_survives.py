@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx
@@ -28,7 +29,6 @@ from sieve.retriever.handle import lock_folder_paths
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from pathlib import Path
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
 NAME = "crash"
@@ -101,6 +101,22 @@ def test_oversized_filters_answer_422_naming_the_limit_and_the_server_answers_on
         assert client.get("/healthz").status_code == 200
     text = log.read_text()
     assert "Traceback" not in text, text[-3000:]
+
+
+def test_a_lone_surrogate_anywhere_in_a_body_is_422_not_a_500(served) -> None:
+    """Issue 42's fuzz run: JSON may escape a lone surrogate, which Python keeps and the tokenizer cannot encode."""
+    url, log = served
+    bodies = {
+        "/retrieve": {"queries": ["rivers", "\ud800"]},
+        "/v1/retrieve": {"query": "rivers \udfff", "mode": "hybrid"},
+        "/v1/search": {"query": "rivers", "filters": {"title": "\ud800"}},
+        f"/v1/collections/{NAME}/documents": {"documents": [{"id": "s", "text": "ok", "metadata": {"\ud800": 1}}]},
+    }
+    with httpx.Client(base_url=url, timeout=60) as client:
+        for path, body in bodies.items():
+            r = client.post(path, content=json.dumps(body).encode(), headers={"content-type": "application/json"})
+            assert r.status_code == 422 and "lone surrogate" in r.json()["detail"], (path, r.text[:300])
+    assert "Traceback" not in log.read_text()
 
 
 def _sieve(data: Path, *args: str) -> subprocess.CompletedProcess:
