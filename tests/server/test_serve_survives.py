@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -172,4 +173,72 @@ def test_a_damaged_token_or_lock_is_read_past_or_named_and_repaired_while_servin
             assert _write(client, f"after-{role}").status_code == 200
         found = client.post("/v1/retrieve", json={"query": "glaciers", "mode": "bm25", "k": 10}).json()["results"]
         assert {"after-bytes", "after-token", "after-lock"} <= {h["doc_id"] for h in found}
+    assert "Traceback" not in log.read_text()
+
+
+KILLED = "killed"
+CHECK_STORE = """
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+from _store_checks import all_ids
+from sieve.retriever import CorpusIndex, RetrieverConfig
+index = CorpusIndex.open(RetrieverConfig(data_dir=Path(sys.argv[1])), sys.argv[2])
+ids = all_ids(index)
+vectors = {}
+for i in range(0, len(ids), 200):
+    vectors.update(index.get_vectors(ids[i : i + 200]))
+incomplete = [d for d, s in index.store.doc_states().items() if not s.complete]
+print(len(ids), len(ids) - len(vectors), len(incomplete), int(set(index.bm25_index().ids) == set(ids)))
+"""
+
+
+@pytest.mark.slow
+def test_a_writer_killed_mid_write_beside_the_server_leaves_it_serving_and_a_rerun_completes(served) -> None:
+    """The probe that found issue 42 held this; kept as a test: ``kill -9`` of ``sieve index`` mid-write."""
+    import signal
+    import time
+
+    from sieve.data import SAMPLE_DIR
+
+    url, log = served
+    data = log.parent / "data"
+    with (SAMPLE_DIR / "corpus.jsonl").open() as f:
+        rows = [json.loads(line) for line, _ in zip(f, range(80))]
+    src = log.parent / "killed.jsonl"
+    src.write_text("".join(json.dumps({"id": r["id"], "title": r["title"], "text": r["text"]}) + "\n" for r in rows))
+    index_cmd = [*sieve_command(), "index", str(src), "-c", KILLED, "--data-dir", str(data), "--json"]
+    lock = lock_folder_paths(RetrieverConfig(data_dir=data))["lock"]
+    holder = lock.with_name(lock.name + ".holder.json")  # written by the writer while it holds the lock
+    writer = subprocess.Popen(index_cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not holder.exists() and writer.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(2.0)  # into the run: embedding and writing batches
+    assert writer.poll() is None, "the writer finished before it could be killed: give it more documents"
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait(30)
+    with httpx.Client(base_url=url, timeout=60) as client:
+        for mode in ("bm25", "dense", "hybrid"):  # serving on, whatever the killed run left
+            r = client.post("/v1/retrieve", json={"query": rows[0]["title"], "collection": KILLED, "mode": mode})
+            assert r.status_code in (200, 404, 409), r.text  # 404/409: killed before any chunk was written
+        rerun = subprocess.run(index_cmd, env=ENV, capture_output=True, text=True, timeout=300)
+        assert rerun.returncode == 0, rerun.stdout + rerun.stderr[-2000:]
+        check = subprocess.run(
+            [sys.executable, "-c", CHECK_STORE, str(data), KILLED, str(Path(__file__).parents[1])],
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert check.returncode == 0, check.stderr[-3000:]
+        chunks, unreadable, incomplete, bm25_agrees = map(int, check.stdout.split())
+        assert chunks >= len(rows) and (unreadable, incomplete, bm25_agrees) == (0, 0, 1), check.stdout
+        for mode in ("bm25", "dense"):  # the server sees the whole collection, in both modes
+            for r in rows[:3]:
+                res = client.post(
+                    "/v1/retrieve",
+                    json={"query": f"{r['title']} {r['text']}"[:1000], "collection": KILLED, "mode": mode, "k": 3},
+                )
+                assert r["id"] in {h["doc_id"] for h in res.json()["results"]}, (mode, r["id"], res.text[:300])
     assert "Traceback" not in log.read_text()
