@@ -116,7 +116,7 @@ def question_cover(question: str, chunks: Mapping[str, Chunk], doc_share: Callab
         return {cid: 0.0 for cid in chunks}
     out: dict[str, float] = {}
     for cid, chunk in chunks.items():
-        words = set(passage_terms(chunk.title, chunk.text))
+        words = set(passage_terms(chunk.title, chunk.text, chunk.heading_path))
         out[cid] = sum(w for t, w in weights.items() if t in words) / total
     return out
 

@@ -51,7 +51,7 @@ class VectorCache:
             logger.debug("Stored vectors unavailable (%s); embedding %d chunks", exc, len(ids))
         missing = [c for c in chunks if c.chunk_id not in out]
         if missing:
-            texts = [passage_text(c.title, c.text) for c in missing]
+            texts = [passage_text(c.title, c.text, c.heading_path) for c in missing]
             for c, v in zip(missing, self.index.embedder.embed_passages(texts)):
                 out[c.chunk_id] = v
         return out

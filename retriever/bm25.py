@@ -80,8 +80,8 @@ def tokenize(text: str) -> list[str]:
     return [t for t in _TOKEN_RE.findall(text.lower()) if t not in STOPWORDS]
 
 
-def passage_terms(title: str, text: str) -> list[str]:
-    """A chunk's terms as BM25 indexes them: :func:`tokenize` of its title and text
+def passage_terms(title: str, text: str, heading_path: str = "") -> list[str]:
+    """A chunk's terms as BM25 indexes them: :func:`tokenize` of its title, heading path and text
     (:func:`~sieve.retriever.types.passage_text`). The index and the agent's word counts (question
     cover, feedback words) read chunks through this one function, so both see the same words.
 
@@ -89,7 +89,7 @@ def passage_terms(title: str, text: str) -> list[str]:
         >>> passage_terms("Paris", "The capital of France.")
         ['paris', 'capital', 'france']
     """
-    return tokenize(passage_text(title, text))
+    return tokenize(passage_text(title, text, heading_path))
 
 
 class BM25Builder:

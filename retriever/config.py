@@ -111,10 +111,11 @@ class RetrieverConfig:
         default=32, metadata={"help": "Tokens shared by consecutive chunks where a cut falls inside a paragraph."}
     )
     chunk_split: ChunkSplit = field(
-        default="structure",
+        default="sections",
         metadata={
-            "help": "Where chunks are cut: structure (at headings, paragraph, line and sentence breaks) | window "
-            "(fixed token windows, how Sieve chunked before 2026-12-05)."
+            "help": "Where chunks are cut: sections (structure, and every Markdown or reStructuredText heading "
+            "opens a chunk that records its heading path) | structure (at Markdown headings, paragraph, line "
+            "and sentence breaks; the default until 2026-12-05) | window (fixed token windows)."
         },
     )
     rrf_k: int = field(default=60, metadata={"help": "Reciprocal-rank-fusion constant k."})

@@ -283,7 +283,9 @@ class CorpusIndex(WriterMixin, UpsertMixin):
         # Streamed page by page: only term-frequency arrays accumulate, never the texts or token lists.
         builder = BM25Builder()
         for cid, text, meta in self.store.scan(include_text=True):
-            builder.add(cid, passage_terms(str(meta.get("title") or ""), text or ""))
+            builder.add(
+                cid, passage_terms(str(meta.get("title") or ""), text or "", str(meta.get("heading_path") or ""))
+            )
         index = SegmentedBM25.from_segments(
             [segment_from_builder(builder, {})],
             k1=self.config.bm25_k1,

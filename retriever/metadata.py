@@ -30,6 +30,7 @@ RESERVED_KEYS = (
     "n_tokens",
     "doc_hash",
     "n_chunks",
+    "heading_path",
 )
 # The longest string value the HTTP API stores in metadata; a filter's strings share the bound
 # (sieve.retriever.filters), so every stored value can be matched exactly.

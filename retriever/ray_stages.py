@@ -45,6 +45,7 @@ CHUNK_COLUMNS = (
     "metadata",
     "doc_hash",
     "n_chunks",
+    "heading_path",
 )
 
 
@@ -97,6 +98,7 @@ def chunks_batch(rows: Sequence[tuple[Chunk, str, int]]) -> Batch:
         "metadata": _strings([json.dumps(c.metadata, sort_keys=True) for c in chunks]),
         "doc_hash": _strings([h for _, h, _ in rows]),
         "n_chunks": np.array([n for _, _, n in rows], np.int64),
+        "heading_path": _strings([c.heading_path for c in chunks]),
         **ints,
     }
 
@@ -127,6 +129,7 @@ def embedded_chunks(batch: Batch) -> list[EmbeddedChunk]:
             char_end=int(batch["char_end"][i]),
             n_tokens=int(batch["n_tokens"][i]),
             metadata=json.loads(str(batch["metadata"][i])),
+            heading_path=str(batch["heading_path"][i]),
         )
         out.append(EmbeddedChunk(chunk, str(batch["doc_hash"][i]), int(batch["n_chunks"][i]), vectors[i]))
     return out
@@ -186,7 +189,8 @@ class EmbedStage:
         logger.info("Embedding actor on %s", self.embedder.device_choice.describe())
 
     def __call__(self, batch: Batch) -> Batch:
-        texts = [passage_text(str(t), str(x)) for t, x in zip(batch["title"], batch["text"])]
+        columns = zip(batch["title"], batch["text"], batch["heading_path"])
+        texts = [passage_text(str(t), str(x), str(h)) for t, x, h in columns]
         return {**batch, "vector": self.embedder.embed_passages(texts)}
 
 

@@ -159,6 +159,8 @@ def _to_metadata(chunk: Chunk, doc_hash: str, n_chunks: int) -> dict[str, Any]:
         doc_hash=doc_hash,
         n_chunks=n_chunks,
     )
+    if chunk.heading_path:  # only sectioned chunks carry one: other collections' records stay as they were
+        meta["heading_path"] = chunk.heading_path
     return meta
 
 
@@ -176,6 +178,7 @@ def chunk_from_record(chunk_id: str, text: str | None, meta: dict[str, Any] | No
         char_end=int(meta.get("char_end", 0)),
         n_tokens=int(meta.get("n_tokens", 0)),
         metadata=extra,
+        heading_path=str(meta.get("heading_path", "")),
     )
 
 

@@ -55,20 +55,28 @@ class Chunk:
     char_end: int = 0
     n_tokens: int = 0
     metadata: Metadata = field(default_factory=dict)
+    # The headings of the sections that hold the chunk, outermost first, " > "-joined, without one
+    # that repeats the title ("add > Options"); empty for text without headings.
+    heading_path: str = ""
 
 
-def passage_text(title: str, text: str) -> str:
-    """A chunk as embedded and BM25-indexed: its title on a line of its own (when it has one), then its text.
+def passage_text(title: str, text: str, heading_path: str = "") -> str:
+    """A chunk as embedded and BM25-indexed: its title and heading path on a line of their own
+    (when it has them), then its text.
 
-    The title disambiguates short passages ("He was born in ...") for both scorers.
+    The title disambiguates short passages ("He was born in ...") for both scorers; the heading
+    path names what a section of a long page is about ("Options" of which command).
 
     Example:
         >>> passage_text("Paris", "The capital of France.")
         'Paris\\nThe capital of France.'
+        >>> passage_text("Commands", "--dry-run: ...", "add > Options")
+        'Commands > add > Options\\n--dry-run: ...'
         >>> passage_text("", "Untitled text.")
         'Untitled text.'
     """
-    return f"{title}\n{text}" if title else text
+    head = " > ".join(p for p in (title, heading_path) if p)
+    return f"{head}\n{text}" if head else text
 
 
 @dataclass(frozen=True)

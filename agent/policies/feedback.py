@@ -52,7 +52,7 @@ def feedback_terms(
     asked = set(tokenize(question))
     held: Counter[str] = Counter()
     for chunk in chunks:
-        held.update(set(passage_terms(chunk.title, chunk.text)))
+        held.update(set(passage_terms(chunk.title, chunk.text, chunk.heading_path)))
     scored: list[tuple[float, str]] = []
     for word, n in held.items():
         if n < FEEDBACK_MIN_CHUNKS or word in asked or word.isdigit() or len(word) < 3:
