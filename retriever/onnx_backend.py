@@ -69,8 +69,18 @@ def read_st_modules(path: Path) -> StModules:
         )
     pooling_dir = path / modules[1]["path"]
     pool = json.loads((pooling_dir / "config.json").read_text(encoding="utf-8"))
-    active = [k for k, v in pool.items() if k.startswith("pooling_mode") and v]
-    modes = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls"}
+    # Two spellings: sentence-transformers < 6 writes one flag per mode ("pooling_mode_mean_tokens":
+    # true), 6 one name ("pooling_mode": "mean"); a model fine-tuned today is saved the second way.
+    if isinstance(pool.get("pooling_mode"), str):
+        active = [f"pooling_mode:{pool['pooling_mode']}"]
+    else:
+        active = [k for k, v in pool.items() if k.startswith("pooling_mode") and v]
+    modes = {
+        "pooling_mode_mean_tokens": "mean",
+        "pooling_mode_cls_token": "cls",
+        "pooling_mode:mean": "mean",
+        "pooling_mode:cls": "cls",
+    }
     if len(active) != 1 or active[0] not in modes:
         raise ModelUnavailable(
             f"Expected mean or CLS pooling for the ONNX backend, got {active}; use --embed-backend torch for this model"
