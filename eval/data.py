@@ -241,6 +241,9 @@ def collection_name(sets: Sequence[EvalSet], config: RetrieverConfig) -> str:
     Example:
         >>> # eval-hotpotqa-onnx-int8-3f2a9c01d4  (set names, backend/dtype tag, content fingerprint)
     """
+    from sieve.retriever.config import default_embedder_path
+    from sieve.retriever.embeddings import cached_model_fingerprint
+
     h = hashlib.sha256()
     for s in sets:
         h.update(s.name.encode())
@@ -252,6 +255,10 @@ def collection_name(sets: Sequence[EvalSet], config: RetrieverConfig) -> str:
         h.update(config.embed_backend.encode())
     if config.chunk_split != "window":  # window keeps the names its caches had before structure existed
         h.update(config.chunk_split.encode())
+    if config.embedder_path != default_embedder_path():
+        # Another model folder: its content decides the vectors, not its name (two adapted runs' folders
+        # are both called "embedder"); the shipped model keeps the names its caches always had.
+        h.update(cached_model_fingerprint(Path(config.embedder_path), config.models_dir).encode())
     tag = {"bfloat16": "bf16", "float32": "fp32"}.get(config.embed_dtype, config.embed_dtype)
     if config.embed_backend != "torch":
         tag = f"{config.embed_backend}-{tag}"
