@@ -1,0 +1,168 @@
+"""The pair miner on small hand-written Markdown and reStructuredText pages: each kind of pair, and the filters
+(real tokenizer and chunker; a real collection with real BM25 for the BM25-trivial filter and hard negatives)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sieve.retriever import CorpusIndex, Document, RetrieverConfig
+from sieve.retriever.chunking import Chunker
+from sieve.retriever.types import Chunk
+from sieve.train.weak_pairs import (
+    MINERS,
+    WeakPair,
+    add_hard_negatives,
+    body,
+    filter_pairs,
+    mine_pairs,
+    register_miner,
+)
+
+INSTALL_MD = """# Installing
+
+Poetry runs on Linux, macOS and Windows, and it needs a recent Python interpreter on the machine.
+
+## With pipx
+
+The pipx tool keeps command line applications in isolated environments of their own, so upgrades of
+one never break another one installed beside it.
+
+## Upgrading
+
+Run the self update command to move to the newest release; see [the cache settings](config.md#cache-directory)
+when old archives fill the disk after many upgrades over the years.
+"""
+
+CONFIG_MD = """# Configuration
+
+Settings live in a TOML file in the user's configuration folder, and each can also be set per project.
+
+## Cache directory
+
+Downloaded archives and built wheels are kept in one folder per user, which defaults to a path under
+the user's home and can be moved anywhere with a single setting.
+"""
+
+GUIDE_RST = """User guide
+==========
+
+This guide walks through a first project from an empty folder to a published package.
+
+Virtual environments
+--------------------
+
+Each project gets an isolated environment, created on first use and reused after that, so that two
+projects never share installed packages. See :ref:`the cache <cache-directory>` for where files go.
+"""
+
+TURNS = [
+    Document("chat-1", "Anna: I finally adopted a rescue greyhound last weekend!", title="Anna & Ben, session 1"),
+    Document("chat-2", "Ben: That's wonderful, what did you name the dog?", title="Anna & Ben, session 1"),
+    Document("chat-10", "Anna: We called her Biscuit after the colour of her coat.", title="Anna & Ben, session 1"),
+    Document("other-1", "A lone note in another session entirely about gardening.", title="Notes"),
+]
+
+
+@pytest.fixture(scope="module")
+def chunks(embedder) -> list[Chunk]:
+    docs = [
+        Document("install.md", INSTALL_MD, title="Installing"),
+        Document("config.md", CONFIG_MD, title="Configuration"),
+        Document("guide.rst", GUIDE_RST, title="User guide"),
+        *TURNS,
+    ]
+    return Chunker(embedder.tokenizer, 200, 32, split="sections").chunk_all(docs)
+
+
+def _by_kind(pairs: list[WeakPair], kind: str) -> list[WeakPair]:
+    return [p for p in pairs if p.kind == kind]
+
+
+def test_heading_pairs_ask_a_section_by_its_headings_and_answer_with_its_body(chunks):
+    heads = _by_kind(mine_pairs(chunks, ["heading"]), "heading")
+    queries = {p.query: p for p in heads}
+    assert set(queries) >= {"Installing With pipx", "Configuration Cache directory", "User guide Virtual environments"}
+    pipx = queries["Installing With pipx"]
+    assert pipx.positive.startswith("The pipx tool keeps") and "##" not in pipx.positive
+    rst = queries["User guide Virtual environments"]
+    assert rst.positive.startswith("Each project gets") and "-----" not in rst.positive
+
+
+def test_title_pairs_point_at_the_opening_of_a_page(chunks):
+    titles = {p.query: p.positive for p in mine_pairs(chunks, ["title"])}
+    assert titles["Installing"].startswith("Poetry runs on Linux")
+    assert "Notes" not in titles  # a one-chunk page is all opening
+
+
+def test_link_pairs_resolve_markdown_and_rst_targets_to_the_section(chunks):
+    links = mine_pairs(chunks, ["link"])
+    by_target = {p.positive_id: p for p in links}
+    cache_chunk = next(c for c in chunks if c.heading_path == "Cache directory")
+    assert cache_chunk.chunk_id in by_target
+    queries = sorted(p.query for p in links if p.positive_id == cache_chunk.chunk_id)
+    # the query is the whole sentence the link sits in, the markup reduced to the link's text
+    assert any(
+        q.startswith("Run the self update command") and "the cache settings" in q and "](" not in q for q in queries
+    )
+    assert any("See the cache for where files go." == q for q in queries)
+
+
+def test_sentence_pairs_hold_a_sentence_out_of_its_passage(chunks):
+    for p in mine_pairs(chunks, ["sentence"]):
+        assert p.query not in p.positive
+        source = next(c for c in chunks if c.chunk_id == p.positive_id)
+        assert p.query in body(source)
+
+
+def test_turn_pairs_follow_a_session_in_natural_id_order(chunks):
+    turns = [(p.query[:5], p.positive_id) for p in mine_pairs(chunks, ["turn"])]
+    # chat-2 -> chat-10 (natural order, not "chat-10" < "chat-2"); no pair across sessions
+    assert turns == [("Anna:", "chat-2#0"), ("Ben: ", "chat-10#0")]
+
+
+def test_unknown_kinds_and_registering_a_new_one(chunks):
+    with pytest.raises(ValueError, match="pair kinds"):
+        mine_pairs(chunks, ["headings"])
+    with pytest.raises(ValueError):
+        register_miner("heading", lambda cs: [])
+    register_miner(
+        "toy_first_words", lambda cs: [WeakPair("toy_first_words", c.text[:20], c.chunk_id, c.text) for c in cs]
+    )
+    try:
+        assert {p.kind for p in mine_pairs(chunks)} >= {"heading", "toy_first_words"}
+    finally:
+        del MINERS["toy_first_words"]
+
+
+def test_filters_drop_short_copied_and_bm25_trivial_pairs(tmp_path, embedder, chunks):
+    index = CorpusIndex.open(RetrieverConfig(data_dir=tmp_path), "pairs", create=True, embedder=embedder)
+    docs = [
+        Document("install.md", INSTALL_MD, title="Installing"),
+        Document("config.md", CONFIG_MD, title="Configuration"),
+        Document("guide.rst", GUIDE_RST, title="User guide"),
+        *TURNS,
+    ]
+    index.index_documents(docs, progress=False)
+    stored = {c.chunk_id: c for c in chunks}
+    pipx = next(c for c in chunks if c.heading_path == "With pipx")
+    text = body(pipx)
+    pairs = [
+        WeakPair("x", "pipx", pipx.chunk_id, text),  # one word: too short
+        WeakPair("x", "isolated environments of their own", pipx.chunk_id, text),  # copied word for word
+        WeakPair(
+            "x", "pipx tool command line applications isolated", pipx.chunk_id, text
+        ),  # BM25 alone: first, far ahead
+        WeakPair("x", "keeping programs apart so updates do no harm", pipx.chunk_id, text),  # no shared word: kept
+    ]
+    kept, report = filter_pairs(pairs, index)
+    assert (report.too_short, report.copied, report.bm25_trivial, report.kept) == (1, 1, 1, 1)
+    assert kept == [pairs[3]]
+    # without an index the BM25 filter is off
+    assert filter_pairs(pairs)[1].bm25_trivial == 0
+    # hard negatives come from the retriever's top, never the positive's own section or its neighbours
+    with_neg = add_hard_negatives(kept, index, list(stored.values()))
+    for p in with_neg:
+        if p.negative:
+            assert p.negative != p.positive
+            neg = next(c for c in chunks if body(c) == p.negative)
+            assert not (neg.doc_id == pipx.doc_id and abs(neg.position - pipx.position) <= 1)
