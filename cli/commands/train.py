@@ -1,4 +1,4 @@
-"""``sieve train synth|sft|rl|all``: retrain the search policy on any corpus."""
+"""``sieve train synth|sft|rl|all|embedder``: retrain the search policy (and the embedder) on any corpus."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from sieve.errors import InvalidInput
+from sieve.cli.commands.train_embedder import add_embedder_command
 from sieve.cli.commands._common import (
     ChromaUrlOpt,
     CollectionOpt,
@@ -582,6 +583,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"Done: model {result['model_dir']}")
         typer.echo(f"Report: {result['report']}; summary: {result['summary']}")
 
+    add_embedder_command(train)
     app.add_typer(train)
 
 

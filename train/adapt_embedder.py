@@ -1,0 +1,297 @@
+"""``sieve train embedder``: adapt the bundled embedder to a collection's own words, with no LLM.
+
+Mine weak pairs from the collection's structure (:mod:`sieve.train.weak_pairs`), hold a share of
+them apart, fine-tune the embedder on the rest with sentence-transformers
+(``MultipleNegativesRankingLoss``: in-batch negatives plus one mined hard negative per pair, on the
+CPU, inside a time budget), save it as a sentence-transformers folder that the ONNX backend exports
+like the shipped one, and judge it: on the held-apart pairs (dense recall@10 of the pair's chunk
+among the collection's chunks, shipped embedder vs adapted) and, when given, on the user's labelled
+questions (``--eval-data``: one ``sieve eval`` per embedder). The adapted embedder is recommended only
+when it is better there; it is never installed behind the user's back: a collection keeps its
+vectors, and ``--embedder RUN/embedder`` (index, search, serve, eval) is how it is used.
+
+Published background: GPL (Wang et al., 2022) and anchor-text weak supervision both adapt a dense
+retriever to a new domain with (question-like text, passage) pairs instead of labels.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from sieve.errors import InvalidInput
+from sieve.train.verdict import PairedDiff
+from sieve.train.weak_pairs import MINERS, WeakPair, add_hard_negatives, filter_pairs, mine_pairs
+
+if TYPE_CHECKING:
+    from sieve.retriever.config import RetrieverConfig
+    from sieve.retriever.embeddings import Embedder
+    from sieve.retriever.index import CorpusIndex
+    from sieve.retriever.types import Chunk
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class AdaptConfig:
+    """How the embedder is adapted (``sieve train embedder``)."""
+
+    kinds: tuple[str, ...] = field(
+        default=tuple(MINERS), metadata={"help": "Kinds of pairs to mine (sieve.train.weak_pairs.MINERS)."}
+    )
+    minutes: float = field(default=20.0, metadata={"help": "Time budget of the fine-tuning itself."})
+    epochs: float = field(default=1.0, metadata={"help": "Passes over the training pairs (the budget may end sooner)."})
+    batch_size: int = field(default=32, metadata={"help": "Pairs per step: each query's in-batch negatives."})
+    learning_rate: float = field(default=2e-5, metadata={"help": "AdamW learning rate (linear decay, 10% warm-up)."})
+    max_seq_length: int = field(default=256, metadata={"help": "Tokens of a passage the model reads in training."})
+    max_pairs: int = field(default=4000, metadata={"help": "Most training pairs (a random draw beyond it)."})
+    holdout: float = field(default=0.1, metadata={"help": "Share of pairs held apart for the verdict."})
+    hard_negatives: bool = field(default=True, metadata={"help": "Add one mined hard negative per pair."})
+    filter_trivial: bool = field(default=True, metadata={"help": "Drop pairs BM25 alone ranks first by a wide margin."})
+    seed: int = field(default=0, metadata={"help": "Split and training seed."})
+
+    def __post_init__(self) -> None:
+        self.kinds = tuple(self.kinds)
+        unknown = [k for k in self.kinds if k not in MINERS]
+        if unknown or not self.kinds:
+            raise InvalidInput(f"Expected pair kinds among {', '.join(MINERS)}, got {', '.join(self.kinds) or 'none'}")
+        if self.minutes <= 0 or self.epochs <= 0 or self.batch_size < 2 or not 0 < self.holdout < 1:
+            raise InvalidInput(
+                f"Expected minutes > 0, epochs > 0, batch_size >= 2 and 0 < holdout < 1, got {self.minutes}, "
+                f"{self.epochs}, {self.batch_size}, {self.holdout}"
+            )
+
+
+def split_pairs(pairs: list[WeakPair], holdout: float, seed: int) -> tuple[list[WeakPair], list[WeakPair]]:
+    """(train, held apart), split by the positive's *document*: a held pair's page is never trained on."""
+    docs = sorted({p.positive_id.rpartition("#")[0] for p in pairs})
+    rng = random.Random(seed)
+    rng.shuffle(docs)
+    n_held = max(1, round(len(docs) * holdout)) if len(docs) > 1 else 0
+    held_docs = set(docs[:n_held])
+    train = [p for p in pairs if p.positive_id.rpartition("#")[0] not in held_docs]
+    held = [p for p in pairs if p.positive_id.rpartition("#")[0] in held_docs]
+    return train, held
+
+
+class _Deadline:
+    """A transformers TrainerCallback that stops training once the budget is spent (built lazily: no torch at import)."""
+
+    @staticmethod
+    def make(seconds: float) -> Any:
+        from transformers import TrainerCallback
+
+        class Deadline(TrainerCallback):  # type: ignore[misc]
+            def __init__(self) -> None:
+                self.end = time.monotonic() + seconds
+                self.stopped = False
+
+            def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+                if time.monotonic() >= self.end:
+                    control.should_training_stop = True
+                    self.stopped = True
+                return control
+
+        return Deadline()
+
+
+def fine_tune(
+    pairs: list[WeakPair], base: str, out: Path, cfg: AdaptConfig, *, progress: bool = True
+) -> dict[str, Any]:
+    """Fine-tune the sentence-transformers model at ``base`` on ``pairs``; save it to ``out``."""
+    from datasets import Dataset
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
+    from sentence_transformers.losses import MultipleNegativesRankingLoss
+    from sentence_transformers.training_args import BatchSamplers
+
+    from sieve.runtime import quiet_hf_progress
+
+    columns: dict[str, list[str]] = {"anchor": [p.query for p in pairs], "positive": [p.positive for p in pairs]}
+    if cfg.hard_negatives:
+        # MNRL takes one column shape for a whole batch: a pair without a mined negative borrows another pair's.
+        negs = [p.negative for p in pairs if p.negative] or [p.positive for p in pairs]
+        rng = random.Random(cfg.seed)
+        columns["negative"] = [p.negative or rng.choice(negs) for p in pairs]
+    with quiet_hf_progress():
+        model = SentenceTransformer(base, device="cpu")
+    model.max_seq_length = cfg.max_seq_length
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(out.parent / f".{out.name}-work"),
+        num_train_epochs=cfg.epochs,
+        per_device_train_batch_size=cfg.batch_size,
+        learning_rate=cfg.learning_rate,
+        warmup_steps=0.1,
+        batch_sampler=BatchSamplers.NO_DUPLICATES,  # a repeated query would be its own in-batch negative
+        save_strategy="no",
+        logging_steps=10,
+        report_to="none",
+        seed=cfg.seed,
+        disable_tqdm=not progress,
+        use_cpu=True,
+    )
+    deadline = _Deadline.make(cfg.minutes * 60)
+    trainer = SentenceTransformerTrainer(
+        model=model,
+        args=args,
+        train_dataset=Dataset.from_dict(columns),
+        loss=MultipleNegativesRankingLoss(model),
+        callbacks=[deadline],
+    )
+    t0 = time.perf_counter()
+    result = trainer.train()
+    model.save(str(out))
+    return {
+        "steps": int(trainer.state.global_step),
+        "loss": round(float(result.training_loss), 4),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "stopped_by_budget": bool(deadline.stopped),
+        "pairs": len(pairs),
+    }
+
+
+def pair_hits(held: list[WeakPair], chunks: list[Chunk], embedder: Any, k: int = 10) -> list[float]:
+    """Per held pair, 1.0 when dense search with ``embedder`` ranks the pair's chunk in the top ``k`` of
+    every chunk of the collection (embedded as the index embeds them, ``passage_text``), else 0.0."""
+    from sieve.retriever.types import passage_text
+
+    row = {c.chunk_id: i for i, c in enumerate(chunks)}
+    passages = embedder.embed_passages([passage_text(c.title, c.text, c.heading_path) for c in chunks])
+    queries = embedder.embed_queries([p.query for p in held])
+    sims = queries @ passages.T
+    top = np.argsort(-sims, axis=1)[:, :k]
+    return [float(row.get(p.positive_id, -1) in top[i]) for i, p in enumerate(held)]
+
+
+def prepare_pairs(
+    index: CorpusIndex, chunks: list[Chunk], cfg: AdaptConfig
+) -> tuple[list[WeakPair], list[WeakPair], dict[str, Any]]:
+    """Mine, filter, split and (for training) add hard negatives: (train, held apart, counts)."""
+    mined = mine_pairs(chunks, cfg.kinds)
+    kept, report = filter_pairs(mined, index if cfg.filter_trivial else None)
+    if len(kept) < 2 * cfg.batch_size:
+        raise InvalidInput(
+            f"Expected at least {2 * cfg.batch_size} usable pairs to adapt the embedder, got {len(kept)} "
+            f"(mined {len(mined)}: {asdict(report)}); the collection may be too small or hold no headings, "
+            "links or prose"
+        )
+    train, held = split_pairs(kept, cfg.holdout, cfg.seed)
+    if len(train) > cfg.max_pairs:
+        train = random.Random(cfg.seed).sample(train, cfg.max_pairs)
+    if cfg.hard_negatives:
+        train = add_hard_negatives(train, index, chunks, seed=cfg.seed)
+    counts = {
+        "mined": {k: sum(p.kind == k for p in mined) for k in cfg.kinds},
+        "filtered": asdict(report),
+        "train": len(train),
+        "held_apart": len(held),
+        "hard_negatives": sum(bool(p.negative) for p in train),
+    }
+    return train, held, counts
+
+
+def write_pairs(path: Path, pairs: list[WeakPair]) -> None:
+    path.write_text("".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in pairs), encoding="utf-8")
+
+
+def _eval_rows(
+    data: Path, retriever_config: RetrieverConfig, embedder: Embedder, out: Path, progress: bool
+) -> dict[str, float]:
+    """Per task of ``data``, the default agent's span recall@10 (recall@10 on sets without spans)."""
+    from sieve.eval.runner import EvalConfig, run_eval
+
+    report = run_eval(
+        EvalConfig(
+            data=[data], systems=["agent"], ks=[5, 10, 20], out=out, exports=False, plots=False, progress=progress
+        ),
+        retriever_config,
+        embedder=embedder,
+    )
+    rows = [json.loads(line) for line in (report.out_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    key = "span_recall@10" if any("span_recall@10" in r["metrics"] for r in rows) else "recall@10"
+    return {r["task_id"]: float(r["metrics"][key]) for r in rows}
+
+
+def _compare(name: str, shipped: list[float], adapted: list[float], margin: float) -> dict[str, Any]:
+    d = PairedDiff.of(shipped, adapted, margin)
+    return {
+        "set": name,
+        "n": len(shipped),
+        "shipped": round(d.shipped, 3),
+        "adapted": round(d.retrained, 3),
+        "diff": round(d.diff, 3),
+        "noise": None if d.noise == float("inf") else round(d.noise, 3),
+        "better": d.above_noise,
+        "worse": d.below_noise,
+    }
+
+
+def adapt(
+    index: CorpusIndex,
+    cfg: AdaptConfig,
+    out: Path,
+    retriever_config: RetrieverConfig,
+    *,
+    eval_data: Path | None = None,
+    margin: float = 2.0,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Mine, fine-tune, judge; writes ``out/embedder``, the pairs, ``summary.json``. See the module doc."""
+    from sieve.retriever.embeddings import Embedder
+    from sieve.train.task_io import all_chunks
+
+    t0 = time.perf_counter()
+    chunks = all_chunks(index)
+    train, held, counts = prepare_pairs(index, chunks, cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    write_pairs(out / "train_pairs.jsonl", train)
+    write_pairs(out / "heldout_pairs.jsonl", held)
+    logger.info("Adapting the embedder on %d pairs (%d held apart): %s", len(train), len(held), counts["mined"])
+    model_dir = out / "embedder"
+    stats = fine_tune(train, index.embedder.path, model_dir, cfg, progress=progress)
+    adapted_cfg = replace(retriever_config, embedder_path=str(model_dir))
+    adapted = Embedder.from_config(adapted_cfg)  # the ONNX backend exports it here, as it did the shipped one
+    sets = [
+        _compare(
+            "held-apart pairs",
+            pair_hits(held, chunks, index.embedder),
+            pair_hits(held, chunks, adapted),
+            margin,
+        )
+    ]
+    if eval_data is not None:
+        shipped_rows = _eval_rows(eval_data, retriever_config, index.embedder, out / "eval-shipped", progress)
+        adapted_rows = _eval_rows(eval_data, adapted_cfg, adapted, out / "eval-adapted", progress)
+        ids = sorted(shipped_rows)
+        sets.append(
+            _compare(
+                f"--eval-data {eval_data.name}", [shipped_rows[i] for i in ids], [adapted_rows[i] for i in ids], margin
+            )
+        )
+    deciding = sets[-1]
+    better = bool(deciding["better"]) and not any(s["worse"] for s in sets)
+    result = {
+        "better": better,
+        "deciding_set": deciding["set"],
+        "sets": sets,
+        "pairs": counts,
+        "training": stats,
+        "embedder": str(model_dir),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "config": {**asdict(cfg), "kinds": list(cfg.kinds)},
+    }
+    (out / "summary.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    return result
+
+
+__all__ = ["AdaptConfig", "adapt", "fine_tune", "pair_hits", "prepare_pairs", "split_pairs", "write_pairs"]
