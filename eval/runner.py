@@ -187,4 +187,21 @@ def run_eval(
     )
 
 
-__all__ = ["EvalConfig", "EvalReport", "run_eval"]
+def agent_recall_per_task(
+    data: Path, retriever_config: RetrieverConfig, embedder: Embedder, out: Path, *, progress: bool = True
+) -> dict[str, float]:
+    """Per task of the data dir ``data``, the default agent's span recall@10 (recall@10 on a set without
+    spans), with ``embedder``: how ``sieve train embedder --eval-data`` scores labelled questions."""
+    report = run_eval(
+        EvalConfig(
+            data=[data], systems=["agent"], ks=[5, 10, 20], out=out, exports=False, plots=False, progress=progress
+        ),
+        retriever_config,
+        embedder=embedder,
+    )
+    rows = [json.loads(line) for line in (report.out_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    key = "span_recall@10" if any("span_recall@10" in r["metrics"] for r in rows) else "recall@10"
+    return {r["task_id"]: float(r["metrics"][key]) for r in rows}
+
+
+__all__ = ["EvalConfig", "EvalReport", "agent_recall_per_task", "run_eval"]

@@ -77,6 +77,7 @@ def add_embedder_command(train: typer.Typer) -> None:
         """Adapt the embedder to COLLECTION's own words, with no LLM: mine (query, passage) pairs from its headings,
         titles, links, sentences and turns, fine-tune MiniLM on the CPU, and compare it with the shipped one."""
         from sieve.errors import InvalidInput
+        from sieve.eval.runner import agent_recall_per_task
         from sieve.retriever import CorpusIndex
         from sieve.train.adapt_embedder import adapt
 
@@ -95,7 +96,15 @@ def add_embedder_command(train: typer.Typer) -> None:
         s = settings_from(data_dir, chroma_url, embedder, collection=collection)
         rc = s.retriever_config()
         index = CorpusIndex.open(rc, s.collection)
-        result = adapt(index, cfg, out, rc, eval_data=eval_data, progress=not as_json)
+        result = adapt(
+            index,
+            cfg,
+            out,
+            rc,
+            eval_data=eval_data,
+            score_tasks=lambda d, c, e, o: agent_recall_per_task(d, c, e, o, progress=not as_json),
+            progress=not as_json,
+        )
         if as_json:
             print_json(result)
             return

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from _server_process import sieve_command
 
 from sieve.errors import InvalidInput
+from sieve.eval.runner import agent_recall_per_task
 from sieve.retriever import CorpusIndex, Document, RetrieverConfig
 from sieve.train.adapt_embedder import AdaptConfig, adapt, split_pairs
 from sieve.train.weak_pairs import WeakPair
@@ -62,7 +64,8 @@ def adapted_run(
     index.index_documents(docs, progress=False)
     cfg = AdaptConfig(batch_size=4, max_seq_length=64, max_pairs=16, minutes=2, holdout=0.2, filter_trivial=False)
     out = data / "run"
-    result = adapt(index, cfg, out, rc, eval_data=eval_dir, progress=False)
+    scorer = partial(agent_recall_per_task, progress=False)
+    result = adapt(index, cfg, out, rc, eval_data=eval_dir, score_tasks=scorer, progress=False)
     return out, result, rc
 
 
@@ -75,10 +78,8 @@ def test_adapt_trains_saves_and_judges(adapted_run, embedder, eval_dir):
     assert result["pairs"]["hard_negatives"] >= 1
     held = [json.loads(x) for x in (out / "heldout_pairs.jsonl").read_text().splitlines()]
     trained = [json.loads(x) for x in (out / "train_pairs.jsonl").read_text().splitlines()]
-    # held-apart pairs come from documents never trained on
-    assert held and not {p["positive_id"].split("#")[0] for p in held} & {
-        p["positive_id"].split("#")[0] for p in trained
-    }
+    # held-apart pairs ask for chunks never trained on as a positive
+    assert held and not {p["positive_id"] for p in held} & {p["positive_id"] for p in trained}
     names = [s["set"] for s in result["sets"]]
     assert names == ["held-apart pairs", f"--eval-data {eval_dir.name}"]
     assert result["deciding_set"] == names[-1]
@@ -125,9 +126,9 @@ def test_sieve_eval_scores_the_adapted_embedder_on_its_own_copy(adapted_run, eva
 
 
 def test_split_is_by_document_and_bad_settings_are_refused():
-    pairs = [WeakPair("heading", f"q{i}", f"doc{i % 5}.md#{i}", "passage " * 20) for i in range(20)]
+    pairs = [WeakPair("heading", f"q{i}", f"doc{i % 5}.md#{i % 10}", "passage " * 20) for i in range(20)]
     train, held = split_pairs(pairs, 0.2, seed=0)
-    assert len(held) == 4 and len({p.positive_id.split("#")[0] for p in held}) == 1
+    assert len(held) == 4 and len({p.positive_id for p in held}) == 2  # two chunks, both of their pairs
     assert not {p.positive_id for p in train} & {p.positive_id for p in held}
     with pytest.raises(InvalidInput, match="pair kinds"):
         AdaptConfig(kinds=("headings",))
