@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -85,31 +86,32 @@ def split_pairs(pairs: list[WeakPair], holdout: float, seed: int) -> tuple[list[
     return train, held
 
 
-class _Deadline:
-    """A transformers TrainerCallback that stops training once the budget is spent (built lazily: no torch at import)."""
+def _deadline_callback(seconds: float) -> Any:
+    """A transformers ``TrainerCallback`` that stops training once ``seconds`` have passed (built on
+    call, so importing this module loads no torch)."""
+    from transformers import TrainerCallback
 
-    @staticmethod
-    def make(seconds: float) -> Any:
-        from transformers import TrainerCallback
+    class Deadline(TrainerCallback):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.end = time.monotonic() + seconds
+            self.stopped = False
 
-        class Deadline(TrainerCallback):  # type: ignore[misc]
-            def __init__(self) -> None:
-                self.end = time.monotonic() + seconds
-                self.stopped = False
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+            if time.monotonic() >= self.end:
+                control.should_training_stop = True
+                self.stopped = True
+            return control
 
-            def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
-                if time.monotonic() >= self.end:
-                    control.should_training_stop = True
-                    self.stopped = True
-                return control
-
-        return Deadline()
+    return Deadline()
 
 
 def fine_tune(
     pairs: list[WeakPair], base: str, out: Path, cfg: AdaptConfig, *, progress: bool = True
 ) -> dict[str, Any]:
-    """Fine-tune the sentence-transformers model at ``base`` on ``pairs``; save it to ``out``."""
+    """Fine-tune the sentence-transformers model at ``base`` on ``pairs``; save it to ``out``.
+
+    The model is written beside ``out`` first and renamed into place, so ``out`` holds a whole model
+    or nothing; the trainer's scratch folder is removed."""
     from datasets import Dataset
     from sentence_transformers import (
         SentenceTransformer,
@@ -127,11 +129,12 @@ def fine_tune(
         negs = [p.negative for p in pairs if p.negative] or [p.positive for p in pairs]
         rng = random.Random(cfg.seed)
         columns["negative"] = [p.negative or rng.choice(negs) for p in pairs]
+    work = out.parent / f".{out.name}-work"
     with quiet_hf_progress():
         model = SentenceTransformer(base, device="cpu")
     model.max_seq_length = cfg.max_seq_length
     args = SentenceTransformerTrainingArguments(
-        output_dir=str(out.parent / f".{out.name}-work"),
+        output_dir=str(work),
         num_train_epochs=cfg.epochs,
         per_device_train_batch_size=cfg.batch_size,
         learning_rate=cfg.learning_rate,
@@ -144,7 +147,7 @@ def fine_tune(
         disable_tqdm=not progress,
         use_cpu=True,
     )
-    deadline = _Deadline.make(cfg.minutes * 60)
+    deadline = _deadline_callback(cfg.minutes * 60)
     trainer = SentenceTransformerTrainer(
         model=model,
         args=args,
@@ -153,8 +156,14 @@ def fine_tune(
         callbacks=[deadline],
     )
     t0 = time.perf_counter()
-    result = trainer.train()
-    model.save(str(out))
+    try:
+        result = trainer.train()
+        model.save(str(work / "model"))
+        if out.exists():  # a rerun into the same folder replaces its model whole
+            shutil.rmtree(out)
+        (work / "model").rename(out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     return {
         "steps": int(trainer.state.global_step),
         "loss": round(float(result.training_loss), 4),

@@ -74,6 +74,15 @@ def test_adapt_trains_saves_and_judges(adapted_run, embedder, eval_dir):
 
     out, result, rc = adapted_run
     assert (out / "embedder" / "modules.json").is_file()
+    # the run folder holds the model, the pairs, the eval reports and the summary: no trainer scratch
+    assert sorted(p.name for p in out.iterdir()) == [
+        "embedder",
+        "eval-adapted",
+        "eval-shipped",
+        "heldout_pairs.jsonl",
+        "summary.json",
+        "train_pairs.jsonl",
+    ]
     assert result["training"]["steps"] >= 1 and result["pairs"]["train"] <= 16
     assert result["pairs"]["hard_negatives"] >= 1
     held = [json.loads(x) for x in (out / "heldout_pairs.jsonl").read_text().splitlines()]
