@@ -252,7 +252,9 @@ def register(app: typer.Typer) -> None:
             print_json({**index_json(report), "device": used.device if used else None})
             return
         _report_index(report, False)
-        if used is not None:
+        if used is not None and (device is not None or used.device == "cuda"):
+            # Only where a choice was made (--device given) or a GPU was taken: a CPU-only machine's every
+            # run would otherwise explain why no CUDA device was used.
             typer.echo(f"Embedding device: {used.describe()}", err=True)
 
     @app.command("retrieve")

@@ -173,6 +173,10 @@ def test_sieve_index_says_which_device_it_took(tmp_path: Path, sample_dir: Path)
     )
     assert res.exit_code == 0, res.output
     assert "Embedding device: cpu (auto: no CUDA device visible to ONNX Runtime" in res.stderr
+    # without --device, on a machine with no GPU: no device line, no word of CUDA
+    res = runner.invoke(app, ["index", str(sample_dir / "docs" / "glossary.html"), "-c", "dev", "--data-dir", data])
+    assert res.exit_code == 0, res.output
+    assert "1 added" in res.output and "Embedding device" not in res.stderr and "CUDA" not in res.output
     res = runner.invoke(app, ["index", str(sample_dir / "docs" / "faq.txt"), "-c", "dev", "--data-dir", data, "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["device"] in (None, "cpu")  # None: nothing changed, no model loaded
