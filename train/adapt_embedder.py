@@ -26,8 +26,6 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from sieve.errors import InvalidInput
 from sieve.train.verdict import PairedDiff
 from sieve.train.weak_pairs import MINERS, WeakPair, add_hard_negatives, filter_pairs, mine_pairs
@@ -176,6 +174,8 @@ def fine_tune(
 def pair_hits(held: list[WeakPair], chunks: list[Chunk], embedder: Any, k: int = 10) -> list[float]:
     """Per held pair, 1.0 when dense search with ``embedder`` ranks the pair's chunk in the top ``k`` of
     every chunk of the collection (embedded as the index embeds them, ``passage_text``), else 0.0."""
+    import numpy as np
+
     from sieve.retriever.types import passage_text
 
     row = {c.chunk_id: i for i, c in enumerate(chunks)}
