@@ -22,7 +22,7 @@ import logging
 import os
 import tempfile
 from collections import OrderedDict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from threading import Lock
 from typing import TYPE_CHECKING, Any, Protocol
@@ -56,6 +56,9 @@ class EmbedderIdentity:
     backend: str
     dtype: str
     dim: int
+    # Where the model folder was (absolute), so a collection indexed with a model other than the
+    # shipped one is opened with that model again without naming it; "" in stamps written before.
+    path: str = ""
 
     @property
     def space(self) -> tuple[str, str, int]:
@@ -76,7 +79,8 @@ class EmbedderIdentity:
 
     @classmethod
     def from_json(cls, text: str) -> EmbedderIdentity:
-        return cls(**json.loads(text))
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in json.loads(text).items() if k in known})
 
     def check_compatible(self, recorded: EmbedderIdentity, collection: str) -> None:
         """Raise :class:`EmbedderMismatch` unless this embedder may read and write ``recorded``'s vectors."""
@@ -84,7 +88,7 @@ class EmbedderIdentity:
             raise EmbedderMismatch(
                 f"Expected the embedder collection {collection!r} was indexed with, {recorded.describe()}, got "
                 f"{self.describe()}; valid: open it with --embed-backend {recorded.backend} --embed-dtype "
-                f"{recorded.dtype} (and that model), or index into a new collection"
+                f"{recorded.dtype} and --embedder {recorded.path or 'that model'}, or index into a new collection"
             )
 
 
@@ -457,6 +461,7 @@ class Embedder:
                 backend=self.backend,
                 dtype=self.dtype,
                 dim=dim,
+                path=str(folder.resolve()),
             )
         return self._identity
 

@@ -180,13 +180,52 @@ class CorpusIndex(WriterMixin, UpsertMixin):
         recorded = self._recorded_embedder
         if recorded is not None and recorded != self._checked_embedder:
             self._embedder_error = None
+            stamp = EmbedderIdentity.from_json(recorded)
             try:
-                self.embedder.identity.check_compatible(EmbedderIdentity.from_json(recorded), self.name)
+                self.embedder.identity.check_compatible(stamp, self.name)
             except EmbedderMismatch as exc:
-                self._embedder_error = exc
+                if not self._follow_recorded_embedder(stamp):
+                    self._embedder_error = exc
             self._checked_embedder = recorded
         if self._embedder_error is not None:
             raise self._embedder_error
+
+    def _follow_recorded_embedder(self, stamp: EmbedderIdentity) -> bool:
+        """Open the collection with the model it was indexed with, when the caller named none.
+
+        A collection indexed with another model than the shipped one (``sieve train embedder``'s, a
+        user's own) records that model's folder; a command that did not choose an embedder (the
+        configured one is the default) then uses the recorded model, if the folder still holds the
+        same weights. An explicit other model, or another precision (int8, bf16), is never
+        overridden: it stays a mismatch."""
+        from sieve.retriever.config import default_embedder_path
+        from sieve.retriever.embeddings import Embedder, cached_model_fingerprint
+
+        ours = self.embedder
+        if (
+            not stamp.path
+            or Path(ours.path).resolve() != Path(default_embedder_path()).resolve()
+            or stamp.fingerprint == ours.identity.fingerprint  # the same model: a precision mismatch
+            or stamp.dtype != ours.dtype
+        ):
+            return False
+        folder = Path(stamp.path)
+        cache = self.config.models_dir
+        if not folder.is_dir() or cached_model_fingerprint(folder, cache) != stamp.fingerprint:
+            return False
+        self.embedder = Embedder.load(
+            str(folder),
+            backend=ours.backend,
+            dtype=ours.dtype,
+            batch_size=ours.batch_size,
+            cache_dir=ours.cache_dir,
+            device=ours.device,
+            lazy=True,
+        )
+        self.dense.embedder = self.embedder  # hybrid search reads vectors through the dense retriever
+        self._chunker = None
+        logger.info("Collection %r: using the embedder it was indexed with, %s", self.name, folder)
+        return True
 
     # -- BM25: segments tagged with the generation they match -----------------------------------
     def bm25_index(self) -> SegmentedBM25:

@@ -8,7 +8,8 @@ like the shipped one, and judge it: on the held-apart pairs (dense recall@10 of 
 among the collection's chunks, shipped embedder vs adapted) and, when given, on the user's labelled
 questions (``--eval-data``: one ``sieve eval`` per embedder). The adapted embedder is recommended only
 when it is better there; it is never installed behind the user's back: a collection keeps its
-vectors, and ``--embedder RUN/embedder`` (index, search, serve, eval) is how it is used.
+vectors, and ``--embedder RUN/embedder`` is how it is used (a collection indexed with it records it,
+and later commands on that collection use it without the flag).
 
 Published background: GPL (Wang et al., 2022) and anchor-text weak supervision both adapt a dense
 retriever to a new domain with (question-like text, passage) pairs instead of labels.

@@ -121,7 +121,7 @@ def add_embedder_command(train: typer.Typer) -> None:
         model = result["embedder"]
         typer.echo(
             f"Use it: sieve eval --data DIR --embedder {model}; sieve index FOLDER -c NEW_NAME --embedder {model} "
-            "(a collection keeps the embedder it was indexed with)."
+            "(that collection then uses it without the flag)."
         )
 
 

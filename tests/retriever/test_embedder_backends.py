@@ -242,3 +242,38 @@ def test_the_onnx_export_hides_transformers_loading_bar(tmp_path: Path, monkeypa
         onnx_backend._export_fp32(tmp_path / "model", tmp_path / "out")
     assert seen == [False]
     assert hf_logging.is_progress_bar_enabled()  # restored afterwards
+
+
+def test_a_collection_indexed_with_another_model_is_opened_with_it(tmp_path: Path, make_index, embedder) -> None:
+    """`sieve index --embedder RUN/embedder` once; later commands that name no embedder use the recorded one."""
+    import shutil
+
+    from sieve.retriever.config import default_embedder_path
+
+    other = tmp_path / "adapted"
+    shutil.copytree(default_embedder_path(), other, ignore=shutil.ignore_patterns("onnx"))
+    cfg_file = other / "config_sentence_transformers.json"
+    cfg_file.write_text(cfg_file.read_text().replace("{", '{"note": "a copy",', 1))  # another fingerprint
+    index = make_index("adapted", chunk_tokens=32, chunk_overlap=8)
+    own = Embedder.from_config(RetrieverConfig(data_dir=index.config.data_dir, embedder_path=str(other)))
+    assert own.identity.fingerprint != embedder.identity.fingerprint and own.identity.path == str(other.resolve())
+    CorpusIndex.open(index.config, "adapted", embedder=own).index_documents(MULTI_DOCS[:2], progress=False)
+
+    # no embedder named: the collection's own is used (same vectors here, so the top hit is the orchard)
+    plain = CorpusIndex.open(index.config, "adapted", embedder=embedder)
+    hits = plain.search("orchard cider", 3, mode="dense")
+    assert hits and Path(plain.embedder.path) == other and plain.dense.embedder is plain.embedder
+    assert plain.index_documents(MULTI_DOCS[2:], progress=False).added == len(MULTI_DOCS) - 2
+
+    # an explicit other model is never overridden
+    third = tmp_path / "third"
+    shutil.copytree(other, third)
+    (third / "config_sentence_transformers.json").write_text(cfg_file.read_text().replace("a copy", "another"))
+    chosen = Embedder.from_config(RetrieverConfig(data_dir=index.config.data_dir, embedder_path=str(third)))
+    with pytest.raises(EmbedderMismatch, match=f"--embedder {other.resolve()}"):
+        CorpusIndex.open(index.config, "adapted", embedder=chosen).search("orchard cider", 3, mode="dense")
+
+    # the recorded folder gone (or changed): a mismatch that names it, as before
+    shutil.rmtree(other)
+    with pytest.raises(EmbedderMismatch, match="--embedder"):
+        CorpusIndex.open(index.config, "adapted", embedder=embedder).search("orchard cider", 3, mode="dense")
