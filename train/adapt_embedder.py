@@ -172,15 +172,32 @@ def fine_tune(
     }
 
 
-def pair_hits(held: list[WeakPair], chunks: list[Chunk], embedder: Any, k: int = 10) -> list[float]:
+def stored_vectors(index: CorpusIndex, chunks: list[Chunk], page: int = 1000) -> Any:
+    """The collection's own vectors of ``chunks``, in order (what its embedder wrote), or None when
+    the store lacks one: the shipped side of the verdict need not embed the whole collection again."""
+    import numpy as np
+
+    found: dict[str, Any] = {}
+    for i in range(0, len(chunks), page):
+        found.update(index.get_vectors([c.chunk_id for c in chunks[i : i + page]]))
+    if any(c.chunk_id not in found for c in chunks):
+        return None
+    return np.stack([found[c.chunk_id] for c in chunks])
+
+
+def pair_hits(
+    held: list[WeakPair], chunks: list[Chunk], embedder: Any, k: int = 10, passages: Any = None
+) -> list[float]:
     """Per held pair, 1.0 when dense search with ``embedder`` ranks the pair's chunk in the top ``k`` of
-    every chunk of the collection (embedded as the index embeds them, ``passage_text``), else 0.0."""
+    every chunk of the collection, else 0.0. The chunks are embedded as the index embeds them
+    (``passage_text``), unless ``passages`` holds their vectors already."""
     import numpy as np
 
     from sieve.retriever.types import passage_text
 
     row = {c.chunk_id: i for i, c in enumerate(chunks)}
-    passages = embedder.embed_passages([passage_text(c.title, c.text, c.heading_path) for c in chunks])
+    if passages is None:
+        passages = embedder.embed_passages([passage_text(c.title, c.text, c.heading_path) for c in chunks])
     queries = embedder.embed_queries([p.query for p in held])
     sims = queries @ passages.T
     top = np.argsort(-sims, axis=1)[:, :k]
@@ -271,7 +288,7 @@ def adapt(
     sets = [
         _compare(
             "held-apart pairs",
-            pair_hits(held, chunks, index.embedder),
+            pair_hits(held, chunks, index.embedder, passages=stored_vectors(index, chunks)),
             pair_hits(held, chunks, adapted),
             margin,
         )
@@ -301,4 +318,13 @@ def adapt(
     return result
 
 
-__all__ = ["AdaptConfig", "adapt", "fine_tune", "pair_hits", "prepare_pairs", "split_pairs", "write_pairs"]
+__all__ = [
+    "AdaptConfig",
+    "adapt",
+    "fine_tune",
+    "pair_hits",
+    "prepare_pairs",
+    "split_pairs",
+    "stored_vectors",
+    "write_pairs",
+]

@@ -17,6 +17,7 @@ from _server_process import sieve_command
 from sieve.errors import InvalidInput
 from sieve.eval.runner import agent_recall_per_task
 from sieve.retriever import CorpusIndex, Document, RetrieverConfig
+from sieve.retriever.types import Chunk
 from sieve.train.adapt_embedder import AdaptConfig, adapt, split_pairs
 from sieve.train.weak_pairs import WeakPair
 
@@ -134,7 +135,22 @@ def test_sieve_eval_scores_the_adapted_embedder_on_its_own_copy(adapted_run, eva
     )
 
 
-def test_split_is_by_document_and_bad_settings_are_refused():
+def test_the_shipped_side_reads_the_collections_own_vectors(tmp_path, embedder, docs):
+    from sieve.retriever.types import passage_text
+    from sieve.train.adapt_embedder import stored_vectors
+    from sieve.train.task_io import all_chunks
+
+    index = CorpusIndex.open(RetrieverConfig(data_dir=tmp_path), "own", create=True, embedder=embedder)
+    index.index_documents(docs[:2], progress=False)
+    chunks = all_chunks(index)
+    stored = stored_vectors(index, chunks, page=3)  # several pages, in order
+    fresh = embedder.embed_passages([passage_text(c.title, c.text, c.heading_path) for c in chunks])
+    assert stored.shape == fresh.shape and (stored * fresh).sum(axis=1).min() > 0.9999
+    ghost = Chunk("ghost.md#0", "ghost.md", 0, "never stored")
+    assert stored_vectors(index, [*chunks, ghost]) is None
+
+
+def test_split_is_by_chunk_and_bad_settings_are_refused():
     pairs = [WeakPair("heading", f"q{i}", f"doc{i % 5}.md#{i % 10}", "passage " * 20) for i in range(20)]
     train, held = split_pairs(pairs, 0.2, seed=0)
     assert len(held) == 4 and len({p.positive_id for p in held}) == 2  # two chunks, both of their pairs
