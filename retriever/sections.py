@@ -44,7 +44,7 @@ class Heading:
     start: int
     level: int
     title: str
-    end: int = -1
+    end: int
 
 
 def _clean(title: str) -> str:
@@ -146,10 +146,6 @@ class SectionMap:
                 stack.pop()
             stack.append(h)
             self._paths.append(tuple(s.title for s in stack))
-
-    @property
-    def starts(self) -> list[int]:
-        return self._starts
 
     def path_at(self, offset: int) -> tuple[str, ...]:
         """The titles of the sections that hold ``offset`` (a heading starting there included), outermost first."""
