@@ -85,7 +85,8 @@ class CorpusIndex(WriterMixin, UpsertMixin):
 
     @property
     def name(self) -> str:
-        return self.store.name
+        """The collection's name as users type it (its Chroma collection is ``store.name``, a version of it)."""
+        return self.store.base
 
     @property
     def generation(self) -> str:
@@ -121,7 +122,18 @@ class CorpusIndex(WriterMixin, UpsertMixin):
             embedder = Embedder.from_config(config, lazy=True)  # checks the folder now, loads later
         handle = client if isinstance(client, StoreHandle) else open_store(config)
         store = ChromaStore.open(handle, collection, create=create, lock=store_write_lock(config))
-        return cls(config, store, embedder, _bm25_dir(config, collection))
+        return cls(config, store, embedder, _bm25_dir(config, store.name))
+
+    @classmethod
+    def open_version(
+        cls, config: RetrieverConfig, name: str, version: str, embedder: Embedder, client: StoreHandle | None = None
+    ) -> CorpusIndex:
+        """Open ``version`` (a Chroma collection made by :func:`~sieve.retriever.reembed.reembed_version`)
+        of collection ``name`` directly, whether or not the name points at it (``sieve train all``
+        trains on a version before deciding to switch to it)."""
+        handle = client or open_store(config)
+        store = ChromaStore(handle, version, base=name)
+        return cls(config, store, embedder, _bm25_dir(config, version))
 
     @property
     def chunker(self) -> Chunker:
@@ -175,6 +187,17 @@ class CorpusIndex(WriterMixin, UpsertMixin):
             self._checked_embedder = None
             self._embedder_error = None
         return state
+
+    @property
+    def recorded_run(self) -> str | None:
+        """The folder of the retrained run adopted for this collection (``sieve adopt``), if any."""
+        return self.refresh().run
+
+    def embedded_with(self, model: str | Path) -> bool:
+        """Whether the collection's vectors were written by the model in folder ``model``."""
+        recorded = self.refresh().embedder
+        path = EmbedderIdentity.from_json(recorded).path if recorded else ""
+        return bool(path) and Path(path).resolve() == Path(model).resolve()
 
     def _require_embedder_match(self) -> None:
         recorded = self._recorded_embedder
@@ -506,14 +529,18 @@ def _bm25_dir(config: RetrieverConfig, collection: str) -> Path:
 def delete_collection(config: RetrieverConfig, name: str, client: StoreHandle | Any | None = None) -> None:
     import shutil
 
+    from sieve.retriever.versions import point, versions
+
     handle = client if isinstance(client, StoreHandle) else open_store(config)
     with store_write_lock(config).hold():
         ChromaStore.open(handle, name, create=False)  # raises UnknownCollection with the valid names
         with handle.session() as chroma:
             handle.mark_written()
-            chroma.delete_collection(name)
+            for physical in versions(chroma, name):  # every version: the name is gone
+                chroma.delete_collection(physical)
+                shutil.rmtree(_bm25_dir(config, physical), ignore_errors=True)
+            point(chroma, name, None)
             handle.mark_written()
-        shutil.rmtree(_bm25_dir(config, name), ignore_errors=True)
 
 
 __all__ = [

@@ -41,6 +41,7 @@ COLLECTION_NAME_RULE = (
 _NAME_RE = re.compile(COLLECTION_NAME_PATTERN)
 GENERATION_KEY = "sieve_generation"
 EMBEDDER_KEY = "sieve_embedder"  # JSON of the EmbedderIdentity that wrote the collection's vectors
+RUN_KEY = "sieve_run"  # the retrained run (sieve train all's folder) adopted for this collection, if any
 # `sieve eval` caches each pooled corpus as eval-<sets>-[onnx-]<fp32|bf16|int8>-<10 hex digits of its
 # fingerprint> (sieve.eval.data.collection_name). Listings leave these out unless asked: they are not the user's.
 EVAL_CACHE_PREFIX = "eval-"
@@ -189,6 +190,7 @@ class CollectionState:
     collection_id: str
     generation: str
     embedder: str | None  # EmbedderIdentity JSON, None for a collection no Sieve write has stamped yet
+    run: str | None = None  # the folder of the retrained run adopted for it (RUN_KEY), if any
 
 
 @dataclass(frozen=True)
@@ -213,9 +215,10 @@ class ChromaStore:
     so it reads (and writes) through a client that is current with what other processes wrote.
     """
 
-    def __init__(self, handle: StoreHandle, name: str, *, created: bool = False) -> None:
+    def __init__(self, handle: StoreHandle, name: str, *, created: bool = False, base: str | None = None) -> None:
         self.handle = handle
-        self.name = name
+        self.name = name  # the Chroma collection: the version of ``base`` that was active when opened
+        self.base = base or name  # the name users type (sieve.retriever.versions)
         # True while the collection exists only because this store made it and no write has
         # succeeded yet: a failing first index run then removes it instead of leaving it empty.
         self.created = created
@@ -223,7 +226,9 @@ class ChromaStore:
         self._epoch = -1  # the handle's epoch _collection was fetched in
         self._max_batch: int | None = None
         with self._use() as col:
-            self.embedder: str | None = (col.metadata or {}).get(EMBEDDER_KEY)
+            meta = col.metadata or {}
+            self.embedder: str | None = meta.get(EMBEDDER_KEY)
+            self.run: str | None = meta.get(RUN_KEY)
 
     @property
     def client(self) -> Any:
@@ -280,28 +285,35 @@ class ChromaStore:
         """
         from chromadb.errors import NotFoundError  # chromadb is loaded: the client came from it
 
+        from sieve.retriever.versions import active_version, is_hidden
+
         validate_collection_name(name)
+        if is_hidden(name):
+            raise InvalidInput(
+                f"Expected a collection name that does not end in --v<number> (Sieve's versions of a collection "
+                f"are named so) and is not 'sieve-versions', got {name!r}"
+            )
         if not isinstance(handle, StoreHandle):
             handle = StoreHandle.wrapping(handle)
         try:
             try:
                 with handle.session() as client:
-                    client.get_collection(name, embedding_function=None)
+                    physical = active_version(client, name)
+                    client.get_collection(physical, embedding_function=None)
                 created = False
             except NotFoundError:
-                if not create:
+                if not create or physical != name:
                     raise
                 created = cls._create(handle, name, lock)
         except NotFoundError as exc:
-            # The user's collections only: `sieve eval`'s caches are listed nowhere unless asked for.
             with handle.session() as client:
-                names = [n for n in list_collection_names(client) if not is_eval_cache(n)]
+                names = user_collection_names(client)
             raise UnknownCollection(f"Expected an existing collection, got {name!r}; valid: {names}") from exc
         except SieveError:
             raise
         except Exception as exc:
             raise StoreUnavailable(f"Chroma failed to open collection {name!r}: {exc}") from exc
-        return cls(handle, name, created=created)
+        return cls(handle, physical, created=created, base=name)
 
     @staticmethod
     def _create(handle: StoreHandle, name: str, lock: WriteLock | None) -> bool:
@@ -336,7 +348,8 @@ class ChromaStore:
         embedder = meta.get(EMBEDDER_KEY)
         if embedder:
             self.embedder = str(embedder)
-        return CollectionState(str(col.id), str(meta.get(GENERATION_KEY, "")), self.embedder)
+        self.run = str(meta[RUN_KEY]) if meta.get(RUN_KEY) else None
+        return CollectionState(str(col.id), str(meta.get(GENERATION_KEY, "")), self.embedder, self.run)
 
     @property
     def generation(self) -> str:
@@ -347,8 +360,12 @@ class ChromaStore:
         deleted and re-created behind its back, e.g. by ``sieve collections --delete``)."""
         from chromadb.errors import NotFoundError
 
+        from sieve.retriever.versions import active_version
+
         try:
             with self.handle.session() as client:
+                if active_version(client, self.base) != self.name:
+                    return False  # the name was switched to another version (sieve adopt)
                 current = client.get_collection(self.name, embedding_function=None)
         except NotFoundError:
             return False
@@ -363,12 +380,24 @@ class ChromaStore:
         cache has, and a reader that rebuilt BM25 mid-write holds a generation the finished write replaced.
         """
         gen = uuid.uuid4().hex
-        # modify() replaces the whole metadata: carry the embedder stamp over.
-        meta = {GENERATION_KEY: gen, **({EMBEDDER_KEY: self.embedder} if self.embedder else {})}
         with self._use() as col:
             self.handle.mark_written()  # other processes reopen before they next read or write
-            col.modify(metadata=meta)
+            col.modify(metadata=self._metadata(gen))
         return gen
+
+    def _metadata(self, generation: str) -> dict[str, str]:
+        # modify() replaces the whole metadata: every write carries the embedder stamp and the run over.
+        return {
+            GENERATION_KEY: generation,
+            **({EMBEDDER_KEY: self.embedder} if self.embedder else {}),
+            **({RUN_KEY: self.run} if self.run else {}),
+        }
+
+    def record_run(self, run: str | None) -> None:
+        """Record (``None``: forget) the retrained run adopted for this collection; a new generation."""
+        self.state()  # the latest embedder stamp, so that it is carried over
+        self.run = run
+        self.bump_generation()
 
     # -- writes ---------------------------------------------------------------------------------
     def upsert(
@@ -528,6 +557,17 @@ def list_collection_names(client: Any) -> list[str]:
     return sorted(c.name if hasattr(c, "name") else str(c) for c in client.list_collections())
 
 
+def user_collection_names(client: Any, *, include_eval: bool = False) -> list[str]:
+    """The names users type: no version past the first, no registry, no eval cache unless asked.
+
+    A name whose first version was dropped (``sieve collections --drop-old``) is still listed: it
+    points at a later one."""
+    from sieve.retriever.versions import REGISTRY, is_hidden, split_version
+
+    names = {split_version(n)[0] for n in list_collection_names(client) if n != REGISTRY}
+    return sorted(n for n in names if not is_hidden(n) and (include_eval or not is_eval_cache(n)))
+
+
 def list_collections(
     config: RetrieverConfig,
     client: StoreHandle | Any | None = None,
@@ -543,11 +583,12 @@ def list_collections(
 
     if client is not None and not isinstance(client, StoreHandle):
         client = StoreHandle.wrapping(client)
+    from sieve.retriever.versions import active_version
+
     with (client or open_store(config)).session() as chroma:
         return {
-            name: int(chroma.get_collection(name, embedding_function=None).count())
-            for name in list_collection_names(chroma)
-            if include_eval or not is_eval_cache(name)
+            name: int(chroma.get_collection(active_version(chroma, name), embedding_function=None).count())
+            for name in user_collection_names(chroma, include_eval=include_eval)
         }
 
 
@@ -565,6 +606,7 @@ __all__ = [
     "EMBEDDER_KEY",
     "EVAL_CACHE_PREFIX",
     "GENERATION_KEY",
+    "RUN_KEY",
     "ChromaStore",
     "CollectionState",
     "DocState",
@@ -575,5 +617,6 @@ __all__ = [
     "list_collection_names",
     "list_collections",
     "make_client",
+    "user_collection_names",
     "validate_collection_name",
 ]

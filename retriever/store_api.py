@@ -23,9 +23,11 @@ if TYPE_CHECKING:
 class Store(Protocol):
     """One collection of chunks with their vectors, texts and metadata."""
 
-    name: str
+    name: str  # the Chroma collection: a version of ``base`` (sieve.retriever.versions)
+    base: str  # the collection's name as users type it
     handle: StoreHandle
     embedder: str | None  # the EmbedderIdentity JSON stamped on the collection
+    run: str | None  # the retrained run adopted for the collection (sieve adopt), if any
     created: bool  # made by this process and never written yet (a failed first run removes it)
 
     # state: every write is bracketed by generation bumps, so caches can tell they are stale
@@ -33,6 +35,7 @@ class Store(Protocol):
     @property
     def generation(self) -> str: ...
     def bump_generation(self) -> str: ...
+    def record_run(self, run: str | None) -> None: ...
     def is_current(self) -> bool: ...
 
     # writes
