@@ -346,7 +346,10 @@ def synthesize_claims(
 def single_shot_recall(tasks: list[dict[str, Any]], k: int = 10) -> float:
     """Share of claim tasks whose source document single-shot hybrid search ranked within ``k``
     (from ``meta.single_shot_rank``, recorded at verification): how easy the tasks are for plain RAG."""
-    ranks = [(t.get("meta") or {}).get("single_shot_rank") for t in tasks]
+    # Only claim tasks: other writers record one rank per gold chunk (a dict), and a run that filled
+    # up hard tasks with claims passes both kinds here.
+    metas = [t.get("meta") or {} for t in tasks]
+    ranks = [m.get("single_shot_rank") for m in metas if m.get("generator") == "claims"]
     return float(np.mean([r is not None and r <= k for r in ranks])) if ranks else 0.0
 
 

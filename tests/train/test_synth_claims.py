@@ -141,3 +141,15 @@ def test_claims_cli_writes_verified_single_hop_tasks_and_resumes(abstracts_index
     again = tmp_path / "again.jsonl"
     assert _synth(session_data_dir, again, 3).exit_code == 0
     assert again.read_text() == "".join(line + "\n" for line in out.read_text().splitlines()[:3])
+
+
+def test_single_shot_recall_counts_claim_tasks_only():
+    """`train all` fills hard tasks up with claims: the hard ones' per-chunk rank dicts are not claim ranks."""
+    from sieve.train.synth_claims import single_shot_recall
+
+    tasks = [
+        {"meta": {"generator": "hard", "single_shot_rank": {"d#0": 3}}},
+        {"meta": {"generator": "claims", "single_shot_rank": 4}},
+        {"meta": {"generator": "claims", "single_shot_rank": 40}},
+    ]
+    assert single_shot_recall(tasks, k=10) == 0.5
