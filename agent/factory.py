@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from sieve.agent.config import AgentConfig
@@ -19,6 +20,7 @@ from sieve.errors import InvalidInput
 if TYPE_CHECKING:
     from sieve.agent.backends.base import ChatBackend
     from sieve.agent.policies.base import Policy
+    from sieve.retriever.index import CorpusIndex
 
 PolicyBuilder = Callable[[AgentConfig, "ChatBackend | None"], "Policy"]
 # What a policy needs configured before it can run: nothing, an OpenAI-compatible endpoint, or a local model.
@@ -112,4 +114,40 @@ def make_policy(name: str, config: AgentConfig | None = None, *, backend: ChatBa
     return spec.build(config or AgentConfig(), backend)
 
 
-__all__ = ["DEFAULT_POLICY", "POLICIES", "PolicyBuilder", "PolicySpec", "make_policy", "policy_help", "register_policy"]
+def adopted_config(index: CorpusIndex, config: AgentConfig) -> AgentConfig:
+    """``config`` with the run adopted for ``index``'s collection (``sieve adopt``) as its policy
+    path, when the caller named none; a run named by the caller is checked against the collection.
+
+    Raises:
+        InvalidInput: the run adapted the embedder, and the collection holds another model's vectors.
+    """
+    from dataclasses import replace
+
+    from sieve.runs import RunArtifact
+
+    if config.policy_path is None:
+        recorded = index.recorded_run
+        if recorded and RunArtifact.is_run(recorded):
+            return replace(config, policy_path=Path(recorded))
+        return config
+    if RunArtifact.is_run(config.policy_path):
+        run = RunArtifact.load(config.policy_path)
+        if run.embedder is not None and not index.embedded_with(run.embedder):
+            raise InvalidInput(
+                f"Expected collection {index.name!r} embedded with the run's adapted embedder {run.embedder}, got "
+                f"another model's vectors; adopt the run first (sieve adopt {run.folder} -c {index.name}), "
+                "or score it with sieve eval --policy-path, which re-embeds its own copy"
+            )
+    return config
+
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "POLICIES",
+    "adopted_config",
+    "PolicyBuilder",
+    "PolicySpec",
+    "make_policy",
+    "policy_help",
+    "register_policy",
+]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sieve.agent.cancel import Cancelled
 from sieve.agent.config import AgentConfig
 from sieve.agent.episode import Episode
-from sieve.agent.factory import make_policy
+from sieve.agent.factory import adopted_config, make_policy
 from sieve.agent.floor import floor_hits, fuse_with_floor, hit_evidence
 from sieve.agent.fusion import ClosingPool, FusionModel, fuse, question_cover, question_weights
 from sieve.agent.prompts import question_message, system_prompt
@@ -82,7 +82,7 @@ class SearchAgent:
         Example:
             >>> agent = SearchAgent.with_policy(index, "heuristic")  # doctest: +SKIP
         """
-        config = config or AgentConfig()
+        config = adopted_config(index, config or AgentConfig())  # the collection's adopted run, if any
         return cls(index, make_policy(policy, config, backend=backend), config)
 
     # -- one episode ----------------------------------------------------------------------------

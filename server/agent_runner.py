@@ -82,6 +82,7 @@ def run_episode(
 ) -> Trace:
     """Blocking: one episode (or ``rollouts`` fused ones) for ``req``; records metrics."""
     from sieve.agent import SearchAgent
+    from sieve.agent.factory import adopted_config
 
     cfg = agent_config(state, req)
     name = policy_name(state, req.policy)
@@ -92,7 +93,8 @@ def run_episode(
         raise EmptyCorpus(f"Expected an indexed collection, got {index.name!r} with no chunks; POST documents first")
     # Policies are built once per app from the server defaults: what a request may change (k, budget,
     # turns, wall cap) reaches the policy through the episode's config, not the policy's.
-    agent = SearchAgent(index, state.policy(name, lambda: agent_config(state)), cfg)
+    # The collection's adopted run (sieve adopt) is its learned policy unless the server names one.
+    agent = SearchAgent(index, state.policy(name, adopted_config(index, agent_config(state))), cfg)
     trace = agent.run_fused(
         req.query, req.rollouts, on_event=on_event, where=req.filters, cancel=cancel, group_by_doc=req.group_by_doc
     )

@@ -17,8 +17,6 @@ from sieve.server.admission import Gate
 from sieve.server.metrics import Metrics
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from sieve.retriever import CorpusIndex
     from sieve.retriever.config import RetrieverConfig
     from sieve.retriever.embeddings import Embedder
@@ -159,14 +157,17 @@ class AppState:
             self._verified_at.pop(name, None)
             delete_collection(self.retriever_config, name, client=self.store)
 
-    def policy(self, name: str, config: Callable[[], Any]) -> Any:
-        """A policy by name, built once per app from ``config()`` (a local model must not load per request)."""
+    def policy(self, name: str, config: Any) -> Any:
+        """A policy by name and checkpoint, built once per app from ``config`` (an ``AgentConfig``):
+        a local model must not load per request, and collections that adopted different runs each
+        get their own learned policy."""
+        key = f"{name}|{config.policy_path or ''}"
         with self._lock:
-            policy = self._policies.get(name)
+            policy = self._policies.get(key)
             if policy is None:
                 from sieve.agent import make_policy
 
-                policy = self._policies[name] = make_policy(name, config())
+                policy = self._policies[key] = make_policy(name, config)
             return policy
 
     def startup(self) -> None:

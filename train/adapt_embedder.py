@@ -40,6 +40,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+class TooFewPairs(InvalidInput):
+    """The collection's structure gives too few pairs to adapt the embedder on (``sieve train all`` skips the stage)."""
+
+
 @dataclass
 class AdaptConfig:
     """How the embedder is adapted (``sieve train embedder``)."""
@@ -211,7 +215,7 @@ def prepare_pairs(
     mined = mine_pairs(chunks, cfg.kinds)
     kept, report = filter_pairs(mined, index if cfg.filter_trivial else None)
     if len(kept) < 2 * cfg.batch_size:
-        raise InvalidInput(
+        raise TooFewPairs(
             f"Expected at least {2 * cfg.batch_size} usable pairs to adapt the embedder, got {len(kept)} "
             f"(mined {len(mined)}: {asdict(report)}); the collection may be too small or hold no headings, "
             "links or prose"
@@ -241,7 +245,8 @@ questions are scored (``sieve.eval.runner.agent_recall_per_task``; passed in, si
 above training)."""
 
 
-def _compare(name: str, shipped: list[float], adapted: list[float], margin: float) -> dict[str, Any]:
+def compare_sets(name: str, shipped: list[float], adapted: list[float], margin: float) -> dict[str, Any]:
+    """One set's paired comparison (shipped vs adapted), noise ``margin`` standard errors of the paired difference."""
     d = PairedDiff.of(shipped, adapted, margin)
     return {
         "set": name,
@@ -286,7 +291,7 @@ def adapt(
     adapted_cfg = replace(retriever_config, embedder_path=str(model_dir))
     adapted = Embedder.from_config(adapted_cfg)  # the ONNX backend exports it here, as it did the shipped one
     sets = [
-        _compare(
+        compare_sets(
             "held-apart pairs",
             pair_hits(held, chunks, index.embedder, passages=stored_vectors(index, chunks)),
             pair_hits(held, chunks, adapted),
@@ -298,7 +303,7 @@ def adapt(
         adapted_rows = score_tasks(eval_data, adapted_cfg, adapted, out / "eval-adapted")
         ids = sorted(shipped_rows)
         sets.append(
-            _compare(
+            compare_sets(
                 f"--eval-data {eval_data.name}", [shipped_rows[i] for i in ids], [adapted_rows[i] for i in ids], margin
             )
         )
@@ -320,7 +325,9 @@ def adapt(
 
 __all__ = [
     "AdaptConfig",
+    "TooFewPairs",
     "adapt",
+    "compare_sets",
     "fine_tune",
     "pair_hits",
     "prepare_pairs",

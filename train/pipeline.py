@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from sieve.errors import InvalidInput
+from sieve.train.adapt_embedder import AdaptConfig
 from sieve.train.config import EpisodeConfig, split_tasks
 from sieve.train.verdict import SetComparison, Verdict, VerdictConfig, decide, fmt_diff
 
@@ -84,6 +85,22 @@ class PipelineConfig:
         },
     )
     seed: int = field(default=0, metadata={"help": "Synthesis and split seed."})
+    embedder: Literal["adapt", "keep"] = field(
+        default="adapt",
+        metadata={
+            "help": "adapt: fine-tune the embedder on (query, passage) pairs mined from the corpus's structure "
+            "(headings, titles, links, sentences, turns), re-embed the collection into a new version and keep it "
+            "only if Sieve as served is better with it (learned route; skipped when the corpus gives too few "
+            "pairs); keep: the shipped embedder."
+        },
+    )
+    adopt: bool = field(
+        default=True,
+        metadata={
+            "help": "Switch the collection to the parts the verdict found better (sieve adopt; the old version "
+            "stays until dropped); a worse part is never installed. Off: only write the run folder."
+        },
+    )
     ranker: Literal["keep", "retrain"] = field(
         default="keep",
         metadata={
@@ -91,6 +108,10 @@ class PipelineConfig:
             "on the policy's episodes of the synthetic tasks (experimental: on locomo-dev it gained on held-apart "
             "synthetic tasks and lost on the real questions; judge it with --eval-tasks)."
         },
+    )
+    adapt: AdaptConfig = field(
+        default_factory=AdaptConfig,
+        metadata={"help": "How the embedder is adapted (sieve.train.adapt_embedder); --minutes sets its budget."},
     )
     verdict: VerdictConfig = field(
         default_factory=VerdictConfig,
@@ -110,6 +131,8 @@ class PipelineConfig:
             raise InvalidInput(f"Expected --n >= 4 (train and held-out both need tasks), got {self.n}")
         if self.generator not in GENERATORS:
             raise InvalidInput(f"Expected generator in {GENERATORS}, got {self.generator!r}")
+        if self.embedder not in ("adapt", "keep"):
+            raise InvalidInput(f"Expected embedder in ('adapt', 'keep'), got {self.embedder!r}")
         if self.ranker not in ("keep", "retrain"):
             raise InvalidInput(f"Expected ranker in ('keep', 'retrain'), got {self.ranker!r}")
         if self.route not in ("learned", "llm"):
@@ -164,7 +187,7 @@ def run_pipeline(cfg: PipelineConfig, retriever_config: RetrieverConfig, *, prog
     _write(cfg.out / "train_tasks.jsonl", train_tasks)
     _write(cfg.out / "heldout_tasks.jsonl", held)
     if cfg.route == "learned":
-        result = _learned_route(cfg, index, synth, train_tasks, held, progress, t0)
+        result = _learned_route(cfg, index, retriever_config, synth, train_tasks, held, progress, t0)
     else:
         result = _llm_route(cfg, index, synth, train_tasks, held, progress)
     result["seconds"] = round(time.perf_counter() - t0, 1)
@@ -194,6 +217,7 @@ def _rl_minutes(cfg: PipelineConfig, t_pipeline: float, reserve_s: float) -> flo
 def _learned_route(
     cfg: PipelineConfig,
     index: Any,
+    retriever_config: RetrieverConfig,
     synth: Any,
     train_tasks: list[dict[str, Any]],
     held: list[dict[str, Any]],
@@ -207,6 +231,8 @@ def _learned_route(
     from sieve.eval.data import read_tasks
     from sieve.train.learned import LearnedRLConfig, run_learned_rl
     from sieve.train.learned.trainer import mean_scores
+    from sieve.runs import RunArtifact
+    from sieve.train.adopt import adopt_run
     from sieve.train.ranker import RankerConfig, as_eval_tasks, retrain_ranker, served_scores
 
     rl_cfg = LearnedRLConfig(
@@ -227,6 +253,12 @@ def _learned_route(
         for name, tasks in sets.items()
     }
     per_task = (time.perf_counter() - t0) / max(1, sum(len(t) for t in sets.values()))
+    stage = _embedder_stage(cfg, index, retriever_config, sets, served, t_pipeline, progress)
+    index = stage.index  # the adapted version when it is kept: the policy and ranker train on it
+    baseline = ADAPTED if stage.kept else "shipped"  # what the retrained policy must beat
+    for name in sets:
+        if stage.kept:
+            served[name][ADAPTED] = stage.rows[name]
     ranker_tasks = len(train_tasks) if cfg.ranker == "retrain" else 0
     reserve = per_task * (sum(len(t) for t in sets.values()) + 2 * ranker_tasks) * 1.2
     rl_cfg.minutes = _rl_minutes(cfg, t_pipeline, reserve)
@@ -255,7 +287,7 @@ def _learned_route(
         served[name]["retrained"] = served_scores(index, retrained, tasks, k=SERVED_K, progress=progress)
     eval_s = time.perf_counter() - t0
     comparisons = [
-        SetComparison.of(name, rows["shipped"], rows["retrained"], cfg.verdict) for name, rows in served.items()
+        SetComparison.of(name, rows[baseline], rows["retrained"], cfg.verdict) for name, rows in served.items()
     ]
     verdict = decide(comparisons, LABELLED if labelled else HELD, cfg.verdict, SERVED_K)
     # The policy alone (floor off, as RL scores it) on the held-apart tasks: the RL run's own checks.
@@ -271,9 +303,28 @@ def _learned_route(
         if held and policy_rows
         else {}
     )
+    run = RunArtifact(
+        cfg.out,
+        policy=Path(rl["model_dir"]) if verdict.better else None,
+        embedder=Path(stage.model) if stage.kept and stage.model else None,
+        verdict={"policy": verdict.to_dict(), "embedder": stage.to_dict()},
+    )
+    run.save()
+    adopted = (
+        adopt_run(retriever_config, cfg.collection, cfg.out, built=stage.version, progress=progress).describe()
+        if cfg.adopt and not run.uses_shipped_parts()
+        else None
+    )
+    if stage.version is not None and adopted is None:  # kept, not adopted: the version is the user's to switch to
+        logger.info(
+            "The adapted version %s stays unswitched: sieve adopt %s -c %s", stage.version.new, cfg.out, cfg.collection
+        )
     result: dict[str, Any] = {
         "model_dir": rl["model_dir"],
         "policy_path": rl["model_dir"] if verdict.better else None,
+        "run": str(cfg.out) if not run.uses_shipped_parts() else None,
+        "adopted": adopted,
+        "embedder": stage.to_dict(),
         "verdict": verdict.to_dict(),
         "served": {name: {system: served_means(r) for system, r in rows.items()} for name, rows in served.items()},
         "evals": evals,
@@ -284,12 +335,43 @@ def _learned_route(
         "n_heldout": len(held),
         "n_eval_tasks": len(labelled),
         "rl": {k: v for k, v in rl.items() if k not in ("curve_first_window", "curve_last_window", "heldout_scores")},
-        "stage_seconds": {"rl": round(rl_s, 1), "ranker": round(ranker_s, 1), "eval": round(eval_s, 1)},
+        "stage_seconds": {
+            "embedder": round(stage.seconds, 1),
+            "rl": round(rl_s, 1),
+            "ranker": round(ranker_s, 1),
+            "eval": round(eval_s, 1),
+        },
     }
     report = cfg.out / "report.md"
     report.write_text(learned_report(cfg, result, verdict, SERVED_K), encoding="utf-8")
     result["report"] = str(report)
     return result
+
+
+def _embedder_stage(
+    cfg: PipelineConfig,
+    index: Any,
+    retriever_config: RetrieverConfig,
+    sets: dict[str, Any],
+    served: dict[str, dict[str, list[dict[str, Any]]]],
+    t_pipeline: float,
+    progress: bool,
+) -> Any:
+    """The embedder stage (sieve.train.embedder_stage), inside its share of ``--minutes``."""
+    from dataclasses import replace
+
+    from sieve.train.embedder_stage import EmbedderStage, run_embedder_stage
+
+    if cfg.embedder == "keep":
+        return EmbedderStage(index, False, "kept as shipped (--embedder keep)")
+    adapt_cfg = replace(cfg.adapt, seed=cfg.seed)
+    if cfg.minutes is not None:
+        left = cfg.minutes * 60 - (time.perf_counter() - t_pipeline)
+        adapt_cfg = replace(adapt_cfg, minutes=max(left * EMBEDDER_SHARE, 30.0) / 60)
+    shipped = {name: rows["shipped"] for name, rows in served.items()}
+    return run_embedder_stage(
+        index, retriever_config, adapt_cfg, cfg.out / "adapt", sets, shipped, k=SERVED_K, progress=progress
+    )
 
 
 def served_means(rows: list[dict[str, Any]]) -> dict[str, float]:
@@ -305,6 +387,10 @@ def served_means(rows: list[dict[str, Any]]) -> dict[str, float]:
 
 # Sieve as served is judged at the depth users read: recall@10 (and @20 beside it).
 SERVED_K = 10
+# The embedder's fine-tuning gets this share of what --minutes leaves after indexing and synthesis; the
+# re-embedding, its judging and the policy's RL share the rest (RL takes what the others leave).
+EMBEDDER_SHARE = 0.4
+ADAPTED = "adapted embedder"
 HELD = "held-apart synthesized tasks"
 LABELLED = "labelled questions (--eval-tasks)"
 POLICY_NAMES = {"heuristic": "heuristic", "shipped": "learned (shipped)", "retrained": "learned (retrained)"}
@@ -391,10 +477,12 @@ def learned_report(cfg: PipelineConfig, result: dict[str, Any], verdict: Verdict
             for name, r in rows.items()
         ]
         lines.append("")
+    lines += embedder_report(result["embedder"], k)
     if verdict.better:
         lines += [
-            f"Use it: `sieve search ... --policy learned --policy-path {result['model_dir']}`"
-            + (" (the folder holds the policy and its ranker)." if ranker else "."),
+            f"Use it: `sieve search ... --policy-path {cfg.out}` (the run folder: its policy"
+            + (", its ranker" if ranker else "")
+            + (" and its embedder)." if result["embedder"]["kept"] else ")."),
             "",
         ]
     else:
@@ -403,7 +491,41 @@ def learned_report(cfg: PipelineConfig, result: dict[str, Any], verdict: Verdict
             f"stay{'' if ranker else 's'} in `{result['model_dir']}` for inspection.",
             "",
         ]
+    if result["adopted"]:
+        lines += [f"Adopted: {result['adopted']}", ""]
+    elif result["run"]:
+        lines += [f"Not adopted (--no-adopt): `sieve adopt {cfg.out} -c {cfg.collection}` switches to it.", ""]
     return "\n".join(lines)
+
+
+def embedder_report(stage: dict[str, Any], k: int) -> list[str]:
+    """The embedder stage's part of ``report.md``: what was mined and trained, the comparison, the decision."""
+    lines = ["## Embedder", "", f"{'Kept' if stage['kept'] else 'Not kept'}: {stage['reason']}.", ""]
+    if stage.get("pairs"):
+        p, t = stage["pairs"], stage["training"]
+        lines += [
+            f"Pairs mined from the corpus's structure: {p['mined']}; {p['train']} trained on "
+            f"({p['hard_negatives']} with a hard negative), {p['held_apart']} held apart; "
+            f"{t['steps']} steps in {t['seconds']:.0f} s.",
+            "",
+        ]
+    if stage["sets"]:
+        lines += [
+            "| set | n | shipped embedder | adapted embedder | diff | noise |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {s['set']} | {s['n']} | {s['shipped']:.3f} | {s['adapted']:.3f} | {s['diff']:+.3f} | "
+            f"{'-' if s['noise'] is None else format(s['noise'], '.3f')} |"
+            for s in stage["sets"]
+        ]
+        lines += [
+            "",
+            f"(held-apart pairs: recall@10 of the pair's chunk by dense search; task sets: recall@{k} of Sieve "
+            "as served with the shipped policy, span recall where tasks have spans)",
+            "",
+        ]
+    return lines
 
 
 def _llm_route(

@@ -172,7 +172,8 @@ def register(app: typer.Typer) -> None:
         policy_path: Optional[Path] = typer.Option(
             None,
             "--policy-path",
-            help="learned: checkpoint folder (default $SIEVE_POLICY_PATH, else the one shipped with Sieve).",
+            help="learned: checkpoint folder or a run folder of sieve train all (default $SIEVE_POLICY_PATH, else "
+            "the run the collection adopted, else the one shipped with Sieve).",
         ),
         budget: Optional[int] = typer.Option(
             None, "--budget", help="Context budget in tokens (default $SIEVE_BUDGET_TOKENS or 8192)."

@@ -62,7 +62,10 @@ def register(app: typer.Typer) -> None:
         no_exports: bool = typer.Option(False, "--no-exports", help="Skip the BrowseComp-Plus and TREC run files."),
         no_plots: bool = typer.Option(False, "--no-plots", help="Skip the PNG plots."),
         policy_path: Optional[Path] = typer.Option(
-            None, "--policy-path", help="agent:learned checkpoint folder (default: the one shipped with Sieve)."
+            None,
+            "--policy-path",
+            help="agent:learned checkpoint folder, or a run folder of sieve train all (its policy, ranker and "
+            "embedder: the set is re-embedded into a cached copy of its own); default: the shipped one.",
         ),
         agent_set: list[str] = typer.Option(
             [],
@@ -83,6 +86,11 @@ def register(app: typer.Typer) -> None:
         from sieve.eval.runner import EvalConfig, run_eval
 
         ks = _parse_ks(k)
+        if policy_path is not None and embedder is None:
+            from sieve.runs import RunArtifact
+
+            if RunArtifact.is_run(policy_path) and (run_embedder := RunArtifact.load(policy_path).embedder):
+                embedder = str(run_embedder)  # scored as the run serves: its own embedder, its own cached copy
         s = settings_from(
             data_dir, chroma_url, embedder, device=device, **embed_overrides(embed_backend, embed_dtype, bf16)
         )

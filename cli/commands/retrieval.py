@@ -298,6 +298,12 @@ def register(app: typer.Typer) -> None:
     @cli_errors
     def collections_cmd(
         delete: Optional[str] = typer.Option(None, "--delete", help="Delete this collection (and its BM25 index)."),
+        drop_old: Optional[str] = typer.Option(
+            None,
+            "--drop-old",
+            metavar="NAME",
+            help="Delete the versions of NAME it no longer serves (left by sieve adopt's re-embedding).",
+        ),
         yes: bool = typer.Option(False, "--yes", help="Do not ask before deleting."),
         show_all: bool = typer.Option(False, "--all", help="Also list `sieve eval`'s cached corpora."),
         check: bool = typer.Option(
@@ -317,6 +323,15 @@ def register(app: typer.Typer) -> None:
         cfg = settings_from(data_dir, chroma_url).retriever_config()
         if check or repair:
             _check_lock_folder(cfg, repair=repair, as_json=as_json)
+            return
+        if drop_old:
+            from sieve.retriever.reembed import drop_old_versions
+
+            dropped = drop_old_versions(cfg, drop_old)
+            if as_json:
+                print_json({"collection": drop_old, "dropped": dropped})
+            else:
+                typer.echo(f"Dropped {', '.join(dropped)}" if dropped else f"{drop_old} has no old versions")
             return
         if delete:
             from sieve.retriever.index import delete_collection

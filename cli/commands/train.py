@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
@@ -522,6 +524,16 @@ def register(app: typer.Typer) -> None:
             help="The language-model route (SFT + GRPO; for GPU machines) instead of the learned policy network.",
         ),
         ranker: str = typer.Option("keep", "--ranker", help=_field(PipelineConfig, "ranker").metadata["help"]),
+        adapt_embedder: bool = typer.Option(
+            _field(PipelineConfig, "embedder").default == "adapt",
+            "--adapt-embedder/--keep-embedder",
+            help=_field(PipelineConfig, "embedder").metadata["help"],
+        ),
+        adopt: bool = typer.Option(
+            _field(PipelineConfig, "adopt").default,
+            "--adopt/--no-adopt",
+            help=_field(PipelineConfig, "adopt").metadata["help"],
+        ),
         seed: int = typer.Option(0, "--seed", help="Synthesis and training seed."),
         data_dir: Optional[Path] = DataDirOpt,
         chroma_url: Optional[str] = ChromaUrlOpt,
@@ -556,6 +568,8 @@ def register(app: typer.Typer) -> None:
             steps=steps,
             minutes=minutes,
             ranker=ranker,  # type: ignore[arg-type]
+            embedder="adapt" if adapt_embedder else "keep",
+            adopt=adopt,
             eval_tasks=eval_tasks,
             **_given(n=n),
         )
@@ -573,18 +587,49 @@ def register(app: typer.Typer) -> None:
                 )
                 + "; ".join(v["reasons"])
             )
-            use = result["policy_path"]
-            typer.echo(
-                f"Use: --policy learned --policy-path {use}"
-                if use
-                else f"Retrained checkpoint kept for inspection: {result['model_dir']}"
-            )
+            stage = result["embedder"]
+            typer.echo(f"Embedder: {'adapted and kept' if stage['kept'] else 'shipped'} ({stage['reason']}).")
+            if result["adopted"]:
+                typer.echo(result["adopted"])
+            elif result["run"]:
+                typer.echo(f"Use: --policy-path {result['run']}, or sieve adopt {result['run']} -c {cfg.collection}")
+            else:
+                typer.echo(f"Retrained checkpoint kept for inspection: {result['model_dir']}")
         else:
             typer.echo(f"Done: model {result['model_dir']}")
         typer.echo(f"Report: {result['report']}; summary: {result['summary']}")
 
     add_embedder_command(train)
     app.add_typer(train)
+
+    @app.command("adopt")
+    @cli_errors
+    def adopt_cmd(
+        run: Path = typer.Argument(..., help="A run folder of sieve train all (it holds run.json)."),
+        collection: Optional[str] = CollectionOpt,
+        data_dir: Optional[Path] = DataDirOpt,
+        chroma_url: Optional[str] = ChromaUrlOpt,
+        as_json: bool = JsonOpt,
+    ) -> None:
+        """Make RUN the one COLLECTION serves with: commands on it then use the run's policy (and ranker) with no
+        flag. A run that adapted the embedder re-embeds the collection into a new version and switches to it in
+        one step (searches see the old vectors or the new, never a mix); the old version stays until
+        `sieve collections --drop-old NAME`."""
+        from sieve.train.adopt import adopt_run
+
+        s = settings_from(data_dir, chroma_url, collection=collection)
+        report = adopt_run(s.retriever_config(), s.collection, run, progress=not as_json)
+        if as_json:
+            print_json(
+                {
+                    "collection": report.collection,
+                    "run": report.run,
+                    "previous_run": report.previous_run,
+                    "switch": None if report.switch is None else dataclasses.asdict(report.switch),
+                }
+            )
+            return
+        typer.echo(report.describe())
 
 
 __all__ = ["register"]

@@ -112,14 +112,17 @@ def test_the_report_recommends_only_a_better_model(tmp_path: Path) -> None:
         },
         "ranker": None,
         "n_eval_tasks": 0,
+        "embedder": {"kept": False, "reason": "kept as shipped (--embedder keep)", "sets": []},
+        "adopted": None,
+        "run": None,
     }
     worse = decide([_set("held", [1.0, 0.5] * 12, [0.5, 0.5] * 12)], "held", CFG)
     text = learned_report(cfg, result, worse, 10)
-    assert "Keep the shipped default" in text and "--policy-path run/rl/model" not in text
+    assert "Keep the shipped default" in text and "--policy-path" not in text.replace("(no `--policy-path`)", "")
     assert "24 held out" in text and "solves 60 of 72 training tasks; trained on 18 (12 unsolved + 6 solved" in text
     assert "stopped by the time budget (1 min)" in text and worse.rule in text
     assert "the shipped closing ranker kept" in text and "| held | shipped | 24 | 0.750 | 0.500 | 0.800 |" in text
     assert "Decided on synthetic tasks only" in text  # no --eval-tasks: the report says what that verdict rests on
     better = decide([_set("held", [0.5, 0.0] * 12, [1.0, 0.5] * 12)], "held", CFG)
     text = learned_report(cfg, result, better, 10)
-    assert "--policy-path run/rl/model" in text and "Keep the shipped default" not in text
+    assert f"--policy-path {cfg.out}`" in text and "Keep the shipped default" not in text

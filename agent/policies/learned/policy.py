@@ -102,7 +102,12 @@ class LearnedPolicy:
     def load(
         cls, path: str | Path | None = None, *, sample: bool = False, record: bool = False, temperature: float = 1.0
     ) -> LearnedPolicy:
-        """The policy saved in ``path`` (a checkpoint folder; ``None``: the shipped default)."""
+        """The policy saved in ``path``: a checkpoint folder, a run folder of ``sieve train all`` (its
+        policy, or the shipped one when the run kept it), or ``None`` (the shipped default)."""
+        from sieve.runs import RunArtifact
+
+        if path is not None and RunArtifact.is_run(path):
+            path = RunArtifact.load(path).policy
         folder = Path(path) if path is not None else default_checkpoint()
         if sample or record:  # training: the torch network, whose decisions can be re-scored with gradients
             from sieve.agent.policies.learned.network import load_checkpoint
