@@ -170,3 +170,28 @@ def test_stream_reports_timeout_as_error_event(timeouts) -> None:
             return
         events = list(iter_sse(r.iter_lines()))
     assert events[-1].event == "error" and events[-1].data["code"] == "timeout"
+
+
+def test_a_collection_that_adopted_a_run_is_served_with_its_policy(http: httpx.Client, live, tmp_path) -> None:
+    """`sieve adopt` records a run on a collection: the server's searches on it use the run's policy, with no
+    setting changed; the other collections keep the server's policy."""
+    import shutil
+
+    from sieve.agent.policies.learned.policy import default_checkpoint
+    from sieve.runs import RunArtifact
+
+    run = RunArtifact(tmp_path / "run", policy=tmp_path / "run" / "policy", embedder=None)
+    shutil.copytree(default_checkpoint(), run.policy)
+    run.save()
+    index = live.state.index(TINY)
+    with index.write_lock.hold():
+        index.store.record_run(str(run.folder))
+    try:
+        for collection in (TINY, None):
+            r = http.post("/v1/search", json={"query": "hybrid retrieval", "k": 3, "collection": collection})
+            assert r.status_code == 200, r.text
+        keys = set(live.state._policies)
+        assert f"learned|{run.folder}" in keys and "learned|" in keys, keys
+    finally:
+        with index.write_lock.hold():
+            index.store.record_run(None)
