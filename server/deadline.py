@@ -35,6 +35,15 @@ def time_left(limit_s: float) -> float:
     return max(0.0, min(limit_s, deadline - time.monotonic()))
 
 
+def extend_deadline(limit_s: float) -> None:
+    """Give the current request until ``limit_s`` from now, if that is later than its deadline (an LLM
+    episode's own time limit, ``SIEVE_MAX_WALL_S``, may exceed ``SIEVE_REQUEST_TIMEOUT_S``); call it
+    from the route, before any waiting, so that it covers the queue wait too."""
+    deadline = _DEADLINE.get()
+    if deadline is not None:
+        _DEADLINE.set(max(deadline, time.monotonic() + limit_s))
+
+
 class RequestDeadline:
     """ASGI: give each HTTP request its deadline, ``timeout_s`` after it arrives."""
 
@@ -53,4 +62,4 @@ class RequestDeadline:
             _DEADLINE.reset(token)
 
 
-__all__ = ["RequestDeadline", "time_left"]
+__all__ = ["RequestDeadline", "extend_deadline", "time_left"]
