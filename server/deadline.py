@@ -35,13 +35,14 @@ def time_left(limit_s: float) -> float:
     return max(0.0, min(limit_s, deadline - time.monotonic()))
 
 
-def extend_deadline(limit_s: float) -> None:
-    """Give the current request until ``limit_s`` from now, if that is later than its deadline (an LLM
-    episode's own time limit, ``SIEVE_MAX_WALL_S``, may exceed ``SIEVE_REQUEST_TIMEOUT_S``); call it
-    from the route, before any waiting, so that it covers the queue wait too."""
+def extend_deadline(limit_s: float, timeout_s: float) -> None:
+    """Give the current request ``limit_s`` from its arrival instead of its ``timeout_s`` (the one
+    :class:`RequestDeadline` gave it), when that is longer: an LLM episode's own time limit,
+    ``SIEVE_MAX_WALL_S``, may exceed ``SIEVE_REQUEST_TIMEOUT_S``. Call it from the route, before any
+    waiting, so that it covers the queue wait too."""
     deadline = _DEADLINE.get()
-    if deadline is not None:
-        _DEADLINE.set(max(deadline, time.monotonic() + limit_s))
+    if deadline is not None and limit_s > timeout_s:
+        _DEADLINE.set(deadline + (limit_s - timeout_s))
 
 
 class RequestDeadline:

@@ -97,7 +97,8 @@ async def _admit(state: AppState, req: EpisodeRequest) -> tuple[str, Slot]:
     for another episode (503), unknown collection (404). Returns the collection and the held place."""
     agent_config(state, req)
     policy_name(state, req.policy)
-    extend_deadline(episode_time_s(state, req))  # an LLM episode may take longer than SIEVE_REQUEST_TIMEOUT_S
+    # An LLM episode may take longer than SIEVE_REQUEST_TIMEOUT_S (SIEVE_MAX_WALL_S).
+    extend_deadline(episode_time_s(state, req), state.settings.request_timeout_s)
     slot = await state.episodes.enter()
 
     def work() -> str:
