@@ -191,8 +191,11 @@ def _stop_on(cancel: CancelToken) -> Any:
 
 
 def _args_dict_msg(m: dict[str, Any]) -> dict[str, Any]:
-    """Tool-call arguments as dicts (templates apply ``tojson`` to them) and contents as strings."""
+    """Tool-call arguments as dicts (templates apply ``tojson`` to them), contents as strings, reasoning as ``thinking``."""
     out = {**m, "content": str(m.get("content") or "")}
+    reasoning = m.get("reasoning_content") or m.get("reasoning")
+    if reasoning:  # gpt-oss's template reads an assistant turn's reasoning as `thinking` (Qwen3's as reasoning_content)
+        out["thinking"] = reasoning
     if m.get("tool_calls"):
         out["tool_calls"] = [_args_dict(c) for c in m["tool_calls"]]
     return out

@@ -232,3 +232,11 @@ def test_a_turn_cut_by_length_is_retried_once_with_more_tokens(fake, sample_inde
     trace = _agent(sample_index, fake, max_new_tokens=64, length_retry_tokens=1024).run("Lindbergh aircraft")
     assert trace.stop_reason == "truncated" and "ran out of tokens" in trace.warnings[0]
     assert len(fake.requests) == 2
+
+
+def test_reasoning_reaches_a_local_chat_template_as_thinking():
+    from sieve.agent.backends.local import _args_dict_msg
+
+    msg = {"role": "assistant", "content": "", "reasoning_content": "Search first.", "tool_calls": []}
+    assert _args_dict_msg(msg)["thinking"] == "Search first."  # gpt-oss's template reads `thinking`
+    assert "thinking" not in _args_dict_msg({"role": "assistant", "content": "Paris."})

@@ -19,7 +19,7 @@ import logging
 import queue
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sieve.train.llm.chat_format import prompt_ids as render_prompt_ids
@@ -252,6 +252,9 @@ def run_rollouts(
     from sieve.agent.policies.llm import LLMPolicy
     from sieve.pruning.tokens import HFTokenCounter
 
+    # One recorded segment per turn is what GRPO trains on: a turn cut by max_new_tokens is not asked
+    # again (the serving-time retry would record a second segment for it); it ends as "truncated".
+    agent_config = replace(agent_config, length_retry_tokens=0)
     generator = BatchedGenerator(batch_fn, max_batch=max(1, workers))
     counter = HFTokenCounter(tokenizer)
     results: list[Rollout | None] = [None] * len(questions)
