@@ -166,7 +166,13 @@ class AgentConfig:
     max_total_tokens: int = field(
         default=400_000, metadata={"help": "Hard cap on prompt + completion tokens processed over an episode."}
     )
-    max_wall_s: float = field(default=300.0, metadata={"help": "Hard cap on an episode's wall time, in seconds."})
+    max_wall_s: float = field(
+        default=300.0,
+        metadata={
+            "help": "Hard cap on an episode's wall time, in seconds (the server gives LLM policies' requests this "
+            "long; other policies' requests stay within SIEVE_REQUEST_TIMEOUT_S)."
+        },
+    )
     # -- tools --
     k: int = field(default=10, metadata={"help": "Size of the returned evidence set."})
     search_k: int = field(default=10, metadata={"help": "Most chunks one search call shows."})
@@ -211,6 +217,27 @@ class AgentConfig:
         metadata={
             "help": "OpenAI tool_choice; vLLM returns structured tool calls reliably only with "
             "'required' (guided decoding) unless started with a tool-call parser."
+        },
+    )
+    reasoning_effort: Literal["low", "medium", "high"] | None = field(
+        default=None,
+        metadata={
+            "help": "Reasoning effort asked of a reasoning model (gpt-oss: low, medium, high; "
+            "sent as reasoning_effort, or in the harmony system message); unset: the server's default."
+        },
+    )
+    api: Literal["chat", "harmony"] = field(
+        default="chat",
+        metadata={
+            "help": "openai policy: chat = POST /chat/completions with tools (vLLM, Ollama, llama.cpp); harmony = "
+            "POST /completions with a gpt-oss harmony prompt Sieve renders itself (a server with no tool parser)."
+        },
+    )
+    length_retry_tokens: int = field(
+        default=2048,
+        metadata={
+            "help": "A turn cut by max_new_tokens (finish_reason=length) with no complete tool call is asked "
+            "again once with this many tokens; 0: never (the episode then ends with stop_reason truncated)."
         },
     )
     timeout_s: float = field(default=120.0, metadata={"help": "Per-request timeout of the OpenAI backend."})
@@ -260,6 +287,14 @@ class AgentConfig:
             raise InvalidInput(f"Expected 0 <= rescore_dense <= 1, got {self.rescore_dense}")
         if self.tool_choice not in ("auto", "required"):
             raise InvalidInput(f"Expected tool_choice in ('auto', 'required'), got {self.tool_choice!r}")
+        if self.reasoning_effort not in (None, "low", "medium", "high"):
+            raise InvalidInput(
+                f"Expected reasoning_effort in ('low', 'medium', 'high') or unset, got {self.reasoning_effort!r}"
+            )
+        if self.api not in ("chat", "harmony"):
+            raise InvalidInput(f"Expected api in ('chat', 'harmony'), got {self.api!r}")
+        if self.length_retry_tokens < 0:
+            raise InvalidInput(f"Expected length_retry_tokens >= 0, got {self.length_retry_tokens}")
         if self.read_window < 0 or self.retries < 0:
             raise InvalidInput(f"Expected read_window >= 0 and retries >= 0, got {self.read_window}, {self.retries}")
         if self.max_wall_s <= 0 or self.timeout_s <= 0:

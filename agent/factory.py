@@ -68,13 +68,24 @@ def _openai(config: AgentConfig, backend: ChatBackend | None) -> Policy:
     from sieve.agent.policies.llm import LLMPolicy
 
     if backend is None:
-        from sieve.agent.backends.openai import OpenAIBackend
+        from sieve.agent.backends.openai import HarmonyCompletionsBackend, OpenAIBackend
 
-        backend = OpenAIBackend(
-            config.base_url, config.model, api_key=config.api_key, timeout=config.timeout_s, retries=config.retries
+        kind = HarmonyCompletionsBackend if config.api == "harmony" else OpenAIBackend
+        backend = kind(
+            config.base_url,
+            config.model,
+            api_key=config.api_key,
+            timeout=config.timeout_s,
+            retries=config.retries,
+            reasoning_effort=config.reasoning_effort,
         )
-    # Served models' tokenizers are not local: the budget counts ~4 characters a token.
-    return LLMPolicy(backend, config, name="openai", tool_choice=config.tool_choice)
+    from sieve.agent.backends.tokens import LabelledEstimate, served_model_counter
+
+    # The budget counts in the served model's tokens when its tokenizer is here, else ~4 characters a token.
+    # A backend passed in (a test's script, a caller's own) is counted by the model it names, if any.
+    model = getattr(backend, "model", None)
+    counter = served_model_counter(model) if isinstance(model, str) else LabelledEstimate()
+    return LLMPolicy(backend, config, name="openai", counter=counter)
 
 
 def _local(config: AgentConfig, backend: ChatBackend | None) -> Policy:

@@ -13,7 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from sieve.agent.backends.tokens import counter_label
 from sieve.agent.cancel import Cancelled
+from sieve.agent.citations import resolve_citations
 from sieve.agent.config import AgentConfig
 from sieve.agent.episode import Episode
 from sieve.agent.factory import adopted_config, make_policy
@@ -293,7 +295,8 @@ class _EpisodeRun:
             collection=agent.index.name,
             policy=agent.policy.name,
             budget_tokens=cfg.budget_tokens,
-            meta={"seed": seed, "rollout": rollout},
+            # Which tokens the budget counts: the model's own, or an estimate (labelled so).
+            meta={"seed": seed, "rollout": rollout, "token_count": counter_label(self.context.counter)},
         )
         self.emit = emit
         self.n_calls = 0
@@ -367,11 +370,14 @@ class _EpisodeRun:
         turn = Turn(
             index=turn_i,
             completion=step.completion or step.text,
+            reasoning=step.reasoning,
             completion_tokens=step.completion_tokens,
             prompt_messages=prompt,
             meta={k: v for k, v in step.meta.items() if k != "stop_reason"},
         )
         self.trace.turns.append(turn)
+        if step.reasoning:
+            self.emit({"type": "reasoning", "turn": turn_i, "text": step.reasoning})
         self.trace.tokens_total += (step.prompt_tokens or self.context.tokens()) + step.completion_tokens
         if not step.tool_calls:
             self._answer(step, turn, t_turn)
@@ -395,6 +401,16 @@ class _EpisodeRun:
         """
         self.context.add("assistant", step.text)
         self.stop = "no_tool_call"
+        if step.meta.get("finish_reason") == "length":
+            self.stop = "truncated"
+            retried = step.meta.get("length_retry")
+            cap = retried["max_tokens"] if isinstance(retried, dict) else self.config.max_new_tokens
+            self.trace.warnings.append(
+                f"Policy {self.policy.name!r} ran out of tokens in turn {turn.index + 1} (finish_reason=length at "
+                f"{cap} tokens{', after one retry' if retried else ''}) before writing a tool call; raise "
+                "--max-new-tokens / --length-retry-tokens (SIEVE_MAX_NEW_TOKENS, SIEVE_LENGTH_RETRY_TOKENS) or lower "
+                "--reasoning-effort"
+            )
         text = step.text.strip() or None
         if self.context.seen_ids:
             self.trace.answer = text
@@ -413,7 +429,13 @@ class _EpisodeRun:
         for j, c in enumerate(calls):
             c.call_id = c.call_id or f"call_{turn_i}_{j}"
         allowed = max(0, min(cfg.max_calls_per_turn, cfg.max_tool_calls - self.n_calls))
-        self.context.add("assistant", step.text, tool_calls=[c.to_openai() for c in calls])
+        self.context.add(
+            "assistant",
+            step.text,
+            tool_calls=[c.to_openai() for c in calls],
+            reasoning=step.reasoning,
+            reasoning_field=step.reasoning_field,
+        )
         self.emit(
             {
                 "type": "action",
@@ -466,6 +488,7 @@ class _EpisodeRun:
         trace.returned = self._returned()
         if self.finish is not None:
             trace.answer = self.finish.answer or trace.answer
+        trace.citations = resolve_citations(trace.answer, context)
         trace.peak_context_tokens = max(trace.peak_context_tokens, context.tokens())
         if self.config.record_prompts:
             trace.meta["trajectory"] = context.full()  # every message unpruned: what scoring may read
@@ -536,7 +559,7 @@ def fuse_traces(traces: list[Trace], *, k: int, rrf_k: int = 60, wall_ms: float 
             turns.append(Turn(**{**turn.__dict__, "index": len(turns)}))
     first = traces[0]
     pruned_any = dict.fromkeys(c for t in traces for c in t.pruned_chunk_ids)
-    answers = [t.answer for t in traces if t.answer]
+    answered = [t for t in traces if t.answer]
     return Trace(
         question=first.question,
         collection=first.collection,
@@ -546,7 +569,8 @@ def fuse_traces(traces: list[Trace], *, k: int, rrf_k: int = 60, wall_ms: float 
         seen_doc_ids=list(dict.fromkeys(d for t in traces for d in t.seen_doc_ids)),
         pruned_chunk_ids=[c for c in pruned_any if c not in by_id],
         returned=returned,
-        answer=answers[0] if answers else None,
+        answer=answered[0].answer if answered else None,
+        citations=list(answered[0].citations) if answered else [],
         warnings=list(dict.fromkeys(w for t in traces for w in t.warnings)),
         stop_reason="finished"
         if any(t.stop_reason in ("finished", "converged") for t in traces)

@@ -249,8 +249,14 @@ def prompt_tool_list(config: AgentConfig | None = None) -> str:
 
 
 def canonical_tool(name: str) -> str:
-    """The registered name a model's tool name stands for (an alias resolved; unknown names unchanged)."""
-    name = (name or "").strip()
+    """The registered name a model's tool name stands for (an alias resolved, harmony's ``functions.``
+    namespace dropped; unknown names unchanged).
+
+    Example:
+        >>> canonical_tool("functions.search"), canonical_tool("search_corpus")
+        ('search', 'search')
+    """
+    name = (name or "").strip().removeprefix("functions.")
     return call_aliases().get(name, name)
 
 

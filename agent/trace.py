@@ -22,6 +22,7 @@ StopReason = Literal[
     "backend_error",
     "converged",  # no-LLM policy: new searches stopped adding relevant chunks
     "cancelled",  # stopped from outside (CancelToken): a client that left, a deadline
+    "truncated",  # the model's turn ran out of tokens (finish_reason=length) with no tool call, even when retried
 ]
 
 
@@ -45,6 +46,7 @@ class Turn:
 
     index: int
     completion: str = ""  # raw text the model produced this turn (tool calls included)
+    reasoning: str = ""  # the model's reasoning this turn (reasoning_content, or harmony's analysis channel)
     completion_tokens: int = 0
     context_tokens: int = 0  # tokens in the model's (pruned) view after this turn
     tool_calls: list[ToolCall] = field(default_factory=list)
@@ -89,6 +91,9 @@ class Trace:
     pruned_chunk_ids: list[str] = field(default_factory=list)
     returned: list[Evidence] = field(default_factory=list)
     answer: str | None = None
+    # The answer's citations in order of first mention: {"handle": "c1", "chunk_id", "doc_id", "title"}
+    # for each [c1]-style handle the answer names (handles that name no chunk seen are left out).
+    citations: list[dict[str, Any]] = field(default_factory=list)
     stop_reason: StopReason = "finished"
     budget_tokens: int = 0
     tokens_total: int = 0  # prompt + completion tokens processed over the episode

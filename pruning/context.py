@@ -61,6 +61,11 @@ class Message:
     tool_call_id: str | None = None
     name: str | None = None
     fixed_tokens: int = 0  # everything but the chunk blocks
+    # An assistant turn's reasoning, sent back to the model under ``reasoning_field`` (the name its
+    # server gave it: ``reasoning_content`` or ``reasoning``) so a reasoning model keeps its thread
+    # between the tool calls of an episode.
+    reasoning: str = ""
+    reasoning_field: str = "reasoning_content"
 
 
 def render_chunk(entry: ChunkEntry) -> str:
@@ -101,6 +106,8 @@ class ContextState:
         tool_calls: list[dict[str, Any]] | None = None,
         tool_call_id: str | None = None,
         name: str | None = None,
+        reasoning: str = "",
+        reasoning_field: str = "reasoning_content",
     ) -> Message:
         msg = Message(
             role=role,
@@ -111,8 +118,12 @@ class ContextState:
             tool_calls=tool_calls,
             tool_call_id=tool_call_id,
             name=name,
+            reasoning=reasoning,
+            reasoning_field=reasoning_field,
         )
-        fixed = MESSAGE_OVERHEAD + self.counter.count(content) + self.counter.count(suffix)
+        fixed = (
+            MESSAGE_OVERHEAD + self.counter.count(content) + self.counter.count(suffix) + self.counter.count(reasoning)
+        )
         for call in tool_calls or ():
             fn = call.get("function", {})
             fixed += self.counter.count(str(fn.get("name", ""))) + self.counter.count(str(fn.get("arguments", "")))
@@ -133,6 +144,8 @@ class ContextState:
             blocks.append(render_pruned(entry) if pruned_view and entry.pruned else render_chunk(entry))
         parts = [p for p in (msg.content, "\n\n".join(blocks), msg.suffix) if p]
         out: dict[str, Any] = {"role": msg.role, "content": "\n\n".join(parts)}
+        if msg.reasoning:
+            out[msg.reasoning_field] = msg.reasoning
         if msg.tool_calls:
             out["tool_calls"] = msg.tool_calls
         if msg.tool_call_id is not None:

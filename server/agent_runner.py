@@ -48,6 +48,36 @@ class EpisodeRequest:
     filters: dict[str, Any] | None = None
     rollouts: int = 1
     group_by_doc: bool = False
+    # LLM policies (None = the server's setting; a request may lower the caps, never raise them)
+    reasoning_effort: str | None = None
+    tool_choice: str | None = None
+    max_new_tokens: int | None = None
+    max_tool_calls: int | None = None
+    max_wall_s: float | None = None
+
+
+def _at_most(name: str, asked: float | None, cap: float) -> float:
+    if asked is not None and asked > cap:
+        raise InvalidInput(f"Expected {name} <= {cap} (SIEVE_{name.upper()}), got {asked}")
+    return cap if asked is None else asked
+
+
+def is_llm_policy(name: str) -> bool:
+    """Whether the policy registered as ``name`` runs a language model (its episodes get ``SIEVE_MAX_WALL_S``)."""
+    from sieve.agent.factory import POLICIES
+
+    spec = POLICIES.get(name)
+    return spec is not None and spec.requires != "none"
+
+
+def episode_time_s(state: AppState, req: EpisodeRequest) -> float:
+    """How long ``req``'s episode may run: an LLM policy's ``max_wall_s`` (setting or request), else the
+    request timeout. The request's deadline is moved to match (:func:`~sieve.server.deadline.extend_deadline`)."""
+    s = state.settings
+    name = req.policy or s.policy
+    if not is_llm_policy(name):
+        return s.request_timeout_s
+    return float(_at_most("max_wall_s", req.max_wall_s, s.max_wall_s))
 
 
 def agent_config(state: AppState, req: EpisodeRequest | None = None) -> AgentConfig:
@@ -61,9 +91,17 @@ def agent_config(state: AppState, req: EpisodeRequest | None = None) -> AgentCon
     max_turns = req.max_turns or s.max_turns
     if max_turns > s.max_turns:
         raise InvalidInput(f"Expected max_turns <= {s.max_turns} (SIEVE_MAX_TURNS), got {max_turns}")
+    llm: dict[str, Any] = {
+        "max_new_tokens": int(_at_most("max_new_tokens", req.max_new_tokens, s.max_new_tokens)),
+        "max_tool_calls": int(_at_most("max_tool_calls", req.max_tool_calls, s.max_tool_calls)),
+    }
+    if req.reasoning_effort is not None:
+        llm["reasoning_effort"] = req.reasoning_effort
+    if req.tool_choice is not None:
+        llm["tool_choice"] = req.tool_choice
     # The agent checks its wall clock every turn: stopping there frees the worker thread that a
     # request timeout otherwise only abandons.
-    return s.agent_config(k=k, budget_tokens=budget, max_turns=max_turns, max_wall_s=s.request_timeout_s)
+    return s.agent_config(k=k, budget_tokens=budget, max_turns=max_turns, max_wall_s=episode_time_s(state, req), **llm)
 
 
 def policy_name(state: AppState, requested: str | None) -> str:
@@ -117,7 +155,7 @@ def _episode_work(
         req,
         on_event,
         cancel,
-        timeout=state.settings.request_timeout_s,
+        timeout=episode_time_s(state, req),
         slot=slot,
         on_timeout=lambda: cancel_episode(state, cancel, "timeout"),
     )
@@ -263,6 +301,8 @@ __all__ = [
     "EpisodeRequest",
     "agent_config",
     "cancel_episode",
+    "episode_time_s",
+    "is_llm_policy",
     "check_filters",
     "context1_events",
     "policy_name",

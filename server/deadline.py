@@ -35,6 +35,16 @@ def time_left(limit_s: float) -> float:
     return max(0.0, min(limit_s, deadline - time.monotonic()))
 
 
+def extend_deadline(limit_s: float, timeout_s: float) -> None:
+    """Give the current request ``limit_s`` from its arrival instead of its ``timeout_s`` (the one
+    :class:`RequestDeadline` gave it), when that is longer: an LLM episode's own time limit,
+    ``SIEVE_MAX_WALL_S``, may exceed ``SIEVE_REQUEST_TIMEOUT_S``. Call it from the route, before any
+    waiting, so that it covers the queue wait too."""
+    deadline = _DEADLINE.get()
+    if deadline is not None and limit_s > timeout_s:
+        _DEADLINE.set(deadline + (limit_s - timeout_s))
+
+
 class RequestDeadline:
     """ASGI: give each HTTP request its deadline, ``timeout_s`` after it arrives."""
 
@@ -53,4 +63,4 @@ class RequestDeadline:
             _DEADLINE.reset(token)
 
 
-__all__ = ["RequestDeadline", "time_left"]
+__all__ = ["RequestDeadline", "extend_deadline", "time_left"]

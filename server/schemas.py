@@ -86,6 +86,15 @@ class _UnicodeBody(BaseModel):
         return data
 
 
+def _agent_help(name: str) -> str:
+    """The help of the ``AgentConfig`` field ``name``: written once, there."""
+    import dataclasses
+
+    from sieve.agent.config import AgentConfig
+
+    return str(next(f for f in dataclasses.fields(AgentConfig) if f.name == name).metadata["help"])
+
+
 # -- shared result shapes ---------------------------------------------------------------------------
 class EvidenceOut(BaseModel):
     """One ranked result: a chunk, its score and where it came from."""
@@ -154,6 +163,32 @@ class SearchRequest(_Strict, _UnicodeBody):
     )
     include_trace: bool = False
     stream: bool = Field(default=False, description="Send Server-Sent Events: one per tool call, then the result.")
+    # LLM policies (openai, local): unset = the server's setting; caps may be lowered, never raised.
+    reasoning_effort: Literal["low", "medium", "high"] | None = Field(
+        default=None, description=_agent_help("reasoning_effort")
+    )
+    tool_choice: Literal["auto", "required"] | None = Field(default=None, description=_agent_help("tool_choice"))
+    max_new_tokens: int | None = Field(
+        default=None, ge=1, description=_agent_help("max_new_tokens") + " At most the server's SIEVE_MAX_NEW_TOKENS."
+    )
+    max_tool_calls: int | None = Field(
+        default=None, ge=1, description=_agent_help("max_tool_calls") + " At most the server's SIEVE_MAX_TOOL_CALLS."
+    )
+    max_wall_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Wall-time limit of an LLM policy's episode, in seconds (at most the server's SIEVE_MAX_WALL_S; "
+        "other policies stay within SIEVE_REQUEST_TIMEOUT_S).",
+    )
+
+
+class CitationOut(BaseModel):
+    """A chunk the answer cites by its handle (``[c1]``), resolved."""
+
+    handle: str = Field(description="The handle as the answer writes it, e.g. `c1`.")
+    chunk_id: str
+    doc_id: str
+    title: str = ""
 
 
 class SearchResponse(BaseModel):
@@ -161,7 +196,12 @@ class SearchResponse(BaseModel):
     collection: str
     policy: str
     results: list[EvidenceOut]
-    answer: str | None = None
+    answer: str | None = Field(
+        default=None, description="The policy's answer, if it wrote one; it cites chunks by handle (`[c1]`)."
+    )
+    citations: list[CitationOut] = Field(
+        default_factory=list, description="The chunks the answer cites, in order of first mention."
+    )
     stop_reason: str = ""
     warnings: list[str] = Field(
         default_factory=list,

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
@@ -65,4 +66,38 @@ def quiet_hf_progress() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-__all__ = ["RUNTIME_ENV", "export_to_children", "prepare_runtime", "quiet_hf_progress"]
+# openai-harmony reads TIKTOKEN_ENCODINGS_BASE from the environment while it loads its vocabulary:
+# loads that set it for a moment are serialised so that two never see each other's value.
+_TIKTOKEN_LOCK = threading.Lock()
+TIKTOKEN_BASE = "TIKTOKEN_ENCODINGS_BASE"
+
+
+def user_tiktoken_folder() -> str | None:
+    """The folder of tiktoken vocabularies the user chose (``TIKTOKEN_ENCODINGS_BASE``), if any."""
+    return os.environ.get(TIKTOKEN_BASE) or None
+
+
+@contextmanager
+def tiktoken_folder(folder: str) -> Iterator[None]:
+    """``TIKTOKEN_ENCODINGS_BASE=folder`` while the block runs (openai-harmony loading its vocabulary),
+    then as it was; one such block at a time."""
+    with _TIKTOKEN_LOCK:
+        before = os.environ.get(TIKTOKEN_BASE)
+        os.environ[TIKTOKEN_BASE] = folder
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop(TIKTOKEN_BASE, None)
+            else:
+                os.environ[TIKTOKEN_BASE] = before
+
+
+__all__ = [
+    "RUNTIME_ENV",
+    "export_to_children",
+    "prepare_runtime",
+    "quiet_hf_progress",
+    "tiktoken_folder",
+    "user_tiktoken_folder",
+]

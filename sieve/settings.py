@@ -125,6 +125,15 @@ class Settings(BaseSettings):
     openai_base_url: str | None = Field(default=None, description="OpenAI-compatible base URL (e.g. vLLM).")
     openai_model: str | None = Field(default=None, description="Model name served at `SIEVE_OPENAI_BASE_URL`.")
     openai_api_key: str | None = Field(default=None, description="Key for the OpenAI-compatible backend.")
+    # LLM policies: one home each, the AgentConfig field (its default and help)
+    openai_api: Literal["chat", "harmony"] = _from(AgentConfig, "api")
+    reasoning_effort: Literal["low", "medium", "high"] | None = _from(AgentConfig, "reasoning_effort")
+    tool_choice: Literal["auto", "required"] = _from(AgentConfig, "tool_choice")
+    max_new_tokens: int = _from(AgentConfig, "max_new_tokens", ge=1)
+    length_retry_tokens: int = _from(AgentConfig, "length_retry_tokens", ge=0)
+    max_tool_calls: int = _from(AgentConfig, "max_tool_calls", ge=1)
+    # The server gives an LLM policy's request this long instead of SIEVE_REQUEST_TIMEOUT_S (server/agent_runner.py).
+    max_wall_s: float = _from(AgentConfig, "max_wall_s", gt=0)
     local_model: str | None = Field(default=None, description="Local HF model folder for the `local` policy.")
     allow_local: bool = Field(
         default=False,
@@ -263,6 +272,13 @@ class Settings(BaseSettings):
             "max_turns": self.max_turns,
             "k": self.k,
             "models_dir": self.retriever_config().models_dir,
+            "api": self.openai_api,
+            "reasoning_effort": self.reasoning_effort,
+            "tool_choice": self.tool_choice,
+            "max_new_tokens": self.max_new_tokens,
+            "length_retry_tokens": self.length_retry_tokens,
+            "max_tool_calls": self.max_tool_calls,
+            "max_wall_s": self.max_wall_s,
         }
         optional = {
             "base_url": self.openai_base_url,
@@ -316,14 +332,23 @@ class Settings(BaseSettings):
         return name
 
     def agent_overrides(self) -> dict[str, Any]:
-        """The ``AgentConfig`` fields these settings set explicitly (model endpoints, local model, floor).
+        """The ``AgentConfig`` fields these settings set explicitly (model endpoints and LLM settings, local model, floor).
 
         For code that builds its own ``AgentConfig`` around other defaults (``sieve eval`` sets ``k``
         to the deepest cut-off) but must still honour ``SIEVE_OPENAI_*``, ``SIEVE_LOCAL_MODEL`` and
         ``SIEVE_FLOOR``.
         """
         cfg = self.agent_config()
-        names = ["models_dir", "floor"] + [
+        llm = [
+            "api",
+            "reasoning_effort",
+            "tool_choice",
+            "max_new_tokens",
+            "length_retry_tokens",
+            "max_tool_calls",
+            "max_wall_s",
+        ]
+        names = ["models_dir", "floor", *llm] + [
             n
             for n, v in (
                 ("base_url", self.openai_base_url),

@@ -38,6 +38,10 @@ class ChatResult:
     completion_tokens: int = 0
     raw: str = ""  # the completion exactly as generated (text + tool-call markup), for RL
     finish_reason: str = ""
+    # The model's reasoning this turn (``reasoning_content`` / ``reasoning`` of the reply, or harmony's
+    # analysis channel), and the field name the server used for it: it is sent back under that name.
+    reasoning: str = ""
+    reasoning_field: str = "reasoning_content"
 
 
 @runtime_checkable

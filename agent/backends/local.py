@@ -15,6 +15,7 @@ from threading import Lock
 from typing import TYPE_CHECKING, Any
 
 from sieve.agent.backends.base import ChatResult
+from sieve.agent.backends.harmony import Reply, has_special_tokens, is_harmony, read_reply
 from sieve.agent.backends.parsing import calls_in_text, parse_arguments
 from sieve.agent.cancel import Cancelled
 from sieve.errors import BackendError, ModelUnavailable
@@ -158,15 +159,22 @@ class LocalBackend:
         if cancel is not None and cancel.cancelled:
             raise Cancelled(f"Cancelled ({cancel.reason}) while generating")
         new = out[0, ids.shape[1] :]
-        text = self.tokenizer.decode(new, skip_special_tokens=True)
-        calls, shown = calls_in_text(text)
+        # Parsed before any special token is stripped: a harmony (gpt-oss) turn is delimited by them.
+        kept = self.tokenizer.decode(new, skip_special_tokens=False)
+        if is_harmony(kept) and has_special_tokens(kept):
+            text, reply = kept, read_reply(kept)
+        else:
+            text = self.tokenizer.decode(new, skip_special_tokens=True)
+            calls, shown = calls_in_text(text)
+            reply = Reply(calls=calls, text=shown)
         return ChatResult(
-            text=shown,
-            tool_calls=calls,
+            text=reply.text,
+            tool_calls=reply.calls,
             prompt_tokens=int(ids.shape[1]),
             completion_tokens=int(new.shape[0]),
             raw=text,
             finish_reason="length" if new.shape[0] >= max_tokens else "stop",
+            reasoning=reply.reasoning,
         )
 
 
@@ -183,8 +191,11 @@ def _stop_on(cancel: CancelToken) -> Any:
 
 
 def _args_dict_msg(m: dict[str, Any]) -> dict[str, Any]:
-    """Tool-call arguments as dicts (templates apply ``tojson`` to them) and contents as strings."""
+    """Tool-call arguments as dicts (templates apply ``tojson`` to them), contents as strings, reasoning as ``thinking``."""
     out = {**m, "content": str(m.get("content") or "")}
+    reasoning = m.get("reasoning_content") or m.get("reasoning")
+    if reasoning:  # gpt-oss's template reads an assistant turn's reasoning as `thinking` (Qwen3's as reasoning_content)
+        out["thinking"] = reasoning
     if m.get("tool_calls"):
         out["tool_calls"] = [_args_dict(c) for c in m["tool_calls"]]
     return out

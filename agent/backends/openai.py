@@ -22,7 +22,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sieve.agent.backends.base import ChatResult, ParsedToolCall
-from sieve.agent.backends.parsing import calls_in_text, parse_arguments
+from sieve.agent.backends.harmony import read_reply
+from sieve.agent.backends.parsing import parse_arguments
 from sieve.agent.cancel import Cancelled
 from sieve.errors import BackendError, InvalidInput
 
@@ -61,6 +62,7 @@ class OpenAIBackend:
         backoff_s: float = 0.5,
         extra_body: dict[str, Any] | None = None,
         client: Any | None = None,
+        reasoning_effort: str | None = None,
     ) -> None:
         import httpx
 
@@ -72,6 +74,7 @@ class OpenAIBackend:
         self.retries = retries
         self.backoff_s = backoff_s
         self.extra_body = dict(extra_body or {})
+        self.reasoning_effort = reasoning_effort  # sent as ``reasoning_effort`` (gpt-oss, o-series) when set
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = client or httpx.Client(
             timeout=timeout, headers=headers, limits=httpx.Limits(max_keepalive_connections=0)
@@ -89,21 +92,22 @@ class OpenAIBackend:
         max_tokens: int = 512,
         temperature: float = 0.0,
         cancel: CancelToken | None = None,
+        reasoning_effort: str | None = None,
     ) -> ChatResult:
-        """One completion; raises :class:`Cancelled` when ``cancel`` fires before or during the call."""
+        """One completion; raises :class:`Cancelled` when ``cancel`` fires before or during the call.
+
+        ``reasoning_effort`` overrides the backend's own for this call (an episode's setting).
+        """
         import httpx
 
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "max_tokens": max_tokens,
-            "temperature": temperature,
-            **self.extra_body,
-        }
-        if tools:
-            body["tools"] = tools
-            body["tool_choice"] = tool_choice
-        url = f"{self.base_url}/chat/completions"
+        url, body = self._request(
+            messages,
+            tools,
+            tool_choice=tool_choice,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            reasoning_effort=reasoning_effort or self.reasoning_effort,
+        )
         last = "no attempt"
         for attempt in range(self.retries + 1):
             if attempt:
@@ -134,6 +138,31 @@ class OpenAIBackend:
                 continue
         raise BackendError(f"Expected a chat completion from {url}, got {last} after {self.retries + 1} attempts")
 
+    def _request(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        tool_choice: str,
+        max_tokens: int,
+        temperature: float,
+        reasoning_effort: str | None,
+    ) -> tuple[str, dict[str, Any]]:
+        """The URL and JSON body of one chat completion."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            **self.extra_body,
+        }
+        if reasoning_effort:
+            body["reasoning_effort"] = reasoning_effort
+        if tools:
+            body["tools"] = tools
+            body["tool_choice"] = tool_choice
+        return f"{self.base_url}/chat/completions", body
+
     def _post(self, url: str, body: dict[str, Any], cancel: CancelToken | None) -> Any:
         if cancel is None:
             return self._client.post(url, json=body, timeout=self.timeout)
@@ -159,11 +188,13 @@ class OpenAIBackend:
         finally:
             undo()
 
-    @staticmethod
-    def _result(data: dict[str, Any]) -> ChatResult:
+    def _result(self, data: dict[str, Any]) -> ChatResult:
         choice = data["choices"][0]
         msg = choice["message"]
         text = msg.get("content") or ""
+        # vLLM's reasoning parsers write ``reasoning_content`` (newer versions, Ollama and others ``reasoning``).
+        field = next((f for f in ("reasoning_content", "reasoning") if msg.get(f)), "reasoning_content")
+        reasoning = str(msg.get(field) or "")
         calls: list[ParsedToolCall] = []
         for tc in msg.get("tool_calls") or []:
             fn = tc.get("function") or {}
@@ -182,8 +213,10 @@ class OpenAIBackend:
                 ParsedToolCall(name=name, arguments=args, call_id=str(tc.get("id") or ""), raw=str(raw_args), error=err)
             )
         text_out = text
-        if not calls and text:
-            calls, text_out = calls_in_text(text)
+        if not calls and text:  # calls written as text: harmony (gpt-oss without a tool parser) or any other shape
+            reply = read_reply(text)
+            calls, text_out = reply.calls, reply.text
+            reasoning = reasoning or reply.reasoning
         usage = data.get("usage") or {}
         return ChatResult(
             text=text_out,
@@ -192,7 +225,62 @@ class OpenAIBackend:
             completion_tokens=int(usage.get("completion_tokens") or 0),
             raw=text if not msg.get("tool_calls") else _render_raw(text, calls),
             finish_reason=str(choice.get("finish_reason") or ""),
+            reasoning=reasoning,
+            reasoning_field=field,
         )
 
 
-__all__ = ["OpenAIBackend"]
+class HarmonyCompletionsBackend(OpenAIBackend):
+    """gpt-oss through a raw ``POST {base_url}/completions``: Sieve renders the harmony prompt itself.
+
+    For servers that run gpt-oss without a chat template or tool parser (a plain completion
+    endpoint: vLLM's, llama.cpp's): the conversation and tools are rendered with ``openai-harmony``
+    (:func:`~sieve.agent.backends.harmony.render_harmony`) and sent as token ids, generation stops at
+    harmony's ``<|call|>`` / ``<|return|>``, and the reply is parsed with its special tokens when the
+    server keeps them (``skip_special_tokens: false`` is asked for; vLLM honours it), else from the
+    stripped text.
+
+    Example:
+        >>> backend = HarmonyCompletionsBackend("http://127.0.0.1:8001/v1", "gpt-oss-20b")  # doctest: +SKIP
+    """
+
+    def _request(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        tool_choice: str,
+        max_tokens: int,
+        temperature: float,
+        reasoning_effort: str | None,
+    ) -> tuple[str, dict[str, Any]]:
+        from sieve.agent.backends.harmony import render_harmony, stop_token_ids
+
+        body: dict[str, Any] = {
+            "model": self.model,
+            "prompt": render_harmony(messages, tools, reasoning_effort=reasoning_effort),
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "stop_token_ids": stop_token_ids(),  # vLLM; servers without it stop at the model's end of turn
+            "skip_special_tokens": False,
+            **self.extra_body,
+        }
+        return f"{self.base_url}/completions", body
+
+    def _result(self, data: dict[str, Any]) -> ChatResult:
+        choice = data["choices"][0]
+        text = str(choice.get("text") or "")
+        reply = read_reply(text)
+        usage = data.get("usage") or {}
+        return ChatResult(
+            text=reply.text,
+            tool_calls=reply.calls,
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            raw=text,
+            finish_reason=str(choice.get("finish_reason") or ""),
+            reasoning=reply.reasoning,
+        )
+
+
+__all__ = ["HarmonyCompletionsBackend", "OpenAIBackend"]

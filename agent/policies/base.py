@@ -21,6 +21,10 @@ class PolicyStep:
     completion: str = ""  # the raw completion as generated (text + tool-call markup)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # The model's reasoning this turn: sent back with the turn's tool calls under ``reasoning_field``
+    # (the name its server used), recorded in the trace and streamed as a ``reasoning`` event.
+    reasoning: str = ""
+    reasoning_field: str = "reasoning_content"
     # Harness-read keys: "stop_reason" (a finish's reason, e.g. "converged") and "evidence_scores"
     # ({chunk id: score} of the finish ids: the policy's own scores, shown as Evidence.score).
     meta: dict[str, Any] = field(default_factory=dict)

@@ -58,6 +58,8 @@ def _step_logger(stream: Any = None) -> Any:
                     else params
                 )
                 out.write(f"{tag}turn {event['turn'] + 1} > {name}({shorten(str(arg), 100)})\n")
+        elif event["type"] == "reasoning":
+            out.write(f"{tag}turn {event['turn'] + 1} thinks: {shorten(' '.join(event['text'].split()), 140)}\n")
         elif event["type"] == "usage":
             out.write(
                 f"{tag}turn {event['turn'] + 1} context {event['context_tokens']:,}/{event['budget']:,} "
@@ -88,7 +90,12 @@ def evidence_table(trace: Any, title: str, wide: bool = False) -> None:
     )
     Console(stderr=True).print(summary)
     if trace.answer:
-        Console().print(f"answer: {trace.answer}")
+        # Plain text: the answer's "[c1]" citations are not rich markup.
+        out = Console(highlight=False)
+        out.print(f"answer: {trace.answer}", markup=False)
+        for c in trace.citations:
+            title = f" ({c['title']})" if c.get("title") else ""
+            out.print(f"  [{c['handle']}] {c['chunk_id']}{title}", markup=False)
 
 
 def trace_json(trace: Any, question: str, collection: str) -> dict[str, Any]:
@@ -98,6 +105,7 @@ def trace_json(trace: Any, question: str, collection: str) -> dict[str, Any]:
         "policy": trace.policy,
         "stop_reason": trace.stop_reason,
         "answer": trace.answer,
+        "citations": list(trace.citations),
         "warnings": trace.warnings,
         "results": [
             {
@@ -189,6 +197,13 @@ def register(app: typer.Typer) -> None:
         model: Optional[str] = typer.Option(
             None, "--model", help="Served model name (openai policy; default $SIEVE_OPENAI_MODEL)."
         ),
+        openai_api: Optional[str] = setting_option("openai_api", "--api"),
+        reasoning_effort: Optional[str] = setting_option("reasoning_effort", otherwise="unset"),
+        tool_choice: Optional[str] = setting_option("tool_choice"),
+        max_new_tokens: Optional[int] = setting_option("max_new_tokens"),
+        length_retry_tokens: Optional[int] = setting_option("length_retry_tokens"),
+        max_tool_calls: Optional[int] = setting_option("max_tool_calls"),
+        max_wall_s: Optional[float] = setting_option("max_wall_s"),
         local_model: Optional[Path] = typer.Option(
             None,
             "--local-model",
@@ -232,6 +247,13 @@ def register(app: typer.Typer) -> None:
             floor=floor,
             policy_path=str(policy_path) if policy_path else None,
             device=device,
+            openai_api=openai_api,
+            reasoning_effort=reasoning_effort,
+            tool_choice=tool_choice,
+            max_new_tokens=max_new_tokens,
+            length_retry_tokens=length_retry_tokens,
+            max_tool_calls=max_tool_calls,
+            max_wall_s=max_wall_s,
             **embed_overrides(embed_backend, embed_dtype),
         )
         # Episode flags go straight onto the AgentConfig: it validates them with its own messages.

@@ -25,11 +25,13 @@ from sieve.server.agent_runner import (
     progress_event,
     run_episode_async,
     stream_episode,
+    episode_time_s,
 )
 from sieve.server.convert import completion_tokens, document_blocks, evidence_out, trace_usage
 from sieve.server.deps import ReadAuth, StateDep, run_blocking
 from sieve.server.problems import problem_body, sieve_error_body, vanished_collection
-from sieve.server.schemas import Context1Request, Problem, SearchRequest, SearchResponse
+from sieve.server.deadline import extend_deadline
+from sieve.server.schemas import CitationOut, Context1Request, Problem, SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -67,6 +69,11 @@ def _episode(body: SearchRequest) -> EpisodeRequest:
         filters=body.filters,
         rollouts=body.rollouts,
         group_by_doc=body.group_by_doc,
+        reasoning_effort=body.reasoning_effort,
+        tool_choice=body.tool_choice,
+        max_new_tokens=body.max_new_tokens,
+        max_tool_calls=body.max_tool_calls,
+        max_wall_s=body.max_wall_s,
     )
 
 
@@ -77,6 +84,7 @@ def _response(trace: Trace, body: SearchRequest, collection: str) -> SearchRespo
         policy=trace.policy,
         results=[evidence_out(e) for e in trace.returned],
         answer=trace.answer,
+        citations=[CitationOut(**c) for c in trace.citations],
         stop_reason=trace.stop_reason,
         warnings=list(trace.warnings),
         usage=trace_usage(trace),
@@ -89,6 +97,8 @@ async def _admit(state: AppState, req: EpisodeRequest) -> tuple[str, Slot]:
     for another episode (503), unknown collection (404). Returns the collection and the held place."""
     agent_config(state, req)
     policy_name(state, req.policy)
+    # An LLM episode may take longer than SIEVE_REQUEST_TIMEOUT_S (SIEVE_MAX_WALL_S).
+    extend_deadline(episode_time_s(state, req), state.settings.request_timeout_s)
     slot = await state.episodes.enter()
 
     def work() -> str:
@@ -137,7 +147,7 @@ def _error_data(exc: BaseException, state: AppState) -> dict[str, Any]:
         200: {
             "content": SSE,
             "description": "JSON result; with `stream: true` SSE events "
-            "`action`, `observation`, `usage`, then `result` "
+            "`reasoning` (an LLM's reasoning before its calls), `action`, `observation`, `usage`, then `result` "
             "(or `error`).",
         }
     },
@@ -154,7 +164,7 @@ async def search(body: SearchRequest, state: StateDep, request: Request) -> Any:
         try:
             async for kind, item in stream_episode(state, req, slot):
                 if kind == "event":
-                    if item.get("type") in ("action", "observation", "usage"):
+                    if item.get("type") in ("reasoning", "action", "observation", "usage"):
                         yield {"event": item["type"], "data": json.dumps(progress_event(item), default=str)}
                 else:
                     yield {"event": "result", "data": _response(item, body, collection).model_dump_json()}

@@ -104,3 +104,71 @@ def test_policy_path_without_the_learned_policy_is_an_error(session_data_dir, sa
         ],
     )
     assert res.exit_code == 2 and "--policy-path only with the learned policy" in res.stderr
+
+
+def test_openai_policy_from_the_cli_prints_cited_answer_and_takes_llm_flags(session_data_dir, sample_index, tmp_path):
+    """``sieve search --policy openai`` against the SCRIPTED (fake) server of ``tests/_openai_server.py``."""
+    from _openai_server import FakeOpenAI, completion
+
+    fake = FakeOpenAI()
+    try:
+        fake.script = [
+            (
+                200,
+                completion(
+                    None,
+                    [("functions.search", {"query": "Spirit of St. Louis", "k": 2})],
+                    reasoning=("reasoning_content", "Find the plane."),
+                ),
+                0,
+            ),
+            (200, completion(None, [("prune", {"ids": ["c2"]})]), 0),
+            (200, completion(None, [("finish", {"ids": ["c1"], "answer": "St. Louis [c1] gave its name."})]), 0),
+        ]
+        base = [
+            "search",
+            "Which city was the Spirit of St. Louis named after?",
+            "-c",
+            "sample",
+            "--data-dir",
+            str(session_data_dir),
+            "--policy",
+            "openai",
+            "--base-url",
+            fake.url,
+            "--model",
+            "m",
+            "--reasoning-effort",
+            "low",
+            "--tool-choice",
+            "required",
+            "--max-new-tokens",
+            "99",
+            "--max-tool-calls",
+            "5",
+            "--max-wall-s",
+            "30",
+            "--trace",
+            str(tmp_path / "t.jsonl"),
+        ]
+        res = CliRunner().invoke(app, base)
+        assert res.exit_code == 0, res.output
+        assert "answer: St. Louis [c1] gave its name." in res.stdout  # the citation is not eaten as markup
+        trace = json.loads((tmp_path / "t.jsonl").read_text().splitlines()[0])
+        c1 = trace["citations"][0]["chunk_id"]
+        assert f"[c1] {c1}" in res.stdout and "thinks: Find the plane." in res.stderr
+        assert trace["turns"][0]["reasoning"] == "Find the plane."
+        first = fake.requests[0]["body"]
+        assert (first["reasoning_effort"], first["tool_choice"], first["max_tokens"]) == ("low", "required", 99)
+    finally:
+        fake.close()
+    helptext = CliRunner().invoke(app, ["search", "--help"], env={"COLUMNS": "200"}).stdout
+    for flag in (
+        "--reasoning-effort",
+        "--tool-choice",
+        "--max-new-tokens",
+        "--max-tool-calls",
+        "--max-wall-s",
+        "--api",
+    ):
+        assert flag in helptext, flag

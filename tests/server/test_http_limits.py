@@ -183,6 +183,7 @@ def deadlined(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterat
         episode_queue=2,
         queue_wait_s=30,
         request_timeout_s=DEADLINE_S,
+        max_wall_s=DEADLINE_S,  # an LLM policy's request gets SIEVE_MAX_WALL_S (tested below)
     )
     yield llm, srv
     srv.stop()

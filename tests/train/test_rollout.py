@@ -73,3 +73,37 @@ def test_prefix_cache_gives_the_same_greedy_tokens(tiny_model_dir) -> None:
         fresh = HFGenerate(model, tok, [tok.eos_token_id]).one(prompt, params)[0]
         assert cached.one(prompt, params)[0] == fresh
     assert len(cached._cache) >= 2
+
+
+def test_recording_backend_parses_a_harmony_turn_before_special_tokens_are_stripped(monkeypatch) -> None:
+    """A gpt-oss rollout turn, its ids rendered by openai-harmony; the FAKE tokenizer decodes with the same encoding."""
+    import openai_harmony as oh
+
+    from sieve.agent.backends.harmony_vocab import harmony_encoding
+    from sieve.train.llm import rollout
+
+    enc = harmony_encoding()
+    turn = [
+        oh.Message.from_role_and_content(oh.Role.ASSISTANT, "Search Lindbergh.").with_channel("analysis"),
+        oh.Message.from_role_and_content(oh.Role.ASSISTANT, '{"query": "Lindbergh"}')
+        .with_channel("commentary")
+        .with_recipient("functions.search")
+        .with_content_type("<|constrain|>json"),
+    ]
+    ids = enc.render_conversation(oh.Conversation.from_messages(turn))[2:]  # after <|start|>assistant
+
+    class FakeTokenizer:  # FAKE: decodes o200k_harmony ids, as gpt-oss's own tokenizer would
+        def decode(self, tokens, skip_special_tokens=False):
+            kept = [t for t in tokens if not (skip_special_tokens and enc.is_special_token(t))]
+            return enc.decode_utf8(kept)
+
+    class FakeGenerator:  # FAKE model: writes the rendered turn
+        def generate(self, prompt, params):
+            return list(ids), [0.0] * len(ids)
+
+    monkeypatch.setattr(rollout, "render_prompt_ids", lambda tokenizer, messages, tools: [1, 2, 3])
+    backend = rollout.RecordingBackend(FakeTokenizer(), FakeGenerator(), GenParams(), eos_ids=[ids[-1]])
+    res = backend.chat([{"role": "user", "content": "q"}], None)
+    assert [(c.name, c.arguments) for c in res.tool_calls] == [("search", {"query": "Lindbergh"})]
+    assert res.reasoning == "Search Lindbergh." and "<|channel|>" in res.raw
+    assert backend.segments[0].completion_ids == list(ids)

@@ -261,7 +261,7 @@ def build_trainer(
     reward_cfg = replace(cfg.reward, beta_epochs=min(cfg.reward.beta_epochs, epochs))
     reward_funcs = [get_episode_reward(reward_cfg), *(extra_reward_funcs or [])]
     weights = check_reward_weights(reward_funcs, reward_weights)
-    peft_config = lora_config(cfg.lora_r) if cfg.lora else None
+    peft_config = lora_config(cfg.lora_r, model) if cfg.lora else None
     cfg.out.mkdir(parents=True, exist_ok=True)
     curve = cfg.out / "rl_curve.jsonl"
     curve.unlink(missing_ok=True)

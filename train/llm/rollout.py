@@ -19,7 +19,7 @@ import logging
 import queue
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sieve.train.llm.chat_format import prompt_ids as render_prompt_ids
@@ -203,6 +203,7 @@ class RecordingBackend:
         temperature: float = 0.0,
     ) -> Any:
         from sieve.agent.backends.base import ChatResult
+        from sieve.agent.backends.harmony import has_special_tokens, is_harmony, read_reply
 
         ids = render_prompt_ids(self.tokenizer, messages, tools)
         # The trainer's sampling settings win over the policy's (RL needs on-policy samples).
@@ -210,6 +211,19 @@ class RecordingBackend:
         completion, logprobs = self.generator.generate(ids, params)
         truncated = not completion or completion[-1] not in self.eos_ids
         self.segments.append(Segment(ids, list(completion), logprobs, truncated))
+        # Parsed before any special token is stripped: a harmony (gpt-oss) turn is delimited by them.
+        kept = self.tokenizer.decode(completion, skip_special_tokens=False)
+        if is_harmony(kept) and has_special_tokens(kept):
+            reply = read_reply(kept)
+            return ChatResult(
+                text=reply.text,
+                tool_calls=reply.calls,
+                prompt_tokens=len(ids),
+                completion_tokens=len(completion),
+                raw=kept,
+                finish_reason="length" if truncated else "stop",
+                reasoning=reply.reasoning,
+            )
         text = self.tokenizer.decode(completion, skip_special_tokens=True)
         return ChatResult(
             text=text,
@@ -238,6 +252,9 @@ def run_rollouts(
     from sieve.agent.policies.llm import LLMPolicy
     from sieve.pruning.tokens import HFTokenCounter
 
+    # One recorded segment per turn is what GRPO trains on: a turn cut by max_new_tokens is not asked
+    # again (the serving-time retry would record a second segment for it); it ends as "truncated".
+    agent_config = replace(agent_config, length_retry_tokens=0)
     generator = BatchedGenerator(batch_fn, max_batch=max(1, workers))
     counter = HFTokenCounter(tokenizer)
     results: list[Rollout | None] = [None] * len(questions)

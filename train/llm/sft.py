@@ -171,14 +171,31 @@ def load_student(model_path: str | None, bf16: bool = False, models_dir: Path | 
     tok = AutoTokenizer.from_pretrained(model_path, local_files_only=True)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
-    model = AutoModelForCausalLM.from_pretrained(model_path, local_files_only=True, dtype=torch.float32)
+    # --bf16 loads the weights in bfloat16 (half the memory of float32: what a 20B model needs).
+    dtype = torch.bfloat16 if bf16 else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(model_path, local_files_only=True, dtype=dtype)
     return model, tok, model_path
 
 
-def lora_config(r: int) -> Any:
-    """The LoRA adapter SFT and RL train: every attention and MLP projection, alpha = 2r, no dropout."""
+# gpt-oss's experts are plain 3-D tensors, not Linear modules: peft reaches them by parameter name.
+GPT_OSS_EXPERT_PARAMETERS = ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"]
+
+
+def lora_config(r: int, model: Any | None = None) -> Any:
+    """The LoRA adapter SFT and RL train, alpha = 2r, no dropout: every attention and MLP projection; for
+    gpt-oss (``model_type == "gpt_oss"``) the attention projections and every expert's ``gate_up_proj``
+    and ``down_proj`` (peft's ``target_parameters``; the router stays frozen)."""
     from peft import LoraConfig
 
+    if model is not None and getattr(getattr(model, "config", None), "model_type", "") == "gpt_oss":
+        return LoraConfig(
+            r=r,
+            lora_alpha=2 * r,
+            lora_dropout=0.0,
+            task_type="CAUSAL_LM",
+            target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+            target_parameters=GPT_OSS_EXPERT_PARAMETERS,
+        )
     return LoraConfig(
         r=r,
         lora_alpha=2 * r,
@@ -227,7 +244,7 @@ def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) 
         from sieve.agent.backends.local import LocalBackend
 
         before, _ = run_heldout(index, held, cfg.episode, backend=LocalBackend(model.eval(), tok), progress=progress)
-    peft_config = lora_config(cfg.lora_r) if cfg.lora else None
+    peft_config = lora_config(cfg.lora_r, model) if cfg.lora else None
     cfg.out.mkdir(parents=True, exist_ok=True)
     args = TRLSFTConfig(
         output_dir=str(cfg.out / "trainer"),

@@ -156,6 +156,30 @@ function describeParams(name, params) {
   return shorten(JSON.stringify(params), 120);
 }
 
+// An LLM's reasoning before its calls: folded under the turn's head, opened on a click.
+function onReasoning(ev) {
+  const item = turnItem(ev.turn);
+  const box = el("details", { class: "reasoning" }, el("summary", {}, "reasoning"), el("p", {}, ev.text));
+  item.insertBefore(box, item.querySelector(".calls"));
+}
+
+// The answer as text, each cited handle ([c1]) a chip that opens its chunk.
+function renderAnswer(answer, citations) {
+  const byHandle = new Map((citations || []).map((c) => [c.handle.toLowerCase(), c]));
+  const box = $("#answer");
+  box.replaceChildren("answer: ");
+  let last = 0;
+  for (const m of answer.matchAll(/\[(c\d+(?:\s*[,;]\s*c\d+)*)\]/gi)) {
+    box.append(answer.slice(last, m.index));
+    const cited = m[1].split(/[,;]/).map((h) => byHandle.get(h.trim().toLowerCase()));
+    if (cited.every(Boolean)) for (const c of cited) box.append(chip(c.chunk_id, c.title, c.handle));
+    else box.append(m[0]);  // a handle that names no chunk seen stays as written
+    last = m.index + m[0].length;
+  }
+  box.append(answer.slice(last));
+  box.hidden = false;
+}
+
 function onAction(ev) {
   const calls = turnItem(ev.turn).querySelector(".calls");
   ev.tools.forEach((name, i) => {
@@ -293,7 +317,8 @@ async function runSearch(event) {
       }),
     });
     for await (const ev of readEvents(res)) {
-      if (ev.type === "action") onAction(ev.data);
+      if (ev.type === "reasoning") onReasoning(ev.data);
+      else if (ev.type === "action") onAction(ev.data);
       else if (ev.type === "observation") onObservation(ev.data);
       else if (ev.type === "usage") onUsage(ev.data);
       else if (ev.type === "result") result = ev.data;
@@ -303,7 +328,7 @@ async function runSearch(event) {
     const hybrid = await hybridP;
     renderComparison(result.results, hybrid);
     renderChunkSets(result.trace, result.results);
-    if (result.answer) { $("#answer").hidden = false; $("#answer").textContent = `answer: ${result.answer}`; }
+    if (result.answer) renderAnswer(result.answer, result.citations);
     const u = result.usage || {};
     $("#evidence-meta").textContent =
       `${result.policy} · ${result.stop_reason} · ${u.turns} turns · ${u.tool_calls} tool calls · peak ${(u.peak_context_tokens || 0).toLocaleString()} tokens`;
