@@ -95,12 +95,12 @@ def searchable(mention: Mention, share: Callable[[str], float] | None, chunks: i
     norm = normalise(mention.text).split()
     if share is not None and chunks and query_problem(mention.text, share, chunks) is not None:
         return None
+    if share is not None and mention.initial and len(mention.text.split()) == 1 and held_once(norm, share, chunks):
+        return None  # one token opening a sentence, of this chunk only ("Therefore", "Breath-taking")
     if len(norm) != 1:
         return mention if norm and not all(is_number(w) for w in norm) else None
     if share is None:
         return None if mention.initial else mention
-    if mention.initial and held_once(norm, share, chunks):
-        return None
     return mention if share(norm[0]) <= (INITIAL_SHARE if mention.initial else COMMON_SHARE) else None
 
 
