@@ -123,7 +123,8 @@ def query_problem(
     """Why ``query`` is no search a person would write on this corpus, or None when it is one.
 
     Refused, whatever the corpus: a query of stop words or sentence-opening filler words only ("my",
-    "Now", "Congratulations"), or of bare numbers only ("2020"). Refused by the corpus's own
+    "Now", "Congratulations"), of bare numbers only ("2020"), or of several tokens that are only
+    these ("1985 July"; one token such as "I-40" or "A-10" names a road or an aircraft). Refused by the corpus's own
     statistics (``share``: a lower-cased word's share of its ``chunks`` chunks): a single word held
     by more than ``COMMON_SHARE`` of the chunks ("Make" in a manual), and a single token (no space)
     that is no plain word ("UCAVs", "AEW&Cs", "C467/46"), is not the ``question``'s own and has a
@@ -132,11 +133,13 @@ def query_problem(
     :func:`searchable` refuses it where it opens a sentence.)
 
     Example:
-        >>> share = {"make": 0.2, "ucavs": 0.001, "lindbergh": 0.004, "fy2023": 0.001}.get
+        >>> share = {"make": 0.2, "ucavs": 0.001, "lindbergh": 0.004, "fy2023": 0.001, "i": 0.3}.get
         >>> [query_problem(q, lambda w: share(w, 0.0), 1000) for q in ("my", "Now", "2020", "Make", "UCAVs")]
         ['stop words only', 'stop words only', 'a bare number', 'a common word of the corpus', 'a token of one chunk']
-        >>> [query_problem(q, lambda w: share(w, 0.0), 1000) for q in ("Lindbergh", "L'uomo", "Weston-super-Mare")]
-        [None, None, None]
+        >>> [query_problem(q, lambda w: share(w, 0.0), 1000) for q in ("Lindbergh", "L'uomo", "Weston-super-Mare", "I-40")]
+        [None, None, None, None]
+        >>> query_problem("1985 July", lambda w: share(w, 0.0), 1000)
+        'stop words and numbers only'
         >>> query_problem("FY2023", lambda w: share(w, 0.0), 1000, question="Has the ratio improved in FY2023?") is None
         True
     """
@@ -145,8 +148,10 @@ def query_problem(
         return "no words"
     if all(is_number(w) for w in words):
         return "a bare number"
-    if all(w in _STOP or w in STOPWORDS or is_number(w) for w in words):
+    if all(w in _STOP or w in STOPWORDS for w in words):
         return "stop words only"
+    if len(query.split()) > 1 and all(w in _STOP or w in STOPWORDS or is_number(w) for w in words):
+        return "stop words and numbers only"  # "1985 July", "Now 2020"; one token such as "I-40" is a name
     if share is None or len(query.split()) != 1:
         return None
     if len(words) == 1 and share(words[0]) > COMMON_SHARE:
