@@ -136,6 +136,9 @@ def test_the_report_names_each_metric_and_shows_the_most_natural_tasks(tmp_path:
         "served": {HELD: {"shipped": {"recall": 0.9, "all_gold": 0.8, "recall_2k": 0.967, "n": 15}}},
         "ranker": None,
         "n_eval_tasks": 0,
+        "embedder": {"kept": False, "reason": "kept as shipped (--embedder keep)", "sets": []},
+        "adopted": None,
+        "run": None,
     }
     held = _set(HELD, [1.0] * 14 + [0.5], [1.0] * 14 + [0.5])
     text = learned_report(cfg, result, decide([held], HELD, CFG, k=10), 10)
