@@ -16,7 +16,8 @@ the caps); a policy gets only what it decides from:
   :class:`~sieve.agent.vector_cache.VectorCache`, as a :class:`~sieve.agent.vector_cache.VectorView`
   (no index, no writes);
 * ``term_share``: the share of the corpus's chunks holding a word (BM25's document frequency),
-  so queries are judged distinctive or common on *this* corpus.
+  so queries are judged distinctive or common on *this* corpus; ``corpus_chunks``: how many chunks
+  that share is of (a word of one chunk is ``1 / corpus_chunks``).
 
 Why the vectors come through the episode rather than through the policy's constructor: a
 policy is built by name before any index is known (``make_policy(name, config)``, used alike
@@ -58,6 +59,7 @@ class Episode:
     # Share of the corpus's chunks that hold a lower-cased word (BM25 document frequency): how
     # query writers tell a distinctive word from a common one on this corpus, with no word list.
     term_share: Callable[[str], float] | None = None
+    corpus_chunks: int | None = None  # the chunks term_share counts in
 
 
 __all__ = ["Episode"]

@@ -279,6 +279,7 @@ class _EpisodeRun:
         self.budget = TokenBudget.from_config(cfg.budget_tokens, cfg.pruning)
         self.toolbox = Toolbox(agent.index, self.context, self.budget, cfg, agent.vectors, question, where=where)
         self.pruner = make_pruner(cfg.pruning)
+        bm25 = agent.index.bm25_index()
         self.episode = Episode(
             question=question,
             config=cfg,
@@ -288,7 +289,8 @@ class _EpisodeRun:
             seed=seed,
             rollout=rollout,
             cancel=cancel,
-            term_share=agent.index.bm25_index().doc_share,
+            term_share=bm25.doc_share,
+            corpus_chunks=len(bm25),
         )
         self.trace = Trace(
             question=question,

@@ -1,10 +1,11 @@
 """Hybrid's and the default agent's top k, side by side, for questions on a user's own collection.
 
 No gold is needed: the table shows what each returns (chunk ids and first words) so a person can
-judge. The README's "On your own documents" section is made with it::
+judge. The README's "Judge it on your own folder" section runs it (``questions.txt``: one question a
+line)::
 
-    sieve index /usr/lib/node_modules/npm/docs/content -c npm-docs
-    python -m sieve.eval.side_by_side -c npm-docs --questions questions.txt -k 5
+    sieve index my_docs/ -c mydocs
+    python -m sieve.eval.side_by_side -c mydocs --questions questions.txt -k 5
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The bar an index run draws: documents done out of the total, chunks written beside them.
+"""The bar an index run draws: documents done out of the total, chunks embedded beside them (as each
+batch is embedded, not a batch later when it is written; at the end, the chunks written).
 
 The bar counts inputs (documents, plus inputs a :class:`~sieve.retriever.ingest.DocumentStream`
 skipped), so it ends at its total exactly. Its total is known for a list of documents and for a
@@ -54,7 +55,7 @@ class IndexProgress:
             yield doc
 
     def done(self, n: int, *, chunks: int | None = None) -> None:
-        """``n`` more documents finished; ``chunks``: chunks written so far, shown beside the count."""
+        """``n`` more documents finished; ``chunks``: chunks done so far, shown beside the count."""
         self._done += n
         self._sync(chunks)
 

@@ -277,6 +277,7 @@ class WriterMixin:
             report.gone = review_against_store(docs, states, self.name)
             with self._write_run() as run, WriteBehind() as writer:
                 pending: list[tuple[Document, str, list[Chunk]]] = []
+                embedded = 0  # chunks chunked and embedded so far: the bar's count (writes run a batch behind)
                 seen: set[str] = set()
                 bar = IndexProgress(f"Indexing {self.name}", docs, enabled=progress)  # drawn at the first document
                 for doc in bar.track(docs):
@@ -304,17 +305,18 @@ class WriterMixin:
                         report.updated += 1
                     pending.append((doc, h, chunks))
                     if sum(len(c) for _, _, c in pending) >= self.config.index_batch_size:
-                        vectors = self._embed([c for _, _, cs in pending for c in cs])
-                        writer.submit(self._write, run, pending, states, vectors)
-                        bar.done(len(pending), chunks=writer.done)
+                        batch = [c for _, _, cs in pending for c in cs]
+                        writer.submit(self._write, run, pending, states, self._embed(batch))
+                        embedded += len(batch)
+                        bar.done(len(pending), chunks=embedded)
                         pending = []
                 if pending:
-                    writer.submit(
-                        self._write, run, pending, states, self._embed([c for _, _, cs in pending for c in cs])
-                    )
-                    bar.done(len(pending), chunks=writer.done)
+                    batch = [c for _, _, cs in pending for c in cs]
+                    writer.submit(self._write, run, pending, states, self._embed(batch))
+                    embedded += len(batch)
+                    bar.done(len(pending), chunks=embedded)
                 report.chunks_written = writer.drain()
-                # Writes run a batch behind, so the bar's count lags until they are drained.
+                # The bar counted chunks as they were embedded; once written, it shows what was written.
                 bar.done(0, chunks=report.chunks_written)
                 bar.close()
         report.seconds = time.perf_counter() - t0

@@ -128,6 +128,7 @@ def test_a_failed_browser_install_is_a_note_and_the_install_goes_on(tmp_path):
     assert res.returncode == 0 and "went-on" in res.stdout, res.stderr
     assert "chromium" in res.stderr
     if os.geteuid() == 0:  # (a real apt running meanwhile makes the lock wait, not apt-get, fail: same note)
+        assert "installing Debian's chromium (as root), for the playground's browser test only" in res.stderr
         assert "chromium could not be installed; Sieve itself is installed" in res.stderr
     skipped = _bash(
         f". {INSTALL}; install_browser; echo went-on",

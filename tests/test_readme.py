@@ -45,6 +45,7 @@ EXPECT: dict[tuple[str, str | None], str] = {
     ("sieve retrieve", "mydocs"): "faq",
     ("sieve search", "mydocs"): "faq",
     ("sieve collections", None): "mydocs",
+    ("python -m sieve.eval.side_by_side", "mydocs"): "| # | hybrid | agent (",
     ("sieve search", "sample"): "wiki-st-louis",
     ("sieve retrieve", "sample"): "wiki-charles-lindbergh",
     ("sieve serve", "sample"): "",
@@ -129,6 +130,8 @@ def test_the_readme_commands_run_verbatim(sample_data_copy: Path, tmp_path: Path
     data = tmp_path / "data"
     shutil.copytree(sample_data_copy / "chroma", data / "chroma")  # the demo's `sample`, as after `sieve demo`
     my_docs = shutil.copytree(ROOT / "data" / "sample" / "docs", tmp_path / "my_docs")
+    # The user's questions for `python -m sieve.eval.side_by_side`, one a line.
+    (tmp_path / "questions.txt").write_text("Which file formats can I index?\nHow big is a chunk?\n", encoding="utf-8")
     env = {**os.environ, "SIEVE_DATA_DIR": str(data), "COLUMNS": "200", "HF_HUB_OFFLINE": "1"}
     env.pop("SIEVE_CHROMA_URL", None)
     port = free_port()
@@ -152,7 +155,13 @@ def test_the_readme_commands_run_verbatim(sample_data_copy: Path, tmp_path: Path
                 )
                 server.__enter__()
             else:
-                cmd = [*sieve_command(), *argv[1:]] if argv[0] == "sieve" else argv
+                cmd = (
+                    [*sieve_command(), *argv[1:]]
+                    if argv[0] == "sieve"
+                    else [sys.executable, *argv[1:]]
+                    if argv[0] == "python"
+                    else argv
+                )
                 proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
                 shown = f"`{' '.join(words)}` printed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
                 assert proc.returncode == 0, shown

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from sieve.errors import InvalidInput
 from sieve.train.adapt_embedder import AdaptConfig
 from sieve.train.config import EpisodeConfig, split_tasks
+from sieve.train.task_io import most_natural, read_written_tasks
 from sieve.train.verdict import SetComparison, Verdict, VerdictConfig, decide, fmt_diff
 
 if TYPE_CHECKING:
@@ -443,7 +444,7 @@ def learned_report(cfg: PipelineConfig, result: dict[str, Any], verdict: Verdict
         "",
         f"Rule: {verdict.rule}.",
         "",
-        f"| set | tasks | recall@{k} shipped -> retrained | recall@{2 * k} shipped -> retrained | "
+        f"| set | tasks | recall@{k} shipped -> retrained | {verdict.tie_metric} shipped -> retrained | "
         "all gold found by the shipped Sieve |",
         "|---|---:|---|---|---:|",
     ]
@@ -451,6 +452,16 @@ def learned_report(cfg: PipelineConfig, result: dict[str, Any], verdict: Verdict
         f"| {c.name} | {c.n} | {fmt_diff(c.recall)} | {fmt_diff(c.reward)} | {c.solved_by_shipped} |"
         for c in verdict.sets
     ]
+    held_file = cfg.out / "heldout_tasks.jsonl"
+    held_tasks = list(read_written_tasks(held_file).values()) if held_file.exists() else []
+    if held_tasks:
+        lines += [
+            "",
+            f"Held-apart tasks it was judged on, the {min(3, len(held_tasks))} of {len(held_tasks)} that read "
+            f"most like a person's question (all in `{held_file.name}`):",
+            "",
+            *[f"- {t['question']}" for t in most_natural(held_tasks, 3)],
+        ]
     lines += [
         "",
         "## Sieve as served (policy + ranker, floor on)",
@@ -468,7 +479,7 @@ def learned_report(cfg: PipelineConfig, result: dict[str, Any], verdict: Verdict
         lines += [
             f"## The policy alone on {s} (floor off, as RL scores it)",
             "",
-            f"| policy | tasks | recall@{k} | all-gold@{k} | traj recall | searches/ep | reward |",
+            f"| policy | tasks | recall@{k} | all-gold@{k} | traj recall | searches/ep | RL reward |",
             "|---|---:|---:|---:|---:|---:|---:|",
         ]
         lines += [

@@ -60,4 +60,36 @@ def read_task_ids(path: Path) -> set[str]:
     return set(read_written_tasks(path))
 
 
-__all__ = ["all_chunks", "read_task_ids", "read_written_tasks"]
+# Wordings of the task writers' templates that no person asks in ("In X, what is said about a, and about b?").
+_TEMPLATE_MARKS = ("what is said about", "in connection with", ", and about", "have in common")
+_ASKS = frozenset("what who whom whose which when where why how is are was were does do did can could has have".split())
+
+
+def naturalness(question: str) -> float:
+    """How much ``question`` reads like one a person would ask: it opens with a question word, is 5 to 16
+    words long and ends with a question mark; the writers' template wordings and code-like tokens
+    count against it. Only for choosing which synthesized tasks to show: it judges nothing else.
+
+    Example:
+        >>> naturalness("Which city was the Spirit of St. Louis named after?") > naturalness(
+        ...     "In GN Build, what is said about execute, and about configuration options?")
+        True
+    """
+    words = question.split()
+    low = question.lower()
+    score = float(bool(words) and words[0].lower().strip("\"'") in _ASKS)
+    score += 1.0 if 5 <= len(words) <= 16 else -0.1 * abs(len(words) - 10)
+    score += 0.5 * question.rstrip().endswith("?")
+    score -= sum(1.5 for mark in _TEMPLATE_MARKS if mark in low)
+    score -= 0.3 * sum(any(ch in w for ch in "_/=<>{}[]()#@") for w in words)
+    return score
+
+
+def most_natural(tasks: list[dict[str, Any]], n: int = 3) -> list[dict[str, Any]]:
+    """The ``n`` tasks whose questions read most like a person's (:func:`naturalness`), in that order;
+    ties keep the tasks' own order."""
+    order = sorted(range(len(tasks)), key=lambda i: (-naturalness(str(tasks[i].get("question", ""))), i))
+    return [tasks[i] for i in order[:n]]
+
+
+__all__ = ["all_chunks", "most_natural", "naturalness", "read_task_ids", "read_written_tasks"]

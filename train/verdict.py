@@ -9,11 +9,16 @@ only when it is better by this rule (:data:`RULE`):
 2. On it, per task, ``d = recall_retrained - recall_shipped``; the noise is ``margin`` (2) standard
    errors of the mean of ``d`` (paired: both policies answer the same tasks).
 3. Better when ``mean(d) > noise``; or, as a tie-breaker, when ``mean(d) >= 0`` (recall not lower)
-   and the reward's mean paired difference beats its own noise.
+   and the tie-breaking score's mean paired difference beats its own noise. The rows' ``reward`` key
+   holds that score; Sieve as served is scored by recall at twice k there
+   (:func:`sieve.train.ranker.served_scores`), and the verdict calls it by that name
+   (``VerdictConfig.tie_metric``): each figure is named as what it is.
 4. And on no other set is the retrained recall lower than the shipped one by more than that set's noise.
 
 Otherwise the shipped default stays, with the reasons: recall not above the noise (figures), worse on
-another set, and, where the shipped policy already solves most tasks, "tasks saturated".
+another set, and, where the shipped policy already solves most tasks, "tasks saturated". A deciding
+set of fewer than ``few_tasks`` tasks is too small to tell a difference from the noise: that decides
+the wording first ("too few tasks to tell", not "not better"), before any advice.
 """
 
 from __future__ import annotations
@@ -26,9 +31,9 @@ from sieve.errors import InvalidInput
 
 RULE = (
     "better = on the deciding set (the --eval-tasks questions when given, else the held-apart synthesized "
-    "tasks) the retrained policy's mean recall@k beats the shipped one's by more than {margin:g} standard errors "
-    "of the paired per-task differences; or, recall not lower, its mean reward beats the shipped one's by more "
-    "than {margin:g} standard errors; and on no other set is its recall lower by more than that set's noise"
+    "tasks) the retrained policy's mean recall@{k} beats the shipped one's by more than {margin:g} standard errors "
+    "of the paired per-task differences; or, recall@{k} not lower, its mean {tie} beats the shipped one's by more "
+    "than {margin:g} standard errors; and on no other set is its recall@{k} lower by more than that set's noise"
 )
 
 
@@ -39,7 +44,19 @@ class VerdictConfig:
         default=0.9,
         metadata={"help": "Share of tasks the shipped policy fully solves above which the tasks are called saturated."},
     )
-    few_tasks: int = field(default=20, metadata={"help": "Below this many tasks a set's verdict is flagged as weak."})
+    few_tasks: int = field(
+        default=20,
+        metadata={
+            "help": "Below this many tasks a set is too small to tell: the verdict says so instead of 'not better'."
+        },
+    )
+    tie_metric: str = field(
+        default="recall@{2k}",
+        metadata={
+            "help": "The name of the rows' tie-breaking score (their 'reward' key; {k} and {2k} filled in): Sieve as "
+            "served is scored by recall at twice k (sieve.train.ranker.served_scores)."
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.margin < 0 or not 0 < self.saturated <= 1 or self.few_tasks < 0:
@@ -127,6 +144,8 @@ class Verdict:
     rule: str
     reasons: list[str]
     sets: list[SetComparison]
+    tie_metric: str = "reward"  # what the sets' ``reward`` figures are
+    few_tasks: int = 0  # the deciding set had fewer tasks than this: too few to tell (0: it had enough)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON (an unknown noise, from fewer than 2 tasks, is ``None``)."""
@@ -138,10 +157,26 @@ class Verdict:
                 return [clean(v) for v in x]
             return None if isinstance(x, float) and math.isinf(x) else x
 
-        return clean(asdict(self))
+        return clean({**asdict(self), "headline": self.headline()})
+
+    @property
+    def weak(self) -> bool:
+        """Whether the deciding set was too small to tell a difference from the noise."""
+        return self.few_tasks > 0
 
     def headline(self) -> str:
-        """One line for the CLI and the report."""
+        """One line for the CLI and the report: the weakness of a small deciding set first, then the advice."""
+        n = next((s.n for s in self.sets if s.name == self.deciding_set), 0)
+        if self.weak and not self.better:
+            return (
+                f"Too few tasks to tell whether the retrained policy is better: {n} in {self.deciding_set} "
+                f"({self.few_tasks} or more tell a difference from the noise); the shipped default stays."
+            )
+        if self.weak:
+            return (
+                f"Retrained policy better than the shipped default on only {n} tasks of {self.deciding_set} "
+                f"(a weak verdict: {self.few_tasks} or more tell): recommended; confirm with --eval-tasks."
+            )
         what = (
             "better than the shipped default: recommended"
             if self.better
@@ -171,17 +206,24 @@ def decide(sets: list[SetComparison], deciding: str, config: VerdictConfig | Non
         False
     """
     cfg = config or VerdictConfig()
+    tie = cfg.tie_metric.format(k=k, **{"2k": 2 * k})
     by_name = {s.name: s for s in sets}
     if deciding not in by_name:
         raise InvalidInput(f"Expected the deciding set among {sorted(by_name)}, got {deciding!r}")
     d = by_name[deciding]
     reasons: list[str] = []
+    weak = d.n < cfg.few_tasks
+    if weak:  # first: it decides how everything after it reads
+        reasons.append(
+            f"only {d.n} task{'s' if d.n != 1 else ''} in {d.name}: too few to tell a difference from the noise "
+            f"({cfg.few_tasks} or more tell)"
+        )
     if d.recall.above_noise:
         better = True
         reasons.append(f"recall@{k} on {d.name} {fmt_diff(d.recall)}")
     elif d.recall.diff >= 0 and d.reward.above_noise:
         better = True
-        reasons.append(f"recall@{k} on {d.name} {fmt_diff(d.recall)}: within the noise; reward {fmt_diff(d.reward)}")
+        reasons.append(f"recall@{k} on {d.name} {fmt_diff(d.recall)}: within the noise; {tie} {fmt_diff(d.reward)}")
     else:
         better = False
         if d.recall.below_noise:
@@ -189,8 +231,8 @@ def decide(sets: list[SetComparison], deciding: str, config: VerdictConfig | Non
         else:
             reasons.append(f"recall@{k} on {d.name} {fmt_diff(d.recall)}: not above the noise")
             reasons.append(
-                f"reward {fmt_diff(d.reward)}: "
-                + ("not above the noise" if d.recall.diff >= 0 else "no tie-break, recall is lower")
+                f"{tie} {fmt_diff(d.reward)}: "
+                + ("not above the noise" if d.recall.diff >= 0 else f"no tie-break, recall@{k} is lower")
             )
     for other in sets:
         if other.name != deciding and other.recall.below_noise:
@@ -202,10 +244,16 @@ def decide(sets: list[SetComparison], deciding: str, config: VerdictConfig | Non
                 f"tasks saturated: the shipped policy already solves {s.solved_by_shipped} of {s.n} "
                 f"{s.name} (every gold chunk in its top {k})"
             )
-        if s.n < cfg.few_tasks:
-            reasons.append(f"only {s.n} task{'s' if s.n != 1 else ''} in {s.name}: a weak verdict")
+        if s.name != deciding and s.n < cfg.few_tasks:
+            reasons.append(f"only {s.n} task{'s' if s.n != 1 else ''} in {s.name}: a weak comparison")
     return Verdict(
-        better=better, deciding_set=deciding, rule=RULE.format(margin=cfg.margin), reasons=reasons, sets=list(sets)
+        better=better,
+        deciding_set=deciding,
+        rule=RULE.format(margin=cfg.margin, k=k, tie=tie),
+        reasons=reasons,
+        sets=list(sets),
+        tie_metric=tie,
+        few_tasks=cfg.few_tasks if weak else 0,
     )
 
 

@@ -12,10 +12,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sieve.retriever.bm25 import rarity
+from sieve.retriever.bm25 import STOPWORDS, rarity
 
 _WORD_RE = re.compile(r"[^\s]+")
-_STRIP = "\"'“”‘’()[]{},.;:!?«»"
+_STRIP = "\"'“”‘’()[]{},.;:!?«»*`"  # "*" and "`": Markdown's emphasis and code marks ("**WSL**")
 # Inner words allowed inside a name ("Bank of America", "Leonardo da Vinci").
 _CONNECTORS = frozenset("of the de del della da di von van der den du la le y and & al bin el for in on".split())
 # Capitalised words that are not names on their own: function words at a sentence start, pronouns,
@@ -26,6 +26,14 @@ for from by with of to as and or but if when where which who whom whose what why
 after before during while since until also however although though both either neither each every all some
 many most more other such one two three first second third january february march april may june july august
 september october november december monday tuesday wednesday thursday friday saturday sunday i we you our
+""".split()
+) | frozenset(
+    # More closed classes that open a sentence and name nothing: the other pronouns and possessives,
+    # auxiliaries, discourse adverbs ("Now", "Then") and interjections ("Congratulations").
+    """me my mine your yours us ours him hers himself herself itself myself yourself ourselves themselves
+not no yes so then now thus hence just only already again instead otherwise anyway finally meanwhile
+do does did done has have had can could should would must shall am being let lets please thanks thank hello
+hi hey welcome congratulations oh ok okay
 """.split()
 )
 
@@ -48,7 +56,7 @@ INITIAL_SHARE = 0.002
 MAX_NAME_WORDS = 6  # a longer run of capitalised words is a heading, a menu or a table row, not a name
 
 
-def searchable(mention: Mention, share: Callable[[str], float] | None) -> Mention | None:
+def searchable(mention: Mention, share: Callable[[str], float] | None, chunks: int | None = None) -> Mention | None:
     """The mention as a query worth a search of its own on this corpus, or None.
 
     Leading words that are common on this corpus are dropped when the mention opens a sentence
@@ -57,7 +65,10 @@ def searchable(mention: Mention, share: Callable[[str], float] | None) -> Mentio
     the corpus holds in at most ``COMMON_SHARE`` of its chunks (``INITIAL_SHARE`` when it opens a
     sentence or line, where any word is capitalised). ``share`` maps a lower-cased word to its
     share of chunks (BM25's document frequency); without it, only a single line-opening word is
-    refused.
+    refused. With the corpus's count of ``chunks``, what :func:`query_problem` refuses is refused
+    too, and so is a single word that opens a sentence and is held by that one chunk only: its
+    capitals say nothing of a name, and its search finds only the chunk it was read in
+    ("Therefore", "Congratulations").
 
     Example:
         >>> share = {"make": 0.2, "lindbergh": 0.001, "does": 1.0, "amcor": 0.01}.get
@@ -82,11 +93,90 @@ def searchable(mention: Mention, share: Callable[[str], float] | None) -> Mentio
         # What is left no longer opens the sentence: its capitals are its own.
         mention = Mention(" ".join(words), mention.start, mention.context, initial=False)
     norm = normalise(mention.text).split()
+    if share is not None and chunks and query_problem(mention.text, share, chunks) is not None:
+        return None
+    if share is not None and mention.initial and len(mention.text.split()) == 1 and held_once(norm, share, chunks):
+        return None  # one token opening a sentence, of this chunk only ("Therefore", "Breath-taking")
     if len(norm) != 1:
-        return mention if norm else None
+        return mention if norm and not all(is_number(w) for w in norm) else None
     if share is None:
         return None if mention.initial else mention
     return mention if share(norm[0]) <= (INITIAL_SHARE if mention.initial else COMMON_SHARE) else None
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:s|st|nd|rd|th)?")
+
+
+def is_number(word: str) -> bool:
+    """Whether a (normalised) word is a bare number, a year or a decade: "2020", "1990s", "3rd", "1.5".
+
+    Example:
+        >>> [is_number(w) for w in ("2020", "1990s", "3rd", "fy2023", "b52")]
+        [True, True, True, False, False]
+    """
+    return bool(_NUMBER.fullmatch(word))
+
+
+def query_problem(
+    query: str, share: Callable[[str], float] | None, chunks: int | None = None, question: str = ""
+) -> str | None:
+    """Why ``query`` is no search a person would write on this corpus, or None when it is one.
+
+    Refused, whatever the corpus: a query of stop words or sentence-opening filler words only ("my",
+    "Now", "Congratulations"), of bare numbers only ("2020"), or of several tokens that are only
+    these ("1985 July"; one token such as "I-40" or "A-10" names a road or an aircraft). Refused by the corpus's own
+    statistics (``share``: a lower-cased word's share of its ``chunks`` chunks): a single word held
+    by more than ``COMMON_SHARE`` of the chunks ("Make" in a manual), and a single token (no space)
+    that is no plain word ("UCAVs", "AEW&Cs", "C467/46"), is not the ``question``'s own and has a
+    word held by at most one chunk: such a search finds only the chunk it was read in, and reads as
+    noise. (A plain capitalised word of one chunk is a name where its capitals are its own:
+    :func:`searchable` refuses it where it opens a sentence.)
+
+    Example:
+        >>> share = {"make": 0.2, "ucavs": 0.001, "lindbergh": 0.004, "fy2023": 0.001, "i": 0.3}.get
+        >>> [query_problem(q, lambda w: share(w, 0.0), 1000) for q in ("my", "Now", "2020", "Make", "UCAVs")]
+        ['stop words only', 'stop words only', 'a bare number', 'a common word of the corpus', 'a token of one chunk']
+        >>> [query_problem(q, lambda w: share(w, 0.0), 1000) for q in ("Lindbergh", "L'uomo", "Weston-super-Mare", "I-40")]
+        [None, None, None, None]
+        >>> query_problem("1985 July", lambda w: share(w, 0.0), 1000)
+        'stop words and numbers only'
+        >>> query_problem("FY2023", lambda w: share(w, 0.0), 1000, question="Has the ratio improved in FY2023?") is None
+        True
+    """
+    words = normalise(query).split()
+    if not words:
+        return "no words"
+    if all(is_number(w) for w in words):
+        return "a bare number"
+    if all(w in _STOP or w in STOPWORDS for w in words):
+        return "stop words only"
+    if len(query.split()) > 1 and all(w in _STOP or w in STOPWORDS or is_number(w) for w in words):
+        return "stop words and numbers only"  # "1985 July", "Now 2020"; one token such as "I-40" is a name
+    if share is None or len(query.split()) != 1:
+        return None
+    if len(words) == 1 and share(words[0]) > COMMON_SHARE:
+        return "a common word of the corpus"
+    if (
+        not _plain(query.strip(_STRIP))
+        and held_once(words, share, chunks)
+        and not set(words) <= set(normalise(question).split())
+    ):
+        return "a token of one chunk"
+    return None
+
+
+def _plain(token: str) -> bool:
+    """A word as prose writes it: letters, lower-case or capitalised, parts joined by a hyphen or an
+    apostrophe ("Weston-super-Mare", "L'été"); no acronym, digits, symbols or inner capitals."""
+    parts = re.split(r"[-'’]", token)
+    return all(p.isalpha() and (p.islower() or (p[0].isupper() and (len(p) == 1 or p[1:].islower()))) for p in parts)
+
+
+def held_once(words: list[str], share: Callable[[str], float], chunks: int | None) -> bool:
+    """Whether a word of ``words`` is held by at most one of the corpus's ``chunks`` chunks (False without a count)."""
+    if not chunks:
+        return False
+    return any(share(w) * chunks < 1.5 for w in words if not is_number(w))
 
 
 KEYPHRASE_MAX_SHARE = 0.05  # a word in more of the corpus's chunks than this is no part of a keyphrase
@@ -132,6 +222,8 @@ def keyphrases(question: str, share: Callable[[str], float] | None, most: int = 
             part = run[i : i + KEYPHRASE_WORDS]
             if len(part) == 1 and part[0][1] > COMMON_SHARE:
                 continue
+            if all(is_number(normalise(w)) for w, _ in part):
+                continue  # "2020": a bare number or year names nothing on its own
             text = " ".join(w for w, _ in part)
             scored.append((sum(rarity(r) for _, r in part), text))
     out = [t for _, t in sorted(scored, key=lambda st: -st[0]) if t]
@@ -151,9 +243,22 @@ def question_names(question: str, share: Callable[[str], float] | None) -> list[
     names = [m.text for m in (searchable(m, share) for m in mentions(question)) if m is not None]
     first: dict[str, str] = {}
     for name in [*names, *keyphrases(question, share)]:
-        first.setdefault(normalise(name), name)
+        if query_problem(name, share, question=question) is None:
+            first.setdefault(normalise(name), name)
     first.pop(normalise(question), None)
     return list(first.values())
+
+
+def opens_only(word: str, text: str) -> bool:
+    """Whether ``word`` occurs in ``text`` and every time at the opening of a sentence, a line or a list
+    item, where any word is capitalised (so its capitals say nothing of a name).
+
+    Example:
+        >>> opens_only("Therefore", "It fails. Therefore, pin it."), opens_only("Balzac", "Read Balzac. Balzac wrote.")
+        (True, False)
+    """
+    starts = [m.start() for m in re.finditer(rf"(?<!\w){re.escape(word)}(?!\w)", text)]
+    return bool(starts) and all(_opens(text, i) for i in starts)
 
 
 def _opens(text: str, start: int) -> bool:
@@ -278,10 +383,14 @@ __all__ = [
     "question_names",
     "INITIAL_SHARE",
     "MAX_NAME_WORDS",
+    "held_once",
+    "is_number",
+    "query_problem",
     "Mention",
     "mentions",
     "name_match",
     "normalise",
+    "opens_only",
     "searchable",
     "words_match",
 ]

@@ -148,7 +148,11 @@ class _Session:
             parent_score = state.scores.get(e.chunk_id, 0.0)
             title = normalise(e.chunk.title)
             # Common words of this corpus ("Make", "Next", "Does ...") are no names: cleaned or dropped.
-            found = [c for c in (searchable(m, episode.term_share) for m in mentions(e.chunk.text)) if c is not None]
+            found = [
+                c
+                for c in (searchable(m, episode.term_share, episode.corpus_chunks) for m in mentions(e.chunk.text))
+                if c is not None
+            ]
             for order, m in enumerate(found):
                 key = normalise(m.text)
                 if not key or key in state.queried or key == title or key in qnorm or title.startswith(key):

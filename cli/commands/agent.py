@@ -32,24 +32,30 @@ from sieve.cli.commands._common import (
 )
 
 
-def _step_logger(stream: Any = None) -> Any:
-    """An ``on_event`` callback writing one progress line per tool call to stderr."""
+def _step_logger(stream: Any = None, width: int | None = None) -> Any:
+    """An ``on_event`` callback writing one progress line per tool call to stderr (each cut to ``width``)."""
     out = stream or sys.stderr
+
+    def emit(line: str) -> None:
+        out.write(line if width is None else shorten(line, width) + "\n")
 
     def log(event: dict[str, Any]) -> None:
         tag = f"[r{event['rollout']}] " if "rollout" in event else ""
         if event["type"] == "observation":
             for r in event["results"]:
+                head = f"{tag}turn {event['turn'] + 1} {r['tool']:<6} "
+                tail = f"  [{r['tokens']} tok, {r['ms']:.0f} ms]"
+                # The middle is cut, so that a line cut to ``width`` keeps its cost.
+                room = 120 if width is None else max(20, width - len(head) - len(tail))
                 if r["error"]:
-                    line = f"error: {shorten(r['error'], 120)}"
+                    line = f"error: {shorten(r['error'], room - 7)}"
                 elif r["handles"]:
+                    new = f"{len(r['handles'])} new"
                     titles = ", ".join(dict.fromkeys(t for t in r["titles"] if t))
-                    line = f"{len(r['handles'])} new ({shorten(titles, 90)})"
+                    line = f"{new} ({shorten(titles, 90 if width is None else room - len(new) - 3)})"
                 else:
-                    line = shorten(r["content"], 120)
-                out.write(
-                    f"{tag}turn {event['turn'] + 1} {r['tool']:<6} {line}  [{r['tokens']} tok, {r['ms']:.0f} ms]\n"
-                )
+                    line = shorten(r["content"], room)
+                emit(f"{head}{line}{tail}\n")
         elif event["type"] == "action":
             for name, params in zip(event["tools"], event["params"]):
                 arg = (
@@ -57,16 +63,16 @@ def _step_logger(stream: Any = None) -> Any:
                     if isinstance(params, dict)
                     else params
                 )
-                out.write(f"{tag}turn {event['turn'] + 1} > {name}({shorten(str(arg), 100)})\n")
+                emit(f"{tag}turn {event['turn'] + 1} > {name}({shorten(str(arg), 100)})\n")
         elif event["type"] == "reasoning":
-            out.write(f"{tag}turn {event['turn'] + 1} thinks: {shorten(' '.join(event['text'].split()), 140)}\n")
+            emit(f"{tag}turn {event['turn'] + 1} thinks: {shorten(' '.join(event['text'].split()), 140)}\n")
         elif event["type"] == "usage":
-            out.write(
+            emit(
                 f"{tag}turn {event['turn'] + 1} context {event['context_tokens']:,}/{event['budget']:,} "
                 f"({event['state']})\n"
             )
         elif event["type"] == "done":
-            out.write(
+            emit(
                 f"{tag}done: {event['stop_reason']}, {len(event['returned'])} evidence, "
                 f"{event['wall_ms'] / 1000:.1f}s\n"
             )
@@ -76,11 +82,16 @@ def _step_logger(stream: Any = None) -> Any:
 
 
 def evidence_table(trace: Any, title: str, wide: bool = False) -> None:
+    print_results([(e.rank, e.score, e.chunk_id, e.title, e.text) for e in trace.returned], title, wide=wide)
+    trace_notes(trace)
+
+
+def trace_notes(trace: Any, width: int | None = None) -> None:
+    """The episode's warnings and one-line summary on stderr, its answer (if any) on stdout; ``width``: wrap there."""
     from rich.console import Console
 
-    print_results([(e.rank, e.score, e.chunk_id, e.title, e.text) for e in trace.returned], title, wide=wide)
     for warning in trace.warnings:
-        Console(stderr=True).print(f"[yellow]warning:[/yellow] {warning}", markup=True, highlight=False)
+        Console(stderr=True, width=width).print(f"[yellow]warning:[/yellow] {warning}", markup=True, highlight=False)
     summary = (
         f"{trace.stop_reason}: {plural(len(trace.turns), 'turn')}, {plural(len(trace.tool_calls), 'tool call')} "
         f"({plural(trace.n_searches, 'search', 'searches')}, {plural(trace.n_prune_calls, 'prune')}, "
@@ -88,10 +99,10 @@ def evidence_table(trace: Any, title: str, wide: bool = False) -> None:
         f"{len(trace.pruned_chunk_ids)} pruned, peak context {plural(trace.peak_context_tokens, 'token')}, "
         f"{trace.wall_ms / 1000:.1f}s"
     )
-    Console(stderr=True).print(summary)
+    Console(stderr=True, width=width).print(summary)
     if trace.answer:
         # Plain text: the answer's "[c1]" citations are not rich markup.
-        out = Console(highlight=False)
+        out = Console(highlight=False, width=width)
         out.print(f"answer: {trace.answer}", markup=False)
         for c in trace.citations:
             title = f" ({c['title']})" if c.get("title") else ""
@@ -132,18 +143,21 @@ DEMO_POLICY = DEFAULT_POLICY  # the demo shows what `sieve search` does by defau
 
 
 def demo_agent(index: Any, question: str, k: int, as_json: bool = False, *, wide: bool = False) -> dict[str, Any]:
-    """``sieve demo`` step: the agent on the same question, with its step log (tables unless ``as_json``).
+    """``sieve demo`` step: the agent on the same question, with its step log and summary unless ``as_json``
+    (its evidence is shown in the demo's table, beside hybrid's).
 
     It runs the shipped learned policy (with the floor, as served): zero-shot it matches or beats
     the hand-tuned heuristic on every evaluation set (``docs/experiments/floor-and-policies.md``).
     """
     from sieve.agent import AgentConfig, SearchAgent
+    from sieve.cli.commands._compare import output_width
 
     config = AgentConfig(k=k)
     agent = SearchAgent.with_policy(index, DEMO_POLICY, config)
-    trace = agent.run(question, on_event=None if as_json else _step_logger())
+    width = output_width()
+    trace = agent.run(question, on_event=None if as_json else _step_logger(width=width))
     if not as_json:
-        evidence_table(trace, f"agent ({DEMO_POLICY}) evidence for: {question}", wide=wide)
+        trace_notes(trace, width=width)
     return {"agent": trace_json(trace, question, index.name)}
 
 
@@ -282,4 +296,4 @@ def register(app: typer.Typer) -> None:
             evidence_table(trace, f"{trace.policy} evidence for: {question}", wide=wide)
 
 
-__all__ = ["demo_agent", "evidence_table", "register", "trace_json"]
+__all__ = ["demo_agent", "evidence_table", "register", "trace_json", "trace_notes"]

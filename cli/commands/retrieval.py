@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -108,19 +109,20 @@ def index_json(report) -> dict:
     }
 
 
-def _report_index(report, as_json: bool) -> None:
-    """The run's summary on stdout; every skip with its reason, library warnings (one line per file)
-    and ignored files by suffix on stderr, after the progress bar."""
+def _report_index(report, as_json: bool, width: int | None = None) -> None:
+    """The run's summary on stdout (wrapped at ``width`` when given); every skip with its reason, library
+    warnings (one line per file) and ignored files by suffix on stderr, after the progress bar."""
     ing = report.ingest
     if as_json:
         print_json(index_json(report))
         return
-    typer.echo(
+    summary = (
         f"{plural(ing.documents, 'document')} from {plural(ing.files_read, 'file')}: {report.added} added, "
         f"{report.updated} updated, {report.resumed} resumed, {report.unchanged} unchanged; "
         f"{plural(report.chunks_written, 'chunk')} written in {report.seconds:.1f}s "
         f"({report.chunks_per_second:.1f} chunks/s)"
     )
+    typer.echo(summary if width is None else textwrap.fill(summary, width))
     if ing.skipped:
         typer.secho(
             f"Skipped {plural(len(ing.skipped), 'input')} (the rest was indexed):", fg=typer.colors.YELLOW, err=True
@@ -375,8 +377,13 @@ def register(app: typer.Typer) -> None:
         wide: bool = WideOpt,
         as_json: bool = JsonOpt,
     ) -> None:
-        """Index the shipped sample corpus into COLLECTION (default: sample) and compare hybrid and agent results."""
+        """Index the shipped sample corpus into COLLECTION (default: sample) and compare hybrid and agent results.
+
+        The two rankings are shown side by side in one table (chunks in both marked), at the
+        terminal's width but at most 100 columns.
+        """
         from sieve.retriever import CorpusIndex
+        from sieve.cli.commands._compare import compare_table, output_width
 
         s = settings_from(data_dir, device=device)
         index = CorpusIndex.open(s.retriever_config(), collection, create=True)
@@ -388,24 +395,36 @@ def register(app: typer.Typer) -> None:
             "index": index_json(report),
             "hybrid": [hit_json(h) for h in hits],
         }
+        width = output_width()
         if not as_json:
-            _report_index(report, False)
-            _hits_table(hits, f"hybrid results for: {question}", wide=wide)
+            _report_index(report, False, width=width)
         for extra in DEMO_EXTRAS:
             out.update(extra(index, question, k, as_json, wide=wide))
         if as_json:
             print_json(out)
-        else:
-            typer.echo(
-                f'\nNext: sieve retrieve "..." -c {index.name}, sieve search "..." -c {index.name}, '
-                f"or sieve serve -c {index.name} and open the playground at http://127.0.0.1:8000/",
-                err=True,
-            )
+            return
+        # Each extra that ran an episode (a dict with "policy" and "results") is shown beside hybrid.
+        for name, value in out.items():
+            if isinstance(value, dict) and "policy" in value and "results" in value:
+                compare_table(
+                    ("hybrid", out["hybrid"]),
+                    (f"{name} ({value['policy']})", value["results"]),
+                    f"hybrid and {name} ({value['policy']}) for: {question}",
+                    wide=wide,
+                )
+        if not any(isinstance(v, dict) and "results" in v for v in out.values()):
+            _hits_table(hits, f"hybrid results for: {question}", wide=wide)
+        nxt = (
+            f'Next: sieve retrieve "..." -c {index.name}, sieve search "..." -c {index.name}, '
+            f"or sieve serve -c {index.name} and open the playground at http://127.0.0.1:8000/"
+        )
+        typer.echo("\n" + textwrap.fill(nxt, width, break_on_hyphens=False, break_long_words=False), err=True)
 
 
 # Later stages (the agent) append demo steps here: callables (index, question, k, as_json, *, wide)
-# returning a dict merged into `sieve demo --json`'s output (and printing their tables when not
-# as_json; compact ones unless wide).
+# returning a dict merged into `sieve demo --json`'s output. A value holding an episode ("policy" and
+# "results", as `trace_json` writes) is shown beside hybrid's results in the demo's one table; a step
+# prints only its own log and notes (on stderr, within the demo's width) when not as_json.
 DEMO_EXTRAS: list = []
 
 __all__ = ["DEMO_EXTRAS", "hit_json", "index_json", "register"]

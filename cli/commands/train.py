@@ -579,14 +579,7 @@ def register(app: typer.Typer) -> None:
             return
         if "verdict" in result:
             v = result["verdict"]
-            typer.echo(
-                (
-                    "Better than the shipped default: "
-                    if v["better"]
-                    else "Not better than the shipped default (keep it): "
-                )
-                + "; ".join(v["reasons"])
-            )
+            typer.echo(f"{v['headline']} Why: " + "; ".join(v["reasons"]))
             stage = result["embedder"]
             typer.echo(f"Embedder: {'adapted and kept' if stage['kept'] else 'shipped'} ({stage['reason']}).")
             if result["adopted"]:

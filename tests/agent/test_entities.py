@@ -48,3 +48,26 @@ def test_markdown_links_read_as_their_words():
     found = mentions(text)
     assert [m.text for m in found] == ["See Private Modules", "Orgs"]
     assert text[found[1].start :].startswith("Orgs")  # offsets still point into the original text
+
+
+def test_no_query_is_a_stop_word_a_filler_word_or_a_bare_number():
+    """The issue's step logs: "2020" and "2026" (a year left after "In" was trimmed, a year of the
+    question), "my", "Now", "Congratulations" (sentence openers), "UCAVs" (a token of one chunk)."""
+    from sieve.agent.policies.entities import query_problem, question_names, searchable
+    from sieve.retriever.bm25 import STOPWORDS
+
+    shares = {"population": 0.01, "lindbergh": 0.004, "2020": 0.01, "ucavs": 0.001, "congratulations": 0.001}
+
+    def corpus(w: str) -> float:  # as BM25's doc_share: a stop word is everywhere
+        return 1.0 if w in STOPWORDS else shares.get(w, 0.003)
+
+    chunks = 1000  # a share of 0.001 is one chunk
+    names = question_names("What was the 2020 population of the city Lindbergh's plane was named after?", corpus)
+    assert "2020" not in names and "Lindbergh" in names
+    for query in ("my", "Now", "Now I", "2020", "2026", "In 2026", "1990s"):
+        assert query_problem(query, corpus, chunks) is not None, query
+    text = "In 2026 the navy flew UCAVs. Congratulations, it worked. Now the Spirit of St. Louis flew."
+    found = [m for m in (searchable(m, corpus, chunks) for m in mentions(text)) if m is not None]
+    assert [m.text for m in found] == ["Spirit of St. Louis"], found
+    # A plain name of one chunk stays searchable where its capitals are its own (not opening a sentence).
+    assert query_problem("Balzac", corpus, chunks) is None

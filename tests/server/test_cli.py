@@ -38,8 +38,39 @@ def _modules_after(args: list[str], data_dir: Path | None = None) -> tuple[set[s
         "sys.exit(code)"
     )
     env_args = [*args, "--data-dir", str(data_dir)] if data_dir else args
-    proc = subprocess.run(
-        [sys.executable, "-c", code, *env_args],
+    proc = _python(code, env_args, data_dir)
+    return _loaded(proc), proc
+
+
+_NEXT = "--- next invocation ---"
+
+
+def _modules_after_each(runs: list[list[str]], data_dir: Path) -> tuple[set[str], list[tuple[int, str]]]:
+    """Run each ``sieve ARGS`` of ``runs`` in turn in one fresh interpreter (one start-up, one model load,
+    for checks that hold for every command when they hold for all together: what none of them imports).
+
+    Returns which of HEAVY they imported, together, and each run's exit code and stdout.
+    """
+    code = (
+        "import json, sys\nfrom sieve.cli.main import main\ncodes = []\n"
+        "for args in json.loads(sys.argv[1]):\n"
+        "    try:\n        main(args)\n    except SystemExit as e:\n        codes.append(e.code or 0)\n"
+        "    else:\n        codes.append(0)\n"
+        f"    print({_NEXT!r}, flush=True)\n"
+        f"print('MODULES=' + json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)), file=sys.stderr)\n"
+        "print('CODES=' + json.dumps(codes), file=sys.stderr)\n"
+    )
+    proc = _python(code, [json.dumps([[*args, "--data-dir", str(data_dir)] for args in runs])], data_dir)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    codes = json.loads(next(ln for ln in proc.stderr.splitlines() if ln.startswith("CODES=")).removeprefix("CODES="))
+    outs = proc.stdout.split(_NEXT + "\n")[: len(runs)]
+    assert len(codes) == len(outs) == len(runs), proc.stderr[-3000:]
+    return _loaded(proc), list(zip(codes, outs))
+
+
+def _python(code: str, args: list[str], data_dir: Path | None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
         timeout=600,
@@ -50,9 +81,12 @@ def _modules_after(args: list[str], data_dir: Path | None = None) -> tuple[set[s
             "SIEVE_MODEL_DIR": os.environ["SIEVE_MODEL_DIR"],
         },
     )
+
+
+def _loaded(proc: subprocess.CompletedProcess) -> set[str]:
     line = next((ln for ln in proc.stderr.splitlines() if ln.startswith("MODULES=")), None)
     assert line is not None, proc.stderr[-3000:]
-    return set(json.loads(line.removeprefix("MODULES="))), proc
+    return set(json.loads(line.removeprefix("MODULES=")))
 
 
 def test_help_imports_nothing_heavy() -> None:
@@ -83,12 +117,15 @@ def test_listing_and_bm25_never_load_the_embedder(sample_data_copy: Path) -> Non
 def test_onnx_queries_never_import_torch_or_transformers(sample_data_copy: Path) -> None:
     """Dense, hybrid and agentic queries on the default ONNX backend tokenize with ``tokenizers`` alone:
     importing transformers (and with it torch) was 4 of the 7 seconds such a process took."""
-    for args in (["retrieve", "Charles Lindbergh aircraft", "--mode", "hybrid"], ["search", "Charles Lindbergh"]):
-        loaded, proc = _modules_after([*args, "-c", "sample", "-k", "3", "--json"], sample_data_copy)
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        assert len(json.loads(proc.stdout)["results"]) == 3
-        assert {"onnxruntime", "chromadb"} <= loaded, loaded  # the model did run
-        assert loaded.isdisjoint({"torch", "transformers", "sentence_transformers"}), (args[0], loaded)
+    runs = [["retrieve", "Charles Lindbergh aircraft", "--mode", "hybrid"], ["search", "Charles Lindbergh"]]
+    # One interpreter for both: neither imports torch when both together do not (and one start-up is saved).
+    loaded, outs = _modules_after_each(
+        [[*args, "-c", "sample", "-k", "3", "--json"] for args in runs], sample_data_copy
+    )
+    for args, (code, out) in zip(runs, outs):
+        assert code == 0 and len(json.loads(out)["results"]) == 3, (args[0], out[-2000:])
+    assert {"onnxruntime", "chromadb"} <= loaded, loaded  # the model did run
+    assert loaded.isdisjoint({"torch", "transformers", "sentence_transformers"}), loaded
 
 
 def test_reading_a_trace_needs_no_model_library(tmp_path: Path) -> None:

@@ -18,6 +18,28 @@ import pytest
 from sieve.train.config import EpisodeConfig, split_tasks
 
 SFT_EPISODE = EpisodeConfig(budget_tokens=1024, max_turns=2, search_k=2, search_tokens=256, max_new_tokens=48)
+SAMPLE = Path("data/sample")
+
+
+@pytest.fixture(scope="module")
+def training_index(embedder, tmp_path_factory: pytest.TempPathFactory):
+    """The sample corpus cut to what these runs search: the gold documents of the first four tasks
+    (the most any run here reads) and every sixth other document as distractors, indexed once in this
+    process. Embedding all 360 pages was a third of this file's time; the runs check the training
+    machinery, which a smaller corpus exercises the same way."""
+    from sieve.eval.data import read_tasks
+    from sieve.retriever import CorpusIndex, RetrieverConfig
+
+    gold = {g for t in read_tasks(SAMPLE / "tasks.jsonl", 4) for g in t["gold_ids"]}
+    lines = (SAMPLE / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    kept = [line for i, line in enumerate(lines) if json.loads(line)["id"] in gold or i % 6 == 0]
+    corpus = tmp_path_factory.mktemp("training-corpus") / "corpus.jsonl"
+    corpus.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    data = tmp_path_factory.mktemp("training-data")
+    index = CorpusIndex.open(RetrieverConfig(data_dir=data), "sample-cut", create=True, embedder=embedder)
+    index.index_path(corpus, progress=False)
+    assert gold <= set(index.documents()) and len(index.documents()) < len(lines) / 4
+    return index
 
 
 def distinct_token_reward(completions, **kwargs):
@@ -28,7 +50,7 @@ def distinct_token_reward(completions, **kwargs):
 
 
 @pytest.mark.slow
-def test_grpo_smoke_run_through_the_harness(sample_index, tiny_model_dir, tmp_path):
+def test_grpo_smoke_run_through_the_harness(training_index, tiny_model_dir, tmp_path):
     import torch
 
     from sieve.agent import AgentConfig, SearchAgent, make_policy
@@ -54,7 +76,7 @@ def test_grpo_smoke_run_through_the_harness(sample_index, tiny_model_dir, tmp_pa
     model, tok, _ = load_student(cfg.model_path)
     before = model.model.layers[0].self_attn.q_proj.weight.detach().clone()
     trainer = build_trainer(
-        sample_index,
+        training_index,
         cfg,
         read_tasks(cfg.tasks, cfg.limit),
         model=model,
@@ -88,12 +110,12 @@ def test_grpo_smoke_run_through_the_harness(sample_index, tiny_model_dir, tmp_pa
     ckpt = save_merged(trainer.model, tok, tmp_path / "ckpt")
     # No retry of a turn cut at 8 tokens (it would generate 2048 more on the CPU): such a turn ends "truncated".
     config = AgentConfig(local_model=ckpt, max_turns=1, max_new_tokens=8, length_retry_tokens=0, budget_tokens=1024)
-    trace = SearchAgent(sample_index, make_policy("local", config), config).run("Who directed Mirror?")
+    trace = SearchAgent(training_index, make_policy("local", config), config).run("Who directed Mirror?")
     assert trace.turns and trace.stop_reason in ("no_tool_call", "finished", "max_turns", "truncated")
 
 
 @pytest.mark.slow
-def test_grpo_time_budget_alone_ends_the_run(sample_index, tiny_model_dir, tmp_path):
+def test_grpo_time_budget_alone_ends_the_run(training_index, tiny_model_dir, tmp_path):
     """--minutes without --steps: no step cap (TRL runs to a cap it never reaches); the budget ends the run."""
     from sieve.train.config import EpisodeConfig
     from sieve.train.llm.rl import DEFAULT_STEPS, RLConfig, run_rl
@@ -111,14 +133,14 @@ def test_grpo_time_budget_alone_ends_the_run(sample_index, tiny_model_dir, tmp_p
     )
     assert cfg.step_cap > DEFAULT_STEPS
     result = run_rl(
-        sample_index, cfg, progress=False, extra_reward_funcs=[distinct_token_reward], reward_weights=[1.0, 1.0]
+        training_index, cfg, progress=False, extra_reward_funcs=[distinct_token_reward], reward_weights=[1.0, 1.0]
     )
     assert result["stopped_by"] == "minutes" and 1 <= result["steps"] < DEFAULT_STEPS
     assert (tmp_path / "rl" / "model" / "config.json").is_file()
 
 
 @pytest.mark.slow
-def test_tiny_sft_run_saves_a_loadable_checkpoint(sample_index, tiny_model_dir, tmp_path) -> None:
+def test_tiny_sft_run_saves_a_loadable_checkpoint(training_index, tiny_model_dir, tmp_path) -> None:
     from sieve.train.llm.sft import WarmStartConfig, run_sft
 
     cfg = WarmStartConfig(
@@ -128,16 +150,22 @@ def test_tiny_sft_run_saves_a_loadable_checkpoint(sample_index, tiny_model_dir, 
         limit=4,
         holdout=0.25,
         epochs=1,
+        # One optimizer step on one example: the machinery (teacher episodes, examples, the trainer,
+        # the merged save, the held-out check) is the same as for a full epoch, at a sixth of its cost
+        # (six examples of 1-2k tokens through SmolLM2's 49k-word head were this file's slowest minute).
+        steps=1,
+        grad_accum=1,
         check_before=False,
         max_heldout=1,
         episode=SFT_EPISODE,
     )
-    result = run_sft(sample_index, cfg, progress=False)
+    result = run_sft(training_index, cfg, progress=False)
     assert result["n_kept_episodes"] >= 1 and result["n_train_examples"] >= result["n_kept_episodes"]
     assert result["heldout"]["n_tasks"] == 1 and 0.0 <= result["heldout"]["valid_tool_call_rate"] <= 1.0
     from sieve.eval.data import read_tasks
 
     _, held = split_tasks(read_tasks(cfg.tasks, 4), 0.25, cfg.seed)
     assert result["heldout_ids"] == [t["id"] for t in held] and result["n_train_tasks"] == 3
+    assert result["steps"] == 1 and result["stopped_by"] == "steps"
     report = json.loads((tmp_path / "sft" / "sft_report.json").read_text())
     assert report["model_dir"] == result["model_dir"] and (Path(result["model_dir"]) / "config.json").is_file()

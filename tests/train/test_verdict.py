@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from sieve.errors import InvalidInput
 from sieve.train.verdict import PairedDiff, SetComparison, VerdictConfig, decide
 
 CFG = VerdictConfig()
+HELD = "held-apart synthesized tasks"
 
 
 def _rows(recalls: list[float], rewards: list[float] | None = None) -> list[dict]:
@@ -61,7 +63,7 @@ def test_noise_and_the_reward_tie_break() -> None:
     # Recall equal, reward up on every task: the tie-break recommends it.
     tie = _set("held", [0.5] * 24, [0.5] * 24, [1.0, 1.1] * 12, [1.2, 1.3] * 12)
     v = decide([tie], "held", CFG)
-    assert v.better and "within the noise; reward" in v.reasons[0]
+    assert v.better and "within the noise; recall@20" in v.reasons[0]  # the tie-breaker named as what it is
     # Recall slightly lower (within the noise): no tie-break, whatever the reward.
     lower = _set("held", [0.5] * 23 + [1.0], [0.5] * 24, [1.0] * 24, [2.0] * 24)
     assert not decide([lower], "held", CFG).better
@@ -84,7 +86,67 @@ def test_the_labelled_questions_decide_and_no_set_may_get_worse() -> None:
 
 def test_few_tasks_are_flagged() -> None:
     v = decide([_set("held", [0.0, 0.5, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0])], "held", CFG)
-    assert v.better and any("only 4 tasks in held: a weak verdict" in r for r in v.reasons)
+    assert v.better and v.reasons[0].startswith("only 4 tasks in held: too few to tell")
+    assert "on only 4 tasks of held (a weak verdict" in v.headline()
+
+
+def test_fifteen_held_apart_tasks_are_too_few_to_tell_and_each_metric_is_named() -> None:
+    """The issue's run: 15 held-apart tasks, recall@10 and recall@20 flat (the verdict called the latter
+    "reward 0.967 -> 0.967"): the small set decides the wording, before the advice, and every figure
+    is named as what it is."""
+    held = _set(HELD, [1.0] * 14 + [0.5], [1.0] * 14 + [0.5], [1.0] * 14 + [0.5], [1.0] * 14 + [0.5])
+    v = decide([held], HELD, CFG, k=10)
+    assert not v.better and v.weak
+    assert v.headline().startswith("Too few tasks to tell whether the retrained policy is better: 15 in " + HELD)
+    assert "not better" not in v.headline() and "the shipped default stays" in v.headline()
+    assert v.reasons[0].startswith(f"only 15 tasks in {HELD}: too few to tell")
+    assert any(r.startswith("recall@10 on ") for r in v.reasons)
+    assert any(r.startswith("recall@20 0.967 -> 0.967") for r in v.reasons)
+    assert not any("reward" in r for r in v.reasons) and "reward" not in v.rule
+    assert "recall@10" in v.rule and "recall@20" in v.rule
+    assert v.to_dict()["headline"] == v.headline() and v.to_dict()["tie_metric"] == "recall@20"
+    enough = _set(HELD, [1.0] * 23 + [0.5], [1.0] * 23 + [0.5])
+    assert decide([enough], HELD, CFG).headline() == (
+        "Retrained policy not better than the shipped default: the default stays."
+    )
+
+
+def test_the_report_names_each_metric_and_shows_the_most_natural_tasks(tmp_path: Path) -> None:
+    from sieve.train.pipeline import PipelineConfig, learned_report
+
+    cfg = PipelineConfig(corpus=tmp_path, out=tmp_path / "run")
+    cfg.out.mkdir()
+    questions = [
+        "In GN Build, what is said about execute, and about configuration options?",
+        "What is said about toolchain files in connection with GN Build?",
+        "Which file declares the toolchain that GN uses for host builds?",
+        "What do execute and toolchain have in common?",
+    ] + [f"In GN Build, what is said about option_{i}, and about flag_{i}?" for i in range(11)]
+    (cfg.out / "heldout_tasks.jsonl").write_text(
+        "".join(json.dumps({"id": f"h{i}", "question": q}) + "\n" for i, q in enumerate(questions)), encoding="utf-8"
+    )
+    scores = {"reward": 1.082, "recall": 0.9, "all_gold": 0.8, "traj_recall": 0.95, "searches": 3.0, "n": 15}
+    result = {
+        "n_tasks": 60,
+        "n_train": 45,
+        "n_heldout": 15,
+        "model_dir": "run/rl/model",
+        "rl": {"updates": 3, "rl_seconds": 60.0, "stop": "stopped"},
+        "evals": {HELD: {"learned (shipped)": scores, "learned (retrained)": {**scores, "reward": 1.021}}},
+        "served": {HELD: {"shipped": {"recall": 0.9, "all_gold": 0.8, "recall_2k": 0.967, "n": 15}}},
+        "ranker": None,
+        "n_eval_tasks": 0,
+        "embedder": {"kept": False, "reason": "kept as shipped (--embedder keep)", "sets": []},
+        "adopted": None,
+        "run": None,
+    }
+    held = _set(HELD, [1.0] * 14 + [0.5], [1.0] * 14 + [0.5])
+    text = learned_report(cfg, result, decide([held], HELD, CFG, k=10), 10)
+    assert "Too few tasks to tell" in text and "not better" not in text
+    assert "| recall@20 shipped -> retrained |" in text and "| RL reward |" in text
+    shown = text.split("read most like a person's question")[1].split("\n\n")[1].splitlines()
+    assert shown[0] == "- Which file declares the toolchain that GN uses for host builds?"
+    assert len(shown) == 3 and not any("what is said about" in line for line in shown[:2])
 
 
 def test_the_report_recommends_only_a_better_model(tmp_path: Path) -> None:

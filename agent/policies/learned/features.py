@@ -32,7 +32,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sieve.agent.config import HeuristicConfig
-from sieve.agent.policies.entities import mentions, name_match, normalise, question_names, searchable, words_match
+from sieve.agent.policies.entities import (
+    mentions,
+    name_match,
+    normalise,
+    query_problem,
+    question_names,
+    searchable,
+    words_match,
+)
 from sieve.agent.policies.feedback import feedback_query
 from sieve.agent.policies.heuristic import BridgeHit, Features, NameHit, score_features
 
@@ -214,6 +222,7 @@ class EpisodeFeatures:
         self.q_words = set(content_words(question))
         self.q_entities = [m.text for m in mentions(question) if normalise(m.text) != normalise(question)]
         self.share: Callable[[str], float] | None = None  # the corpus's term shares (set by the policy per episode)
+        self.chunks: int | None = None  # the chunks those shares are of (set with them)
         self._q_names: list[str] | None = None
         self.q_entity_words = [frozenset(normalise(n).split()) for n in self.q_entities]
         self.texts = texts
@@ -371,7 +380,7 @@ class EpisodeFeatures:
             ct = self.texts.get(e)
             title, found = ct.title, ct.mentions
             parent_score = self.hscores.get(e.chunk_id, 0.0)
-            cleaned = [c for c in (searchable(m, self.share) for m in found) if c is not None]
+            cleaned = [c for c in (searchable(m, self.share, self.chunks) for m in found) if c is not None]
             fresh = _fresh_mentions(cleaned, title, self.q_norm)
             for order, m in enumerate(fresh[: self.mentions_per_chunk]):
                 relation = any(
@@ -392,7 +401,11 @@ class EpisodeFeatures:
                             "bridge", f"{m.text} {' '.join(rest)}", m.text, e.chunk_id, order, relation, m.start < 150
                         ),
                     )
-            if len(title) >= 4 and f" {title} " not in self.q_norm:
+            if (
+                len(title) >= 4
+                and f" {title} " not in self.q_norm
+                and query_problem(e.chunk.title, self.share, self.chunks, self.question) is None
+            ):
                 add(parent_score * 0.5, Candidate("title", e.chunk.title, e.chunk.title, e.chunk_id))
             if e.chunk.position > 0 or not e.chunk.text.rstrip().endswith(_SENTENCE_END):
                 add(parent_score * 0.5, Candidate("read", e.handle, "", e.chunk_id))

@@ -183,6 +183,7 @@ class _Session:
             max_candidates=cfg.max_candidates,
         )
         self.f.share = episode.term_share
+        self.f.chunks = episode.corpus_chunks
         # The budget's thresholds, as the harness computes them from the same settings.
         self.budget = TokenBudget.from_config(episode.config.budget_tokens, episode.config.pruning)
 
