@@ -37,8 +37,8 @@ class AdoptReport:
         lines = [f"Collection {self.collection!r} now serves with {self.run}."]
         if self.switch is not None:
             lines.append(
-                f"Re-embedded {self.switch.chunks} chunks with the run's embedder into {self.switch.new} "
-                f"({self.switch.seconds:.0f} s); the previous version {self.switch.old} stays until "
+                f"Switched to {self.switch.new}, its {self.switch.chunks} chunks embedded with the run's embedder "
+                f"(in {self.switch.seconds:.0f} s); the previous version {self.switch.old} stays until "
                 f"`sieve collections --drop-old {self.collection}`."
             )
         return "\n".join(lines)

@@ -497,8 +497,13 @@ def learned_report(cfg: PipelineConfig, result: dict[str, Any], verdict: Verdict
             "",
         ]
     else:
+        keep = (
+            "Keep the shipped policy (the run serves it with its adapted embedder)"
+            if result["embedder"]["kept"]
+            else "Keep the shipped default (no `--policy-path`)"
+        )
         lines += [
-            f"Keep the shipped default (no `--policy-path`); the retrained policy{' and ranker' if ranker else ''} "
+            f"{keep}; the retrained policy{' and ranker' if ranker else ''} "
             f"stay{'' if ranker else 's'} in `{result['model_dir']}` for inspection.",
             "",
         ]
