@@ -18,6 +18,18 @@ if TYPE_CHECKING:
     from sieve.retriever.types import Document
 
 
+def _bar_columns(limit: int = 100) -> int:
+    """The terminal's width, at most ``limit``.
+
+    Example:
+        >>> 20 <= _bar_columns() <= 100
+        True
+    """
+    import shutil
+
+    return max(20, min(shutil.get_terminal_size().columns, limit))
+
+
 class IndexProgress:
     """A lazily drawn tqdm bar over the documents of one index run.
 
@@ -51,7 +63,9 @@ class IndexProgress:
             if self._bar is None and self._enabled:
                 from tqdm.auto import tqdm
 
-                self._bar = tqdm(desc=self._desc, total=self._total(), unit="doc")
+                # At most 100 columns: a bar as wide as a wide terminal reads worse and outgrows
+                # the demo's 100-column table (tqdm takes the terminal's width otherwise).
+                self._bar = tqdm(desc=self._desc, total=self._total(), unit="doc", ncols=_bar_columns())
             yield doc
 
     def done(self, n: int, *, chunks: int | None = None) -> None:
