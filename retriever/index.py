@@ -526,8 +526,15 @@ def _bm25_dir(config: RetrieverConfig, collection: str) -> Path:
     return config.data_dir / "bm25" / f"{collection}-{tag}"
 
 
-def delete_collection(config: RetrieverConfig, name: str, client: StoreHandle | Any | None = None) -> None:
+def delete_version(chroma: Any, config: RetrieverConfig, physical: str) -> None:
+    """Delete one Chroma collection (a version of a name) and its BM25 cache; the caller holds the write lock."""
     import shutil
+
+    chroma.delete_collection(physical)
+    shutil.rmtree(_bm25_dir(config, physical), ignore_errors=True)
+
+
+def delete_collection(config: RetrieverConfig, name: str, client: StoreHandle | Any | None = None) -> None:
 
     from sieve.retriever.versions import point, versions
 
@@ -537,8 +544,7 @@ def delete_collection(config: RetrieverConfig, name: str, client: StoreHandle | 
         with handle.session() as chroma:
             handle.mark_written()
             for physical in versions(chroma, name):  # every version: the name is gone
-                chroma.delete_collection(physical)
-                shutil.rmtree(_bm25_dir(config, physical), ignore_errors=True)
+                delete_version(chroma, config, physical)
             point(chroma, name, None)
             handle.mark_written()
 

@@ -60,8 +60,7 @@ def reembed_version(
         progress: draw a bar over the chunks.
         page: chunks embedded and written per step.
     """
-    from sieve.retriever.index import CorpusIndex, _bm25_dir
-    from sieve.retriever.store import ChromaStore
+    from sieve.retriever.index import CorpusIndex, delete_version
     from sieve.retriever.versions import next_version, point
 
     t0 = time.perf_counter()
@@ -78,16 +77,12 @@ def reembed_version(
         try:
             _copy(index, target, embedder, total, page, progress)
             # BM25 of the new version now, while the lock is held (so the rebuild saves its file).
-            fresh = CorpusIndex(config, ChromaStore(handle, new, base=index.name), embedder, _bm25_dir(config, new))
-            fresh.bm25_index()
+            CorpusIndex.open_version(config, index.name, new, embedder, handle).bm25_index()
             if activate:
                 point(client, index.name, new)
             handle.mark_written()
         except BaseException:
-            import shutil
-
-            client.delete_collection(new)
-            shutil.rmtree(_bm25_dir(config, new), ignore_errors=True)
+            delete_version(client, config, new)
             handle.mark_written()
             raise
     seconds = time.perf_counter() - t0
@@ -171,10 +166,8 @@ def activate_version(config: RetrieverConfig, name: str, version: int, client: S
 
 def drop_version(config: RetrieverConfig, name: str, version: str, client: StoreHandle | None = None) -> None:
     """Delete ``version`` of ``name`` (never the active one: that is :func:`~sieve.retriever.index.delete_collection`)."""
-    import shutil
-
     from sieve.retriever.handle import open_store, store_write_lock
-    from sieve.retriever.index import _bm25_dir
+    from sieve.retriever.index import delete_version
     from sieve.retriever.versions import active_version, split_version
 
     handle = client or open_store(config)
@@ -182,17 +175,14 @@ def drop_version(config: RetrieverConfig, name: str, version: str, client: Store
         if split_version(version)[0] != name or active_version(chroma, name) == version:
             raise InvalidInput(f"Expected an inactive version of {name!r}, got {version!r}")
         handle.mark_written()
-        chroma.delete_collection(version)
+        delete_version(chroma, config, version)
         handle.mark_written()
-    shutil.rmtree(_bm25_dir(config, version), ignore_errors=True)
 
 
 def drop_old_versions(config: RetrieverConfig, name: str, client: StoreHandle | None = None) -> list[str]:
     """Delete every version of ``name`` but the active one; returns the Chroma collections deleted."""
-    import shutil
-
     from sieve.retriever.handle import open_store, store_write_lock
-    from sieve.retriever.index import _bm25_dir
+    from sieve.retriever.index import delete_version
     from sieve.retriever.store import ChromaStore
     from sieve.retriever.versions import active_version, versions
 
@@ -204,8 +194,7 @@ def drop_old_versions(config: RetrieverConfig, name: str, client: StoreHandle | 
         handle.mark_written()
         for physical in versions(chroma, name):
             if physical != active:
-                chroma.delete_collection(physical)
-                shutil.rmtree(_bm25_dir(config, physical), ignore_errors=True)
+                delete_version(chroma, config, physical)
                 dropped.append(physical)
         handle.mark_written()
     return dropped

@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from _docs_pages import nudged_minilm
 
 from sieve.errors import InvalidInput, UnknownCollection
 from sieve.retriever import CorpusIndex, Document, RetrieverConfig
@@ -21,22 +22,6 @@ from sieve.retriever.versions import split_version, version_name
 
 TOPICS = ["caching", "logging", "plugins", "publishing", "testing", "security", "mirrors", "lockfiles"]
 QUERIES = ["how do I clear the cache", "where are logs written", "publish a package", "pin versions in a lock file"]
-
-
-def nudged_minilm(out: Path) -> Path:
-    """The bundled MiniLM with small seeded noise on every weight: another model, as an adapted one is."""
-    import torch
-    from sentence_transformers import SentenceTransformer
-
-    from sieve.retriever.config import default_embedder_path
-
-    model = SentenceTransformer(default_embedder_path(), device="cpu")
-    gen = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn(p.shape, generator=gen) * 0.02)
-    model.save(str(out))
-    return out
 
 
 @pytest.fixture(scope="module")

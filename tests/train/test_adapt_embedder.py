@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from _docs_pages import TOPICS, docs_page
 from _server_process import sieve_command
 
 from sieve.errors import InvalidInput
@@ -21,24 +22,10 @@ from sieve.retriever.types import Chunk
 from sieve.train.adapt_embedder import AdaptConfig, adapt, split_pairs
 from sieve.train.weak_pairs import WeakPair
 
-TOPICS = ["caching", "logging", "plugins", "publishing", "testing", "security"]
-ASPECTS = ["Overview", "Settings", "Troubleshooting", "Examples"]
-
-
-def _page(topic: str) -> str:
-    parts = [f"# {topic.title()}\n\nThis page explains how the tool handles {topic} in everyday projects and teams."]
-    for i, aspect in enumerate(ASPECTS):
-        parts.append(
-            f"## {aspect}\n\nThe {aspect.lower()} of {topic} cover case number {i} in detail. Teams that rely on "
-            f"{topic} read it before changing anything. It lists what to check first, which command to run, and "
-            f"what output to expect when {topic} works as intended."
-        )
-    return "\n\n".join(parts)
-
 
 @pytest.fixture(scope="module")
 def docs() -> list[Document]:
-    return [Document(f"{t}.md", _page(t), title=t.title()) for t in TOPICS]
+    return [Document(f"{t}.md", docs_page(t), title=t.title()) for t in TOPICS]
 
 
 @pytest.fixture(scope="module")

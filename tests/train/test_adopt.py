@@ -5,10 +5,10 @@ and that `sieve eval --policy-path RUN` scores on a cached copy embedded with th
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from _docs_pages import TOPICS, docs_page, nudged_minilm
 from typer.testing import CliRunner
 
 from sieve.cli.main import app
@@ -17,29 +17,12 @@ from sieve.retriever import CorpusIndex, RetrieverConfig
 from sieve.retriever.store import list_collections
 from sieve.runs import RunArtifact
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "retriever"))
-from test_versions import nudged_minilm  # noqa: E402 - the same real "other model" as the versions tests
-
-TOPICS = ["caching", "logging", "plugins", "publishing", "testing", "security"]
-ASPECTS = ["Overview", "Settings", "Troubleshooting", "Examples"]
-
-
-def _page(topic: str) -> str:
-    parts = [f"# {topic.title()}\n\nThis page explains how the tool handles {topic} in everyday projects and teams."]
-    for i, aspect in enumerate(ASPECTS):
-        parts.append(
-            f"## {aspect}\n\nThe {aspect.lower()} of {topic} cover case number {i} in detail. Teams that rely on "
-            f"{topic} read it before changing anything. It lists what to check first, which command to run, and "
-            f"what output to expect when {topic} works as intended."
-        )
-    return "\n\n".join(parts)
-
 
 @pytest.fixture(scope="module")
 def docs_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("docs-folder")
     for t in TOPICS:
-        (folder / f"{t}.md").write_text(_page(t), encoding="utf-8")
+        (folder / f"{t}.md").write_text(docs_page(t), encoding="utf-8")
     return folder
 
 
@@ -126,7 +109,7 @@ def test_sieve_eval_scores_a_run_on_its_own_copy(tmp_path, docs_folder, other_mo
     data = tmp_path / "set"
     data.mkdir()
     (data / "corpus.jsonl").write_text(
-        "".join(json.dumps({"id": f"{t}.md", "title": t.title(), "text": _page(t)}) + "\n" for t in TOPICS),
+        "".join(json.dumps({"id": f"{t}.md", "title": t.title(), "text": docs_page(t)}) + "\n" for t in TOPICS),
         encoding="utf-8",
     )
     (data / "tasks.jsonl").write_text(
