@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sieve._lazy import lazy_getattr
+from sieve.core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from sieve.agent.cancel import CancelToken, Cancelled

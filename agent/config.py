@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.pruning.config import PruningConfig
 
 

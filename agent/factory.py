@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from sieve.agent.config import AgentConfig
-from sieve.defaults import DEFAULT_POLICY
-from sieve.errors import InvalidInput
+from sieve.core.defaults import DEFAULT_POLICY
+from sieve.core.errors import InvalidInput
 
 if TYPE_CHECKING:
     from sieve.agent.backends.base import ChatBackend
@@ -134,7 +134,7 @@ def adopted_config(index: CorpusIndex, config: AgentConfig) -> AgentConfig:
     """
     from dataclasses import replace
 
-    from sieve.runs import RunArtifact
+    from sieve.core.runs import RunArtifact
 
     if config.policy_path is None:
         recorded = index.recorded_run

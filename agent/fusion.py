@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sieve.agent.trace import Evidence
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.retriever.bm25 import passage_terms, rarity, tokenize
 
 if TYPE_CHECKING:

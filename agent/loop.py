@@ -26,7 +26,7 @@ from sieve.agent.tool_specs import tool_specs
 from sieve.agent.tools import ToolOutcome, Toolbox
 from sieve.agent.trace import Evidence, ToolCall, Trace, Turn
 from sieve.agent.vector_cache import VectorCache
-from sieve.errors import BackendError
+from sieve.core.errors import BackendError
 from sieve.pruning.budget import TokenBudget
 from sieve.pruning.context import ContextState
 from sieve.pruning.pruners import make_pruner

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sieve.agent.builtin_tools import Candidate, FinishRequest, PreparedCall, ToolOutcome, ToolRejected
 from sieve.agent.tool_specs import TOOLS, canonical_tool, over_budget_tools, validate_arguments
-from sieve.errors import InvalidInput, NotFound, SieveError
+from sieve.core.errors import InvalidInput, NotFound, SieveError
 
 if TYPE_CHECKING:
     from sieve.agent.backends.base import ParsedToolCall

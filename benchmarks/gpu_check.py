@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sieve.runtime import prepare_runtime
+from sieve.core.runtime import prepare_runtime
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -216,7 +216,7 @@ def _config(data_dir: Path, embedder: Path | None, device: str) -> object:
 
 def _written(data_dir: Path, corpus: Corpus, embedder: Path | None, device: str) -> int:
     """Chunks a stopped index run had written (0 when it had not created the collection yet)."""
-    from sieve.errors import UnknownCollection
+    from sieve.core.errors import UnknownCollection
     from sieve.retriever import CorpusIndex
 
     try:

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--epochs", type=int, default=4)
     ap.add_argument("--data-dir", type=Path, default=None)
     args = ap.parse_args(argv)
-    from sieve.runtime import prepare_runtime
+    from sieve.core.runtime import prepare_runtime
 
     prepare_runtime()
     load = os.getloadavg()

@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from sieve._net import free_port, wait_until_healthy
+from sieve.core.net import free_port, wait_until_healthy
 from sieve.data import SAMPLE_DIR
 from sieve.eval.data import read_tasks
 from sieve.eval.metrics import percentile
@@ -150,7 +150,7 @@ async def run_cell(
 
 
 def _env(data_dir: Path, chroma_url: str | None) -> dict[str, str]:
-    from sieve.runtime import RUNTIME_ENV
+    from sieve.core.runtime import RUNTIME_ENV
     from sieve.settings import load_settings
 
     # The throw-away data folder must not cost an ONNX export per run: reuse this user's models folder.

@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     from sieve.eval.data import read_tasks
-    from sieve.runtime import prepare_runtime
+    from sieve.core.runtime import prepare_runtime
 
     prepare_runtime()
 

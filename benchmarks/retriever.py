@@ -401,7 +401,7 @@ def parse_args(argv: Sequence[str] | None = None) -> BenchConfig:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from sieve.runtime import prepare_runtime
+    from sieve.core.runtime import prepare_runtime
 
     prepare_runtime()
     cfg = parse_args(argv)

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sieve.benchmarks.synthetic import Vocabulary, synthetic_chunks, unit_vectors
-from sieve.runtime import prepare_runtime
+from sieve.core.runtime import prepare_runtime
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

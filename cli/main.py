@@ -62,7 +62,7 @@ def configure_logging(verbose: bool) -> None:
 def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging.")) -> None:
     configure_logging(verbose)
     # Models come from local paths only; make sure no library tries a hub download.
-    from sieve.runtime import prepare_runtime
+    from sieve.core.runtime import prepare_runtime
 
     prepare_runtime()
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sieve.errors import InvalidInput, NotFound
+from sieve.core.errors import InvalidInput, NotFound
 from sieve.retriever.store import EVAL_CACHE_PREFIX
 from sieve.retriever.types import Document
 

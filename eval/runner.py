@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.eval.data import load_sets, open_eval_index
 from sieve.eval.evaluator import RESULTS_FILE, RetrievalEvaluator, SequentialEvaluator, load_results
 from sieve.eval.exports import write_bcp, write_trec

@@ -29,7 +29,7 @@ def side_by_side(
 ) -> str:
     """One markdown table per question: rank, hybrid's chunk, the agent's chunk."""
     from sieve.agent import AgentConfig, SearchAgent
-    from sieve.defaults import DEFAULT_POLICY
+    from sieve.core.defaults import DEFAULT_POLICY
 
     name = policy or DEFAULT_POLICY
     config = AgentConfig(k=k)

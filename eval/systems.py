@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from sieve.agent.factory import POLICIES as AGENT_POLICIES
 from sieve.retriever.modes import MODES
-from sieve.defaults import DEFAULT_POLICY
-from sieve.errors import InvalidInput
+from sieve.core.defaults import DEFAULT_POLICY
+from sieve.core.errors import InvalidInput
 
 if TYPE_CHECKING:
     from sieve.retriever.index import CorpusIndex
@@ -138,7 +138,7 @@ class AgentSystem:
 
     ``with_floor=False`` (spec ``agent:<policy>:nofloor``) scores the policy's own ranking, without the
     fusion with the question's hybrid ranking. A policy whose backend fails raises
-    :class:`~sieve.errors.BackendError`: the run stops rather than score the floor's results as the model's.
+    :class:`~sieve.core.errors.BackendError`: the run stops rather than score the floor's results as the model's.
     """
 
     def __init__(
@@ -159,7 +159,7 @@ class AgentSystem:
         self.agent = SearchAgent.with_policy(index, policy, self.config)
 
     def run(self, question: str, unit: Unit = "docs") -> SystemOutput:
-        from sieve.errors import BackendError
+        from sieve.core.errors import BackendError
 
         t0 = time.perf_counter()
         # Scored by document, the agent is asked for ``depth`` documents (its best chunk of each);

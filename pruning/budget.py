@@ -12,7 +12,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.pruning.config import PruningConfig
 
 BudgetState = Literal["ok", "soft", "hard"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 
 AutoPruner = Literal["none", "threshold", "pressure"]
 

@@ -12,7 +12,7 @@ import math
 from threading import Lock
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sieve._lazy import lazy_getattr
+from sieve.core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from sieve.retriever.base import Retriever, validate_k, validate_query

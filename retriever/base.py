@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.retriever.types import Hit
 
 if TYPE_CHECKING:

@@ -33,7 +33,7 @@ import bisect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.retriever.sections import SectionMap, find_headings, heading_path
 from sieve.retriever.types import Chunk, Document
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.retriever.chunking import SPLITS, ChunkSplit
 from sieve.retriever.device import validate_device
 

@@ -2,7 +2,7 @@
 
 ``auto`` takes CUDA when the backend's own runtime can use it (torch: ``torch.cuda.is_available()``;
 ONNX Runtime: its ``CUDAExecutionProvider``, which only the ``onnxruntime-gpu`` build has), else the
-CPU. ``cuda`` on a machine where the runtime sees no GPU is a :class:`~sieve.errors.ModelUnavailable`
+CPU. ``cuda`` on a machine where the runtime sees no GPU is a :class:`~sieve.core.errors.ModelUnavailable`
 error (exit 2 in the CLI, 503 over HTTP), never a crash deep inside torch.
 
 The ONNX backend never asks torch: importing it costs seconds, and the ONNX query path is
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from sieve.errors import InvalidInput, ModelUnavailable
+from sieve.core.errors import InvalidInput, ModelUnavailable
 
 Device = Literal["auto", "cpu", "cuda"]
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")

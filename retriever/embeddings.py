@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from tqdm.auto import tqdm
 
-from sieve.errors import EmbedderMismatch, InvalidInput, ModelUnavailable
+from sieve.core.errors import EmbedderMismatch, InvalidInput, ModelUnavailable
 from sieve.retriever.config import validate_backend
 from sieve.retriever.device import CUDA_BATCH_SIZE, DeviceChoice, resolve_device, validate_device
-from sieve.runtime import prepare_runtime, quiet_hf_progress
+from sieve.core.runtime import prepare_runtime, quiet_hf_progress
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

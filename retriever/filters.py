@@ -17,7 +17,7 @@ first bound passed, so a 20,000-condition filter costs 100 steps), and each boun
 the store's own failure: :data:`FILTER_LIMITS` is the one statement of the limits; the HTTP
 schemas, the OpenAPI descriptions, ``docs/http.md`` and the store read them from here.
 What the walk does not judge (an unknown operator, a type mismatch) is left to Chroma, whose
-refusal becomes :class:`~sieve.errors.InvalidInput` in the store.
+refusal becomes :class:`~sieve.core.errors.InvalidInput` in the store.
 
 Example:
     >>> validate_where({"$and": [{"year": {"$gte": 2000}}, {"country": {"$in": ["France", "Italy"]}}]})["$and"][0]
@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.retriever.metadata import MAX_STRING_CHARS
 
 _LOGICAL = ("$and", "$or")

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from sieve.errors import InvalidInput, StoreLocked, StoreUnavailable
+from sieve.core.errors import InvalidInput, StoreLocked, StoreUnavailable
 from sieve.retriever.writelock import WriteLock, clear_empty_dir, damaged_file
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ class StoreHandle:
         so a reader reopens once (always safe) and the next write replaces it. A directory in its
         place reads as no token: no write can land while it stands (:meth:`mark_written` must
         replace it first). A file that cannot be read at all (permissions) would hide other
-        processes' writes, so it is :class:`~sieve.errors.StoreUnavailable`, naming the path and the fix.
+        processes' writes, so it is :class:`~sieve.core.errors.StoreUnavailable`, naming the path and the fix.
         """
         try:
             return self._token_path.read_bytes().decode("utf-8", errors="replace")

@@ -19,7 +19,7 @@ from pathlib import Path
 from threading import RLock
 from typing import TYPE_CHECKING, Any
 
-from sieve.errors import EmbedderMismatch, EmptyCorpus, InvalidInput, NotFound, StoreLocked
+from sieve.core.errors import EmbedderMismatch, EmptyCorpus, InvalidInput, NotFound, StoreLocked
 from sieve.retriever.base import Retriever, ScoredIdsRetriever, validate_k
 from sieve.retriever.bm25 import BM25Builder, BM25Retriever, passage_terms
 from sieve.retriever.bm25_segments import SegmentedBM25, segment_from_builder

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sieve.errors import InvalidInput, NotFound
+from sieve.core.errors import InvalidInput, NotFound
 from sieve.retriever.chunking import validate_doc_id
 from sieve.retriever.metadata import validate_metadata
 from sieve.retriever.readers import read_file, read_utf8

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 
 # Keys Sieve writes on every chunk; a document's own metadata may not shadow them.
 RESERVED_KEYS = (

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 
 if TYPE_CHECKING:
     from sieve.retriever.base import Retriever

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from sieve.errors import ModelUnavailable
+from sieve.core.errors import ModelUnavailable
 from sieve.retriever.device import DeviceChoice, cuda_unavailable, resolve_device
 from sieve.retriever.fast_tokenizer import BatchTokenizer, model_max_length, read_json_object
-from sieve.runtime import quiet_hf_progress
+from sieve.core.runtime import quiet_hf_progress
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sieve.errors import InvalidInput, StoreLocked
+from sieve.core.errors import InvalidInput, StoreLocked
 from sieve.retriever.embeddings import EmbedderIdentity
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents, review_against_store
 from sieve.retriever.ray_stages import ChunkStage, EmbedStage, documents_batch, embedded_chunks

@@ -158,7 +158,7 @@ class ChunkStage:
     def __init__(self, config: RetrieverConfig, default_embedder: str) -> None:
         from transformers import AutoTokenizer
 
-        from sieve.runtime import prepare_runtime
+        from sieve.core.runtime import prepare_runtime
 
         prepare_runtime()  # offline hub: a worker never reaches a model hub either
         cfg = worker_config(config, default_embedder)

@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 
 if TYPE_CHECKING:
     from sieve.retriever.config import RetrieverConfig
@@ -148,7 +148,7 @@ def _write(target: Any, rows: list[tuple[str, str | None, dict[str, Any]]], embe
 
 def activate_version(config: RetrieverConfig, name: str, version: int, client: StoreHandle | None = None) -> str:
     """Point ``name`` at its version number ``version`` (an existing one); returns its Chroma collection."""
-    from sieve.errors import UnknownCollection
+    from sieve.core.errors import UnknownCollection
     from sieve.retriever.handle import open_store, store_write_lock
     from sieve.retriever.versions import point, version_name, versions
 

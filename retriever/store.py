@@ -15,7 +15,14 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sieve.errors import CollectionGone, InvalidInput, InvalidPattern, SieveError, StoreUnavailable, UnknownCollection
+from sieve.core.errors import (
+    CollectionGone,
+    InvalidInput,
+    InvalidPattern,
+    SieveError,
+    StoreUnavailable,
+    UnknownCollection,
+)
 from sieve.retriever.filters import validate_where
 from sieve.retriever.handle import StoreHandle
 from sieve.retriever.metadata import RESERVED_KEYS

@@ -3,7 +3,7 @@
 :class:`~sieve.retriever.store.ChromaStore` is the one implementation; the index, its reader and
 writer halves and the retrievers depend on this interface only, so no code outside ``retriever/``
 needs to know Chroma (its errors become Sieve's inside the store: a collection deleted while in use
-raises :class:`~sieve.errors.CollectionGone`, a malformed filter :class:`~sieve.errors.InvalidInput`).
+raises :class:`~sieve.core.errors.CollectionGone`, a malformed filter :class:`~sieve.core.errors.InvalidInput`).
 """
 
 from __future__ import annotations

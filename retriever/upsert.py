@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from sieve.retriever.ingest import content_hash
 from sieve.retriever.writer import IndexReport, checked_documents
 
-from sieve.errors import StoreLocked
+from sieve.core.errors import StoreLocked
 
 if TYPE_CHECKING:
     import contextlib

@@ -5,7 +5,7 @@ Chroma's embedded ``PersistentClient`` is not safe for several writing processes
 write (``CorpusIndex.index_documents``, ``delete_documents``, ``delete_collection``, and through
 them the CLI, the HTTP document routes and the Python API) holds the store's lock for its whole
 run. A second writer logs who holds the lock and waits up to a timeout, then fails with
-:class:`~sieve.errors.StoreLocked` naming the holder; two writers never interleave.
+:class:`~sieve.core.errors.StoreLocked` naming the holder; two writers never interleave.
 
 Readers never take the lock. The one thing a reader may write, the BM25 cache file it rebuilt,
 it saves only when the lock is free at that instant (:meth:`WriteLock.try_hold`); otherwise the
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
-from sieve.errors import StoreLocked, StoreUnavailable
+from sieve.core.errors import StoreLocked, StoreUnavailable
 
 from pathlib import Path
 

@@ -32,7 +32,7 @@ from sieve.retriever.overlap import WriteBehind
 from sieve.retriever.progress import IndexProgress
 from sieve.retriever.types import passage_text
 
-from sieve.errors import InvalidInput, StoreLocked
+from sieve.core.errors import InvalidInput, StoreLocked
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping, Sequence

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sieve.agent.cancel import CancelToken
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.retriever.base import validate_k
 from sieve.server.deps import run_blocking
 from sieve.server.errors import ClientClosedRequest
@@ -126,7 +126,7 @@ def run_episode(
     name = policy_name(state, req.policy)
     index = state.index(req.collection)
     if index.count() == 0:
-        from sieve.errors import EmptyCorpus
+        from sieve.core.errors import EmptyCorpus
 
         raise EmptyCorpus(f"Expected an indexed collection, got {index.name!r} with no chunks; POST documents first")
     # Policies are built once per app from the server defaults: what a request may change (k, budget,

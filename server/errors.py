@@ -1,13 +1,13 @@
 """Errors only HTTP can produce, and the one map from every Sieve error to its HTTP status.
 
-The library's errors (``sieve.errors``) carry a ``code`` only; which status a code becomes is
+The library's errors (``sieve.core.errors``) carry a ``code`` only; which status a code becomes is
 decided here, once, for the problem-details handler and the MCP wrapper alike. A subclass
 without an entry gets its nearest ancestor's status (``InvalidPattern`` is a 422 as
 ``InvalidInput`` is). No FastAPI import: :class:`~sieve.client.SieveClient` rebuilds these
 errors from a server's answers.
 
 Example:
-    >>> from sieve.errors import InvalidPattern
+    >>> from sieve.core.errors import InvalidPattern
     >>> http_status(InvalidPattern("Expected a regex, got '('")), http_status(Unauthorized("no key"))
     (422, 401)
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Any
 
-from sieve.errors import (
+from sieve.core.errors import (
     BackendError,
     EmbedderMismatch,
     EmptyCorpus,

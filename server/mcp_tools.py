@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from sieve.agent.cancel import CancelToken
-from sieve.errors import SieveError
+from sieve.core.errors import SieveError
 from sieve.server.agent_runner import EpisodeRequest, cancel_episode, run_episode
 from sieve.server.convert import document_out, evidence_out, hit_out
 from sieve.server.deps import check_key, run_blocking

@@ -15,7 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from sieve.errors import CollectionGone, SieveError, UnknownCollection
+from sieve.core.errors import CollectionGone, SieveError, UnknownCollection
 from sieve.retriever.filters import FILTER_LIMITS
 from sieve.server.errors import error_problem, http_status, problem_body
 from sieve.retriever.store import COLLECTION_NAME_PATTERN, COLLECTION_NAME_RULE

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from sieve.agent.factory import POLICIES
-from sieve.choices import one_of
+from sieve.core.choices import one_of
 from sieve.retriever.base import validate_text
 from sieve.retriever.filters import FILTER_LIMITS, validate_where
 from sieve.retriever.metadata import MAX_STRING_CHARS

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pkgutil
 from typing import TYPE_CHECKING
 
-from sieve._lazy import lazy_getattr
+from sieve.core.lazy import lazy_getattr
 
 # From a checkout's root (the working directory on sys.path, as under `python -m pytest`), `sieve`
 # is this source folder, which holds only the top layer: the sub-packages (sieve.agent = agent/, ...)
@@ -20,7 +20,7 @@ from sieve._lazy import lazy_getattr
 # every other `sieve` folder on sys.path, so `sieve.agent` is found there; installed alone, it is a no-op.
 __path__ = pkgutil.extend_path(__path__, __name__)
 
-from sieve.errors import SieveError  # noqa: E402  (after __path__ is complete)
+from sieve.core.errors import SieveError  # noqa: E402  (after __path__ is complete)
 
 if TYPE_CHECKING:
     from sieve.agent import AgentConfig, Trace

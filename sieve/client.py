@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from sieve import errors as _library_errors
-from sieve.errors import SieveError
+from sieve.core import errors as _library_errors
+from sieve.core.errors import SieveError
 from sieve.results import Result
 from sieve.server import errors as _http_errors
 

@@ -108,7 +108,7 @@ class Sieve:
         from sieve.agent import SearchAgent
         from sieve.agent.factory import DEFAULT_POLICY
 
-        from sieve.errors import InvalidInput
+        from sieve.core.errors import InvalidInput
 
         policy = policy or DEFAULT_POLICY
         base = self._agent_config

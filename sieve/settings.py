@@ -29,9 +29,9 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from sieve.agent.config import AgentConfig
 from sieve.retriever.chunking import ChunkSplit
-from sieve.choices import one_of
-from sieve.defaults import DEFAULT_POLICY
-from sieve.errors import InvalidInput
+from sieve.core.choices import one_of
+from sieve.core.defaults import DEFAULT_POLICY
+from sieve.core.errors import InvalidInput
 from sieve.retriever.config import RetrieverConfig
 
 ENV_PREFIX = "SIEVE_"

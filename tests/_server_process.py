@@ -2,7 +2,7 @@
 
 Shared by the Chroma-server and vLLM tests (importable because pytest puts ``tests/``, the
 directory of the root conftest, on ``sys.path``). The health loop (and the port picker the
-tests take) are ``sieve._net``'s, which the load-test script uses too.
+tests take) are ``sieve.core.net``'s, which the load-test script uses too.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from sieve._net import free_port, wait_until_healthy
+from sieve.core.net import free_port, wait_until_healthy
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence

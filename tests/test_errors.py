@@ -1,4 +1,4 @@
-"""One error hierarchy: library errors in ``sieve.errors``, HTTP-only ones and the status map in ``sieve.server.errors``."""
+"""One error hierarchy: library errors in ``sieve.core.errors``, HTTP-only ones and the status map in ``sieve.server.errors``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sieve import errors as library
-from sieve.errors import InvalidInput, SieveError
+from sieve.core import errors as library
+from sieve.core.errors import InvalidInput, SieveError
 from sieve.server import errors as http
 from sieve.server.errors import http_status
 
@@ -85,10 +85,10 @@ def test_config_validation_raises_our_error(module: str, name: str, bad: dict) -
 @pytest.mark.parametrize(
     "module",
     [
-        "sieve.errors",
+        "sieve.core.errors",
         "sieve.server.errors",
         "sieve.settings",
-        "sieve.runtime",
+        "sieve.core.runtime",
         "sieve.retriever.config",
         "sieve.agent.config",
         "sieve.client",

@@ -223,7 +223,7 @@ def test_eval_data_and_metrics_are_a_library_below_training() -> None:
     users never load the runner, its systems or the agent through it.
     """
     edges = graph(module_level=False)
-    allowed = ("sieve.errors", "sieve.retriever", *EVAL_LIBRARY)
+    allowed = ("sieve.core.errors", "sieve.retriever", *EVAL_LIBRARY)
     library = {
         m: sorted(t for t in edges[m] if t.startswith("sieve") and not _under(t, *allowed)) for m in EVAL_LIBRARY
     }
@@ -234,6 +234,49 @@ def test_eval_data_and_metrics_are_a_library_below_training() -> None:
         if _under(m, "sieve.train", "sieve.benchmarks")
     }
     assert not {m: ts for m, ts in users.items() if ts}
-    # only the helper that makes its names lazy (sieve/_lazy.py, standard library alone)
-    assert [t for t in graph(module_level=True)["sieve.eval"] if t.startswith("sieve")] == ["sieve._lazy"]
-    assert not [t for t in graph(module_level=True)["sieve._lazy"] if t.startswith("sieve")]
+    # only the helper that makes its names lazy (sieve/core/lazy.py, standard library alone)
+    assert [t for t in graph(module_level=True)["sieve.eval"] if t.startswith("sieve")] == ["sieve.core.lazy"]
+    assert not [t for t in graph(module_level=True)["sieve.core.lazy"] if t.startswith("sieve")]
+
+
+# The ladder, bottom first: a module may import its own rung and the rungs below it, never one above
+# (docs/design.md draws it). `sieve` itself (the public package's __init__) sits on the top rung.
+LADDER: tuple[tuple[str, ...], ...] = (
+    ("sieve.core", "sieve.data"),  # data/: the shipped sample and the script that builds it (standard library)
+    ("sieve.retriever",),
+    ("sieve.pruning",),
+    ("sieve.agent",),
+    ("sieve.settings",),
+    ("sieve.eval",),
+    ("sieve.train",),
+    ("sieve", "sieve.facade", "sieve.client", "sieve.adapters", "sieve.results", "sieve.server", "sieve.cli"),
+    ("sieve.benchmarks",),
+)
+
+
+def rung(module: str) -> int:
+    """The ladder's rung of ``module`` (the most specific package naming it wins: sieve.core before sieve)."""
+    best = max(
+        ((len(p), i) for i, packages in enumerate(LADDER) for p in packages if _under(module, p)),
+        default=None,
+    )
+    if best is None:
+        raise AssertionError(f"{module} is on no rung of LADDER: place it there")
+    return best[1]
+
+
+def test_every_module_is_on_the_ladder() -> None:
+    for module in graph(module_level=False):
+        rung(module)
+    assert rung("sieve") == rung("sieve.facade") > rung("sieve.train") > rung("sieve.eval") > rung("sieve.core.errors")
+
+
+def test_no_module_imports_a_higher_rung() -> None:
+    """Lazy and type-only imports count: a dependency upward is one, however it is spelled."""
+    upward = {
+        m: sorted(t for t in ts if not t.startswith("ext:") and rung(t) > rung(m))
+        for m, ts in graph(module_level=False).items()
+    }
+    assert not {m: ts for m, ts in upward.items() if ts}, "Expected no import up the ladder"
+    # the check can fail: a retriever module naming the agent is upward
+    assert rung("sieve.agent.loop") > rung("sieve.retriever.index")

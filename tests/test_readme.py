@@ -21,7 +21,7 @@ import pytest
 
 from _readme import DOCS, README, ROOT, bash_commands, python_blocks
 from _server_process import server_process, sieve_command
-from sieve._net import free_port
+from sieve.core.net import free_port
 from sieve.data import DEMO_QUESTION
 
 pytestmark = pytest.mark.slow

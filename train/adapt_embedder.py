@@ -27,7 +27,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.train.verdict import PairedDiff
 from sieve.train.weak_pairs import MINERS, WeakPair, add_hard_negatives, filter_pairs, mine_pairs
 
@@ -124,7 +124,7 @@ def fine_tune(
     from sentence_transformers.losses import MultipleNegativesRankingLoss
     from sentence_transformers.training_args import BatchSamplers
 
-    from sieve.runtime import quiet_hf_progress
+    from sieve.core.runtime import quiet_hf_progress
 
     columns: dict[str, list[str]] = {"anchor": [p.query for p in pairs], "positive": [p.positive for p in pairs]}
     if cfg.hard_negatives:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sieve.runs import RunArtifact
+from sieve.core.runs import RunArtifact
 
 if TYPE_CHECKING:
     from sieve.retriever.config import RetrieverConfig

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 
 if TYPE_CHECKING:
     from sieve.agent.config import AgentConfig

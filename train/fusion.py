@@ -26,7 +26,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from sieve.agent.fusion import FEATURES, ClosingPool, FusionModel, fuse, pool_features, question_cover
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.eval.metrics import span_found
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.train.adapt_embedder import AdaptConfig
 from sieve.train.config import EpisodeConfig, split_tasks
 from sieve.train.task_io import most_natural, read_written_tasks
@@ -232,7 +232,7 @@ def _learned_route(
     from sieve.eval.data import read_tasks
     from sieve.train.learned import LearnedRLConfig, run_learned_rl
     from sieve.train.learned.trainer import mean_scores
-    from sieve.runs import RunArtifact
+    from sieve.core.runs import RunArtifact
     from sieve.train.adopt import adopt_run
     from sieve.train.ranker import RankerConfig, as_eval_tasks, retrain_ranker, served_scores
 

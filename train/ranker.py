@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 
 if TYPE_CHECKING:
     from sieve.agent.fusion import FusionModel

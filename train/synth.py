@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.train.rewards.metrics import contains_answer, normalize_answer
 from sieve.train.synth_facts import clean_title, quoted_content_words
 from sieve.train.synth_claims import ClaimWriter, single_shot_recall, synthesize_claims

@@ -300,7 +300,7 @@ def synthesize_claims(
 ) -> ClaimsRun:
     """Append up to ``need`` verified claim tasks to ``out``, one per document not already used in
     ``existing`` (the file's tasks by id), documents in ``seed``-shuffled order."""
-    from sieve.errors import EmptyCorpus
+    from sieve.core.errors import EmptyCorpus
 
     writer = writer or ClaimWriter()
     run = ClaimsRun()

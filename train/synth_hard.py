@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.retriever.bm25 import tokenize
 from sieve.train.task_io import all_chunks, read_task_ids
 from sieve.train.synth_facts import STOPWORDS, clean_title, quoted_content_words

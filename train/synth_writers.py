@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 
 if TYPE_CHECKING:
     from sieve.train.synth_claims import ClaimWriter

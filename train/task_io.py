@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sieve.errors import EmptyCorpus
+from sieve.core.errors import EmptyCorpus
 
 if TYPE_CHECKING:
     from sieve.retriever import CorpusIndex

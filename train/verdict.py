@@ -27,7 +27,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 
 RULE = (
     "better = on the deciding set (the --eval-tasks questions when given, else the held-apart synthesized "

@@ -26,8 +26,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from sieve.errors import ModelUnavailable
-from sieve.runtime import tiktoken_folder, user_tiktoken_folder
+from sieve.core.errors import ModelUnavailable
+from sieve.core.runtime import tiktoken_folder, user_tiktoken_folder
 
 VOCAB_FILE = "o200k_base.tiktoken"
 VOCAB_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"  # openai-harmony's own check

@@ -18,8 +18,8 @@ from sieve.agent.backends.base import ChatResult
 from sieve.agent.backends.harmony import Reply, has_special_tokens, is_harmony, read_reply
 from sieve.agent.backends.parsing import calls_in_text, parse_arguments
 from sieve.agent.cancel import Cancelled
-from sieve.errors import BackendError, ModelUnavailable
-from sieve.runtime import prepare_runtime
+from sieve.core.errors import BackendError, ModelUnavailable
+from sieve.core.runtime import prepare_runtime
 
 if TYPE_CHECKING:
     from sieve.agent.cancel import CancelToken

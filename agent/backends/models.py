@@ -18,8 +18,8 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from sieve.errors import ModelUnavailable
-from sieve.runtime import prepare_runtime
+from sieve.core.errors import ModelUnavailable
+from sieve.core.runtime import prepare_runtime
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """OpenAI-compatible chat completions with tools (vLLM, llama.cpp server, OpenAI...), over httpx.
 
 Transient failures (timeouts, connection errors, 429 and 5xx) are retried with exponential
-back-off; anything else, or the last failure, raises :class:`~sieve.errors.BackendError`,
+back-off; anything else, or the last failure, raises :class:`~sieve.core.errors.BackendError`,
 which the loop turns into ``stop_reason="backend_error"``. Servers that return tool calls as
 text in ``content`` (small models, or vLLM without a tool parser) go through the lenient parser.
 
@@ -25,7 +25,7 @@ from sieve.agent.backends.base import ChatResult, ParsedToolCall
 from sieve.agent.backends.harmony import read_reply
 from sieve.agent.backends.parsing import parse_arguments
 from sieve.agent.cancel import Cancelled
-from sieve.errors import BackendError, InvalidInput
+from sieve.core.errors import BackendError, InvalidInput
 
 if TYPE_CHECKING:
     from sieve.agent.cancel import CancelToken

@@ -18,7 +18,7 @@ from pathlib import Path
 from threading import Lock
 from typing import TYPE_CHECKING, Any
 
-from sieve.errors import ModelUnavailable
+from sieve.core.errors import ModelUnavailable
 from sieve.pruning.tokens import ApproxTokenCounter
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from sieve.errors import SieveError
+from sieve.core.errors import SieveError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -67,7 +67,7 @@ def embed_overrides(backend: str | None, dtype: str | None, bf16: bool = False) 
     """
     if bf16:
         if backend not in (None, "torch") or dtype not in (None, "bfloat16"):
-            from sieve.errors import InvalidInput
+            from sieve.core.errors import InvalidInput
 
             raise InvalidInput(
                 f"Expected --bf16 alone or with torch/bfloat16, got --embed-backend {backend} --embed-dtype {dtype}"
@@ -129,7 +129,7 @@ def parse_assignments(pairs: list[str], config_cls: type) -> dict[str, Any]:
     """
     import dataclasses
 
-    from sieve.errors import InvalidInput
+    from sieve.core.errors import InvalidInput
 
     fields = [f.name for f in dataclasses.fields(config_cls)]
     # Each dataclass-valued field's default instance: what a dotted key's fields replace.

@@ -9,7 +9,7 @@ from typing import Any, Optional
 import typer
 
 from sieve.agent.factory import policy_help
-from sieve.defaults import DEFAULT_POLICY
+from sieve.core.defaults import DEFAULT_POLICY
 
 from sieve.cli.commands._common import (
     ChromaUrlOpt,
@@ -247,7 +247,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Agentic search: iterative search, read and prune within a token budget; prints ranked evidence."""
         from sieve.agent import SearchAgent
-        from sieve.errors import BackendError, InvalidInput
+        from sieve.core.errors import BackendError, InvalidInput
         from sieve.retriever import CorpusIndex
 
         s = settings_from(

@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.cli.commands._common import (
     Bf16Opt,
     ChromaUrlOpt,
@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
 
         ks = _parse_ks(k)
         if policy_path is not None and embedder is None:
-            from sieve.runs import RunArtifact
+            from sieve.core.runs import RunArtifact
 
             if RunArtifact.is_run(policy_path) and (run_embedder := RunArtifact.load(policy_path).embedder):
                 embedder = str(run_embedder)  # scored as the run serves: its own embedder, its own cached copy

@@ -207,7 +207,7 @@ def register(app: typer.Typer) -> None:
         suffix. A run that fails, or finds nothing to index, leaves no new collection behind.
         Each run adds one BM25 segment; --optimize merges them (searches keep running meanwhile).
         """
-        from sieve.errors import InvalidInput
+        from sieve.core.errors import InvalidInput
         from sieve.retriever import CorpusIndex
 
         s = settings_from(
@@ -319,7 +319,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = JsonOpt,
     ) -> None:
         """List collections, or delete one. `sieve eval`'s cached corpora are hidden unless --all."""
-        from sieve.errors import InvalidInput, UnknownCollection
+        from sieve.core.errors import InvalidInput, UnknownCollection
         from sieve.retriever.store import is_eval_cache, list_collections  # not index: no scipy to list
 
         cfg = settings_from(data_dir, chroma_url).retriever_config()

@@ -64,7 +64,7 @@ def register(app: typer.Typer) -> None:
         """
         import uvicorn
 
-        from sieve.runtime import export_to_children
+        from sieve.core.runtime import export_to_children
         from sieve.server.main import create_app
         from sieve.server.serving import uvicorn_config
 
@@ -90,7 +90,7 @@ def register(app: typer.Typer) -> None:
             log_level=log_level,
         )
         if s.workers > 1 and not s.chroma_url:
-            from sieve.errors import InvalidInput
+            from sieve.core.errors import InvalidInput
 
             # Several processes *can* share the embedded store (each reopens it after another's write:
             # docs/one-writer.md), so a second `sieve serve` on it works; but N workers behind one port

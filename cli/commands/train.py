@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.cli.commands.train_embedder import add_embedder_command
 from sieve.cli.commands._common import (
     ChromaUrlOpt,

@@ -76,7 +76,7 @@ def add_embedder_command(train: typer.Typer) -> None:
     ) -> None:
         """Adapt the embedder to COLLECTION's own words, with no LLM: mine (query, passage) pairs from its headings,
         titles, links, sentences and turns, fine-tune MiniLM on the CPU, and compare it with the shipped one."""
-        from sieve.errors import InvalidInput
+        from sieve.core.errors import InvalidInput
         from sieve.eval.runner import agent_recall_per_task
         from sieve.retriever import CorpusIndex
         from sieve.train.adapt_embedder import adapt

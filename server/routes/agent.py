@@ -15,7 +15,7 @@ from fastapi import APIRouter, Request
 from sse_starlette.sse import EventSourceResponse
 
 from sieve.agent.factory import POLICIES
-from sieve.errors import SieveError
+from sieve.core.errors import SieveError
 from sieve.server.agent_runner import (
     EpisodeRequest,
     agent_config,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 from fastapi import APIRouter, Path, Query
 
-from sieve.errors import InvalidInput, NotFound
+from sieve.core.errors import InvalidInput, NotFound
 from sieve.retriever.index import MAX_OFFSET
 from sieve.retriever.store import validate_collection_name
 from sieve.retriever.types import Document

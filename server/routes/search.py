@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from sieve.errors import EmptyCorpus, InvalidInput
+from sieve.core.errors import EmptyCorpus, InvalidInput
 from sieve.retriever.base import validate_k, validate_query
 from sieve.server.convert import hit_out, search_r1_doc
 from sieve.server.deps import ReadAuth, StateDep, run_blocking

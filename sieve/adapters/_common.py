@@ -28,7 +28,7 @@ def fetch_results(
     from sieve.client import SieveClient
 
     if mode not in RESULT_MODES:
-        from sieve.errors import InvalidInput
+        from sieve.core.errors import InvalidInput
 
         raise InvalidInput(f"Expected mode in {RESULT_MODES}, got {mode!r}")
     if isinstance(source, SieveClient):
@@ -66,7 +66,7 @@ def make_source(base_url: str | None, api_key: str | None, client: Any, sieve: A
     """Exactly one of ``base_url`` / ``client`` / ``sieve``; a ``base_url`` becomes a ``SieveClient``."""
     given = [x for x in (base_url, client, sieve) if x is not None]
     if len(given) != 1:
-        from sieve.errors import InvalidInput
+        from sieve.core.errors import InvalidInput
 
         raise InvalidInput(f"Expected exactly one of base_url, client or sieve, got {len(given)}")
     if base_url is not None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 
 from sieve.agent.backends.base import ChatResult, ParsedToolCall
-from sieve.errors import BackendError
+from sieve.core.errors import BackendError
 
 
 def call(name: str, **arguments: Any) -> ParsedToolCall:

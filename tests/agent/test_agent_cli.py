@@ -7,7 +7,7 @@ import re
 
 from typer.testing import CliRunner
 
-from sieve.defaults import DEFAULT_POLICY
+from sieve.core.defaults import DEFAULT_POLICY
 from sieve.cli.main import app
 
 

@@ -20,7 +20,7 @@ from sieve.agent.fusion import (
     question_cover,
 )
 from sieve.agent.trace import Evidence
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.retriever.types import Chunk
 
 

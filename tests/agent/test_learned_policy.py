@@ -15,7 +15,7 @@ import torch
 from sieve.agent import AgentConfig, SearchAgent, make_policy
 from sieve.agent.policies.learned import LearnedConfig, LearnedPolicy, PolicyNetwork, load_checkpoint, save_checkpoint
 from sieve.agent.policies.learned.network import draw_sequence, score_decisions
-from sieve.errors import InvalidInput, NotFound
+from sieve.core.errors import InvalidInput, NotFound
 
 DEMO = "What was the 2020 population of the city that Charles Lindbergh's transatlantic aircraft was named after?"
 

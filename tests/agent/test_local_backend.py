@@ -96,7 +96,7 @@ def _fake_parts(tmp_path, monkeypatch, payloads):
 def test_qwen_parts_are_joined_in_order_and_digest_checked(tmp_path, monkeypatch):
     import hashlib
 
-    from sieve.errors import ModelUnavailable
+    from sieve.core.errors import ModelUnavailable
 
     payloads = [f"part{i}".encode() for i in range(1, 7)]
     models = _fake_parts(tmp_path, monkeypatch, payloads)

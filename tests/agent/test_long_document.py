@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sieve.agent import AgentConfig, SearchAgent, make_policy
-from sieve.defaults import DEFAULT_POLICY
+from sieve.core.defaults import DEFAULT_POLICY
 from sieve.retriever.types import Document
 
 STEPS = [

@@ -15,7 +15,7 @@ from _openai_server import FakeOpenAI, completion
 from sieve.agent import AgentConfig, SearchAgent, make_policy
 from sieve.agent.backends.openai import OpenAIBackend
 from sieve.agent.tool_specs import tool_specs
-from sieve.errors import BackendError
+from sieve.core.errors import BackendError
 
 
 @pytest.fixture()

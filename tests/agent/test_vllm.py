@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from _server_process import server_process
 
-from sieve._net import free_port
+from sieve.core.net import free_port
 
 pytestmark = [
     pytest.mark.vllm,

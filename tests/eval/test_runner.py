@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.eval.data import collection_name, load_sets, open_eval_index
 from sieve.eval.evaluator import RESULTS_FILE, RetrievalEvaluator, load_results
 from sieve.eval.metrics import dedupe

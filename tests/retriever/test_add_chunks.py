@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.retriever.types import Chunk
 
 

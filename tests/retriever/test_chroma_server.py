@@ -10,7 +10,7 @@ import pytest
 from _retriever_helpers import MULTI_DOCS, assert_consistent
 from _server_process import chroma_server as start_chroma
 
-from sieve.errors import InvalidPattern, NotFound, UnknownCollection
+from sieve.core.errors import InvalidPattern, NotFound, UnknownCollection
 from sieve.retriever import CorpusIndex, Document, RetrieverConfig
 from sieve.retriever.index import delete_collection
 from sieve.retriever.store import list_collections

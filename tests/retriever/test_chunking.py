@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.retriever import Document, RetrieverConfig
 from sieve.retriever.chunking import SPLITS, Chunker, chunk_id_for, split_chunk_id
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from sieve.errors import InvalidInput, ModelUnavailable
+from sieve.core.errors import InvalidInput, ModelUnavailable
 from sieve.retriever import device as device_mod
 from sieve.retriever.config import RetrieverConfig
 from sieve.retriever.device import CUDA_BATCH_SIZE, DeviceChoice, resolve_device

@@ -14,7 +14,7 @@ from _retriever_helpers import MULTI_DOCS
 
 from sieve.retriever import CorpusIndex, RetrieverConfig
 from sieve.retriever.embeddings import Embedder, EmbedderIdentity
-from sieve.errors import EmbedderMismatch, InvalidInput, ModelUnavailable
+from sieve.core.errors import EmbedderMismatch, InvalidInput, ModelUnavailable
 from sieve.retriever.onnx_backend import MODEL_FILE, _publish, read_st_modules
 from sieve.retriever.store import EMBEDDER_KEY
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.retriever.filters import FILTER_LIMITS, FilterLimits, validate_where
 from sieve.retriever.store import filter_checked
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from sieve.errors import InvalidInput, NotFound
+from sieve.core.errors import InvalidInput, NotFound
 from sieve.retriever import CorpusIndex, Document
 from sieve.retriever.store import list_collection_names
 

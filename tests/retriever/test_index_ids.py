@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 
 SMALL = dict(chunk_tokens=32, chunk_overlap=8)
 

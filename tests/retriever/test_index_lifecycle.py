@@ -149,7 +149,7 @@ def test_documents_without_tokens_are_reported_not_counted(make_index, tmp_path)
 
 
 def test_duplicate_ids_in_one_run_are_rejected(make_index):
-    from sieve.errors import InvalidInput
+    from sieve.core.errors import InvalidInput
 
     index = make_index()
     with pytest.raises(InvalidInput, match="twice"):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from sieve.errors import NotFound
+from sieve.core.errors import NotFound
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents, load_documents
 from sieve.retriever.types import Document
 

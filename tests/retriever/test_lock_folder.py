@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from _retriever_helpers import MULTI_DOCS
 
-from sieve.errors import StoreUnavailable
+from sieve.core.errors import StoreUnavailable
 from sieve.retriever import CorpusIndex, RetrieverConfig
 from sieve.retriever.handle import lock_folder_paths
 from sieve.retriever.lockfolder import check_lock_folder

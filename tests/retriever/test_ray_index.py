@@ -18,7 +18,7 @@ import pytest
 from _retriever_helpers import MULTI_DOCS
 from _server_process import chroma_server
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.retriever import CorpusIndex, RetrieverConfig
 from sieve.retriever.ray_index import RayOptions, index_path_ray
 

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from sieve.errors import EmptyCorpus, InvalidInput, InvalidPattern, NotFound, UnknownCollection
+from sieve.core.errors import EmptyCorpus, InvalidInput, InvalidPattern, NotFound, UnknownCollection
 from sieve.retriever import CorpusIndex, RetrieverConfig
 from sieve.server.errors import http_status
 

@@ -16,7 +16,7 @@ import pytest
 from _retriever_helpers import MULTI_DOCS, RESUME_CONFIG
 from test_writers import _go, _spawn, _wait_line
 
-from sieve.errors import StoreLocked
+from sieve.core.errors import StoreLocked
 from sieve.retriever import CorpusIndex, RetrieverConfig
 from sieve.retriever.handle import store_write_lock
 

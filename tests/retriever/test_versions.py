@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from _docs_pages import nudged_minilm
 
-from sieve.errors import InvalidInput, UnknownCollection
+from sieve.core.errors import InvalidInput, UnknownCollection
 from sieve.retriever import CorpusIndex, Document, RetrieverConfig
 from sieve.retriever.reembed import activate_version, drop_old_versions, drop_version, reembed_version
 from sieve.retriever.store import list_collections

@@ -22,7 +22,7 @@ from _retriever_helpers import MULTI_DOCS, RESUME_CONFIG, synthetic_docs
 from _store_checks import assert_same_as_clean
 
 from sieve.retriever import CorpusIndex, RetrieverConfig
-from sieve.errors import StoreLocked
+from sieve.core.errors import StoreLocked
 from sieve.server.errors import http_status
 
 CHILD = Path(__file__).with_name("_writer_child.py")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from sieve._net import free_port
+from sieve.core.net import free_port
 
 if TYPE_CHECKING:
     from sieve.server.state import AppState

@@ -34,7 +34,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))  # tests/, for _server_process
 from _server_process import sieve_command  # noqa: E402
 
-from sieve._net import free_port, wait_until_healthy  # noqa: E402
+from sieve.core.net import free_port, wait_until_healthy  # noqa: E402
 
 NAME = "probe"
 DOCS = [

@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT / "tests"))  # _server_process, as the tests import it
     from _server_process import server_process, sieve_command
 
-    from sieve._net import free_port
+    from sieve.core.net import free_port
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"

@@ -21,7 +21,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/, for _server_process
 from _server_process import sieve_command
-from sieve._net import free_port, wait_until_healthy
+from sieve.core.net import free_port, wait_until_healthy
 from sieve.data import SAMPLE_DIR
 
 tmp = Path(sys.argv[1])

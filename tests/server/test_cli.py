@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from _readme import DOCS, sieve_invocations
 from _server_process import sieve_command
-from sieve.defaults import DEFAULT_POLICY
+from sieve.core.defaults import DEFAULT_POLICY
 from sieve.cli.main import app, build_command, configure_logging, main
 from sieve.cli.commands._common import plural
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from live_server import TINY, TINY_DOCS
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 
 QUESTION = "What was the 2020 population of the city that Charles Lindbergh's transatlantic aircraft was named after?"
 
@@ -73,7 +73,7 @@ def test_adapters_in_process(tmp_path, embedder) -> None:
     assert lc_agent and lc_agent[0].metadata["doc_id"] == "rome"
     li = LIRetriever(sieve=s, k=1, mode="bm25").retrieve(QueryBundle("capital of France"))
     assert li[0].node.node_id == "paris#0"
-    from sieve.errors import InvalidInput
+    from sieve.core.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match=r"unknown \['bogus'\]"):  # not dataclasses' bare TypeError
         s.search("capital of Italy", bogus=1)

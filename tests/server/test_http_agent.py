@@ -10,7 +10,7 @@ import pytest
 from live_server import TINY, assert_problem
 
 from sieve.client import iter_sse
-from sieve.defaults import DEFAULT_POLICY
+from sieve.core.defaults import DEFAULT_POLICY
 
 QUESTION = "What was the 2020 population of the city that Charles Lindbergh's transatlantic aircraft was named after?"
 # chroma-core/chroma rust/foundation-api: how Chroma parses Context-1's final answer.
@@ -178,7 +178,7 @@ def test_a_collection_that_adopted_a_run_is_served_with_its_policy(http: httpx.C
     import shutil
 
     from sieve.agent.policies.learned.policy import default_checkpoint
-    from sieve.runs import RunArtifact
+    from sieve.core.runs import RunArtifact
 
     run = RunArtifact(tmp_path / "run", policy=tmp_path / "run" / "policy", embedder=None)
     shutil.copytree(default_checkpoint(), run.policy)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from live_server import API_KEY, TINY, TINY_DOCS
 
-from sieve.defaults import DEFAULT_POLICY
-from sieve.errors import InvalidInput, SieveError, UnknownCollection
+from sieve.core.defaults import DEFAULT_POLICY
+from sieve.core.errors import InvalidInput, SieveError, UnknownCollection
 from sieve.retriever.types import Document
 from sieve.client import SearchResult, SieveClient, StreamEvent
 from sieve.server.errors import PayloadTooLarge, Unauthorized

@@ -11,7 +11,7 @@ import pytest
 from live_server import TINY, assert_problem
 
 from sieve.data import DEMO_QUESTION
-from sieve.defaults import DEFAULT_POLICY
+from sieve.core.defaults import DEFAULT_POLICY
 
 
 def test_the_page_and_its_files_are_served_from_the_package(http: httpx.Client) -> None:

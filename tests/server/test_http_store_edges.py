@@ -14,7 +14,7 @@ import httpx
 import pytest
 from live_server import API_KEY, TINY, TINY_DOCS, assert_problem, start_server
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -14,7 +14,7 @@ import pytest
 
 from _server_process import chroma_server, server_process
 
-from sieve._net import free_port
+from sieve.core.net import free_port
 
 if TYPE_CHECKING:
     from pathlib import Path

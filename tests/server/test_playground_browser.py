@@ -20,7 +20,7 @@ import pytest
 from _server_process import server_process, sieve_command
 from playground_png import CHROMIUM, K, VIEWPORT, ask, screenshot
 from playground_png import browser_page as browser_page_of
-from sieve._net import free_port
+from sieve.core.net import free_port
 from sieve.data import DEMO_QUESTION
 
 if TYPE_CHECKING:

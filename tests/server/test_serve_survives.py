@@ -23,7 +23,7 @@ import httpx
 import pytest
 from _server_process import server_process, sieve_command
 
-from sieve._net import free_port
+from sieve.core.net import free_port
 from sieve.retriever.config import RetrieverConfig
 from sieve.retriever.filters import FILTER_LIMITS
 from sieve.retriever.handle import lock_folder_paths

@@ -21,7 +21,7 @@ import httpx
 import pytest
 from _server_process import server_process, sieve_command
 
-from sieve._net import free_port
+from sieve.core.net import free_port
 from sieve.data import SAMPLE_DIR
 
 CHECK = Path(__file__).parents[1] / "_store_checks.py"

@@ -15,7 +15,7 @@ import pytest
 from _docs_pages import TOPICS, docs_page
 from _server_process import sieve_command
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.eval.runner import agent_recall_per_task
 from sieve.retriever import CorpusIndex, Document, RetrieverConfig
 from sieve.retriever.types import Chunk

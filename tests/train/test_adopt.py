@@ -12,10 +12,10 @@ from _docs_pages import TOPICS, docs_page, nudged_minilm
 from typer.testing import CliRunner
 
 from sieve.cli.main import app
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.retriever import CorpusIndex, RetrieverConfig
 from sieve.retriever.store import list_collections
-from sieve.runs import RunArtifact
+from sieve.core.runs import RunArtifact
 
 
 @pytest.fixture(scope="module")

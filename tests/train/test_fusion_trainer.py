@@ -7,7 +7,7 @@ import pytest
 
 from sieve.agent.config import FloorConfig
 from sieve.agent.fusion import FEATURES, FusionModel
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.eval.data import load_tasks
 from sieve.train.fusion import add_cover, collect, ensemble, finetune, fit, recall_table, refeaturize, split
 

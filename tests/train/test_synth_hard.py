@@ -96,7 +96,7 @@ def test_questions_read_as_questions_whatever_the_source():
 
 
 def test_bad_settings_fail_clearly():
-    from sieve.errors import InvalidInput
+    from sieve.core.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match="kinds"):
         HardConfig(kinds=("single", "poem"))

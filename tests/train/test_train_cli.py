@@ -326,7 +326,7 @@ def test_time_budget_callback_stops_and_anneals_over_the_budget(monkeypatch):
 
 
 def test_the_ranker_is_kept_unless_retraining_is_asked_for(abstracts_corpus, tmp_path):
-    from sieve.errors import InvalidInput
+    from sieve.core.errors import InvalidInput
     from sieve.train.pipeline import PipelineConfig
 
     assert PipelineConfig(corpus=abstracts_corpus).ranker == "keep"  # synthetic tasks alone do not move the ranker

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.train.verdict import PairedDiff, SetComparison, VerdictConfig, decide
 
 CFG = VerdictConfig()

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.train.rewards.config import RewardConfig
 
 if TYPE_CHECKING:

@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
 
-    from sieve.runtime import prepare_runtime
+    from sieve.core.runtime import prepare_runtime
 
     prepare_runtime()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.eval.data import read_tasks
 from sieve.train.config import EpisodeConfig, split_tasks
 from sieve.train.rewards import RewardConfig, check_reward_weights, get_episode_reward

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tqdm.auto import tqdm
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.eval.data import read_tasks
 from sieve.train.llm.chat_format import assistant_target
 from sieve.train.config import EpisodeConfig, split_tasks
@@ -158,7 +158,7 @@ def collect_teacher(
 
 def load_student(model_path: str | None, bf16: bool = False, models_dir: Path | None = None) -> tuple[Any, Any, str]:
     """(model, tokenizer, path) of the student (default: SmolLM2-135M converted once into ``models_dir``)."""
-    from sieve.runtime import prepare_runtime
+    from sieve.core.runtime import prepare_runtime
 
     prepare_runtime()
     import torch

@@ -17,7 +17,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 
 AnnealKind = Literal["constant", "linear", "cosine"]
 GoldLevel = Literal["doc", "chunk"]

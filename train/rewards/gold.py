@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.eval.metrics import doc_id_of as doc_of  # one definition of chunk id -> doc id
 
 

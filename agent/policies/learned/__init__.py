@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sieve._lazy import lazy_getattr
+from sieve.core.lazy import lazy_getattr
 from sieve.agent.policies.learned.decisions import Decision, LearnedConfig, NumpyNetwork
 from sieve.agent.policies.learned.policy import LearnedPolicy, default_checkpoint
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from sieve.agent.policies.learned.features import CANDIDATE_FEATURES, CHUNK_FEATURES, STATE_FEATURES
-from sieve.errors import InvalidInput, NotFound
+from sieve.core.errors import InvalidInput, NotFound
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -33,7 +33,7 @@ from sieve.agent.policies.learned.decisions import (
     draw_bernoulli,
     draw_sequence,
 )
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 from sieve.pruning.budget import TokenBudget
 from sieve.pruning.tokens import ApproxTokenCounter
 
@@ -104,7 +104,7 @@ class LearnedPolicy:
     ) -> LearnedPolicy:
         """The policy saved in ``path``: a checkpoint folder, a run folder of ``sieve train all`` (its
         policy, or the shipped one when the run kept it), or ``None`` (the shipped default)."""
-        from sieve.runs import RunArtifact
+        from sieve.core.runs import RunArtifact
 
         if path is not None and RunArtifact.is_run(path):
             path = RunArtifact.load(path).policy

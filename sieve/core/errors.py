@@ -8,7 +8,7 @@ the server's business (``sieve.server.errors``); errors that only HTTP can produ
 This module imports nothing from Sieve, so every layer can import it without a cycle.
 
 Example:
-    >>> from sieve.errors import InvalidInput, SieveError
+    >>> from sieve.core.errors import InvalidInput, SieveError
     >>> err = InvalidInput("Expected k >= 1, got 0")
     >>> isinstance(err, SieveError) and isinstance(err, ValueError), err.code
     (True, 'invalid_input')

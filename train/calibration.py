@@ -7,7 +7,7 @@ chunks); real ones as ``sieve eval`` scores them (span recall@10 of chunks where
 ``gold_spans``, else document recall@10). A writer whose tasks are far easier than the real
 questions teaches a policy nothing it needs; the issue's bar is a gap within 0.10.
 
-    python -m sieve.eval.calibration --data ../shared/eval/locomo-dev --data ../shared/eval/hotpotqa --out runs/calib
+    python -m sieve.train.calibration --data ../shared/eval/locomo-dev --data ../shared/eval/hotpotqa --out runs/calib
 """
 
 from __future__ import annotations

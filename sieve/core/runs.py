@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sieve.errors import InvalidInput
+from sieve.core.errors import InvalidInput
 
 RUN_FILE = "run.json"
 RUN_FORMAT = "sieve-run/1"

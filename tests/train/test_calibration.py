@@ -1,8 +1,8 @@
-"""Synthetic-vs-real calibration (``python -m sieve.eval.calibration``): both sides scored by one hybrid search."""
+"""Synthetic-vs-real calibration (``python -m sieve.train.calibration``): both sides scored by one hybrid search."""
 
 from __future__ import annotations
 
-from sieve.eval.calibration import CalibrationRow, real_recall, synthetic_recall, table
+from sieve.train.calibration import CalibrationRow, real_recall, synthetic_recall, table
 from sieve.eval.data import EvalTask
 
 
