@@ -38,14 +38,14 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from sieve.core.errors import InvalidInput
 from sieve.train.rewards.metrics import contains_answer, normalize_answer
 from sieve.train.synth_facts import clean_title, quoted_content_words
 from sieve.train.synth_claims import ClaimWriter, single_shot_recall, synthesize_claims
 from sieve.train.synth_generators import Draft, Link, LLMWriter, QuestionWriter, TemplateWriter
 from sieve.train.synth_pairs import ComparisonPairs, compared_chunks, gold_chunks, verify_comparison
 from sieve.train.task_io import all_chunks, read_written_tasks
-from sieve.train.synth_writers import WRITERS, Writer, WriterOptions, build_writer, writer_help
+from sieve.train.synth_config import GeneratorName, SynthConfig
+from sieve.train.synth_writers import Writer, WriterOptions, build_writer
 
 if TYPE_CHECKING:
     from sieve.retriever import CorpusIndex
@@ -54,73 +54,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-GeneratorName = str  # a name in sieve.train.synth_writers.WRITERS
 _WORD = re.compile(r"[A-Za-z0-9À-ÿ]+(?:['’][A-Za-z]+)?")
 _CAPS = re.compile(r"\b[A-Z][a-zA-Z0-9À-ÿ]+(?:\s+(?:of|the|de|von|van|and|[A-Z][a-zA-Z0-9À-ÿ]+))*")
-
-
-@dataclass
-class SynthConfig:
-    n: int = field(default=500, metadata={"help": "Number of verified tasks wanted in the output file."})
-    seed: int = field(default=0, metadata={"help": "Seed of the bridge-chunk order (same seed, same tasks)."})
-    generator: GeneratorName = field(default="heuristic", metadata={"help": f"Question writer: {writer_help()}."})
-    links_per_bridge: int = field(default=2, metadata={"help": "Most links tried per bridge chunk."})
-    tasks_per_target: int = field(default=2, metadata={"help": "Most tasks whose answer lies in one document."})
-    min_title_chars: int = field(default=4, metadata={"help": "Shorter titles are not matched as mentions."})
-    max_title_words: int = field(default=8, metadata={"help": "Longer titles are not matched as mentions."})
-    bm25_neighbours: int = field(
-        default=5, metadata={"help": "BM25 neighbours tried when no title link (LLM writers)."}
-    )
-    verify_k: int = field(default=10, metadata={"help": "Depth of the single-shot search used by verification."})
-    shortcut_rank: int = field(
-        default=1,
-        metadata={"help": "Reject when single-shot search ranks the target within this rank but misses the bridge."},
-    )
-    n_distractors: int = field(default=10, metadata={"help": "Hard distractors recorded per task."})
-    reader_check: bool = field(
-        default=False, metadata={"help": "LLM writers: also reject when the model answers from the bridge chunk alone."}
-    )
-    max_answer_words: int = field(default=10, metadata={"help": "Longer answers are rejected."})
-    max_quoted_words: int = field(
-        default=4,
-        metadata={
-            "help": "Reject a question that copies more content words of a gold chunk in a row (names, numbers aside)."
-        },
-    )
-    comparison_share: float = field(
-        default=0.3,
-        metadata={"help": "Template writer: share of lead chunks tried first as one side of a comparison question."},
-    )
-    drafts_per_link: int = field(default=3, metadata={"help": "Most drafts verified per link before moving on."})
-    id_prefix: str = field(default="synth", metadata={"help": "Prefix of task ids."})
-    claim_max_words: int = field(default=20, metadata={"help": "claims: longest claim written, in words."})
-    claim_search_depth: int = field(
-        default=50,
-        metadata={
-            "help": "claims: reject a claim whose source document single-shot search does not find in this many."
-        },
-    )
-
-    def __post_init__(self) -> None:
-        if self.n < 1:
-            raise InvalidInput(f"Expected n >= 1, got {self.n}")
-        if self.generator not in WRITERS:
-            raise InvalidInput(f"Expected generator in {tuple(WRITERS)}, got {self.generator!r}")
-        if self.claim_max_words < 5 or self.claim_search_depth < 1:
-            raise InvalidInput(
-                f"Expected claim_max_words >= 5 and claim_search_depth >= 1, got "
-                f"{self.claim_max_words}, {self.claim_search_depth}"
-            )
-        if self.verify_k < 1 or self.shortcut_rank < 0 or self.n_distractors < 0:
-            raise InvalidInput(
-                f"Expected verify_k >= 1, shortcut_rank >= 0, n_distractors >= 0, got "
-                f"{self.verify_k}, {self.shortcut_rank}, {self.n_distractors}"
-            )
-        if not 0.0 <= self.comparison_share <= 1.0 or self.max_quoted_words < 0 or self.drafts_per_link < 1:
-            raise InvalidInput(
-                f"Expected 0 <= comparison_share <= 1, max_quoted_words >= 0, drafts_per_link >= 1, "
-                f"got {self.comparison_share}, {self.max_quoted_words}, {self.drafts_per_link}"
-            )
 
 
 @dataclass
