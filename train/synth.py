@@ -391,29 +391,63 @@ def synthesize(
     if need <= 0:
         report.seconds = time.perf_counter() - t0
         return report
-    from sieve.train.synth_hard import HardWriter, synthesize_hard
+    from sieve.train.synth_hard import HardWriter
 
     if isinstance(writer, HardWriter):
-        hard = synthesize_hard(index, out, writer.config(cfg.n, cfg.seed), progress=progress)
-        report.written, report.bridges_tried, report.drafts = len(hard.tasks), hard.tried, hard.tried
-        report.rejected.update(hard.rejected)
+        _synthesize_hard(index, out, cfg, writer, report, progress)
         return _finish(report, out, existing_tasks, need, t0, "chunks with verifiable keyphrases")
     if isinstance(writer, ClaimWriter):
-        claims = synthesize_claims(
-            index,
-            out,
-            need,
-            existing_tasks,
-            seed=cfg.seed,
-            id_prefix=cfg.id_prefix,
-            search_depth=cfg.claim_search_depth,
-            writer=writer,
-            progress=progress,
-        )
-        report.written, report.bridges_tried, report.drafts = len(claims.tasks), claims.documents_tried, claims.drafts
-        report.rejected.update(claims.rejected)
-        report.single_shot_recall_at_10 = single_shot_recall([*existing_tasks.values(), *claims.tasks], k=10)
+        _synthesize_claims(index, out, cfg, writer, report, existing_tasks, need, progress)
         return _finish(report, out, existing_tasks, need, t0, "documents with a findable finding")
+    run, order = _link_run(index, cfg, writer, report, existing_tasks)
+    _synthesize_links(run, order, out, existing_tasks, need, progress)
+    return _finish(report, out, existing_tasks, need, t0, "verifiable links")
+
+
+def _synthesize_hard(
+    index: CorpusIndex, out: Path, cfg: SynthConfig, writer: HardWriter, report: SynthReport, progress: bool
+) -> None:
+    """Keyphrase questions with span gold (:func:`sieve.train.synth_hard.synthesize_hard`), into ``report``."""
+    from sieve.train.synth_hard import synthesize_hard
+
+    hard = synthesize_hard(index, out, writer.config(cfg.n, cfg.seed), progress=progress)
+    report.written, report.bridges_tried, report.drafts = len(hard.tasks), hard.tried, hard.tried
+    report.rejected.update(hard.rejected)
+
+
+def _synthesize_claims(
+    index: CorpusIndex,
+    out: Path,
+    cfg: SynthConfig,
+    writer: ClaimWriter,
+    report: SynthReport,
+    existing_tasks: dict[str, Any],
+    need: int,
+    progress: bool,
+) -> None:
+    """One single-hop claim per document (:func:`sieve.train.synth_claims.synthesize_claims`), into ``report``,
+    with how often one hybrid search finds the claims' sources."""
+    claims = synthesize_claims(
+        index,
+        out,
+        need,
+        existing_tasks,
+        seed=cfg.seed,
+        id_prefix=cfg.id_prefix,
+        search_depth=cfg.claim_search_depth,
+        writer=writer,
+        progress=progress,
+    )
+    report.written, report.bridges_tried, report.drafts = len(claims.tasks), claims.documents_tried, claims.drafts
+    report.rejected.update(claims.rejected)
+    report.single_shot_recall_at_10 = single_shot_recall([*existing_tasks.values(), *claims.tasks], k=10)
+
+
+def _link_run(
+    index: CorpusIndex, cfg: SynthConfig, writer: QuestionWriter, report: SynthReport, existing_tasks: dict[str, Any]
+) -> tuple[_Run, list[Chunk]]:
+    """The state of a run of linked (multi-hop) tasks, rebuilt from the tasks already written, and the
+    chunks in the seeded order the passes visit them."""
     view = CorpusView.load(index, min_title_chars=cfg.min_title_chars, max_title_words=cfg.max_title_words)
     order = list(view.chunks)
     random.Random(cfg.seed).shuffle(order)
@@ -437,6 +471,15 @@ def synthesize(
         ),
         total=len(existing_tasks),
     )
+    return run, order
+
+
+def _synthesize_links(
+    run: _Run, order: list[Chunk], out: Path, existing_tasks: dict[str, Any], need: int, progress: bool
+) -> None:
+    """The passes over ``order`` (bridges and comparisons, then comparisons to fill up), appending each
+    verified task to ``out`` as it is found; a resumed run goes on where the last task was written."""
+    report = run.report
     start_pass, start = _resume_point(order, list(existing_tasks.values()))
     used = {
         t["meta"]["gold_chunk_ids"][0] for t in existing_tasks.values() if (t.get("meta") or {}).get("gold_chunk_ids")
@@ -444,7 +487,7 @@ def synthesize(
     bar = tqdm(total=need, desc="Synthesizing tasks", unit="task", disable=not progress)
     tried: set[str] = set()
     with out.open("a", encoding="utf-8") as f:
-        for fill in (False, True) if pairs is not None else (False,):
+        for fill in (False, True) if run.pairs is not None else (False,):
             if fill and start_pass == 1:
                 start = 0
             elif not fill and start_pass == 2:
@@ -466,7 +509,6 @@ def synthesize(
                 report.written += 1
                 bar.update(1)
     bar.close()
-    return _finish(report, out, existing_tasks, need, t0, "verifiable links")
 
 
 def _finish(
