@@ -1,4 +1,4 @@
-"""Fit the fusion model (:mod:`sieve.agent.fusion`) on declared training data.
+"""Fit the fusion model (:mod:`sieve.agent.ranking`) on declared training data.
 
 For every task of every ``--data`` dir: one episode of each policy with the floor off (the
 policy's own ranking), the question's hybrid search, the pool of both, its features and labels
@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from sieve.agent.fusion import FEATURES, ClosingPool, FusionModel, fuse, pool_features, question_cover
+from sieve.agent.ranking.features import FEATURES, ClosingPool, pool_features, question_cover
+from sieve.agent.ranking.model import Ranker, fuse
 from sieve.core.errors import InvalidInput
 from sieve.eval.metrics import span_found
 
@@ -191,7 +192,7 @@ def add_offtopic(data: FusionData, indexes: dict[str, CorpusIndex], share: float
     return added
 
 
-def ensemble(models: list[FusionModel]) -> FusionModel:
+def ensemble(models: list[Ranker]) -> Ranker:
     """One model whose logit is the mean of ``models``' logits: their hidden units side by side, the
     output weights divided by their number (the same file format, the same cost per unit).
 
@@ -206,7 +207,7 @@ def ensemble(models: list[FusionModel]) -> FusionModel:
     n = len(models)
     w = np.concatenate([np.asarray(m.hidden[0][0]) for m in models], axis=1)
     b = np.concatenate([np.asarray(m.hidden[0][1]) for m in models])
-    return FusionModel(
+    return Ranker(
         coef=[float(v) / n for m in models for v in m.coef],
         intercept=float(np.mean([m.intercept for m in models])),
         names=models[0].names,
@@ -217,7 +218,7 @@ def ensemble(models: list[FusionModel]) -> FusionModel:
     )
 
 
-def fit_seeds(data: FusionData, n: int, *, c: float, hidden: int, seed: int) -> FusionModel:
+def fit_seeds(data: FusionData, n: int, *, c: float, hidden: int, seed: int) -> Ranker:
     """:func:`fit` with seeds ``seed .. seed + n - 1``, as one :func:`ensemble` (just :func:`fit` for ``n`` 1)."""
     models = [fit(data, c=c, hidden=hidden, seed=seed + i) for i in range(max(1, n))]
     return models[0] if len(models) == 1 else ensemble(models)
@@ -235,7 +236,7 @@ def _weights(data: FusionData) -> np.ndarray:
     )
 
 
-def fit(data: FusionData, *, c: float = 1.0, hidden: int = 0, seed: int = 0) -> FusionModel:
+def fit(data: FusionData, *, c: float = 1.0, hidden: int = 0, seed: int = 0) -> Ranker:
     """The fusion model on the pooled rows (features standardised; the scale is kept in the model).
 
     ``hidden=0``: a logistic regression (``c``: inverse regularisation). ``hidden=n``: one tanh layer
@@ -271,7 +272,7 @@ def fit(data: FusionData, *, c: float = 1.0, hidden: int = 0, seed: int = 0) -> 
             random_state=seed,
         )
         mlp.fit(z[idx], y[idx])
-        return FusionModel(
+        return Ranker(
             coef=[float(v) for v in mlp.coefs_[1][:, 0]],
             intercept=float(mlp.intercepts_[1][0]),
             names=FEATURES,
@@ -284,7 +285,7 @@ def fit(data: FusionData, *, c: float = 1.0, hidden: int = 0, seed: int = 0) -> 
 
     clf = LogisticRegression(C=c, max_iter=2000)
     clf.fit(z, y, sample_weight=_weights(data))
-    return FusionModel(
+    return Ranker(
         coef=[float(v) for v in clf.coef_[0]],
         intercept=float(clf.intercept_[0]),
         names=FEATURES,
@@ -295,8 +296,8 @@ def fit(data: FusionData, *, c: float = 1.0, hidden: int = 0, seed: int = 0) -> 
 
 
 def finetune(
-    data: FusionData, base: FusionModel, *, anchor: float = 1.0, steps: int = 300, lr: float = 0.01, seed: int = 0
-) -> FusionModel:
+    data: FusionData, base: Ranker, *, anchor: float = 1.0, steps: int = 300, lr: float = 0.01, seed: int = 0
+) -> Ranker:
     """``base`` adapted to ``data`` (e.g. episodes of synthetic tasks of the user's corpus).
 
     Full-batch Adam on the mean log-loss of ``data``'s rows plus ``anchor`` times the mean squared
@@ -345,7 +346,7 @@ def finetune(
             "seed": seed,
         },
     }
-    return FusionModel(
+    return Ranker(
         coef=vals[-2].tolist(),
         intercept=float(vals[-1][0]),
         names=base.names,
@@ -373,9 +374,7 @@ def split(data: FusionData, share: float, seed: int = 0) -> tuple[FusionData, Fu
     return a, b
 
 
-def recall_table(
-    data: FusionData, model: FusionModel, ks: tuple[int, ...] = (5, 10, 20)
-) -> dict[str, dict[str, float]]:
+def recall_table(data: FusionData, model: Ranker, ks: tuple[int, ...] = (5, 10, 20)) -> dict[str, dict[str, float]]:
     """Per source and policy: document recall@k of hybrid, the policy alone and the fused ranking (by document)."""
     from sieve.eval.metrics import recall_at_k
 
