@@ -1,4 +1,4 @@
-"""``sieve.train.fusion`` end to end on the shipped sample: collect episodes as serving pools them, fit, reload."""
+"""``sieve.train.ranking`` end to end on the shipped sample: collect episodes as serving pools them, fit, reload."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from sieve.agent.ranking.features import FEATURES
 from sieve.agent.ranking.model import Ranker
 from sieve.core.errors import InvalidInput
 from sieve.eval.data import load_tasks
-from sieve.train.fusion import add_cover, collect, ensemble, finetune, fit, recall_table, refeaturize, split
+from sieve.train.ranking.episodes import RankingData, add_cover, collect, refeaturize, split
+from sieve.train.ranking.fit import ensemble, finetune, fit, recall_table
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +37,7 @@ def test_collect_fit_and_reload(heuristic_episodes, tmp_path):
 
 def test_older_episodes_get_their_cover_from_the_index(heuristic_episodes, sample_index):
     """Episode files collected before the cover features refit after add_cover, to the same features."""
-    from sieve.train.fusion import FusionData
-
-    old = FusionData(
+    old = RankingData(
         x=list(heuristic_episodes.x[:3]),
         y=list(heuristic_episodes.y[:3]),
         episodes=[{k: v for k, v in ep.items() if k != "cover"} for ep in heuristic_episodes.episodes[:3]],
@@ -115,3 +114,17 @@ def test_ensemble_is_the_mean_of_the_models_logits(heuristic_episodes):
     assert len(both.hidden[0][1]) == 9 and both.meta["seeds"] == [0, 1, 2]
     with pytest.raises(InvalidInput, match="one hidden layer"):
         ensemble([fit(data, hidden=0, c=10.0)])
+
+
+def test_the_command_refits_from_pickled_episodes(heuristic_episodes, tmp_path):
+    """``python -m sieve.train.ranking`` on an existing episode file: no index opened, a model written."""
+    import pickle
+
+    from sieve.train.ranking.__main__ import main
+
+    episodes = tmp_path / "episodes.pkl"
+    episodes.write_bytes(pickle.dumps(heuristic_episodes))
+    out = tmp_path / "ranker.json"
+    main(["--data", "unused/sample", "--episodes", str(episodes), "--out", str(out), "--check", "0.5", "--c", "10"])
+    model = Ranker.load(out)
+    assert model.meta["data"] == ["unused/sample"] and model.meta["episodes"] == 8 and not model.hidden
