@@ -204,7 +204,7 @@ class AgentSystem:
 def parse_systems(spec: str) -> list[str]:
     """Split and validate ``"dense,bm25,hybrid,agent:heuristic"``; ``agent`` alone means Sieve's default policy.
 
-    ``agent:<policy>:nofloor`` is the policy's own ranking, without the floor (see :mod:`sieve.agent.floor`).
+    ``agent:<policy>:nofloor`` is the policy's own ranking, without the floor (see :mod:`sieve.agent.ranking`).
 
     Example:
         >>> parse_systems("bm25, agent, agent:heuristic:nofloor")

@@ -234,7 +234,7 @@ def _learned_route(
     from sieve.train.learned.trainer import mean_scores
     from sieve.core.runs import RunArtifact
     from sieve.train.adopt import adopt_run
-    from sieve.train.ranker import RankerConfig, as_eval_tasks, retrain_ranker, served_scores
+    from sieve.train.ranking.corpus import RankerConfig, as_eval_tasks, retrain_ranker, served_scores
 
     rl_cfg = LearnedRLConfig(
         tasks=cfg.out / "train_tasks.jsonl",
@@ -376,7 +376,7 @@ def _embedder_stage(
 
 
 def served_means(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Means of :func:`sieve.train.ranker.served_scores` rows: recall@k, all-gold@k, recall@2k, and ``n``."""
+    """Means of :func:`sieve.train.ranking.corpus.served_scores` rows: recall@k, all-gold@k, recall@2k, and ``n``."""
     n = max(1, len(rows))
     return {
         "recall": sum(r["recall"] for r in rows) / n,
