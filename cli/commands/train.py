@@ -28,6 +28,7 @@ from sieve.train.learned.config import DEFAULT_UPDATES, LearnedRLConfig
 from sieve.train.llm.rl import DEFAULT_STEPS, RLConfig
 from sieve.train.rewards.config import RewardConfig
 from sieve.retriever.readers import formats_help
+from sieve.train.llm.teachers import TEACHERS, teacher_help
 from sieve.train.pipeline import PipelineConfig
 from sieve.train.synth_writers import WRITERS, pipeline_writer_help, pipeline_writers, writer_help
 
@@ -279,7 +280,7 @@ def register(app: typer.Typer) -> None:
         n: Optional[int] = _n_option("Use only the first N tasks."),
         steps: Optional[int] = _steps_option("optimizer steps (unset: --epochs decide)"),
         minutes: Optional[float] = _minutes_option("SFT"),
-        teacher: str = typer.Option("heuristic", "--teacher", help="heuristic | openai | local (trajectory source)."),
+        teacher: str = typer.Option("heuristic", "--teacher", help=f"Trajectory source: {teacher_help()}."),
         min_recall: float = typer.Option(
             0.5, "--min-recall", help="Keep teacher episodes with trajectory recall >= this."
         ),
@@ -306,7 +307,7 @@ def register(app: typer.Typer) -> None:
         """Warm-start the student on teacher trajectories (TRL SFTTrainer), then measure its valid tool-call rate."""
         from sieve.train.llm.sft import WarmStartConfig, run_sft
 
-        _check_choice(teacher, ("heuristic", "openai", "local"), "--teacher")
+        _check_choice(teacher, tuple(TEACHERS), "--teacher")
         init = _student_init(_renamed(None if init == "default" else init, model_path, "--model-path", "--init"))
         n = _renamed(n, limit, "--limit", "--n")
         index = _open_index(settings_from(data_dir, chroma_url, embedder, collection=collection))
