@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from sieve.core.errors import InvalidInput
 from sieve.train.adapt_embedder import AdaptConfig
 from sieve.train.config import EpisodeConfig, split_tasks
+from sieve.train.synth_writers import AUTO, auto_chain, pipeline_writers
 from sieve.train.task_io import most_natural, read_written_tasks
 from sieve.train.verdict import SetComparison, Verdict, VerdictConfig, decide, fmt_diff
 
@@ -29,9 +30,6 @@ if TYPE_CHECKING:
     from sieve.retriever.config import RetrieverConfig
 
 logger = logging.getLogger(__name__)
-
-
-GENERATORS = ("auto", "hard", "heuristic", "claims")
 
 
 @dataclass
@@ -46,12 +44,12 @@ class PipelineConfig:
         },
     )
     n: int = field(default=60, metadata={"help": "Tasks to synthesize."})
-    generator: Literal["auto", "hard", "heuristic", "claims"] = field(
-        default="auto",
+    generator: str = field(
+        default=AUTO,
         metadata={
-            "help": "Task writer: hard (keyphrase questions from any text, span gold in long documents), heuristic "
-            "(multi-hop templates), claims (single-hop claims from finding sentences) or auto (hard first; "
-            "templates, then claims fill up what it leaves)."
+            "help": "Task writer: auto (the writers of sieve.train.synth_writers.auto_chain in turn, each filling "
+            "up what the one before left) or any writer of sieve.train.synth_writers.WRITERS that needs no model "
+            "(pipeline_writers)."
         },
     )
     minutes: float | None = field(
@@ -130,8 +128,8 @@ class PipelineConfig:
             raise InvalidInput(f"Expected --corpus to be an existing file or folder, got {str(self.corpus)!r}")
         if self.n < 4:
             raise InvalidInput(f"Expected --n >= 4 (train and held-out both need tasks), got {self.n}")
-        if self.generator not in GENERATORS:
-            raise InvalidInput(f"Expected generator in {GENERATORS}, got {self.generator!r}")
+        if self.generator not in pipeline_writers():
+            raise InvalidInput(f"Expected generator in {pipeline_writers()}, got {self.generator!r}")
         if self.embedder not in ("adapt", "keep"):
             raise InvalidInput(f"Expected embedder in ('adapt', 'keep'), got {self.embedder!r}")
         if self.ranker not in ("keep", "retrain"):
@@ -165,7 +163,7 @@ def run_pipeline(cfg: PipelineConfig, retriever_config: RetrieverConfig, *, prog
         "Indexed %s: %d chunks written, %d unchanged documents", cfg.corpus, indexed.chunks_written, indexed.unchanged
     )
     t_synth = time.perf_counter()
-    writers = ("hard", "heuristic", "claims") if cfg.generator == "auto" else (cfg.generator,)
+    writers = auto_chain() if cfg.generator == AUTO else (cfg.generator,)
     for generator in writers:
         synth = synthesize(
             index, cfg.out / "tasks.jsonl", SynthConfig(n=cfg.n, seed=cfg.seed, generator=generator), progress=progress

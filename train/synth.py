@@ -49,7 +49,6 @@ from sieve.train.synth_writers import WRITERS, Writer, WriterOptions, build_writ
 
 if TYPE_CHECKING:
     from sieve.retriever import CorpusIndex
-    from sieve.train.synth_hard import HardWriter
     from sieve.retriever.types import Chunk
 
 logger = logging.getLogger(__name__)
@@ -422,7 +421,7 @@ def synthesize(
     index: CorpusIndex,
     out: str | Path,
     config: SynthConfig | None = None,
-    writer: QuestionWriter | ClaimWriter | HardWriter | None = None,
+    writer: Writer | None = None,
     *,
     progress: bool = True,
 ) -> SynthReport:
@@ -437,7 +436,7 @@ def synthesize(
         index: the indexed collection to build tasks from.
         out: JSONL path (created, or appended to: ids present are skipped and counted).
         config: synthesis knobs (defaults: 500 tasks, template writer, seed 0).
-        writer: a question writer; default :func:`make_writer` of ``config.generator``.
+        writer: a task writer (its class picks the route); default :func:`make_writer` of ``config.generator``.
         progress: show a tqdm bar.
 
     Returns:
@@ -479,6 +478,8 @@ def synthesize(
         report.rejected.update(claims.rejected)
         report.single_shot_recall_at_10 = single_shot_recall([*existing_tasks.values(), *claims.tasks], k=10)
         return _finish(report, out, existing_tasks, need, t0, "documents with a findable finding")
+    if not isinstance(writer, QuestionWriter):
+        raise InvalidInput(f"Expected a question, claim or hard writer, got {type(writer).__name__} (no drafts(link))")
     view = CorpusView.load(index, min_title_chars=cfg.min_title_chars, max_title_words=cfg.max_title_words)
     order = list(view.chunks)
     random.Random(cfg.seed).shuffle(order)

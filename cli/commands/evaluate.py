@@ -26,6 +26,7 @@ from sieve.cli.commands._common import (
     print_json,
     settings_from,
 )
+from sieve.eval.systems import systems_help
 
 
 def _parse_ks(raw: str) -> list[int]:
@@ -48,7 +49,7 @@ def register(app: typer.Typer) -> None:
         systems: str = typer.Option(
             "dense,bm25,hybrid,agent:heuristic",
             "--systems",
-            help="Comma-separated: dense, bm25, hybrid, agent[:heuristic|learned|openai|local].",
+            help=f"Comma-separated: {systems_help()}.",
         ),
         k: str = typer.Option("5,10,20", "--k", help="Cut-offs, comma-separated."),
         limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N tasks of each data dir."),

@@ -27,8 +27,10 @@ from sieve.train.config import EpisodeConfig
 from sieve.train.learned.config import DEFAULT_UPDATES, LearnedRLConfig
 from sieve.train.llm.rl import DEFAULT_STEPS, RLConfig
 from sieve.train.rewards.config import RewardConfig
-from sieve.train.pipeline import GENERATORS, PipelineConfig
-from sieve.train.synth_writers import WRITERS, writer_help
+from sieve.retriever.readers import formats_help
+from sieve.train.llm.teachers import TEACHERS, teacher_help
+from sieve.train.pipeline import PipelineConfig
+from sieve.train.synth_writers import WRITERS, pipeline_writer_help, pipeline_writers, writer_help
 
 if TYPE_CHECKING:
     from sieve.retriever import CorpusIndex
@@ -278,7 +280,7 @@ def register(app: typer.Typer) -> None:
         n: Optional[int] = _n_option("Use only the first N tasks."),
         steps: Optional[int] = _steps_option("optimizer steps (unset: --epochs decide)"),
         minutes: Optional[float] = _minutes_option("SFT"),
-        teacher: str = typer.Option("heuristic", "--teacher", help="heuristic | openai | local (trajectory source)."),
+        teacher: str = typer.Option("heuristic", "--teacher", help=f"Trajectory source: {teacher_help()}."),
         min_recall: float = typer.Option(
             0.5, "--min-recall", help="Keep teacher episodes with trajectory recall >= this."
         ),
@@ -305,7 +307,7 @@ def register(app: typer.Typer) -> None:
         """Warm-start the student on teacher trajectories (TRL SFTTrainer), then measure its valid tool-call rate."""
         from sieve.train.llm.sft import WarmStartConfig, run_sft
 
-        _check_choice(teacher, ("heuristic", "openai", "local"), "--teacher")
+        _check_choice(teacher, tuple(TEACHERS), "--teacher")
         init = _student_init(_renamed(None if init == "default" else init, model_path, "--model-path", "--init"))
         n = _renamed(n, limit, "--limit", "--n")
         index = _open_index(settings_from(data_dir, chroma_url, embedder, collection=collection))
@@ -487,18 +489,13 @@ def register(app: typer.Typer) -> None:
     @train.command("all")
     @cli_errors
     def all_cmd(
-        corpus: Path = typer.Option(..., "--corpus", help="File or folder to index (.jsonl .txt .md .html .pdf)."),
+        corpus: Path = typer.Option(..., "--corpus", help=f"File or folder to index ({formats_help()})."),
         collection: Optional[str] = CollectionOpt,
         out: Path = typer.Option(Path("runs/train"), "--out", help="Run folder (tasks, sft/, rl/, eval/)."),
         n: Optional[int] = _n_option(
             f"{_field(PipelineConfig, 'n').metadata['help'][:-1]} (default {_field(PipelineConfig, 'n').default})."
         ),
-        generator: str = typer.Option(
-            "auto",
-            "--generator",
-            help="auto (hard keyphrase questions, then multi-hop "
-            "templates and claims for what they leave) | hard | heuristic | claims.",
-        ),
+        generator: str = typer.Option("auto", "--generator", help=f"{pipeline_writer_help()}."),
         minutes: Optional[float] = _minutes_option(
             "the whole run (learned: training gets what indexing, synthesis and the checks leave)"
         ),
@@ -548,7 +545,7 @@ def register(app: typer.Typer) -> None:
         shipped default on held-apart tasks (and --eval-tasks): the retrained policy is recommended only if better."""
         from sieve.train.pipeline import run_pipeline
 
-        _check_choice(generator, GENERATORS, "--generator")
+        _check_choice(generator, pipeline_writers(), "--generator")
         _check_choice(ranker, ("keep", "retrain"), "--ranker")
         n = _renamed(n, n_tasks, "--n-tasks", "--n")
         steps = _renamed(steps, rl_steps, "--rl-steps", "--steps")
