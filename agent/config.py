@@ -81,13 +81,13 @@ class FloorConfig:
         default="fusion",
         metadata={
             "help": "fusion: rank the pool of both rankings' chunks with the learned fusion model "
-            "(sieve.agent.fusion); interleave: the fixed per-document interleave below."
+            "(sieve.agent.ranking); interleave: the fixed per-document interleave below."
         },
     )
     fusion_path: Path | None = field(
         default=None,
         metadata={
-            "help": "Fusion model JSON (default: the one shipped with Sieve; python -m sieve.train.fusion fits one)."
+            "help": "Fusion model JSON (default: the one shipped with Sieve; python -m sieve.train.ranking fits one)."
         },
     )
     hybrid_depth: int = field(

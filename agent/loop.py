@@ -19,9 +19,10 @@ from sieve.agent.citations import resolve_citations
 from sieve.agent.config import AgentConfig
 from sieve.agent.episode import Episode
 from sieve.agent.factory import adopted_config, make_policy
-from sieve.agent.floor import floor_hits, fuse_with_floor, hit_evidence
-from sieve.agent.fusion import ClosingPool, FusionModel, fuse, question_cover, question_weights
 from sieve.agent.prompts import question_message, system_prompt
+from sieve.agent.ranking.features import ClosingPool, question_cover, question_weights
+from sieve.agent.ranking.floor import floor_hits, fuse_with_floor, hit_evidence
+from sieve.agent.ranking.model import Ranker, fuse
 from sieve.agent.tool_specs import tool_specs
 from sieve.agent.tools import ToolOutcome, Toolbox
 from sieve.agent.trace import Evidence, ToolCall, Trace, Turn
@@ -73,7 +74,7 @@ class SearchAgent:
         # Loaded once per agent: a bad model path fails here, before any episode.
         # An explicit fusion_path wins; else a retrained policy's own ranker (sieve train), else the shipped one.
         fusion_path = floor.fusion_path or getattr(policy, "ranker_path", None)
-        self.fusion = FusionModel.load(fusion_path) if floor.enabled and floor.method == "fusion" else None
+        self.ranker = Ranker.load(fusion_path) if floor.enabled and floor.method == "fusion" else None
 
     @classmethod
     def with_policy(
@@ -140,8 +141,8 @@ class SearchAgent:
         """``trace`` with its returned set merged with the question's hybrid ranking.
 
         With ``floor.method="fusion"`` (the default) the pool of the policy's chunks and the
-        question's hybrid chunks is ranked by the learned fusion model (:mod:`sieve.agent.fusion`);
-        with ``"interleave"`` the two rankings are interleaved per document (:mod:`sieve.agent.floor`).
+        question's hybrid chunks is ranked by the learned ranker (:mod:`sieve.agent.ranking.model`);
+        with ``"interleave"`` the two rankings are interleaved per document (:mod:`sieve.agent.ranking.floor`).
         The policy's own ranking stays in ``trace.meta["policy_returned"]``; with the floor off
         (``config.floor.enabled``) the trace keeps the policy's ranking (grouped when asked).
         """
@@ -158,11 +159,11 @@ class SearchAgent:
                 trace.returned = _one_per_doc(trace.returned, k)
             return trace
         t0 = time.perf_counter()
-        if self.fusion is not None:
+        if self.ranker is not None:
             closing = self.closing_pool(trace.question, trace.returned, where=where)
             hybrid = closing.hybrid
             trace.returned = fuse(
-                trace.returned, closing, self.fusion, k, group_by_doc=grouped, doc_decay=cfg.doc_decay
+                trace.returned, closing, self.ranker, k, group_by_doc=grouped, doc_decay=cfg.doc_decay
             )
         else:
             hybrid = [hit_evidence(h) for h in floor_hits(self.index, trace.question, k, where)]
@@ -182,10 +183,10 @@ class SearchAgent:
         *,
         where: dict[str, Any] | None = None,
     ) -> ClosingPool:
-        """What the fusion model ranks beside the policy's ``returned`` chunks: the question's hybrid
+        """What the ranker ranks beside the policy's ``returned`` chunks: the question's hybrid
         ranking (``floor.hybrid_depth`` chunks, at least ``k``), every pool chunk's cosine with the
         question and its cover of the question's words, and the pool's chunks by id (serving and
-        ``sieve.train.fusion`` share this)."""
+        ``sieve.train.ranking`` share this)."""
         depth = min(max(self.config.floor.hybrid_depth, self.config.k), self.index.config.max_k)
         hits = self.index.search(question, depth, mode="hybrid", where=where)
         chunks = {h.chunk_id: h.chunk for h in hits}

@@ -64,7 +64,7 @@ class Evidence:
     """One item of the ranked evidence set an episode returns.
 
     ``score`` never rises with ``rank``. With the floor on (the default) it is the merged score
-    of :func:`~sieve.agent.floor.fuse_with_floor`; with it off, the policy's own evidence score
+    of :func:`~sieve.agent.ranking.floor.fuse_with_floor`; with it off, the policy's own evidence score
     (the heuristic's), the chunk's cosine with the question (an episode that ended without
     ``finish``), or the reciprocal-rank weight of its place (a policy that orders but does not score).
     """

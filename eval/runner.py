@@ -40,7 +40,7 @@ class EvalConfig:
     data: list[Path] = field(metadata={"help": "Data dirs (corpus.jsonl + tasks.jsonl); several = pooled corpus."})
     systems: list[str] = field(
         default_factory=lambda: ["dense", "bm25", "hybrid", "agent:heuristic"],
-        metadata={"help": "Systems: dense, bm25, hybrid, agent[:heuristic|learned|openai|local]."},
+        metadata={"help": "Systems: retrieval modes and agent[:<policy>[:nofloor]] (sieve.eval.systems.systems_help)."},
     )
     ks: list[int] = field(default_factory=lambda: [5, 10, 20], metadata={"help": "Cut-offs k scored."})
     limit: int | None = field(default=None, metadata={"help": "Only the first N tasks of each data dir."})

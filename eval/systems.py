@@ -97,7 +97,7 @@ def _first_per_doc(items: list[tuple[str, str, float, int]]) -> tuple[list[str],
 
 
 class RetrievalSystem:
-    """One search per question (``mode`` = dense, bm25 or hybrid), de-duplicated by document
+    """One search per question (``mode``: a registered retrieval mode), de-duplicated by document
     (:meth:`~sieve.retriever.index.CorpusIndex.search_documents`, the ranking the agent's floor uses too)."""
 
     def __init__(self, index: CorpusIndex, mode: SearchMode, depth: int) -> None:
@@ -201,10 +201,16 @@ class AgentSystem:
         )
 
 
+def systems_help() -> str:
+    """``"dense, bm25, hybrid, agent[:heuristic|learned|openai|local[:nofloor]]"``: the system names the
+    registries allow now (every retrieval mode, the agent with every policy), for a help text."""
+    return f"{', '.join(BASELINES)}, agent[:{'|'.join(AGENT_POLICIES)}[:{NO_FLOOR}]]"
+
+
 def parse_systems(spec: str) -> list[str]:
     """Split and validate ``"dense,bm25,hybrid,agent:heuristic"``; ``agent`` alone means Sieve's default policy.
 
-    ``agent:<policy>:nofloor`` is the policy's own ranking, without the floor (see :mod:`sieve.agent.floor`).
+    ``agent:<policy>:nofloor`` is the policy's own ranking, without the floor (see :mod:`sieve.agent.ranking`).
 
     Example:
         >>> parse_systems("bm25, agent, agent:heuristic:nofloor")
@@ -221,10 +227,7 @@ def parse_systems(spec: str) -> list[str]:
         policy, _, variant = rest.partition(":")
         valid = name in BASELINES or (base == "agent" and policy in AGENT_POLICIES and variant in ("", NO_FLOOR))
         if not valid:
-            raise InvalidInput(
-                f"Expected systems from {', '.join(BASELINES)}, "
-                f"agent[:{'|'.join(AGENT_POLICIES)}[:{NO_FLOOR}]], got {name!r}"
-            )
+            raise InvalidInput(f"Expected systems from {systems_help()}, got {name!r}")
         if name not in out:
             out.append(name)
     if not out:
@@ -252,4 +255,5 @@ __all__ = [
     "Unit",
     "make_system",
     "parse_systems",
+    "systems_help",
 ]

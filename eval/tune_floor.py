@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sieve.agent.config import FloorConfig
-from sieve.agent.floor import fuse_with_floor
+from sieve.agent.ranking.floor import fuse_with_floor
 from sieve.agent.trace import Evidence
 from sieve.eval.metrics import recall_at_k
 from sieve.retriever.chunking import split_chunk_id

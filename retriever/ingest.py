@@ -1,8 +1,8 @@
 """Turn files and folders into :class:`Document` objects.
 
-Supported: ``.txt``, ``.md``, ``.rst``, ``.html``/``.htm`` (main content only: navigation, menus and
-footers are left out), ``.docx`` and ``.pdf`` (one document each; see
-:mod:`sieve.retriever.readers`), and ``.jsonl`` (one record a line with ``id``, ``title``, ``text``
+Supported: every format registered in :data:`sieve.retriever.readers.READERS`, one document a file
+(``.txt``, ``.md``, ``.rst``, ``.html``/``.htm`` by main content only, without navigation, menus and
+footers, ``.docx``, ``.pdf``, ...), and ``.jsonl`` (one record a line with ``id``, ``title``, ``text``
 and optional ``source``/``metadata``). A file that cannot be read (not UTF-8, broken PDF, bad JSON
 line, metadata Chroma cannot hold, an id seen earlier in the same run) is skipped and reported in
 :class:`IngestReport`, never dropped silently; the rest is indexed. Files of other types are
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from sieve.core.errors import InvalidInput, NotFound
 from sieve.retriever.chunking import validate_doc_id
 from sieve.retriever.metadata import validate_metadata
-from sieve.retriever.readers import read_file, read_utf8
+from sieve.retriever.readers import JSONL, read_file, read_utf8, supported_suffixes
 from sieve.retriever.types import Document
 
 if TYPE_CHECKING:
@@ -34,17 +34,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SUPPORTED_SUFFIXES = (
-    ".txt",
-    ".md",
-    ".markdown",
-    ".rst",
-    ".jsonl",
-    ".html",
-    ".htm",
-    ".docx",
-    ".pdf",
-)  # readers.READERS + .jsonl
 NO_SUFFIX = "(no suffix)"
 _SUFFIXES_SHOWN = 10  # by-suffix counts on one line; the JSON report has every ignored path
 
@@ -264,17 +253,18 @@ class DocumentStream:
         self._base = root.parent if root.is_file() else root
         candidates = [root] if root.is_file() else self._walk(root)
         files: list[Path] = []
+        suffixes = supported_suffixes()
         for f in candidates:
             if not f.is_file():  # a link to nothing (or to what is no file): said, not dropped silently
                 self.report.skip(str(f), "a link to nothing: no file behind it")
                 continue
-            if f.suffix.lower() in SUPPORTED_SUFFIXES:
+            if f.suffix.lower() in suffixes:
                 files.append(f)
             elif any(part.startswith(".") for part in f.relative_to(self._base).parts):
                 self.report.hidden += 1
             else:
                 self.report.ignored.append(str(f))
-        self._total = sum(_jsonl_records(f) if f.suffix.lower() == ".jsonl" else 1 for f in files)
+        self._total = sum(_jsonl_records(f) if f.suffix.lower() == JSONL else 1 for f in files)
         self._files = files
         return files
 
@@ -289,7 +279,7 @@ class DocumentStream:
         any file is read, so a run can check them (:func:`id_conflicts`) before it writes anything."""
         out: dict[str, str] = {}
         for f in self._list():
-            if f.suffix.lower() != ".jsonl":
+            if f.suffix.lower() != JSONL:
                 out.setdefault(_doc_id_for(f, self._base), _source_for(f))  # the first is indexed
         return out
 
@@ -352,7 +342,7 @@ class DocumentStream:
     def _generate(self, files: list[Path]) -> Iterator[Document]:
         for f in files:
             self.report.files_read += 1
-            if f.suffix.lower() == ".jsonl":
+            if f.suffix.lower() == JSONL:
                 for doc, where in self._jsonl_docs(f):
                     if self._fresh(doc, where):
                         yield self._emit(doc)
@@ -434,7 +424,6 @@ __all__ = [
     "DocumentStream",
     "IngestReport",
     "NO_SUFFIX",
-    "SUPPORTED_SUFFIXES",
     "content_hash",
     "iter_documents",
     "load_documents",

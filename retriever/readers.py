@@ -1,4 +1,7 @@
-"""Readers: one file's title and text, per format.
+"""Readers: one file's title and text, per format, by suffix: one registry (:data:`READERS`).
+
+Adding a format is one :func:`register_reader` call; what ingestion picks up in a folder
+(:func:`supported_suffixes`) and ``sieve index``'s help (:func:`formats_help`) read the registry.
 
 ``.txt`` and ``.md`` are read as they are (strict UTF-8: a latin-1 file is reported, not garbled);
 ``.html``/``.htm`` through :func:`~sieve.retriever.html.html_text` (main content, no navigation;
@@ -20,6 +23,8 @@ import re
 import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
+
+from sieve.core.errors import InvalidInput
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -314,16 +319,40 @@ def read_rst(path: Path) -> tuple[str, str]:
         return "", source
 
 
-READERS: dict[str, Callable[[Path], tuple[str, str]]] = {
-    ".txt": read_text,
-    ".md": read_text,
-    ".markdown": read_text,
-    ".rst": read_rst,
-    ".html": read_html,
-    ".htm": read_html,
-    ".docx": read_docx,
-    ".pdf": read_pdf,
-}
+READERS: dict[str, Callable[[Path], tuple[str, str]]] = {}
+"""Suffix (lower-case, with its dot) -> the reader of such files: the one list of the formats Sieve reads
+one document a file from; ``sieve index``'s help and what ingestion picks up derive from it."""
+
+JSONL = ".jsonl"  # many documents a file, one a line: read record by record by sieve.retriever.ingest
+
+
+def register_reader(read: Callable[[Path], tuple[str, str]], *suffixes: str) -> None:
+    """Read files of ``suffixes`` (``".md"``; lower-case, with the dot) with ``read`` from now on.
+
+    Raises:
+        InvalidInput: a suffix without its leading dot, with capitals, or ``.jsonl`` (ingestion's own).
+    """
+    for suffix in suffixes:
+        if not suffix.startswith(".") or suffix != suffix.lower() or suffix == JSONL:
+            raise InvalidInput(f"Expected a lower-case suffix with its dot, not {JSONL}, got {suffix!r}")
+        READERS[suffix] = read
+
+
+def supported_suffixes() -> tuple[str, ...]:
+    """Every suffix ingestion reads: the registered readers' (in registry order), then ``.jsonl``."""
+    return (*READERS, JSONL)
+
+
+def formats_help() -> str:
+    """``".txt .md ... .jsonl"``: the suffixes for a help text."""
+    return " ".join(supported_suffixes())
+
+
+register_reader(read_text, ".txt", ".md", ".markdown")
+register_reader(read_rst, ".rst")
+register_reader(read_html, ".html", ".htm")
+register_reader(read_docx, ".docx")
+register_reader(read_pdf, ".pdf")
 
 
 def read_file(path: Path) -> tuple[str, str, list[str]]:
@@ -346,4 +375,13 @@ def read_file(path: Path) -> tuple[str, str, list[str]]:
     return title, text, list(warnings)
 
 
-__all__ = ["READERS", "captured_library_logs", "read_file", "read_utf8"]
+__all__ = [
+    "JSONL",
+    "READERS",
+    "captured_library_logs",
+    "formats_help",
+    "read_file",
+    "read_utf8",
+    "register_reader",
+    "supported_suffixes",
+]

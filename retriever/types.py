@@ -7,7 +7,7 @@ never depend on a flag of the code that produced them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 DocId = str
 ChunkId = str
@@ -18,7 +18,9 @@ Where = dict[str, Any]
 """A Chroma-style metadata filter, e.g. ``{"source": "a.md"}`` or ``{"$and": [...]}``."""
 
 SearchMode = str  # a name in sieve.retriever.modes.MODES (dense, bm25, hybrid, and any registered)
-HitMode = Literal["dense", "bm25", "hybrid", "grep"]
+# What produced a hit: a retriever, named as its mode is in sieve.retriever.modes.MODES, or "grep" (the
+# agent's exact-text search). A str, not a Literal: a registered mode's retriever names its own hits.
+HitMode = str
 
 
 @dataclass(frozen=True)

@@ -402,10 +402,10 @@ class WriterMixin:
 
 
 def _nothing_to_index(path: str | Path, report: IngestReport) -> str:
-    from sieve.retriever.ingest import SUPPORTED_SUFFIXES
+    from sieve.retriever.readers import formats_help
 
     lines = report.problem_lines()  # every skip with its reason, ignored files by suffix
-    return f"Expected at least one readable document ({' '.join(SUPPORTED_SUFFIXES)}) in {str(path)!r}, got none" + (
+    return f"Expected at least one readable document ({formats_help()}) in {str(path)!r}, got none" + (
         ":\n" + "\n".join(lines) if lines else ""
     )
 

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING
 
 from sieve.core.lazy import lazy_getattr
 
-# From a checkout's root (the working directory on sys.path, as under `python -m pytest`), `sieve`
-# is this source folder, which holds only the top layer: the sub-packages (sieve.agent = agent/, ...)
-# live in the installed tree (a wheel, or the strict editable install's link tree). extend_path adds
-# every other `sieve` folder on sys.path, so `sieve.agent` is found there; installed alone, it is a no-op.
+# In a checkout, sieve/agent etc. are relative links to the top-level folders (../agent), so the
+# source tree resolves `sieve.agent` by itself, for Python and for static tools alike. Where links do
+# not survive (a Windows checkout without symlink support), `sieve` from the checkout's root holds
+# only the top layer and the sub-packages live in the installed tree (a wheel, or the strict editable
+# install's link tree): extend_path adds every other `sieve` folder on sys.path, so `sieve.agent` is
+# found there. Installed alone, it is a no-op.
 __path__ = pkgutil.extend_path(__path__, __name__)
 
 from sieve.core.errors import SieveError  # noqa: E402  (after __path__ is complete)

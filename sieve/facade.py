@@ -96,8 +96,8 @@ class Sieve:
         return self._open(create=False).search(query, k, mode=mode, where=where)
 
     def search(self, question: str, *, policy: str | None = None, rollouts: int = 1, **overrides: Any) -> Trace:
-        """Agentic search with ``policy`` ("heuristic", "learned", "openai" or "local"; default: Sieve's default,
-        the learned policy); evidence is ``trace.returned``, a ranked list of chunks (``group_by_doc=True``: each
+        """Agentic search with ``policy`` (a name in :data:`sieve.agent.factory.POLICIES`; default: Sieve's
+        default, the learned policy); evidence is ``trace.returned``, a ranked list of chunks (``group_by_doc=True``: each
         document's best chunk only).
 
         ``overrides`` replace fields of the agent config for this call (e.g. ``budget_tokens=4000``, or

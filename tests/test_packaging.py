@@ -66,6 +66,8 @@ def test_the_wheel_has_sieve_as_its_only_top_level_name(tmp_path: Path) -> None:
     assert tops == {"sieve"}
     for must in (
         "sieve/agent/loop.py",
+        "sieve/agent/ranking/ranker_default.json",  # the shipped closing ranker
+        "sieve/train/ranking/__main__.py",
         "sieve/cli/main.py",
         "sieve/data/sample/corpus.jsonl",
         "sieve/data/sample/tasks.jsonl",

@@ -28,7 +28,7 @@ PACKAGE_FOLDERS = tuple(
 
 # Modules that may touch os.environ, each with its one-line reason. Nothing here *reads* SIEVE_*.
 ALLOWED = {
-    "sieve/runtime.py": "writes the offline / telemetry / OpenMP switches third-party libraries read, and the "
+    "sieve/core/runtime.py": "writes the offline / telemetry / OpenMP switches third-party libraries read, and the "
     "settings `sieve serve --workers` hands its worker processes",
     "benchmarks/load_test.py": "passes its own environment on to the `sieve serve` child it benchmarks",
 }

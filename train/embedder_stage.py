@@ -103,13 +103,13 @@ def run_embedder_stage(
 
     Args:
         task_sets: name -> tasks Sieve as served is judged on (held-apart synthesized, labelled).
-        shipped_rows: name -> :func:`~sieve.train.ranker.served_scores` rows of the shipped Sieve on them.
+        shipped_rows: name -> :func:`~sieve.train.ranking.corpus.served_scores` rows of the shipped Sieve on them.
     """
     from sieve.agent.policies.learned import LearnedPolicy
     from sieve.retriever.embeddings import Embedder
     from sieve.retriever.index import CorpusIndex
     from sieve.retriever.reembed import drop_version, reembed_version
-    from sieve.train.ranker import served_scores
+    from sieve.train.ranking.corpus import served_scores
 
     t0 = time.perf_counter()
     try:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from sieve.core.errors import InvalidInput
 from sieve.train.adapt_embedder import AdaptConfig
 from sieve.train.config import EpisodeConfig, split_tasks
+from sieve.train.synth_writers import AUTO, auto_chain, pipeline_writers
 from sieve.train.task_io import most_natural, read_written_tasks
 from sieve.train.verdict import SetComparison, Verdict, VerdictConfig, decide, fmt_diff
 
@@ -30,9 +31,6 @@ if TYPE_CHECKING:
     from sieve.retriever.config import RetrieverConfig
 
 logger = logging.getLogger(__name__)
-
-
-GENERATORS = ("auto", "hard", "heuristic", "claims")
 
 
 @dataclass
@@ -47,12 +45,12 @@ class PipelineConfig:
         },
     )
     n: int = field(default=60, metadata={"help": "Tasks to synthesize."})
-    generator: Literal["auto", "hard", "heuristic", "claims"] = field(
-        default="auto",
+    generator: str = field(
+        default=AUTO,
         metadata={
-            "help": "Task writer: hard (keyphrase questions from any text, span gold in long documents), heuristic "
-            "(multi-hop templates), claims (single-hop claims from finding sentences) or auto (hard first; "
-            "templates, then claims fill up what it leaves)."
+            "help": "Task writer: auto (the writers of sieve.train.synth_writers.auto_chain in turn, each filling "
+            "up what the one before left) or any writer of sieve.train.synth_writers.WRITERS that needs no model "
+            "(pipeline_writers)."
         },
     )
     minutes: float | None = field(
@@ -131,8 +129,8 @@ class PipelineConfig:
             raise InvalidInput(f"Expected --corpus to be an existing file or folder, got {str(self.corpus)!r}")
         if self.n < 4:
             raise InvalidInput(f"Expected --n >= 4 (train and held-out both need tasks), got {self.n}")
-        if self.generator not in GENERATORS:
-            raise InvalidInput(f"Expected generator in {GENERATORS}, got {self.generator!r}")
+        if self.generator not in pipeline_writers():
+            raise InvalidInput(f"Expected generator in {pipeline_writers()}, got {self.generator!r}")
         if self.embedder not in ("adapt", "keep"):
             raise InvalidInput(f"Expected embedder in ('adapt', 'keep'), got {self.embedder!r}")
         if self.ranker not in ("keep", "retrain"):
@@ -166,7 +164,7 @@ def run_pipeline(cfg: PipelineConfig, retriever_config: RetrieverConfig, *, prog
         "Indexed %s: %d chunks written, %d unchanged documents", cfg.corpus, indexed.chunks_written, indexed.unchanged
     )
     t_synth = time.perf_counter()
-    writers = ("hard", "heuristic", "claims") if cfg.generator == "auto" else (cfg.generator,)
+    writers = auto_chain() if cfg.generator == AUTO else (cfg.generator,)
     for generator in writers:
         synth = synthesize(
             index, cfg.out / "tasks.jsonl", SynthConfig(n=cfg.n, seed=cfg.seed, generator=generator), progress=progress
@@ -229,7 +227,7 @@ def _learned_route(
     """GRPO of the learned policy (from the shipped checkpoint by default), then its closing ranker
     retrained on the same tasks; the verdict compares Sieve as served (policy + ranker) before and after."""
     from sieve.eval.data import read_tasks
-    from sieve.train.ranker import as_eval_tasks
+    from sieve.train.ranking.corpus import as_eval_tasks
 
     labelled = read_tasks(cfg.eval_tasks) if cfg.eval_tasks is not None else []
     sets = {name: as_eval_tasks(tasks, name) for name, tasks in ((HELD, held), (LABELLED, labelled)) if tasks}
@@ -274,7 +272,7 @@ def _served_shipped(
     The cost per task sizes the reserve for the retrained Sieve's pass and the ranker's episodes after training.
     """
     from sieve.agent.policies.learned import LearnedPolicy
-    from sieve.train.ranker import served_scores
+    from sieve.train.ranking.corpus import served_scores
 
     t0 = time.perf_counter()
     served: dict[str, dict[str, list[dict[str, Any]]]] = {
@@ -307,7 +305,7 @@ def _retrain_ranker(
     one --policy-path serves both (LearnedPolicy.ranker_path)."""
     from sieve.agent.policies.learned import LearnedPolicy
     from sieve.agent.policies.learned.policy import RANKER_FILE
-    from sieve.train.ranker import RankerConfig, retrain_ranker
+    from sieve.train.ranking.corpus import RankerConfig, retrain_ranker
 
     return retrain_ranker(
         index,
@@ -331,7 +329,7 @@ def _judge(
 ) -> Verdict:
     """The retrained Sieve as served on every set (added to ``served``), and the verdict against ``baseline``."""
     from sieve.agent.policies.learned import LearnedPolicy
-    from sieve.train.ranker import served_scores
+    from sieve.train.ranking.corpus import served_scores
 
     retrained = LearnedPolicy.load(model_dir)
     for name, tasks in sets.items():
@@ -439,7 +437,7 @@ def _embedder_stage(
 
 
 def served_means(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Means of :func:`sieve.train.ranker.served_scores` rows: recall@k, all-gold@k, recall@2k, and ``n``."""
+    """Means of :func:`sieve.train.ranking.corpus.served_scores` rows: recall@k, all-gold@k, recall@2k, and ``n``."""
     n = max(1, len(rows))
     return {
         "recall": sum(r["recall"] for r in rows) / n,

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
+from sieve.core.errors import InvalidInput
 from sieve.train.rewards.metrics import contains_answer, normalize_answer
 from sieve.train.synth_facts import clean_title, quoted_content_words
 from sieve.train.synth_claims import ClaimWriter, single_shot_recall, synthesize_claims
@@ -357,7 +358,7 @@ def synthesize(
     index: CorpusIndex,
     out: str | Path,
     config: SynthConfig | None = None,
-    writer: QuestionWriter | ClaimWriter | HardWriter | None = None,
+    writer: Writer | None = None,
     *,
     progress: bool = True,
 ) -> SynthReport:
@@ -372,7 +373,7 @@ def synthesize(
         index: the indexed collection to build tasks from.
         out: JSONL path (created, or appended to: ids present are skipped and counted).
         config: synthesis knobs (defaults: 500 tasks, template writer, seed 0).
-        writer: a question writer; default :func:`make_writer` of ``config.generator``.
+        writer: a task writer (its class picks the route); default :func:`make_writer` of ``config.generator``.
         progress: show a tqdm bar.
 
     Returns:
@@ -399,6 +400,8 @@ def synthesize(
     if isinstance(writer, ClaimWriter):
         _synthesize_claims(index, out, cfg, writer, report, existing_tasks, need, progress)
         return _finish(report, out, existing_tasks, need, t0, "documents with a findable finding")
+    if not isinstance(writer, QuestionWriter):
+        raise InvalidInput(f"Expected a question, claim or hard writer, got {type(writer).__name__} (no drafts(link))")
     run, order = _link_run(index, cfg, writer, report, existing_tasks)
     _synthesize_links(run, order, out, existing_tasks, need, progress)
     return _finish(report, out, existing_tasks, need, t0, "verifiable links")

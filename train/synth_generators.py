@@ -13,7 +13,7 @@ import logging
 import random
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from sieve.train.synth_facts import Fact, Subject, clean_title, find_role, read_subject
 
@@ -63,6 +63,7 @@ class Draft:
     evidence: tuple[str, ...] = ()
 
 
+@runtime_checkable  # synthesize() tells a question writer from a writer of no known route
 class QuestionWriter(Protocol):
     name: str
 

@@ -11,7 +11,7 @@ only when it is better by this rule (:data:`RULE`):
 3. Better when ``mean(d) > noise``; or, as a tie-breaker, when ``mean(d) >= 0`` (recall not lower)
    and the tie-breaking score's mean paired difference beats its own noise. The rows' ``reward`` key
    holds that score; Sieve as served is scored by recall at twice k there
-   (:func:`sieve.train.ranker.served_scores`), and the verdict calls it by that name
+   (:func:`sieve.train.ranking.corpus.served_scores`), and the verdict calls it by that name
    (``VerdictConfig.tie_metric``): each figure is named as what it is.
 4. And on no other set is the retrained recall lower than the shipped one by more than that set's noise.
 
@@ -54,7 +54,7 @@ class VerdictConfig:
         default="recall@{2k}",
         metadata={
             "help": "The name of the rows' tie-breaking score (their 'reward' key; {k} and {2k} filled in): Sieve as "
-            "served is scored by recall at twice k (sieve.train.ranker.served_scores)."
+            "served is scored by recall at twice k (sieve.train.ranking.corpus.served_scores)."
         },
     )
 

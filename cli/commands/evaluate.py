@@ -26,6 +26,7 @@ from sieve.cli.commands._common import (
     print_json,
     settings_from,
 )
+from sieve.eval.systems import systems_help
 
 
 def _parse_ks(raw: str) -> list[int]:
@@ -42,7 +43,7 @@ DataOpt = typer.Option(..., "--data", help="Data dir with corpus.jsonl + tasks.j
 SystemsOpt = typer.Option(
     "dense,bm25,hybrid,agent:heuristic",
     "--systems",
-    help="Comma-separated: dense, bm25, hybrid, agent[:heuristic|learned|openai|local].",
+    help=f"Comma-separated: {systems_help()}.",
 )
 OutOpt = typer.Option(Path("report"), "--out", help="Report folder; a rerun resumes from its results.jsonl.")
 PolicyPathOpt = typer.Option(

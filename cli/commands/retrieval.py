@@ -11,6 +11,7 @@ import typer
 
 from sieve.data import DEMO_QUESTION, SAMPLE_DIR
 from sieve.retriever.modes import mode_help
+from sieve.retriever.readers import formats_help
 from sieve.cli.commands._common import (
     Bf16Opt,
     ChromaUrlOpt,
@@ -156,10 +157,10 @@ def _report_index(report, as_json: bool, width: int | None = None) -> None:
         )
     summary = ing.ignored_summary()
     if summary:
-        from sieve.retriever.ingest import SUPPORTED_SUFFIXES
+        from sieve.retriever.readers import formats_help
 
         typer.echo(
-            f"{summary[0].upper()}{summary[1:]}; Sieve reads {' '.join(SUPPORTED_SUFFIXES)} (--json lists every path)",
+            f"{summary[0].upper()}{summary[1:]}; Sieve reads {formats_help()} (--json lists every path)",
             err=True,
         )
 
@@ -187,7 +188,7 @@ RayAddressOpt = typer.Option(
 
 @cli_errors
 def index_cmd(
-    path: Optional[Path] = typer.Argument(None, help="File or folder (.txt .md .rst .jsonl .html .docx .pdf)."),
+    path: Optional[Path] = typer.Argument(None, help=f"File or folder ({formats_help()})."),
     optimize: bool = OptimizeOpt,
     collection: Optional[str] = CollectionOpt,
     data_dir: Optional[Path] = DataDirOpt,

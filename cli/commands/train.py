@@ -9,7 +9,6 @@ Each flag for a knob of a config dataclass in ``train/`` takes its default from 
 from __future__ import annotations
 
 import dataclasses
-import typing
 from pathlib import Path
 from typing import Any, Optional
 
@@ -53,10 +52,12 @@ from sieve.cli.commands.train_embedder import embedder_cmd
 from sieve.cli.commands.train_rl import rl_cmd
 from sieve.core.errors import InvalidInput
 from sieve.train.learned.config import DEFAULT_UPDATES, LearnedRLConfig
-from sieve.train.llm.sft import TeacherName, WarmStartConfig
-from sieve.train.pipeline import GENERATORS, PipelineConfig
+from sieve.train.llm.sft import WarmStartConfig
+from sieve.retriever.readers import formats_help
+from sieve.train.llm.teachers import TEACHERS, teacher_help
+from sieve.train.pipeline import PipelineConfig
 from sieve.train.synth_config import SynthConfig
-from sieve.train.synth_writers import WRITERS, writer_help
+from sieve.train.synth_writers import WRITERS, pipeline_writer_help, pipeline_writers, writer_help
 
 # --- sieve train synth
 
@@ -140,11 +141,9 @@ def _synth_summary(report: Any, out: Path) -> None:
 
 # --- sieve train sft
 
-TEACHERS = typing.get_args(TeacherName)
-
 SftOutOpt = config_option(WarmStartConfig, "out", help="Output folder (merged HF checkpoint in OUT/model).")
 SftInitOpt = typer.Option(DEFAULT_INIT, "--init", help="Student: 'default' (SmolLM2-135M) or an HF folder.")
-TeacherOpt = config_option(WarmStartConfig, "teacher", help="heuristic | openai | local (trajectory source).")
+TeacherOpt = config_option(WarmStartConfig, "teacher", help=f"Trajectory source: {teacher_help()}.")
 MinRecallOpt = config_option(
     WarmStartConfig, "min_recall", help="Keep teacher episodes with trajectory recall >= this."
 )
@@ -192,7 +191,7 @@ def sft_cmd(
     """Warm-start the student on teacher trajectories (TRL SFTTrainer), then measure its valid tool-call rate."""
     from sieve.train.llm.sft import run_sft
 
-    check_choice(teacher, TEACHERS, "--teacher")
+    check_choice(teacher, tuple(TEACHERS), "--teacher")
     init = student_init(renamed_init(init, model_path))
     n = renamed(n, limit, "--limit", "--n")
     index = open_index(settings_from(data_dir, chroma_url, embedder, collection=collection))
@@ -243,12 +242,7 @@ RANKERS = ("keep", "retrain")
 
 AllNOpt = n_option(f"{config_help(PipelineConfig, 'n')[:-1]} (default {config_default(PipelineConfig, 'n')}).")
 AllOutOpt = config_option(PipelineConfig, "out", help="Run folder (tasks, sft/, rl/, eval/).")
-AllGeneratorOpt = config_option(
-    PipelineConfig,
-    "generator",
-    help="auto (hard keyphrase questions, then multi-hop templates and claims for what they leave) | hard | "
-    "heuristic | claims.",
-)
+AllGeneratorOpt = config_option(PipelineConfig, "generator", help=f"{pipeline_writer_help()}.")
 AllMinutesOpt = minutes_option("the whole run (learned: training gets what indexing, synthesis and the checks leave)")
 AllStepsOpt = steps_option(
     f"GRPO updates (unset: learned {DEFAULT_UPDATES}, --llm {config_default(PipelineConfig, 'llm_steps')}; "
@@ -280,7 +274,7 @@ AllSeedOpt = config_option(PipelineConfig, "seed", help="Synthesis and training 
 
 @cli_errors
 def all_cmd(
-    corpus: Path = typer.Option(..., "--corpus", help="File or folder to index (.jsonl .txt .md .html .pdf)."),
+    corpus: Path = typer.Option(..., "--corpus", help=f"File or folder to index ({formats_help()})."),
     collection: Optional[str] = CollectionOpt,
     out: Path = AllOutOpt,
     n: Optional[int] = AllNOpt,
@@ -307,7 +301,7 @@ def all_cmd(
     shipped default on held-apart tasks (and --eval-tasks): the retrained policy is recommended only if better."""
     from sieve.train.pipeline import run_pipeline
 
-    check_choice(generator, GENERATORS, "--generator")
+    check_choice(generator, pipeline_writers(), "--generator")
     check_choice(ranker, RANKERS, "--ranker")
     n = renamed(n, n_tasks, "--n-tasks", "--n")
     steps = renamed(steps, rl_steps, "--rl-steps", "--steps")

@@ -7,7 +7,7 @@ import json
 import sys
 from collections import defaultdict
 from sieve.eval.tune_floor import own_ranking, _ev
-from sieve.agent.floor import fuse_with_floor
+from sieve.agent.ranking.floor import fuse_with_floor
 from sieve.agent.config import FloorConfig
 from sieve.eval.metrics import recall_at_k, all_found_at_k
 

@@ -4,6 +4,6 @@ Each is an optional extra (``pip install 'sieve[langchain]'`` / ``'sieve[llamain
 imported only when its module is; importing this package loads neither framework.
 """
 
-from sieve.adapters._common import RESULT_MODES, fetch_results, result_metadata
+from sieve.adapters._common import fetch_results, result_metadata, result_modes
 
-__all__ = ["RESULT_MODES", "fetch_results", "result_metadata"]
+__all__ = ["fetch_results", "result_metadata", "result_modes"]

@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from sieve.core.choices import one_of
 from sieve.results import Result
+from sieve.retriever.modes import MODES
 
-Mode = Literal["agent", "hybrid", "dense", "bm25"]
-RESULT_MODES: tuple[str, ...] = ("agent", "hybrid", "dense", "bm25")
+AGENT = "agent"  # the search agent; every other mode is one registered retrieval mode
+
+
+def result_modes() -> tuple[str, ...]:
+    """``agent``, then every retrieval mode registered now (:data:`sieve.retriever.modes.MODES`)."""
+    return (AGENT, *MODES)
+
+
+def result_mode_help() -> str:
+    """``"agent | dense | bm25 | hybrid"``: the modes an adapter takes, for a help text."""
+    return " | ".join(result_modes())
+
+
+# A mode name checked against the registry when a retriever is made, not frozen at import.
+if TYPE_CHECKING:
+    Mode = str
+else:
+    Mode = one_of(result_modes)
 
 
 def fetch_results(
@@ -23,22 +41,23 @@ def fetch_results(
 ) -> list[Result]:
     """Ranked results for ``query`` from a ``SieveClient`` (HTTP) or a ``sieve.Sieve`` (in-process).
 
-    ``mode="agent"`` runs the search agent; the other modes are plain single-shot retrieval.
+    ``mode="agent"`` runs the search agent; the other modes (:func:`result_modes`) are plain single-shot
+    retrieval.
     """
     from sieve.client import SieveClient
 
-    if mode not in RESULT_MODES:
+    if mode not in result_modes():
         from sieve.core.errors import InvalidInput
 
-        raise InvalidInput(f"Expected mode in {RESULT_MODES}, got {mode!r}")
+        raise InvalidInput(f"Expected mode in {result_modes()}, got {mode!r}")
     if isinstance(source, SieveClient):
-        if mode == "agent":
+        if mode == AGENT:
             return source.search(
                 query, collection=collection, k=k, budget_tokens=budget_tokens, policy=policy, filters=filters
             ).results
         return source.retrieve(query, collection=collection, k=k, mode=mode, filters=filters).results
     # In-process: a sieve.Sieve façade bound to its collection.
-    if mode == "agent":
+    if mode == AGENT:
         overrides: dict[str, Any] = {"k": k}
         if budget_tokens:
             overrides["budget_tokens"] = budget_tokens
@@ -76,4 +95,4 @@ def make_source(base_url: str | None, api_key: str | None, client: Any, sieve: A
     return client if client is not None else sieve
 
 
-__all__ = ["RESULT_MODES", "Mode", "fetch_results", "make_source", "result_metadata"]
+__all__ = ["AGENT", "Mode", "fetch_results", "make_source", "result_metadata", "result_mode_help", "result_modes"]

@@ -37,7 +37,10 @@ class SieveRetriever(BaseRetriever):
     sieve: Any = Field(default=None, description="A sieve.Sieve for in-process use (no server).")
     collection: str | None = None
     k: int = 10
-    mode: Mode = Field(default="agent", description="'agent' (agentic search) or a plain mode: hybrid|dense|bm25.")
+    mode: Mode = Field(
+        default="agent",
+        description="'agent' (agentic search) or a registered retrieval mode (sieve.retriever.modes.MODES).",
+    )
     budget_tokens: int | None = None
     policy: str | None = None
     filters: dict[str, Any] | None = None

@@ -28,7 +28,7 @@ class SieveRetriever(BaseRetriever):
         base_url: server URL; or pass ``client`` (a ``SieveClient``) or ``sieve`` (a ``sieve.Sieve``).
         collection: collection to search (default: the server's).
         k: results per query.
-        mode: ``"agent"`` or a plain mode (``hybrid``, ``dense``, ``bm25``).
+        mode: ``"agent"`` or a registered retrieval mode (:func:`sieve.adapters.result_modes`).
     """
 
     def __init__(

@@ -16,7 +16,7 @@ def run_script(sample_index):
 
         backend = script if hasattr(script, "chat") else ScriptedBackend(script)
         # The loop's mechanics are checked on the policy's own returned set; the floor that fuses
-        # it with hybrid's ranking (on by default) has its own tests in test_floor.py.
+        # it with hybrid's ranking (on by default) has its own tests in test_ranking_floor.py.
         config = AgentConfig(**{"floor": FloorConfig(enabled=False), **config_kwargs})
         agent = SearchAgent(sample_index, make_policy("openai", config, backend=backend), config)
         events: list[dict] = []

@@ -34,7 +34,7 @@ def test_baseline_returns_depth_distinct_docs_from_one_search(sample_index, mode
 
 
 def test_parse_systems():
-    # `agent` alone is Sieve's one default policy (sieve/defaults.py), as in `sieve search`.
+    # `agent` alone is Sieve's one default policy (sieve/core/defaults.py), as in `sieve search`.
     assert parse_systems("dense, hybrid,agent,agent:heuristic") == [
         "dense",
         "hybrid",

@@ -19,13 +19,14 @@ import logging
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
 from sieve.core.errors import InvalidInput
 from sieve.eval.data import read_tasks
 from sieve.train.llm.chat_format import assistant_target
+from sieve.train.llm.teachers import TeacherOptions, build_teacher, check_teacher
 from sieve.train.config import EpisodeConfig, split_tasks
 from sieve.train.rewards import Gold
 from sieve.train.rewards.context1 import trajectory_recall
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-TeacherName = Literal["heuristic", "openai", "local"]
+TeacherName = str  # a name in sieve.train.llm.teachers.TEACHERS
 
 
 @dataclass
@@ -44,7 +45,9 @@ class WarmStartConfig:
     tasks: Path = field(default=Path("tasks.jsonl"), metadata={"help": "Tasks JSONL."})
     out: Path = field(default=Path("runs/sft"), metadata={"help": "Output folder; the model goes to OUT/model."})
     model_path: str | None = field(default=None, metadata={"help": "Student HF folder (default SmolLM2-135M)."})
-    teacher: TeacherName = field(default="heuristic", metadata={"help": "Trajectory source policy."})
+    teacher: TeacherName = field(
+        default="heuristic", metadata={"help": "Trajectory source policy (sieve.train.llm.teachers.TEACHERS)."}
+    )
     teacher_base_url: str | None = field(default=None, metadata={"help": "openai teacher endpoint."})
     teacher_model: str | None = field(default=None, metadata={"help": "openai teacher model name."})
     teacher_model_path: str | None = field(default=None, metadata={"help": "local teacher HF folder."})
@@ -82,8 +85,7 @@ class WarmStartConfig:
         self.tasks, self.out = Path(self.tasks), Path(self.out)
         if not 0.0 <= self.min_recall <= 1.0:
             raise InvalidInput(f"Expected 0 <= min_recall <= 1, got {self.min_recall}")
-        if self.teacher not in ("heuristic", "openai", "local"):
-            raise InvalidInput(f"Expected teacher in ('heuristic', 'openai', 'local'), got {self.teacher!r}")
+        check_teacher(self.teacher)
         if (self.steps is not None and self.steps < 1) or (self.minutes is not None and self.minutes <= 0):
             raise InvalidInput(f"Expected steps >= 1 and minutes > 0 when set, got {self.steps}, {self.minutes}")
         if self.epochs <= 0 or self.learning_rate <= 0 or self.max_length < 64:
@@ -124,21 +126,8 @@ def trace_examples(trace: Trace, tokenizer: Any, tools: list[dict[str, Any]], ma
 
 
 def _teacher_policy(cfg: WarmStartConfig, agent_config: Any) -> Any:
-    from sieve.agent import make_policy
-
-    if cfg.teacher == "openai":
-        from dataclasses import replace
-
-        agent_config = replace(
-            agent_config,
-            base_url=cfg.teacher_base_url or agent_config.base_url,
-            model=cfg.teacher_model or agent_config.model,
-        )
-    if cfg.teacher == "local" and cfg.teacher_model_path:
-        from dataclasses import replace
-
-        agent_config = replace(agent_config, local_model=Path(cfg.teacher_model_path))
-    return make_policy(cfg.teacher, agent_config)
+    options = TeacherOptions(base_url=cfg.teacher_base_url, model=cfg.teacher_model, model_path=cfg.teacher_model_path)
+    return build_teacher(cfg.teacher, agent_config, options)
 
 
 def collect_teacher(

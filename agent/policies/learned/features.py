@@ -6,6 +6,11 @@ rank, their titles and text), the queries already issued and the budget — neve
 Features are small, scale-free and corpus-agnostic on purpose (ranks, cosines, shares, flags;
 no raw embeddings), so a policy trained on one corpus transfers to another.
 
+``CHUNK_FEATURES`` describe a chunk *during* the episode, for the network to choose the next search
+or read; they are not the closing ranker's features (:mod:`sieve.agent.ranking.features`), which
+describe each chunk of the pool once the episode is over, against the question's own hybrid
+search, to rank what is returned.
+
 Candidate actions are the searches the policy may issue next and the chunks it may read:
 
 * ``question``: the question itself; ``entity``: a name the question mentions;

@@ -1,4 +1,4 @@
-"""``sieve.train.fusion`` end to end on the shipped sample: collect episodes as serving pools them, fit, reload."""
+"""``sieve.train.ranking`` end to end on the shipped sample: collect episodes as serving pools them, fit, reload."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 
 from sieve.agent.config import FloorConfig
-from sieve.agent.fusion import FEATURES, FusionModel
+from sieve.agent.ranking.features import FEATURES
+from sieve.agent.ranking.model import Ranker
 from sieve.core.errors import InvalidInput
 from sieve.eval.data import load_tasks
-from sieve.train.fusion import add_cover, collect, ensemble, finetune, fit, recall_table, refeaturize, split
+from sieve.train.ranking.episodes import RankingData, add_cover, collect, refeaturize, split
+from sieve.train.ranking.fit import ensemble, finetune, fit, recall_table
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +27,7 @@ def test_collect_fit_and_reload(heuristic_episodes, tmp_path):
     assert all(x.shape == (len(y), len(FEATURES)) for x, y in zip(data.x, data.y))
     assert sum(float(y.sum()) for y in data.y) > 0  # gold chunks are in the pools
     model = fit(data, hidden=4, c=10.0)
-    back = FusionModel.load(model.save(tmp_path / "fusion.json"))
+    back = Ranker.load(model.save(tmp_path / "fusion.json"))
     assert np.allclose(back.predict(data.x[0]), model.predict(data.x[0]))
     table = recall_table(data, back)
     assert set(table) == {"sample/heuristic@k10/hybrid", "sample/heuristic@k10/policy", "sample/heuristic@k10/fused"}
@@ -35,9 +37,7 @@ def test_collect_fit_and_reload(heuristic_episodes, tmp_path):
 
 def test_older_episodes_get_their_cover_from_the_index(heuristic_episodes, sample_index):
     """Episode files collected before the cover features refit after add_cover, to the same features."""
-    from sieve.train.fusion import FusionData
-
-    old = FusionData(
+    old = RankingData(
         x=list(heuristic_episodes.x[:3]),
         y=list(heuristic_episodes.y[:3]),
         episodes=[{k: v for k, v in ep.items() if k != "cover"} for ep in heuristic_episodes.episodes[:3]],
@@ -53,7 +53,7 @@ def test_older_episodes_get_their_cover_from_the_index(heuristic_episodes, sampl
     assert all(np.allclose(a, b) for a, b in zip(old.x, heuristic_episodes.x[:3]))
 
 
-def _log_loss(model: FusionModel, data) -> float:
+def _log_loss(model: Ranker, data) -> float:
     p = np.clip(np.concatenate([model.predict(x) for x in data.x]), 1e-6, 1 - 1e-6)
     y = np.concatenate(data.y)
     return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
@@ -61,7 +61,7 @@ def _log_loss(model: FusionModel, data) -> float:
 
 def test_finetune_adapts_the_shipped_ranker_and_the_anchor_holds_it_back(heuristic_episodes):
     data = heuristic_episodes
-    base = FusionModel.load(None)
+    base = Ranker.load(None)
     free = finetune(data, base, anchor=0.0, steps=200)
     held = finetune(data, base, anchor=1e6, steps=200)
     assert _log_loss(free, data) < _log_loss(base, data)  # it learns from the episodes
@@ -79,8 +79,8 @@ def test_a_retrained_policy_folder_serves_its_own_ranker(tmp_path, sample_index)
     folder = tmp_path / "model"
     shutil.copytree(default_checkpoint(), folder)
     assert LearnedPolicy.load(folder).ranker_path is None  # no fusion.json: the shipped ranker serves
-    base = FusionModel.load(None)
-    flipped = FusionModel(
+    base = Ranker.load(None)
+    flipped = Ranker(
         coef=[-c for c in base.coef],
         intercept=-base.intercept,
         names=base.names,
@@ -93,7 +93,7 @@ def test_a_retrained_policy_folder_serves_its_own_ranker(tmp_path, sample_index)
     policy = LearnedPolicy.load(folder)
     assert policy.ranker_path == folder / "fusion.json"
     agent = SearchAgent(sample_index, policy, AgentConfig(k=5))
-    assert agent.fusion is not None and agent.fusion.coef == flipped.coef
+    assert agent.ranker is not None and agent.ranker.coef == flipped.coef
     # an explicit fusion_path wins over the folder's ranker (here a missing one: it fails clearly, before any episode)
     with pytest.raises(InvalidInput, match="Expected a fusion model JSON"):
         SearchAgent(sample_index, policy, AgentConfig(k=5, floor=FloorConfig(fusion_path=tmp_path / "none.json")))
@@ -114,3 +114,17 @@ def test_ensemble_is_the_mean_of_the_models_logits(heuristic_episodes):
     assert len(both.hidden[0][1]) == 9 and both.meta["seeds"] == [0, 1, 2]
     with pytest.raises(InvalidInput, match="one hidden layer"):
         ensemble([fit(data, hidden=0, c=10.0)])
+
+
+def test_the_command_refits_from_pickled_episodes(heuristic_episodes, tmp_path):
+    """``python -m sieve.train.ranking`` on an existing episode file: no index opened, a model written."""
+    import pickle
+
+    from sieve.train.ranking.__main__ import main
+
+    episodes = tmp_path / "episodes.pkl"
+    episodes.write_bytes(pickle.dumps(heuristic_episodes))
+    out = tmp_path / "ranker.json"
+    main(["--data", "unused/sample", "--episodes", str(episodes), "--out", str(out), "--check", "0.5", "--c", "10"])
+    model = Ranker.load(out)
+    assert model.meta["data"] == ["unused/sample"] and model.meta["episodes"] == 8 and not model.hidden

@@ -7,7 +7,7 @@ from _agent_fakes import ScriptedBackend, call, text_turn, turn
 
 from sieve.agent import AgentConfig, SearchAgent, make_policy
 from sieve.agent.config import FloorConfig
-from sieve.agent.floor import fuse_with_floor
+from sieve.agent.ranking.floor import fuse_with_floor
 from sieve.agent.trace import Evidence
 from sieve.eval.metrics import recall_at_k
 

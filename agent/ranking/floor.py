@@ -1,5 +1,8 @@
 """The floor under every policy: interleave the policy's evidence with the question's own hybrid ranking.
 
+This is the closing ranking's fixed method (``FloorConfig.method="interleave"``); the default ranks
+the same two rankings' chunks with the learned ranker instead (:mod:`sieve.agent.ranking.model`).
+
 A user swaps Sieve in for plain RAG on the promise that the agent finds more. A policy can
 still do worse than the single search it started from: a heuristic that hops on a single-hop
 claim, a small LLM that never calls a tool, a learned policy off its training distribution. So

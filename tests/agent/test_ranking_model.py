@@ -1,4 +1,4 @@
-"""Learned fusion of the policy's and hybrid's chunks (pure functions, plus the shipped model on the real sample)."""
+"""The closing ranker: the learned model, its file, and the pool ranked by it (plus the shipped model on the real sample)."""
 
 from __future__ import annotations
 
@@ -7,91 +7,18 @@ import json
 import numpy as np
 import pytest
 
-from sieve.agent.fusion import (
-    DEFAULT_FUSION,
-    FEATURES,
-    ClosingPool,
-    FusionModel,
-    agreement,
-    decayed_order,
-    features,
-    fuse,
-    pool,
-    question_cover,
-)
+from sieve.agent.ranking.features import FEATURES, ClosingPool, features, pool
+from sieve.agent.ranking.model import DEFAULT_RANKER, Ranker, decayed_order, fuse
 from sieve.agent.trace import Evidence
 from sieve.core.errors import InvalidInput
-from sieve.retriever.types import Chunk
 
 
 def ev(cid: str) -> Evidence:
     return Evidence(chunk_id=cid, doc_id=cid.split("#")[0], score=0.0, rank=0)
 
 
-def _model(**weights: float) -> FusionModel:
-    return FusionModel(coef=[weights.get(n, 0.0) for n in FEATURES], intercept=0.0)
-
-
-def test_pool_is_the_union_with_both_ranks():
-    items = pool([ev("a#0"), ev("x#0")], [ev("b#0"), ev("a#0")])
-    assert [(it.evidence.chunk_id, it.policy_rank, it.hybrid_rank) for it in items] == [
-        ("a#0", 0, 1),
-        ("x#0", 1, None),
-        ("b#0", None, 0),
-    ]
-
-
-def test_features_by_hand():
-    items = pool([ev("a#0"), ev("x#0")], [ev("a#1"), ev("a#0"), ev("b#0")])
-    agree = agreement([ev("a#0"), ev("x#0")], [ev("a#1"), ev("a#0"), ev("b#0")])
-    x = features(items, [0.5, 0.2, 0.6, 0.4], agree, [0.0, 0.0, 0.0, 0.0])
-    f = dict(zip(FEATURES, x[0]))  # a#0: policy rank 0, hybrid rank 1
-    assert f["policy_rr"] == 1.0 and f["hybrid_rr"] == 0.5 and f["both"] == 1.0 and f["policy_only"] == 0.0
-    assert f["agreement"] == 0.5 and f["policy_rr_x_agreement"] == 0.5  # a#0 of the policy's a#0, x#0
-    assert f["cos_gap"] == pytest.approx(0.5 - 0.6)
-    fx = dict(zip(FEATURES, x[1]))  # x#0: the policy's own find
-    assert fx["policy_only"] == 1.0 and fx["in_hybrid"] == 0.0 and fx["policy_rr"] == 0.5
-    assert f["cover"] == 0.0 and f["policy_cover_lead"] == 0.0
-    with pytest.raises(ValueError, match="one per pool item"):
-        features(items, [0.5, 0.2], agree, [0.0, 0.0, 0.0, 0.0])
-
-
-def test_cover_features_and_the_policy_lead_by_hand():
-    """Pool a#0 (policy 1st, hybrid 2nd), x#0 (policy 2nd), a#1 (hybrid 1st), b#0 (hybrid 3rd)."""
-    items = pool([ev("a#0"), ev("x#0")], [ev("a#1"), ev("a#0"), ev("b#0")])
-    cos, cover = [0.5, 0.2, 0.6, 0.4], [0.8, 0.1, 1.0, 0.5]
-    x = features(items, cos, 0.5, cover)
-    rows = [dict(zip(FEATURES, r)) for r in x]
-    assert [r["cover"] for r in rows] == cover
-    assert rows[1]["cover_gap"] == pytest.approx(0.1 - 1.0)
-    # per episode: the policy's top (a#0, x#0) against hybrid's top (a#1, a#0, b#0), the same on every row
-    assert [r["policy_cos_lead"] for r in rows] == pytest.approx([(0.5 + 0.2) / 2 - (0.6 + 0.5 + 0.4) / 3] * 4)
-    assert [r["policy_cover_lead"] for r in rows] == pytest.approx([(0.8 + 0.1) / 2 - (1.0 + 0.8 + 0.5) / 3] * 4)
-
-
-def _chunk(cid: str, text: str, title: str = "") -> Chunk:
-    return Chunk(chunk_id=cid, doc_id=cid.split("#")[0], position=0, text=text, title=title)
-
-
-def test_question_cover_weighs_rare_words_and_reads_titles():
-    chunks = {
-        "amcor#3": _chunk("amcor#3", "Adjusted EBITDA rose in fiscal 2023.", title="AMCOR 2023 10K"),
-        "pfizer#9": _chunk("pfizer#9", "Adjusted EBITDA rose in fiscal 2023.", title="Pfizer 2023 10K"),
-        "amcor#4": _chunk("amcor#4", "Cash paid for interest.", title="AMCOR 2023 10K"),
-    }
-    share = {"amcor": 0.05, "adjusted": 0.4, "ebitda": 0.3, "2023": 0.6, "fiscal": 0.9}
-    cover = question_cover("What was AMCOR's adjusted EBITDA in 2023?", chunks, lambda t: share.get(t, 0.0))
-    assert cover["amcor#3"] == pytest.approx(1.0)  # every word of the question, the company from the title
-    assert cover["pfizer#9"] < cover["amcor#4"] < 1.0  # the rare company name outweighs two common words
-    assert all(0.0 <= v <= 1.0 for v in cover.values())
-    # words the corpus lacks weigh nothing; a question of only those covers nothing
-    assert question_cover("zzz qqq", chunks, lambda t: 0.0) == {cid: 0.0 for cid in chunks}
-
-
-def test_agreement_is_counted_in_chunks():
-    """Inside one long filing every chunk shares its document with hybrid's: only chunks tell agreement."""
-    assert agreement([ev("f#1"), ev("f#2")], [ev("f#7"), ev("f#2")]) == 0.5
-    assert agreement([], [ev("f#7")]) == 0.0
+def _model(**weights: float) -> Ranker:
+    return Ranker(coef=[weights.get(n, 0.0) for n in FEATURES], intercept=0.0)
 
 
 def test_fuse_ranks_chunks_by_probability_and_groups_on_request():
@@ -140,43 +67,43 @@ def test_floor_config_checks_the_decay():
 
 
 def test_model_round_trip_and_bad_files(tmp_path):
-    m = FusionModel(
+    m = Ranker(
         coef=list(np.linspace(-1, 1, len(FEATURES))),
         intercept=0.3,
         mean=[0.0] * len(FEATURES),
         scale=[2.0] * len(FEATURES),
         meta={"rows": 3},
     )
-    back = FusionModel.load(m.save(tmp_path / "f.json"))
+    back = Ranker.load(m.save(tmp_path / "f.json"))
     x = np.random.default_rng(0).random((4, len(FEATURES)))
     assert np.allclose(back.predict(x), m.predict(x))
     raw = json.loads((tmp_path / "f.json").read_text())
     raw["names"] = raw["names"][:-1]
     (tmp_path / "g.json").write_text(json.dumps(raw))
     with pytest.raises(InvalidInput, match="refit"):
-        FusionModel.load(tmp_path / "g.json")
+        Ranker.load(tmp_path / "g.json")
     with pytest.raises(InvalidInput, match="fusion model JSON"):
-        FusionModel.load(tmp_path / "missing.json")
+        Ranker.load(tmp_path / "missing.json")
 
 
 def test_hidden_layer_round_trip_and_by_hand(tmp_path):
     n = len(FEATURES)
     w = [[0.0] * 2 for _ in range(n)]
     w[FEATURES.index("cos")] = [1.0, -1.0]
-    m = FusionModel(coef=[2.0, 0.5], intercept=-0.1, hidden=[(w, [0.0, 0.2])])
+    m = Ranker(coef=[2.0, 0.5], intercept=-0.1, hidden=[(w, [0.0, 0.2])])
     x = np.zeros((1, n))
     x[0, FEATURES.index("cos")] = 0.3
     expected = 1 / (1 + np.exp(-(2.0 * np.tanh(0.3) + 0.5 * np.tanh(-0.3 + 0.2) - 0.1)))
     assert m.predict(x)[0] == pytest.approx(expected)
-    back = FusionModel.load(m.save(tmp_path / "mlp.json"))
+    back = Ranker.load(m.save(tmp_path / "mlp.json"))
     assert back.predict(x)[0] == pytest.approx(expected)
     with pytest.raises(InvalidInput, match="output weights"):
-        FusionModel(coef=[1.0] * n, intercept=0.0, hidden=[(w, [0.0, 0.2])])
+        Ranker(coef=[1.0] * n, intercept=0.0, hidden=[(w, [0.0, 0.2])])
 
 
 def test_shipped_model_is_fitted_and_ignores_a_ranking_off_the_question():
-    model = FusionModel.load(DEFAULT_FUSION)
-    assert model.meta.get("rows", 0) > 1000, "the shipped model was fitted (python -m sieve.train.fusion)"
+    model = Ranker.load(DEFAULT_RANKER)
+    assert model.meta.get("rows", 0) > 1000, "the shipped model was fitted (python -m sieve.train.ranking)"
     assert "command" in model.meta and model.meta.get("data"), "the model says how it was made"
     # A policy that drifted off the question (shares nothing with its search, low cosine) counts for
     # nothing: hybrid's head stays first, whatever places the policy gave its chunks.

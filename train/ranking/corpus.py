@@ -1,10 +1,10 @@
-"""Retrain the closing ranker (the fusion model) on the user's corpus, and score Sieve as served.
+"""Retrain the closing ranker on the user's corpus, and score Sieve as served.
 
-The fusion model (:mod:`sieve.agent.fusion`) decides which chunks of the policy's and hybrid's
+The ranker (:mod:`sieve.agent.ranking`) decides which chunks of the policy's and hybrid's
 rankings an episode returns. Its features are places, agreement and cosine, not words, yet how
 much to trust each depends on the corpus: on long filings many chunks of one document compete, on
 chat logs a turn is short and hybrid's head is noisy. ``sieve train`` therefore adapts the shipped
-model to episodes of the user's synthetic tasks (:func:`sieve.train.fusion.finetune`, anchored to the
+ranker to episodes of the user's synthetic tasks (:func:`sieve.train.ranking.fit.finetune`, anchored to the
 shipped weights) and saves it as ``fusion.json`` beside the policy checkpoint it was collected with:
 ``--policy-path`` that folder serves both (:attr:`LearnedPolicy.ranker_path`).
 
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from sieve.core.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from sieve.agent.fusion import FusionModel
+    from sieve.agent.ranking.model import Ranker
     from sieve.eval.data import EvalTask
     from sieve.retriever.index import CorpusIndex
 
@@ -82,19 +82,20 @@ def retrain_ranker(
     out: Path,
     cfg: RankerConfig | None = None,
     *,
-    base: FusionModel | None = None,
+    base: Ranker | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
     """Fine-tune ``base`` (default: the shipped ranker) on ``policy``'s episodes of ``tasks``; write ``out``."""
-    from sieve.agent.fusion import FusionModel
-    from sieve.train.fusion import FusionData, add_offtopic, collect, finetune
+    from sieve.agent.ranking.model import Ranker
+    from sieve.train.ranking.episodes import RankingData, add_offtopic, collect
+    from sieve.train.ranking.fit import finetune
 
     cfg = cfg or RankerConfig()
     if not tasks:
         raise InvalidInput("Expected tasks to retrain the ranker on, got none")
-    base = base or FusionModel.load(None)
+    base = base or Ranker.load(None)
     data = collect(
-        index, as_eval_tasks(tasks), [policy], k=cfg.k, data=FusionData(), progress=progress, source="synthetic"
+        index, as_eval_tasks(tasks), [policy], k=cfg.k, data=RankingData(), progress=progress, source="synthetic"
     )
     added = add_offtopic(data, {"synthetic": index}, cfg.offtopic, cfg.seed) if cfg.offtopic > 0 else 0
     model = finetune(data, base, anchor=cfg.anchor, steps=cfg.steps, lr=cfg.lr, seed=cfg.seed)

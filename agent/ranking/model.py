@@ -1,0 +1,199 @@
+"""The ranker: a small learned model that returns the pool of an episode's chunks by its probability of being evidence.
+
+The fixed interleave that used to merge the policy's and hybrid's rankings
+(:mod:`sieve.agent.ranking.floor`) had to trade one kind of question against another: it gave
+hybrid half of every top k, which protected single-hop claims but cost multi-hop questions the
+bridge passages the policy had found. The ranker decides per *chunk* instead, from the features of
+:mod:`sieve.agent.ranking.features`, and :func:`fuse` returns the pool by its probability of being
+evidence (``FloorConfig.method="fusion"``, the default; hence "fusion" in the user's settings).
+
+The model is a logistic regression with an optional small tanh layer (:class:`Ranker`, a few
+hundred weights in a JSON file, :data:`DEFAULT_RANKER` shipped), fitted by
+``python -m sieve.train.ranking`` on declared training data only (``../shared/train``, SciFact's
+training claims, the tuning slices of ``eval/tuning_sets.json``); its score is a calibrated
+probability in [0, 1], so the number a user sees means something. Chunks are the unit: several
+chunks of one document are returned when they score best; ``group_by_doc`` keeps each document's
+best chunk only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from sieve.agent.ranking.features import FEATURES, pool_features
+from sieve.core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sieve.agent.ranking.features import ClosingPool
+    from sieve.agent.trace import Evidence
+
+DEFAULT_RANKER = Path(__file__).resolve().parent / "ranker_default.json"
+
+
+@dataclass
+class Ranker:
+    """A logistic regression over :data:`FEATURES` (``p = sigmoid(intercept + coef . x)``), optionally
+    after a few small tanh layers (a multi-layer perceptron, for the interactions a linear model
+    cannot weigh: trust the policy's places *when* it agrees with hybrid). The user's settings call
+    it the fusion model (``floor.fusion_path``, ``--fusion-path``).
+
+    Example:
+        >>> m = Ranker(coef=[0.0] * len(FEATURES), intercept=0.0)
+        >>> float(m.predict(np.zeros((1, len(FEATURES))))[0])
+        0.5
+    """
+
+    coef: list[float]
+    intercept: float
+    names: tuple[str, ...] = FEATURES
+    mean: list[float] | None = None  # feature standardisation fitted with the weights
+    scale: list[float] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    # Hidden tanh layers before the output unit (none: a logistic regression): (weights, biases) each,
+    # weights shaped (inputs, units); ``coef`` then has one weight per last hidden unit.
+    hidden: list[tuple[list[list[float]], list[float]]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if tuple(self.names) != FEATURES:
+            raise InvalidInput(
+                f"Expected fusion features {list(FEATURES)}, got {list(self.names)}; "
+                "refit with python -m sieve.train.ranking"
+            )
+        width = len(self.hidden[-1][1]) if self.hidden else len(FEATURES)
+        if len(self.coef) != width:
+            raise InvalidInput(f"Expected {width} output weights in the fusion model, got {len(self.coef)}")
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """Probability of being evidence, per row."""
+        z = x
+        if self.mean is not None and self.scale is not None:
+            z = (x - np.asarray(self.mean)) / np.asarray(self.scale)
+        for w, b in self.hidden:
+            z = np.tanh(z @ np.asarray(w) + np.asarray(b))
+        logits = z @ np.asarray(self.coef) + self.intercept
+        return 1.0 / (1.0 + np.exp(-np.clip(logits, -40, 40)))
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> Ranker:
+        """The model in ``path`` (default: the one shipped with Sieve)."""
+        path = Path(path) if path is not None else DEFAULT_RANKER
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InvalidInput(
+                f"Expected a fusion model JSON at {str(path)!r}, got {type(exc).__name__}: {exc}"
+            ) from None
+        return cls(
+            coef=[float(c) for c in raw["coef"]],
+            intercept=float(raw["intercept"]),
+            names=tuple(raw.get("names", FEATURES)),
+            mean=raw.get("mean"),
+            scale=raw.get("scale"),
+            meta=raw.get("meta", {}),
+            hidden=[(h["w"], h["b"]) for h in raw.get("hidden", [])],
+        )
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        body = {
+            "names": list(self.names),
+            "coef": self.coef,
+            "intercept": self.intercept,
+            "mean": self.mean,
+            "scale": self.scale,
+            "hidden": [{"w": w, "b": b} for w, b in self.hidden],
+            "meta": self.meta,
+        }
+        path.write_text(json.dumps(body), encoding="utf-8")
+        return path
+
+
+def fuse(
+    policy: Sequence[Evidence],
+    closing: ClosingPool,
+    model: Ranker,
+    k: int,
+    *,
+    group_by_doc: bool = False,
+    doc_decay: float = 1.0,
+) -> list[Evidence]:
+    """The returned set: the pool of the policy's and ``closing.hybrid``'s chunks ranked by ``model``,
+    cut at ``k`` chunks.
+
+    With ``group_by_doc`` each document contributes its best chunk only (``k`` documents).
+    ``doc_decay`` < 1 orders by :func:`decayed_order`. Scores are the model's probabilities, made
+    non-increasing down the list.
+    """
+    cos = closing.cos
+    items, x = pool_features(policy, closing.hybrid, cos, closing.cover)
+    if not items:
+        return []
+    p = model.predict(x)
+    # Ties (rare with a continuous cosine) keep hybrid's order, then the policy's.
+    order = sorted(
+        range(len(items)),
+        key=lambda i: (
+            -p[i],
+            items[i].hybrid_rank if items[i].hybrid_rank is not None else math.inf,
+            items[i].policy_rank or 0,
+        ),
+    )
+    if doc_decay < 1 and not group_by_doc:  # grouped, each document's best chunk alone counts anyway
+        order = decayed_order(order, [float(v) for v in p], [it.evidence.doc_id for it in items], doc_decay, k)
+    out: list[Evidence] = []
+    docs: set[str] = set()
+    for i in order:
+        it = items[i]
+        e = it.evidence
+        if group_by_doc and e.doc_id in docs:
+            continue
+        docs.add(e.doc_id)
+        score = float(p[i]) if not out else min(float(p[i]), out[-1].score)
+        meta = {
+            **e.metadata,
+            "policy_rank": None if it.policy_rank is None else it.policy_rank + 1,
+            "hybrid_rank": None if it.hybrid_rank is None else it.hybrid_rank + 1,
+            "cos": round(cos.get(e.chunk_id, 0.0), 4),
+            "cover": round(closing.cover.get(e.chunk_id, 0.0), 4),
+        }
+        out.append(replace(e, score=round(score, 6), rank=len(out) + 1, metadata=meta))
+        if len(out) >= k:
+            break
+    return out
+
+
+def decayed_order(order: Sequence[int], p: Sequence[float], doc_ids: Sequence[str], decay: float, k: int) -> list[int]:
+    """The first ``k`` of ``order`` re-drawn greedily, each chunk's ``p`` counted ``decay ** n`` where ``n`` is
+    the number of chunks of its document already placed (ties keep ``order``), then the rest in ``order``.
+
+    Why: on long documents the ranker's best chunks are often all of one filing, and a question
+    naming a company and a year can be answered by another of its filings; a slight diminishing return
+    per document keeps a second document's best chunk in reach of the top 5 without giving up the
+    several chunks of one document that a long answer needs (decay 1: pure ``p`` order).
+
+    Example:
+        >>> decayed_order([0, 1, 2], [0.9, 0.8, 0.75], ["a", "a", "b"], 0.9, 3)
+        [0, 2, 1]
+        >>> decayed_order([0, 1, 2], [0.9, 0.8, 0.6], ["a", "a", "b"], 0.9, 3)
+        [0, 1, 2]
+    """
+    left = list(order)
+    placed: dict[str, int] = {}
+    out: list[int] = []
+    while left and len(out) < k:
+        best = max(range(len(left)), key=lambda j: (p[left[j]] * decay ** placed.get(doc_ids[left[j]], 0), -j))
+        i = left.pop(best)
+        out.append(i)
+        placed[doc_ids[i]] = placed.get(doc_ids[i], 0) + 1
+    return out + left
+
+
+__all__ = ["DEFAULT_RANKER", "Ranker", "decayed_order", "fuse"]
