@@ -26,6 +26,7 @@ from sieve.cli.commands._common import (
     print_json,
     settings_from,
 )
+from sieve.cli.commands._listing import listing, refresh
 from sieve.eval.systems import systems_help
 
 
@@ -40,10 +41,8 @@ def _parse_ks(raw: str) -> list[int]:
 
 
 DataOpt = typer.Option(..., "--data", help="Data dir with corpus.jsonl + tasks.jsonl; repeat to pool.")
-SystemsOpt = typer.Option(
-    "dense,bm25,hybrid,agent:heuristic",
-    "--systems",
-    help=f"Comma-separated: {systems_help()}.",
+SystemsOpt = listing(
+    typer.Option("dense,bm25,hybrid,agent:heuristic", "--systems"), help=lambda: f"Comma-separated: {systems_help()}."
 )
 OutOpt = typer.Option(Path("report"), "--out", help="Report folder; a rerun resumes from its results.jsonl.")
 PolicyPathOpt = typer.Option(
@@ -151,6 +150,7 @@ def _eval_summary(report: Any, ks: list[int], as_json: bool) -> None:
 
 
 def register(app: typer.Typer) -> None:
+    refresh()  # help that lists a registry lists what registered before the command line is assembled
     app.command("eval")(eval_cmd)
 
 

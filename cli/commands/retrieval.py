@@ -31,6 +31,7 @@ from sieve.cli.commands._common import (
     setting_option,
     settings_from,
 )
+from sieve.cli.commands._listing import listing, refresh
 
 if TYPE_CHECKING:
     from sieve.retriever import CorpusIndex
@@ -165,6 +166,8 @@ def _report_index(report, as_json: bool, width: int | None = None) -> None:
         )
 
 
+PathArg = listing(typer.Argument(None), help=lambda: f"File or folder ({formats_help()}).")
+ModeOpt = listing(typer.Option("hybrid", "--mode"), help=mode_help)
 OptimizeOpt = typer.Option(
     False, "--optimize", help="Merge COLLECTION's BM25 segments into one (after indexing PATH, if given)."
 )
@@ -188,7 +191,7 @@ RayAddressOpt = typer.Option(
 
 @cli_errors
 def index_cmd(
-    path: Optional[Path] = typer.Argument(None, help=f"File or folder ({formats_help()})."),
+    path: Optional[Path] = PathArg,
     optimize: bool = OptimizeOpt,
     collection: Optional[str] = CollectionOpt,
     data_dir: Optional[Path] = DataDirOpt,
@@ -292,7 +295,7 @@ def _report_index_run(index: CorpusIndex, report: Any, device: str | None, as_js
 def retrieve_cmd(
     query: str = typer.Argument(..., help="The query."),
     k: Optional[int] = setting_option("k", "-k", help="Number of results"),
-    mode: str = typer.Option("hybrid", "--mode", help=mode_help()),
+    mode: str = ModeOpt,
     collection: Optional[str] = CollectionOpt,
     data_dir: Optional[Path] = DataDirOpt,
     chroma_url: Optional[str] = ChromaUrlOpt,
@@ -474,6 +477,7 @@ DEMO_EXTRAS: list = []
 
 
 def register(app: typer.Typer) -> None:
+    refresh()  # help that lists a registry lists what registered before the command line is assembled
     app.command("index")(index_cmd)
     app.command("retrieve")(retrieve_cmd)
     app.command("collections")(collections_cmd)

@@ -25,6 +25,7 @@ from sieve.cli.commands._common import (
     print_json,
     settings_from,
 )
+from sieve.cli.commands._listing import listing, refresh
 from sieve.cli.commands._train_options import (
     DEFAULT_INIT,
     BudgetTokensOpt,
@@ -66,7 +67,7 @@ SynthNOpt = config_option(SynthConfig, "n", "--n", help="Verified tasks wanted (
 SynthOutOpt = typer.Option(
     config_default(LearnedRLConfig, "tasks"), "--out", help="Output JSONL (shared/eval tasks schema)."
 )
-SynthGeneratorOpt = config_option(SynthConfig, "generator", help=f"{writer_help()}.")
+SynthGeneratorOpt = listing(config_option(SynthConfig, "generator"), help=lambda: f"{writer_help()}.")
 SynthSeedOpt = config_option(SynthConfig, "seed", help="Seed of the bridge order (same seed, same tasks).")
 ReaderCheckOpt = config_option(SynthConfig, "reader_check", help="LLM generators: reject bridge-only answers.")
 ComparisonShareOpt = config_option(
@@ -143,7 +144,7 @@ def _synth_summary(report: Any, out: Path) -> None:
 
 SftOutOpt = config_option(WarmStartConfig, "out", help="Output folder (merged HF checkpoint in OUT/model).")
 SftInitOpt = typer.Option(DEFAULT_INIT, "--init", help="Student: 'default' (SmolLM2-135M) or an HF folder.")
-TeacherOpt = config_option(WarmStartConfig, "teacher", help=f"Trajectory source: {teacher_help()}.")
+TeacherOpt = listing(config_option(WarmStartConfig, "teacher"), help=lambda: f"Trajectory source: {teacher_help()}.")
 MinRecallOpt = config_option(
     WarmStartConfig, "min_recall", help="Keep teacher episodes with trajectory recall >= this."
 )
@@ -242,7 +243,8 @@ RANKERS = ("keep", "retrain")
 
 AllNOpt = n_option(f"{config_help(PipelineConfig, 'n')[:-1]} (default {config_default(PipelineConfig, 'n')}).")
 AllOutOpt = config_option(PipelineConfig, "out", help="Run folder (tasks, sft/, rl/, eval/).")
-AllGeneratorOpt = config_option(PipelineConfig, "generator", help=f"{pipeline_writer_help()}.")
+CorpusOpt = listing(typer.Option(..., "--corpus"), help=lambda: f"File or folder to index ({formats_help()}).")
+AllGeneratorOpt = listing(config_option(PipelineConfig, "generator"), help=lambda: f"{pipeline_writer_help()}.")
 AllMinutesOpt = minutes_option("the whole run (learned: training gets what indexing, synthesis and the checks leave)")
 AllStepsOpt = steps_option(
     f"GRPO updates (unset: learned {DEFAULT_UPDATES}, --llm {config_default(PipelineConfig, 'llm_steps')}; "
@@ -274,7 +276,7 @@ AllSeedOpt = config_option(PipelineConfig, "seed", help="Synthesis and training 
 
 @cli_errors
 def all_cmd(
-    corpus: Path = typer.Option(..., "--corpus", help=f"File or folder to index ({formats_help()})."),
+    corpus: Path = CorpusOpt,
     collection: Optional[str] = CollectionOpt,
     out: Path = AllOutOpt,
     n: Optional[int] = AllNOpt,
@@ -383,6 +385,7 @@ def adopt_cmd(
 
 
 def register(app: typer.Typer) -> None:
+    refresh()  # help that lists a registry lists what registered before the command line is assembled
     train = typer.Typer(
         name="train",
         help="Retrain on your corpus: synthesize tasks, GRPO (the learned policy; or "

@@ -17,6 +17,7 @@ from sieve.cli.commands._common import (
     print_json,
     settings_from,
 )
+from sieve.cli.commands._listing import listing
 from sieve.cli.commands._train_options import config_default, config_help, config_option
 from sieve.train.adapt_embedder import AdaptConfig
 from sieve.train.weak_pairs import MINERS
@@ -38,10 +39,11 @@ EvalDataOpt = typer.Option(
     help="A sieve eval data dir (corpus.jsonl + labelled tasks.jsonl) of this corpus: the default agent runs "
     "its questions with each embedder, and they decide the verdict.",
 )
-PairsOpt = typer.Option(
-    ",".join(config_default(AdaptConfig, "kinds")),
-    "--pairs",
-    help=f"Kinds of pairs, comma-separated: {', '.join(MINERS)}.",
+# Every kind registered when the command line is assembled (AdaptConfig.kinds holds those registered at its import).
+PairsOpt = listing(
+    typer.Option(None, "--pairs"),
+    help=lambda: f"Kinds of pairs, comma-separated: {', '.join(MINERS)}.",
+    default=lambda: ",".join(MINERS),
 )
 
 
