@@ -73,13 +73,13 @@ class Sieve:
 
         ``report.gone`` lists the documents of this folder's files that no longer exist;
         ``delete_missing`` removes them."""
-        return self.corpus.index_path(path, progress=progress, delete_missing=delete_missing)
+        return self.corpus.writer.index_path(path, progress=progress, delete_missing=delete_missing)
 
     def add_documents(self, docs: Iterable[Document], *, progress: bool = False) -> IndexReport:
-        return self.corpus.index_documents(docs, progress=progress)
+        return self.corpus.writer.index_documents(docs, progress=progress)
 
     def delete_documents(self, doc_ids: Sequence[str]) -> int:
-        return self._open(create=False).delete_documents(doc_ids)
+        return self._open(create=False).writer.delete_documents(doc_ids)
 
     def retrieve(
         self, query: str, k: int = 10, *, mode: SearchMode = "hybrid", where: Where | None = None

@@ -33,3 +33,34 @@ def test_the_measure_sees_functions() -> None:
 def test_no_long_function_in_agent_or_retriever() -> None:
     long = {name: n for name, n in function_lengths("agent", "retriever").items() if n >= LIMIT}
     assert not long, f"Expected every function in agent/ and retriever/ under {LIMIT} lines, got {long}"
+
+
+# -- classes -----------------------------------------------------------------------------------------
+# A class with more methods than this does more than one thing: split a cohesive part into a class
+# of its own and hold it (the index holds its writer and BM25 cache; the store its collection ref).
+PACKAGE_FOLDERS = ("agent", "retriever", "pruning", "train", "eval", "server", "cli", "sieve", "benchmarks", "data")
+MAX_METHODS = 25
+
+
+def method_counts(*folders: str) -> dict[str, int]:
+    """``"path:line Class"`` -> its methods: the ``def`` and ``async def`` directly in the class body."""
+    out: dict[str, int] = {}
+    for folder in folders:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ClassDef):
+                    methods = [s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+                    out[f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"] = len(methods)
+    return out
+
+
+def test_the_measure_sees_classes_and_their_methods() -> None:
+    counts = method_counts(*PACKAGE_FOLDERS)
+    assert len(counts) > 100  # so the check below can fail: it sees the package's classes
+    index = next(n for name, n in counts.items() if name.endswith(" CorpusIndex"))
+    assert index >= 15  # and counts their methods (the index has a score of them)
+
+
+def test_no_class_has_more_than_25_methods() -> None:
+    big = {name: n for name, n in method_counts(*PACKAGE_FOLDERS).items() if n > MAX_METHODS}
+    assert not big, f"Expected every class in {PACKAGE_FOLDERS} to have at most {MAX_METHODS} methods, got {big}"

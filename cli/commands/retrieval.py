@@ -225,7 +225,7 @@ def register(app: typer.Typer) -> None:
         if path is None:
             if not optimize:
                 raise InvalidInput("Expected a PATH to index or --optimize, got neither")
-            merged = CorpusIndex.open(s.retriever_config(), s.collection).optimize()
+            merged = CorpusIndex.open(s.retriever_config(), s.collection).writer.optimize()
             if as_json:
                 print_json({"collection": s.collection, "bm25_segments_merged": merged})
             else:
@@ -246,9 +246,9 @@ def register(app: typer.Typer) -> None:
             except ImportError as exc:  # the optional extra: a usage error naming the install, not a traceback
                 raise typer.BadParameter(str(exc), param_hint="--ray") from None
         else:
-            report = index.index_path(path, progress=not as_json, delete_missing=delete_missing)
+            report = index.writer.index_path(path, progress=not as_json, delete_missing=delete_missing)
         if optimize:
-            index.optimize()
+            index.writer.optimize()
         # Which device embedded (auto resolves at load); an index run that embedded nothing loaded no model.
         used = index.embedder.device_choice if index.embedder.is_loaded else None
         if as_json:
@@ -388,7 +388,7 @@ def register(app: typer.Typer) -> None:
 
         s = settings_from(data_dir, device=device)
         index = CorpusIndex.open(s.retriever_config(), collection, create=True)
-        report = index.index_path(SAMPLE_DIR / "corpus.jsonl", progress=not as_json)
+        report = index.writer.index_path(SAMPLE_DIR / "corpus.jsonl", progress=not as_json)
         hits = index.search(question, k, mode="hybrid")
         out: dict = {
             "collection": index.name,

@@ -90,7 +90,7 @@ def test_read_neighbours_whole_document_and_unknown_id(make_index):
 
     index = make_index("reads", chunk_tokens=24, chunk_overlap=0)
     long_text = " ".join(f"Sentence {i} tells of the harbour town Lowmoor and its lighthouse." for i in range(12))
-    index.index_documents(
+    index.writer.index_documents(
         [
             Document("town", long_text, title="Lowmoor"),
             Document("other", "An unrelated note on baking bread.", title="Bread"),

@@ -37,7 +37,7 @@ def training_index(embedder, tmp_path_factory: pytest.TempPathFactory):
     corpus.write_text("\n".join(kept) + "\n", encoding="utf-8")
     data = tmp_path_factory.mktemp("training-data")
     index = CorpusIndex.open(RetrieverConfig(data_dir=data), "sample-cut", create=True, embedder=embedder)
-    index.index_path(corpus, progress=False)
+    index.writer.index_path(corpus, progress=False)
     assert gold <= set(index.documents()) and len(index.documents()) < len(lines) / 4
     return index
 

@@ -95,7 +95,7 @@ class CachedIndex:
     # -- persistence ----------------------------------------------------------------------------
     def _key(self) -> str:
         e = self.index.embedder
-        tag = f"{self.index.name}|{self.index.generation}|{e.name}|{e.dtype}|{self.max_excluded}"
+        tag = f"{self.index.name}|{self.index.refresh().generation}|{e.name}|{e.dtype}|{self.max_excluded}"
         return f"{self.index.name[:60]}-{hashlib.sha256(tag.encode()).hexdigest()[:12]}"
 
     def _load(self) -> None:

@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rcfg = load_settings(embed_backend="torch", embed_dtype="bfloat16", data_dir=args.data_dir).retriever_config()
     index = CorpusIndex.open(rcfg, args.collection, create=True)
     if index.count() == 0:
-        index.index_path(args.data / "corpus.jsonl")
+        index.writer.index_path(args.data / "corpus.jsonl")
     tasks = read_tasks(args.data / "tasks.jsonl")
     pool, held = split_tasks(tasks, args.holdout, args.seed)
     held = held[: args.eval_tasks]
