@@ -19,6 +19,7 @@ from pathlib import Path
 from threading import RLock
 from typing import TYPE_CHECKING, Any
 
+from sieve.core.defaults import DEFAULT_K, DEFAULT_MODE
 from sieve.core.errors import EmbedderMismatch, EmptyCorpus, InvalidInput, NotFound, StoreLocked
 from sieve.retriever.base import Retriever, ScoredIdsRetriever, validate_k
 from sieve.retriever.bm25 import BM25Builder, BM25Retriever, passage_terms
@@ -408,7 +409,7 @@ class CorpusIndex(WriterMixin, UpsertMixin):
         """The retriever of ``mode``, a name in :data:`sieve.retriever.modes.MODES`."""
         return get_mode(mode).build(self)
 
-    def scored_ids(self, query: str, k: int, *, mode: SearchMode = "hybrid") -> list[tuple[str, float]]:
+    def scored_ids(self, query: str, k: int, *, mode: SearchMode = DEFAULT_MODE) -> list[tuple[str, float]]:
         """The ``k`` best (chunk id, score) pairs of one mode, without reading texts (candidate lists)."""
         self._ready(mode)
         retriever = self.retriever(mode)
@@ -427,9 +428,9 @@ class CorpusIndex(WriterMixin, UpsertMixin):
     def search(
         self,
         query: str,
-        k: int = 10,
+        k: int = DEFAULT_K,
         *,
-        mode: SearchMode = "hybrid",
+        mode: SearchMode = DEFAULT_MODE,
         where: Where | None = None,
         exclude: Collection[str] | None = None,
     ) -> list[Hit]:
@@ -437,7 +438,7 @@ class CorpusIndex(WriterMixin, UpsertMixin):
         return self.retriever(mode).search(query, k, where=where, exclude=exclude)
 
     def batch_search(
-        self, queries: Sequence[str], k: int = 10, *, mode: SearchMode = "hybrid", where: Where | None = None
+        self, queries: Sequence[str], k: int = DEFAULT_K, *, mode: SearchMode = DEFAULT_MODE, where: Where | None = None
     ) -> list[list[Hit]]:
         """One result list per query (the query embeddings in one batched forward pass)."""
         self._ready(mode)
@@ -455,7 +456,7 @@ class CorpusIndex(WriterMixin, UpsertMixin):
             self._require_embedder_match()
 
     def search_documents(
-        self, query: str, n_docs: int, *, mode: SearchMode = "hybrid", where: Where | None = None
+        self, query: str, n_docs: int, *, mode: SearchMode = DEFAULT_MODE, where: Where | None = None
     ) -> list[Hit]:
         """The best chunk of each of the ``n_docs`` best documents: one search, de-duplicated by document.
 

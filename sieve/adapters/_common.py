@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from sieve.core.defaults import DEFAULT_K
 from sieve.results import Result
 
 Mode = Literal["agent", "hybrid", "dense", "bm25"]
@@ -16,7 +17,7 @@ def fetch_results(
     *,
     mode: str = "agent",
     collection: str | None = None,
-    k: int = 10,
+    k: int = DEFAULT_K,
     budget_tokens: int | None = None,
     policy: str | None = None,
     filters: dict[str, Any] | None = None,
