@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sieve.core.defaults import DEFAULT_K
+
 
 def _rate(n: int, seconds: float) -> str:
     return f"{n / seconds:.2f}" if seconds > 0 else "-"
@@ -45,10 +47,10 @@ def bench(
     index = CorpusIndex.open(load_settings(data_dir=data_dir).retriever_config(), collection)
     tasks = read_tasks(tasks_path, n_tasks)
     rows: list[tuple[str, str, str]] = []
-    config = AgentConfig(k=10)
+    config = AgentConfig(k=DEFAULT_K)
     index.search(tasks[0]["question"], 5)  # load BM25 and the embedder outside the timings
     for name in ("heuristic", "learned"):
-        agent = SearchAgent(index, make_policy(name, AgentConfig(k=10, policy_path=policy_path)), config)
+        agent = SearchAgent(index, make_policy(name, AgentConfig(k=DEFAULT_K, policy_path=policy_path)), config)
         index.embedder.clear_cache()
         t0 = time.perf_counter()
         traces = [agent.run(t["question"]) for t in tasks]
@@ -66,7 +68,7 @@ def bench(
     policy.prefetch = cached.embedder.embed_queries
     # Training rollouts run as the trainer runs them: the floor off, so rewards judge the policy's own ranking
     # (and the floor's extra hybrid search is not timed as rollout cost).
-    agent = SearchAgent(cached, policy, AgentConfig(k=10, tool_workers=1, floor=FloorConfig(enabled=False)))
+    agent = SearchAgent(cached, policy, AgentConfig(k=DEFAULT_K, tool_workers=1, floor=FloorConfig(enabled=False)))
     index.embedder.clear_cache()
     rollouts: list[Any] = []
     t_cold = t_warm = 0.0

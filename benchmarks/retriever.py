@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sieve.core.defaults import DEFAULT_K
 from sieve.benchmarks.synthetic import Vocabulary, synthetic_chunks, unit_vectors
 
 if TYPE_CHECKING:
@@ -300,7 +301,7 @@ def load_tasks(folder: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def doc_recall(index: CorpusIndex, tasks: Sequence[dict[str, Any]], mode: str, k: int = 10) -> float:
+def doc_recall(index: CorpusIndex, tasks: Sequence[dict[str, Any]], mode: str, k: int = DEFAULT_K) -> float:
     """Mean doc-level recall@k of ``mode`` search (chunks count for their document, deduplicated)."""
     from sieve.eval.metrics import recall_at_k
 

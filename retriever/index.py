@@ -22,6 +22,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sieve.core.defaults import DEFAULT_K, DEFAULT_MODE
 from sieve.core.errors import EmptyCorpus, InvalidInput, NotFound
 from sieve.retriever.base import Retriever, ScoredIdsRetriever, validate_k
 from sieve.retriever.bm25 import BM25Retriever
@@ -227,7 +228,7 @@ class CorpusIndex:
             self.require_embedder_match()
         return get_mode(mode).build(self)
 
-    def scored_ids(self, query: str, k: int, *, mode: SearchMode = "hybrid") -> list[tuple[str, float]]:
+    def scored_ids(self, query: str, k: int, *, mode: SearchMode = DEFAULT_MODE) -> list[tuple[str, float]]:
         """The ``k`` best (chunk id, score) pairs of one mode, without reading texts (candidate lists)."""
         retriever = self.retriever(mode)
         if not isinstance(retriever, ScoredIdsRetriever):
@@ -245,9 +246,9 @@ class CorpusIndex:
     def search(
         self,
         query: str,
-        k: int = 10,
+        k: int = DEFAULT_K,
         *,
-        mode: SearchMode = "hybrid",
+        mode: SearchMode = DEFAULT_MODE,
         where: Where | None = None,
         exclude: Collection[str] | None = None,
     ) -> list[Hit]:
@@ -255,13 +256,13 @@ class CorpusIndex:
         return self.retriever(mode).search(query, k, where=where, exclude=exclude)
 
     def batch_search(
-        self, queries: Sequence[str], k: int = 10, *, mode: SearchMode = "hybrid", where: Where | None = None
+        self, queries: Sequence[str], k: int = DEFAULT_K, *, mode: SearchMode = DEFAULT_MODE, where: Where | None = None
     ) -> list[list[Hit]]:
         """One result list per query (the query embeddings in one batched forward pass)."""
         return self.retriever(mode).batch_search(queries, k, where=where)
 
     def search_documents(
-        self, query: str, n_docs: int, *, mode: SearchMode = "hybrid", where: Where | None = None
+        self, query: str, n_docs: int, *, mode: SearchMode = DEFAULT_MODE, where: Where | None = None
     ) -> list[Hit]:
         """The best chunk of each of the ``n_docs`` best documents: one search, de-duplicated by document.
 

@@ -27,6 +27,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sieve.core.defaults import DEFAULT_K
 from sieve.core.errors import InvalidInput
 
 RULE = (
@@ -191,7 +192,9 @@ def fmt_diff(p: PairedDiff) -> str:
     return f"{p.shipped:.3f} -> {p.retrained:.3f} ({p.diff:+.3f}, {noise})"
 
 
-def decide(sets: list[SetComparison], deciding: str, config: VerdictConfig | None = None, k: int = 10) -> Verdict:
+def decide(
+    sets: list[SetComparison], deciding: str, config: VerdictConfig | None = None, k: int = DEFAULT_K
+) -> Verdict:
     """The verdict of :data:`RULE` on per-set comparisons; ``deciding`` names the set that decides.
 
     Raises:

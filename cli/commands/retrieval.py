@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from sieve.core.defaults import DEFAULT_MODE
 from sieve.data import DEMO_QUESTION, SAMPLE_DIR
 from sieve.retriever.modes import mode_help
 from sieve.retriever.readers import formats_help
@@ -265,7 +266,7 @@ def register(app: typer.Typer) -> None:
     def retrieve_cmd(
         query: str = typer.Argument(..., help="The query."),
         k: Optional[int] = setting_option("k", "-k", help="Number of results"),
-        mode: str = typer.Option("hybrid", "--mode", help=mode_help()),
+        mode: str = typer.Option(DEFAULT_MODE, "--mode", help=mode_help()),
         collection: Optional[str] = CollectionOpt,
         data_dir: Optional[Path] = DataDirOpt,
         chroma_url: Optional[str] = ChromaUrlOpt,
@@ -279,6 +280,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Plain (non-agentic) retrieval: one query, top-k chunks."""
         from sieve.retriever import CorpusIndex
+        from sieve.retriever.base import validate_k
 
         s = settings_from(
             data_dir,
@@ -289,7 +291,8 @@ def register(app: typer.Typer) -> None:
             **embed_overrides(embed_backend, embed_dtype, bf16),
         )
         index = CorpusIndex.open(s.retriever_config(), s.collection)
-        hits = index.search(query, s.k if k is None else k, mode=mode)  # type: ignore[arg-type]
+        # The one cap on k (SIEVE_MAX_REQUEST_K, default MAX_K) that `sieve search` and the HTTP API check too.
+        hits = index.search(query, validate_k(s.k if k is None else k, s.max_request_k), mode=mode)
         if as_json:
             print_json(
                 {"query": query, "mode": mode, "collection": s.collection, "results": [hit_json(h) for h in hits]}

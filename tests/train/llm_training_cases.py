@@ -96,7 +96,7 @@ def test_grpo_smoke_run_through_the_harness(training_index, tiny_model_dir, tmp_
         for seg, turn in zip(r.segments, r.trace.turns):
             # The tool texts state the episode's own numbers (search_k=2 here), as the model was shown them.
             assert seg.prompt_ids == prompt_ids(
-                tok, turn.prompt_messages, tool_specs(config=cfg.episode.agent_config())
+                tok, turn.prompt_messages, tool_specs(config=cfg.episode.training_agent_config())
             )
             assert seg.completion_ids and len(seg.completion_ids) <= 16
     assert trainer.reward_history[-1]["n_episodes"] == 2

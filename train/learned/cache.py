@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sieve.core.defaults import DEFAULT_K, DEFAULT_MODE
 from sieve.retriever.base import validate_k, validate_query
 from sieve.retriever.hybrid import rrf_fuse
 from sieve.retriever.types import Hit
@@ -152,9 +153,9 @@ class CachedIndex:
     def search(
         self,
         query: str,
-        k: int = 10,
+        k: int = DEFAULT_K,
         *,
-        mode: SearchMode = "hybrid",
+        mode: SearchMode = DEFAULT_MODE,
         where: Where | None = None,
         exclude: Collection[str] | None = None,
     ) -> list[Hit]:
