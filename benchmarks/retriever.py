@@ -406,8 +406,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     prepare_runtime()
     cfg = parse_args(argv)
-    from sieve.retriever import RetrieverConfig
-    from sieve.retriever.embeddings import Embedder
     from sieve.settings import load_settings
 
     parts = {p.strip() for p in cfg.parts.split(",")}
@@ -416,128 +414,120 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     models = Path(cfg.model_dir) if cfg.model_dir else load_settings().retriever_config().models_dir
     results: dict[str, Any] = {"config": asdict(cfg), "cpus": os.cpu_count(), "loadavg_start": os.getloadavg()}
     try:
-        if "backends" in parts:
-            results["backends"] = bench_backends(cfg, scratch, models)
-        default = Embedder.from_config(RetrieverConfig(data_dir=scratch, model_dir=models))
-        embedders = {"default": default}
-        if parts & {"throughput", "recall"}:
-            embedders = {
-                "float32": Embedder.from_config(RetrieverConfig(data_dir=scratch, embed_backend="torch")),
-                "bfloat16": Embedder.from_config(
-                    RetrieverConfig(data_dir=scratch, embed_backend="torch", embed_dtype="bfloat16")
-                ),
-            }
-        if "latency" in parts:
-            results["latency"] = bench_latency(cfg, scratch, default)
-        if "throughput" in parts:
-            results["throughput"] = bench_throughput(cfg, scratch, embedders)
-        if "recall" in parts:
-            results["recall"] = bench_recall(cfg, scratch, embedders)
+        results.update(_run_parts(cfg, parts, scratch, models))
     finally:
         if not cfg.data_dir:
             shutil.rmtree(scratch, ignore_errors=True)
     results["loadavg_end"] = os.getloadavg()
     results["peak_rss_mib"] = peak_rss_mib()
+    print(report(results, cfg))  # the table is this script's output
+    if cfg.out:
+        Path(cfg.out).write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+    return results
 
+
+def _run_parts(cfg: BenchConfig, parts: set[str], scratch: Path, models: Path) -> dict[str, Any]:
+    """The rows of each part asked for (backends, latency, throughput, recall), in that order."""
+    from sieve.retriever import RetrieverConfig
+    from sieve.retriever.embeddings import Embedder
+
+    results: dict[str, Any] = {}
+    if "backends" in parts:
+        results["backends"] = bench_backends(cfg, scratch, models)
+    default = Embedder.from_config(RetrieverConfig(data_dir=scratch, model_dir=models))
+    embedders = {"default": default}
+    if parts & {"throughput", "recall"}:
+        embedders = {
+            "float32": Embedder.from_config(RetrieverConfig(data_dir=scratch, embed_backend="torch")),
+            "bfloat16": Embedder.from_config(
+                RetrieverConfig(data_dir=scratch, embed_backend="torch", embed_dtype="bfloat16")
+            ),
+        }
+    if "latency" in parts:
+        results["latency"] = bench_latency(cfg, scratch, default)
+    if "throughput" in parts:
+        results["throughput"] = bench_throughput(cfg, scratch, embedders)
+    if "recall" in parts:
+        results["recall"] = bench_recall(cfg, scratch, embedders)
+    return results
+
+
+# The report's tables: (key, header, format spec) per column.
+BACKEND_COLUMNS = [
+    ("backend", "backend", ""),
+    ("dtype", "dtype", ""),
+    ("data", "data", ""),
+    ("chunks", "chunks", "d"),
+    ("chunks_per_s", "chunks/s", ".1f"),
+    ("speedup", "x baseline", ".2f"),
+    ("cpu_s_per_chunk", "CPU s/chunk", ".3f"),
+    ("dense_recall@10", "dense R@10", ".4f"),
+    ("hybrid_recall@10", "hybrid R@10", ".4f"),
+    ("hybrid_delta", "hybrid delta", "+.4f"),
+    ("query_ms", "query ms", ".1f"),
+    ("loadavg", "load", ".1f"),
+]
+THROUGHPUT_COLUMNS = [
+    ("dtype", "dtype", ""),
+    ("passages", "passages", "d"),
+    ("chunks", "chunks", "d"),
+    ("seconds", "s", ".1f"),
+    ("chunks_per_s", "chunks/s", ".1f"),
+    ("embed_only_chunks_per_s", "embed-only chunks/s", ".1f"),
+    ("peak_rss_mib", "peak RSS MiB", ".0f"),
+]
+LATENCY_COLUMNS = [
+    ("size", "chunks", "d"),
+    ("mode", "mode", ""),
+    ("p50_ms", "p50 ms", ".1f"),
+    ("p95_ms", "p95 ms", ".1f"),
+    ("mean_ms", "mean ms", ".1f"),
+    ("cpu_p50_ms", "CPU p50 ms", ".1f"),
+    ("n", "n", "d"),
+]
+BUILD_COLUMNS = [
+    ("size", "chunks", "d"),
+    ("write_s", "Chroma + BM25 write s", ".1f"),
+    ("bm25_nnz", "BM25 nnz", ".0f"),
+    ("rss_after_build_mib", "RSS after build MiB", ".0f"),
+    ("peak_rss_mib", "peak RSS MiB", ".0f"),
+]
+RECALL_COLUMNS = [
+    ("dtype", "dtype", ""),
+    ("passages", "passages", "d"),
+    ("tasks", "tasks", "d"),
+    ("recall@5", "recall@5", ".4f"),
+    ("recall@10", "recall@10", ".4f"),
+    ("same_top10", "top-10 identical to fp32", ".3f"),
+    ("top10_overlap", "top-10 overlap", ".3f"),
+    ("index_chunks_per_s", "index chunks/s", ".1f"),
+]
+
+
+def report(results: dict[str, Any], cfg: BenchConfig) -> str:
+    """The run as text: the machine's CPUs and load, then a table per part that ran."""
     out = [
         f"CPUs: {results['cpus']}; load average at start {results['loadavg_start'][0]:.1f}, "
         f"at end {results['loadavg_end'][0]:.1f}; process peak RSS {results['peak_rss_mib']:.0f} MiB"
     ]
     if "backends" in results:
-        out += [
-            "",
+        caption = (
             "Embedding backends (whole corpus indexed per backend: chunk + embed + Chroma + BM25; doc-level "
-            "recall@10 of its tasks; speed-up and hybrid delta against the first row of the same data set):",
-            markdown_table(
-                results["backends"],
-                [
-                    ("backend", "backend", ""),
-                    ("dtype", "dtype", ""),
-                    ("data", "data", ""),
-                    ("chunks", "chunks", "d"),
-                    ("chunks_per_s", "chunks/s", ".1f"),
-                    ("speedup", "x baseline", ".2f"),
-                    ("cpu_s_per_chunk", "CPU s/chunk", ".3f"),
-                    ("dense_recall@10", "dense R@10", ".4f"),
-                    ("hybrid_recall@10", "hybrid R@10", ".4f"),
-                    ("hybrid_delta", "hybrid delta", "+.4f"),
-                    ("query_ms", "query ms", ".1f"),
-                    ("loadavg", "load", ".1f"),
-                ],
-            ),
-        ]
+            "recall@10 of its tasks; speed-up and hybrid delta against the first row of the same data set):"
+        )
+        out += ["", caption, markdown_table(results["backends"], BACKEND_COLUMNS)]
     if "throughput" in results:
-        out += [
-            "",
-            "Indexing throughput (HotpotQA passages; chunk + embed + Chroma + BM25):",
-            markdown_table(
-                results["throughput"],
-                [
-                    ("dtype", "dtype", ""),
-                    ("passages", "passages", "d"),
-                    ("chunks", "chunks", "d"),
-                    ("seconds", "s", ".1f"),
-                    ("chunks_per_s", "chunks/s", ".1f"),
-                    ("embed_only_chunks_per_s", "embed-only chunks/s", ".1f"),
-                    ("peak_rss_mib", "peak RSS MiB", ".0f"),
-                ],
-            ),
-        ]
+        caption = "Indexing throughput (HotpotQA passages; chunk + embed + Chroma + BM25):"
+        out += ["", caption, markdown_table(results["throughput"], THROUGHPUT_COLUMNS)]
     if "latency" in results:
-        out += [
-            "",
-            f"Query latency (k={cfg.k}; synthetic chunks, random unit vectors, real query embedding):",
-            markdown_table(
-                results["latency"],
-                [
-                    ("size", "chunks", "d"),
-                    ("mode", "mode", ""),
-                    ("p50_ms", "p50 ms", ".1f"),
-                    ("p95_ms", "p95 ms", ".1f"),
-                    ("mean_ms", "mean ms", ".1f"),
-                    ("cpu_p50_ms", "CPU p50 ms", ".1f"),
-                    ("n", "n", "d"),
-                ],
-            ),
-        ]
+        caption = f"Query latency (k={cfg.k}; synthetic chunks, random unit vectors, real query embedding):"
+        out += ["", caption, markdown_table(results["latency"], LATENCY_COLUMNS)]
         builds = {r["size"]: r for r in results["latency"]}.values()
-        out += [
-            "",
-            "Build and memory per size:",
-            markdown_table(
-                list(builds),
-                [
-                    ("size", "chunks", "d"),
-                    ("write_s", "Chroma + BM25 write s", ".1f"),
-                    ("bm25_nnz", "BM25 nnz", ".0f"),
-                    ("rss_after_build_mib", "RSS after build MiB", ".0f"),
-                    ("peak_rss_mib", "peak RSS MiB", ".0f"),
-                ],
-            ),
-        ]
+        out += ["", "Build and memory per size:", markdown_table(list(builds), BUILD_COLUMNS)]
     if "recall" in results:
-        out += [
-            "",
-            f"bf16 recall cost (dense, doc-level, {Path(cfg.recall_data).name}):",
-            markdown_table(
-                results["recall"],
-                [
-                    ("dtype", "dtype", ""),
-                    ("passages", "passages", "d"),
-                    ("tasks", "tasks", "d"),
-                    ("recall@5", "recall@5", ".4f"),
-                    ("recall@10", "recall@10", ".4f"),
-                    ("same_top10", "top-10 identical to fp32", ".3f"),
-                    ("top10_overlap", "top-10 overlap", ".3f"),
-                    ("index_chunks_per_s", "index chunks/s", ".1f"),
-                ],
-            ),
-        ]
-    text = "\n".join(out)
-    print(text)  # the table is this script's output
-    if cfg.out:
-        Path(cfg.out).write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
-    return results
+        caption = f"bf16 recall cost (dense, doc-level, {Path(cfg.recall_data).name}):"
+        out += ["", caption, markdown_table(results["recall"], RECALL_COLUMNS)]
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

@@ -308,33 +308,50 @@ def find_source(explicit: str | None) -> Path:
     )
 
 
-def select(data: dict[str, dict]) -> tuple[list[str], dict[str, int]]:
-    """Return the ordered list of chosen titles and a count per selection stage."""
-    chosen: list[str] = []
-    seen: set[str] = set()
-    counts: dict[str, int] = {}
+class _Selection:
+    """The titles chosen so far, in order, and how many each stage added."""
 
-    def add(title: str, stage: str) -> bool:
-        if title in seen or title not in data or not data[title]["extract"].strip() or len(chosen) >= TARGET_SIZE:
+    def __init__(self, data: dict[str, dict]) -> None:
+        self.data = data
+        self.chosen: list[str] = []
+        self.seen: set[str] = set()
+        self.counts: dict[str, int] = {}
+
+    def add(self, title: str, stage: str) -> bool:
+        """Choose ``title`` (for ``stage``) unless it is chosen already, empty, missing, or the sample is full."""
+        data = self.data
+        if title in self.seen or title not in data or not data[title]["extract"].strip():
             return False
-        seen.add(title)
-        chosen.append(title)
-        counts[stage] = counts.get(stage, 0) + 1
+        if len(self.chosen) >= TARGET_SIZE:
+            return False
+        self.seen.add(title)
+        self.chosen.append(title)
+        self.counts[stage] = self.counts.get(stage, 0) + 1
         return True
 
+
+def select(data: dict[str, dict]) -> tuple[list[str], dict[str, int]]:
+    """Return the ordered list of chosen titles and a count per selection stage."""
+    sel = _Selection(data)
     gold_titles = [t for task in TASKS for t in task["gold"]]
     for t in gold_titles:
         if t not in data:
             raise AssertionError(f"gold title {t!r} is not in the source data")
-        add(t, "gold")
-
+        sel.add(t, "gold")
     for t in HAND_DISTRACTORS:
         if t not in data:
             print(f"note: hand distractor {t!r} not in source, skipped")
-        add(t, "hand-picked distractors")
+        sel.add(t, "hand-picked distractors")
+    _add_linked(sel, gold_titles)
+    _add_lexical(sel)
+    _add_random_fill(sel)
+    return sel.chosen, sel.counts
 
-    # Linked passages: the gold extract names another title, or another extract names the gold
-    # title. Titles of one word are skipped (too many accidental matches); sorted for determinism.
+
+def _add_linked(sel: _Selection, gold_titles: list[str]) -> None:
+    """Linked passages: the gold extract names another title, or another extract names the gold
+    title. Titles of one word are skipped (too many accidental matches); sorted for determinism."""
+    data = sel.data
     titles = sorted(t for t in data if len(t) >= 6 and " " in t)
     for g in dict.fromkeys(gold_titles):
         g_text = data[g]["extract"]
@@ -344,9 +361,12 @@ def select(data: dict[str, dict]) -> tuple[list[str], dict[str, int]]:
         for t in linked:
             if n >= LINKED_PER_GOLD:
                 break
-            n += add(t, "linked to gold")
+            n += sel.add(t, "linked to gold")
 
-    # Lexical distractors: most content-word overlap with the question (ties by title).
+
+def _add_lexical(sel: _Selection) -> None:
+    """Lexical distractors: most content-word overlap with the question (ties by title)."""
+    data = sel.data
     bags = {t: words(v["title"] + " " + v["extract"]) for t, v in data.items()}
     for task in TASKS:
         q = words(task["question"])
@@ -358,9 +378,12 @@ def select(data: dict[str, dict]) -> tuple[list[str], dict[str, int]]:
         for t in ranked:
             if n >= LEXICAL_PER_TASK:
                 break
-            n += add(t, "lexical overlap with questions")
+            n += sel.add(t, "lexical overlap with questions")
 
-    # Random fill, round-robin over topics so every topic is represented.
+
+def _add_random_fill(sel: _Selection) -> None:
+    """Random fill, round-robin over topics so every topic is represented."""
+    data = sel.data
     rng = random.Random(SEED)
     by_topic: dict[str, list[str]] = {}
     for t in sorted(data):
@@ -369,34 +392,48 @@ def select(data: dict[str, dict]) -> tuple[list[str], dict[str, int]]:
     for pool in by_topic.values():
         rng.shuffle(pool)
     topics = sorted(by_topic)
-    while len(chosen) < TARGET_SIZE and any(by_topic.values()):
+    while len(sel.chosen) < TARGET_SIZE and any(by_topic.values()):
         for topic in topics:
             if by_topic[topic]:
-                add(by_topic[topic].pop(), "random fill")
-    return chosen, counts
+                sel.add(by_topic[topic].pop(), "random fill")
 
 
 def build(source: Path) -> None:
     data: dict[str, dict] = json.loads(source.read_text(encoding="utf-8"))
     chosen, counts = select(data)
     assert 300 <= len(chosen) <= 400, len(chosen)
-
-    records = []
-    for t in chosen:
-        v = data[t]
-        records.append(
-            {
-                "id": doc_id(t),
-                "title": v["title"] or t,
-                "text": v["extract"].strip(),
-                "source": source_url(t),
-                "metadata": {"topic": v.get("topic") or "", "description": v.get("description") or ""},
-            }
-        )
+    records = [
+        {
+            "id": doc_id(t),
+            "title": data[t]["title"] or t,
+            "text": data[t]["extract"].strip(),
+            "source": source_url(t),
+            "metadata": {"topic": data[t].get("topic") or "", "description": data[t].get("description") or ""},
+        }
+        for t in chosen
+    ]
     ids = [r["id"] for r in records]
     assert len(set(ids)) == len(ids), "slug collision in corpus ids"
-    by_id = {r["id"]: r for r in records}
+    tasks_out, warnings = _tasks({r["id"]: r for r in records})
+    corpus_path, size = _write(records, tasks_out)
+    for w in warnings:
+        print("warning:", w)
+    max_words = max(len(r["text"].split()) for r in records)
+    print(
+        f"Wrote {corpus_path.relative_to(HERE.parent)}: {len(records)} passages, {size:,} bytes "
+        f"(longest {max_words} words)"
+    )
+    print("  by stage: " + ", ".join(f"{k}={v}" for k, v in counts.items()))
+    topics: dict[str, int] = {}
+    for r in records:
+        topics[r["metadata"]["topic"]] = topics.get(r["metadata"]["topic"], 0) + 1
+    print("  by topic: " + ", ".join(f"{k}={v}" for k, v in sorted(topics.items())))
+    print(f"Wrote {(OUT_DIR / 'tasks.jsonl').relative_to(HERE.parent)}: {len(tasks_out)} tasks")
+    print(f"Wrote {(OUT_DIR / 'docs' / 'latin1-note.txt').relative_to(HERE.parent)} (Latin-1, not UTF-8)")
 
+
+def _tasks(by_id: dict[str, dict]) -> tuple[list[dict], list[str]]:
+    """The task rows, each checked (its answer literally in a gold passage); warnings on long gold passages."""
     tasks_out = []
     warnings = []
     print("Task checks:")
@@ -425,7 +462,11 @@ def build(source: Path) -> None:
             }
         )
     assert 10 <= len(tasks_out) <= 15
+    return tasks_out, warnings
 
+
+def _write(records: list[dict], tasks_out: list[dict]) -> tuple[Path, int]:
+    """corpus.jsonl, tasks.jsonl and the Latin-1 note under OUT_DIR; (the corpus's path, its size in bytes)."""
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     corpus_path = OUT_DIR / "corpus.jsonl"
     with corpus_path.open("w", encoding="utf-8", newline="\n") as f:
@@ -436,7 +477,6 @@ def build(source: Path) -> None:
             f.write(json.dumps(task, ensure_ascii=False) + "\n")
     size = corpus_path.stat().st_size
     assert size < MAX_BYTES, f"corpus.jsonl is {size} bytes (cap {MAX_BYTES})"
-
     docs_dir = OUT_DIR / "docs"
     docs_dir.mkdir(exist_ok=True)
     # Latin-1 bytes that are invalid UTF-8 (0xE9 / 0xE8 followed by ASCII) -- on purpose.
@@ -444,21 +484,7 @@ def build(source: Path) -> None:
         b"caf\xe9 cr\xe8me\nThis note is encoded in Latin-1 (ISO-8859-1), not UTF-8, on purpose:\n"
         b"ingestion should report it as undecodable instead of crashing. Cr\xe8me br\xfbl\xe9e.\n"
     )
-
-    for w in warnings:
-        print("warning:", w)
-    max_words = max(len(r["text"].split()) for r in records)
-    print(
-        f"Wrote {corpus_path.relative_to(HERE.parent)}: {len(records)} passages, {size:,} bytes "
-        f"(longest {max_words} words)"
-    )
-    print("  by stage: " + ", ".join(f"{k}={v}" for k, v in counts.items()))
-    topics: dict[str, int] = {}
-    for r in records:
-        topics[r["metadata"]["topic"]] = topics.get(r["metadata"]["topic"], 0) + 1
-    print("  by topic: " + ", ".join(f"{k}={v}" for k, v in sorted(topics.items())))
-    print(f"Wrote {(OUT_DIR / 'tasks.jsonl').relative_to(HERE.parent)}: {len(tasks_out)} tasks")
-    print(f"Wrote {(docs_dir / 'latin1-note.txt').relative_to(HERE.parent)} (Latin-1, not UTF-8)")
+    return corpus_path, size
 
 
 def main(argv: list[str] | None = None) -> None:

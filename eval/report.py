@@ -41,10 +41,16 @@ def mid_k(ks: Sequence[int]) -> int:
 
 def source_tables(metrics: dict[str, Metrics], ks: Sequence[int]) -> list[str]:
     """Markdown tables (quality, then cost) of one source; ``metrics`` maps system -> aggregated metrics."""
+    tables = [*quality_table(metrics, ks), "", *cost_table(metrics, ks)]
+    if any(f"span_recall@{mid_k(ks)}" in m for m in metrics.values()):
+        tables += ["", *span_table(metrics, ks)]
+    return tables
+
+
+def quality_table(metrics: dict[str, Metrics], ks: Sequence[int]) -> list[str]:
+    """Recall and all-gold at every cut-off, precision and F1 at :func:`mid_k`, MRR and nDCG: one row per system."""
     k = mid_k(ks)
-    kmax = max(ks)
-    systems = list(metrics)
-    quality_header = [
+    header = [
         "system",
         *[f"R@{x}" for x in ks],
         *[f"All@{x}" for x in ks],
@@ -53,21 +59,25 @@ def source_tables(metrics: dict[str, Metrics], ks: Sequence[int]) -> list[str]:
         "MRR@10",
         "nDCG@10",
     ]
-    quality = []
-    for s in systems:
-        m = metrics[s]
-        quality.append(
-            [
-                f"`{s}`",
-                *[_fmt(m.get(f"recall@{x}")) for x in ks],
-                *[_fmt(m.get(f"all_found@{x}")) for x in ks],
-                _fmt(m.get(f"precision@{k}")),
-                _fmt(m.get(f"f1@{k}")),
-                _fmt(m.get("mrr@10")),
-                _fmt(m.get("ndcg@10")),
-            ]
-        )
-    cost_header = [
+    rows = [
+        [
+            f"`{s}`",
+            *[_fmt(m.get(f"recall@{x}")) for x in ks],
+            *[_fmt(m.get(f"all_found@{x}")) for x in ks],
+            _fmt(m.get(f"precision@{k}")),
+            _fmt(m.get(f"f1@{k}")),
+            _fmt(m.get("mrr@10")),
+            _fmt(m.get("ndcg@10")),
+        ]
+        for s, m in metrics.items()
+    ]
+    return _table(header, rows)
+
+
+def cost_table(metrics: dict[str, Metrics], ks: Sequence[int]) -> list[str]:
+    """What each system spent: searches, turns, pruning, tokens and time."""
+    kmax = max(ks)
+    header = [
         "system",
         "traj. recall",
         "searches",
@@ -81,29 +91,24 @@ def source_tables(metrics: dict[str, Metrics], ks: Sequence[int]) -> list[str]:
         "p95 ms",
         "total s",
     ]
-    cost = []
-    for s in systems:
-        m = metrics[s]
-        cost.append(
-            [
-                f"`{s}`",
-                _fmt(m.get("trajectory_recall")),
-                _fmt(m.get("searches"), 2),
-                _fmt(m.get("turns"), 2),
-                _fmt(m.get("prune_calls"), 2),
-                _fmt(m.get("pruned_chunks"), 1),
-                _fmt(m.get("prune_accuracy")),
-                _fmt(m.get("tokens"), 0),
-                _fmt(m.get(f"returned_tokens@{kmax}"), 0),
-                _fmt(m.get("wall_ms_p50"), 1),
-                _fmt(m.get("wall_ms_p95"), 1),
-                _fmt(m.get("wall_s_total"), 1),
-            ]
-        )
-    tables = [*_table(quality_header, quality), "", *_table(cost_header, cost)]
-    if any(f"span_recall@{k}" in metrics[s] for s in systems):
-        tables += ["", *span_table(metrics, ks)]
-    return tables
+    rows = [
+        [
+            f"`{s}`",
+            _fmt(m.get("trajectory_recall")),
+            _fmt(m.get("searches"), 2),
+            _fmt(m.get("turns"), 2),
+            _fmt(m.get("prune_calls"), 2),
+            _fmt(m.get("pruned_chunks"), 1),
+            _fmt(m.get("prune_accuracy")),
+            _fmt(m.get("tokens"), 0),
+            _fmt(m.get(f"returned_tokens@{kmax}"), 0),
+            _fmt(m.get("wall_ms_p50"), 1),
+            _fmt(m.get("wall_ms_p95"), 1),
+            _fmt(m.get("wall_s_total"), 1),
+        ]
+        for s, m in metrics.items()
+    ]
+    return _table(header, rows)
 
 
 def span_table(metrics: dict[str, Metrics], ks: Sequence[int]) -> list[str]:
@@ -232,4 +237,13 @@ def write_summary_md(
     return path
 
 
-__all__ = ["mid_k", "span_table", "plot_recall_at_k", "plot_recall_vs_tokens", "source_tables", "write_summary_md"]
+__all__ = [
+    "cost_table",
+    "mid_k",
+    "plot_recall_at_k",
+    "plot_recall_vs_tokens",
+    "quality_table",
+    "source_tables",
+    "span_table",
+    "write_summary_md",
+]

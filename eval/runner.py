@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from sieve.retriever.embeddings import Embedder
     from sieve.retriever.index import CorpusIndex
 
+    from sieve.eval.data import EvalSet
     from sieve.eval.systems import System
 
 logger = logging.getLogger(__name__)
@@ -106,11 +107,49 @@ def run_eval(
         NotFound / InvalidInput: a data dir lacks its files or holds malformed lines.
     """
     t_start = time.perf_counter()
-    if system_factory is None:
+    factory = system_factory or _default_factory(config)
+    sets, maps, tuning = _task_sets(config)
+    t0 = time.perf_counter()
+    if index is None:
+        index = open_eval_index(sets, maps, retriever_config, embedder, progress=config.progress)
+    index_seconds = time.perf_counter() - t0
+    depth = max(config.ks)
+    out_dir = config.out
+    out_dir.mkdir(parents=True, exist_ok=True)
+    evaluator = SequentialEvaluator(
+        [RetrievalEvaluator(s.tasks, config.ks, s.name, progress=config.progress) for s in sets]
+    )
+    metrics, flat, calls = _run_systems(config, sets, index, factory, evaluator)
+    # Exports and summaries cover exactly this run's (system, task) pairs, fresh or resumed.
+    wanted = {(name, t.source, t.task_id) for name in flat for s in sets for t in s.tasks}
+    rows = [r for key, r in load_results(out_dir / RESULTS_FILE).items() if key in wanted]
+    if config.exports:
+        write_bcp(rows, out_dir)
+        write_trec(rows, out_dir, depth)
+    meta = _meta(config, sets, maps, index, list(flat))
+    meta["index_seconds"], meta["run_seconds"] = index_seconds, time.perf_counter() - t_start
+    meta["calls"], meta["tuning_overlap"] = calls, tuning
+    meta["config"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items() if k != "data"}
+    summary = {"meta": meta, "primary_metric": evaluator.primary_metric, "metrics": metrics, "flat": flat}
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    write_summary_md(out_dir, metrics, config.ks, meta, plots=config.plots)
+    return EvalReport(
+        metrics=metrics, flat=flat, primary_metric=evaluator.primary_metric, out_dir=out_dir, calls=calls, meta=meta
+    )
 
-        def system_factory(spec: str, index: CorpusIndex, depth: int, **extra: Any) -> System:
-            return make_system(spec, index, depth, **{**config.agent, **extra})
 
+def _default_factory(config: EvalConfig) -> Callable[..., System]:
+    """:func:`make_system` with ``config.agent`` as every agent's overrides."""
+
+    def system_factory(spec: str, index: CorpusIndex, depth: int, **extra: Any) -> System:
+        return make_system(spec, index, depth, **{**config.agent, **extra})
+
+    return system_factory
+
+
+def _task_sets(config: EvalConfig) -> tuple[list[EvalSet], dict[str, dict[str, str]], dict[str, dict[str, Any]]]:
+    """The data dirs' task sets (the first ``limit`` tasks of each, those with gold ids), their id renames,
+    and which tasks are declared tuning data."""
     sets, maps = load_sets(config.data)
     if config.limit is not None:
         for s in sets:
@@ -121,17 +160,18 @@ def run_eval(
         if no_gold:
             logger.warning("Skipping %d tasks of %s without gold ids (e.g. %s)", len(no_gold), s.name, no_gold[0])
             s.tasks = [t for t in s.tasks if t.gold_ids]
-    t0 = time.perf_counter()
-    if index is None:
-        index = open_eval_index(sets, maps, retriever_config, embedder, progress=config.progress)
-    index_seconds = time.perf_counter() - t0
-    depth = max(config.ks)
-    out_dir = config.out
-    out_dir.mkdir(parents=True, exist_ok=True)
+    return sets, maps, tuning
 
-    evaluator = SequentialEvaluator(
-        [RetrievalEvaluator(s.tasks, config.ks, s.name, progress=config.progress) for s in sets]
-    )
+
+def _run_systems(
+    config: EvalConfig,
+    sets: list[EvalSet],
+    index: CorpusIndex,
+    factory: Callable[..., System],
+    evaluator: SequentialEvaluator,
+) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, dict[str, float]], dict[str, int]]:
+    """Every system on every set: (source -> system -> metrics, system -> evaluator keys, system -> calls made)."""
+    depth = max(config.ks)
     metrics: dict[str, dict[str, dict[str, float]]] = {s.name: {} for s in sets}
     flat: dict[str, dict[str, float]] = {}
     calls: dict[str, int] = {}
@@ -140,29 +180,33 @@ def run_eval(
         # find the questions pre-embedded and report a flattering latency.
         index.embedder.clear_cache()
         system = (
-            system_factory(spec, index, depth, policy_path=config.policy_path)
+            factory(spec, index, depth, policy_path=config.policy_path)
             if config.policy_path is not None and spec == "agent:learned"
-            else system_factory(spec, index, depth)
+            else factory(spec, index, depth)
         )
         logger.info("Evaluating %s on %s", system.name, ", ".join(s.name for s in sets))
-        flat[system.name] = evaluator(system, out_dir)
+        flat[system.name] = evaluator(system, config.out)
         calls[system.name] = evaluator.calls
         for s in sets:
             prefix = f"{s.name}_"
             metrics[s.name][system.name] = {
                 k[len(prefix) :]: v for k, v in flat[system.name].items() if k.startswith(prefix)
             }
+    return metrics, flat, calls
 
-    # Exports and summaries cover exactly this run's (system, task) pairs, fresh or resumed.
-    wanted = {(name, t.source, t.task_id) for name in flat for s in sets for t in s.tasks}
-    rows = [r for key, r in load_results(out_dir / RESULTS_FILE).items() if key in wanted]
-    if config.exports:
-        write_bcp(rows, out_dir)
-        write_trec(rows, out_dir, depth)
-    meta = {
+
+def _meta(
+    config: EvalConfig,
+    sets: list[EvalSet],
+    maps: dict[str, dict[str, str]],
+    index: CorpusIndex,
+    systems: list[str],
+) -> dict[str, Any]:
+    """What ran on what: the command, data, systems, cut-offs and the index they searched."""
+    return {
         "command": config.command,
         "data": [str(p) for p in config.data],
-        "systems": list(flat),
+        "systems": systems,
         "ks": config.ks,
         "limit": config.limit,
         "collection": index.name,
@@ -173,18 +217,7 @@ def run_eval(
         "n_tasks": {s.name: len(s.tasks) for s in sets},
         "id_renames": {k: len(v) for k, v in maps.items()},
         "policy_path": str(config.policy_path) if config.policy_path else None,
-        "index_seconds": index_seconds,
-        "run_seconds": time.perf_counter() - t_start,
-        "calls": calls,
-        "tuning_overlap": tuning,
-        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items() if k != "data"},
     }
-    summary = {"meta": meta, "primary_metric": evaluator.primary_metric, "metrics": metrics, "flat": flat}
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
-    write_summary_md(out_dir, metrics, config.ks, meta, plots=config.plots)
-    return EvalReport(
-        metrics=metrics, flat=flat, primary_metric=evaluator.primary_metric, out_dir=out_dir, calls=calls, meta=meta
-    )
 
 
 def agent_recall_per_task(

@@ -109,35 +109,23 @@ def _deadline_callback(seconds: float) -> Any:
     return Deadline()
 
 
-def fine_tune(
-    pairs: list[WeakPair], base: str, out: Path, cfg: AdaptConfig, *, progress: bool = True
-) -> dict[str, Any]:
-    """Fine-tune the sentence-transformers model at ``base`` on ``pairs``; save it to ``out``.
-
-    The model is written beside ``out`` first and renamed into place, so ``out`` holds a whole model
-    or nothing; the trainer's scratch folder is removed."""
-    from datasets import Dataset
-    from sentence_transformers import (
-        SentenceTransformer,
-        SentenceTransformerTrainer,
-        SentenceTransformerTrainingArguments,
-    )
-    from sentence_transformers.losses import MultipleNegativesRankingLoss
-    from sentence_transformers.training_args import BatchSamplers
-
-    from sieve.core.runtime import quiet_hf_progress
-
+def _columns(pairs: list[WeakPair], cfg: AdaptConfig) -> dict[str, list[str]]:
+    """The training set's columns: anchor (query), positive, and with hard negatives a negative for every pair."""
     columns: dict[str, list[str]] = {"anchor": [p.query for p in pairs], "positive": [p.positive for p in pairs]}
     if cfg.hard_negatives:
         # MNRL takes one column shape for a whole batch: a pair without a mined negative borrows another pair's.
         negs = [p.negative for p in pairs if p.negative] or [p.positive for p in pairs]
         rng = random.Random(cfg.seed)
         columns["negative"] = [p.negative or rng.choice(negs) for p in pairs]
-    work = out.parent / f".{out.name}-work"
-    with quiet_hf_progress():
-        model = SentenceTransformer(base, device="cpu")
-    model.max_seq_length = cfg.max_seq_length
-    args = SentenceTransformerTrainingArguments(
+    return columns
+
+
+def _training_args(work: Path, cfg: AdaptConfig, progress: bool) -> Any:
+    """The trainer's arguments: CPU, no checkpoints, batches without a repeated query."""
+    from sentence_transformers import SentenceTransformerTrainingArguments
+    from sentence_transformers.training_args import BatchSamplers
+
+    return SentenceTransformerTrainingArguments(
         output_dir=str(work),
         num_train_epochs=cfg.epochs,
         per_device_train_batch_size=cfg.batch_size,
@@ -151,11 +139,31 @@ def fine_tune(
         disable_tqdm=not progress,
         use_cpu=True,
     )
+
+
+def fine_tune(
+    pairs: list[WeakPair], base: str, out: Path, cfg: AdaptConfig, *, progress: bool = True
+) -> dict[str, Any]:
+    """Fine-tune the sentence-transformers model at ``base`` on ``pairs``; save it to ``out``.
+
+    The model is written beside ``out`` first and renamed into place, so ``out`` holds a whole model
+    or nothing; the trainer's scratch folder is removed."""
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+    from sentence_transformers.losses import MultipleNegativesRankingLoss
+
+    from sieve.core.runtime import quiet_hf_progress
+
+    work = out.parent / f".{out.name}-work"
+    with quiet_hf_progress():
+        model = SentenceTransformer(base, device="cpu")
+    model.max_seq_length = cfg.max_seq_length
+    args = _training_args(work, cfg, progress)
     deadline = _deadline_callback(cfg.minutes * 60)
     trainer = SentenceTransformerTrainer(
         model=model,
         args=args,
-        train_dataset=Dataset.from_dict(columns),
+        train_dataset=Dataset.from_dict(_columns(pairs, cfg)),
         loss=MultipleNegativesRankingLoss(model),
         callbacks=[deadline],
     )
@@ -261,6 +269,39 @@ def compare_sets(name: str, shipped: list[float], adapted: list[float], margin: 
     }
 
 
+def _compare(
+    index: CorpusIndex,
+    adapted: Embedder,
+    adapted_cfg: RetrieverConfig,
+    retriever_config: RetrieverConfig,
+    chunks: list[Chunk],
+    held: list[WeakPair],
+    out: Path,
+    eval_data: Path | None,
+    score_tasks: TaskScorer | None,
+    margin: float,
+) -> list[dict[str, Any]]:
+    """The shipped and the adapted embedder on the held-apart pairs, then on ``eval_data``'s questions if given."""
+    sets = [
+        compare_sets(
+            "held-apart pairs",
+            pair_hits(held, chunks, index.embedder, passages=stored_vectors(index, chunks)),
+            pair_hits(held, chunks, adapted),
+            margin,
+        )
+    ]
+    if eval_data is not None and score_tasks is not None:
+        shipped_rows = score_tasks(eval_data, retriever_config, index.embedder, out / "eval-shipped")
+        adapted_rows = score_tasks(eval_data, adapted_cfg, adapted, out / "eval-adapted")
+        ids = sorted(shipped_rows)
+        sets.append(
+            compare_sets(
+                f"--eval-data {eval_data.name}", [shipped_rows[i] for i in ids], [adapted_rows[i] for i in ids], margin
+            )
+        )
+    return sets
+
+
 def adapt(
     index: CorpusIndex,
     cfg: AdaptConfig,
@@ -291,23 +332,7 @@ def adapt(
     stats = fine_tune(train, index.embedder.path, model_dir, cfg, progress=progress)
     adapted_cfg = replace(retriever_config, embedder_path=str(model_dir))
     adapted = Embedder.from_config(adapted_cfg)  # the ONNX backend exports it here, as it did the shipped one
-    sets = [
-        compare_sets(
-            "held-apart pairs",
-            pair_hits(held, chunks, index.embedder, passages=stored_vectors(index, chunks)),
-            pair_hits(held, chunks, adapted),
-            margin,
-        )
-    ]
-    if eval_data is not None and score_tasks is not None:
-        shipped_rows = score_tasks(eval_data, retriever_config, index.embedder, out / "eval-shipped")
-        adapted_rows = score_tasks(eval_data, adapted_cfg, adapted, out / "eval-adapted")
-        ids = sorted(shipped_rows)
-        sets.append(
-            compare_sets(
-                f"--eval-data {eval_data.name}", [shipped_rows[i] for i in ids], [adapted_rows[i] for i in ids], margin
-            )
-        )
+    sets = _compare(index, adapted, adapted_cfg, retriever_config, chunks, held, out, eval_data, score_tasks, margin)
     deciding = sets[-1]
     better = bool(deciding["better"]) and not any(s["worse"] for s in sets)
     result = {

@@ -27,6 +27,7 @@ from sieve.train.task_io import most_natural, read_written_tasks
 from sieve.train.verdict import SetComparison, Verdict, VerdictConfig, decide, fmt_diff
 
 if TYPE_CHECKING:
+    from sieve.eval.data import EvalTask
     from sieve.retriever.config import RetrieverConfig
 
 logger = logging.getLogger(__name__)
@@ -225,14 +226,65 @@ def _learned_route(
 ) -> dict[str, Any]:
     """GRPO of the learned policy (from the shipped checkpoint by default), then its closing ranker
     retrained on the same tasks; the verdict compares Sieve as served (policy + ranker) before and after."""
-    from sieve.agent.policies.learned import LearnedPolicy
-    from sieve.agent.policies.learned.policy import RANKER_FILE
     from sieve.eval.data import read_tasks
+    from sieve.train.ranking.corpus import as_eval_tasks
+
+    labelled = read_tasks(cfg.eval_tasks) if cfg.eval_tasks is not None else []
+    sets = {name: as_eval_tasks(tasks, name) for name, tasks in ((HELD, held), (LABELLED, labelled)) if tasks}
+    served, per_task = _served_shipped(index, sets, progress)
+    stage = _embedder_stage(cfg, index, retriever_config, sets, served, t_pipeline, progress)
+    index = stage.index  # the adapted version when it is kept: the policy and ranker train on it
+    baseline = ADAPTED if stage.kept else "shipped"  # what the retrained policy must beat
+    for name in sets:
+        if stage.kept:
+            served[name][ADAPTED] = stage.rows[name]
+    ranker_tasks = len(train_tasks) if cfg.ranker == "retrain" else 0
+    reserve = per_task * (sum(len(t) for t in sets.values()) + 2 * ranker_tasks) * 1.2
+    minutes = _rl_minutes(cfg, t_pipeline, reserve)
+    seconds = {"embedder": round(stage.seconds, 1)}
+    t0 = time.perf_counter()
+    rl = _train_policy(cfg, index, minutes, progress)
+    seconds["rl"], t0 = round(time.perf_counter() - t0, 1), time.perf_counter()
+    ranker = _retrain_ranker(cfg, index, rl["model_dir"], train_tasks, progress) if cfg.ranker == "retrain" else None
+    seconds["ranker"], t0 = round(time.perf_counter() - t0, 1), time.perf_counter()
+    verdict = _judge(cfg, index, rl["model_dir"], sets, served, baseline, LABELLED if labelled else HELD, progress)
+    seconds["eval"] = round(time.perf_counter() - t0, 1)
+    run, adopted = _record_run(cfg, retriever_config, rl["model_dir"], verdict, stage, progress)
+    counts = {
+        "synth": synth.to_dict(),
+        "n_tasks": synth.written + synth.existing,
+        "n_train": len(train_tasks),
+        "n_heldout": len(held),
+        "n_eval_tasks": len(labelled),
+    }
+    result = _learned_result(rl, run, adopted, stage, verdict, served, ranker, counts, seconds)
+    report = cfg.out / "report.md"
+    report.write_text(learned_report(cfg, result, verdict, SERVED_K), encoding="utf-8")
+    result["report"] = str(report)
+    return result
+
+
+def _served_shipped(
+    index: Any, sets: dict[str, list[EvalTask]], progress: bool
+) -> tuple[dict[str, dict[str, list[dict[str, Any]]]], float]:
+    """The shipped Sieve as served on every set (it does not change with training), and its seconds per task.
+
+    The cost per task sizes the reserve for the retrained Sieve's pass and the ranker's episodes after training.
+    """
+    from sieve.agent.policies.learned import LearnedPolicy
+    from sieve.train.ranking.corpus import served_scores
+
+    t0 = time.perf_counter()
+    served: dict[str, dict[str, list[dict[str, Any]]]] = {
+        name: {"shipped": served_scores(index, LearnedPolicy.load(None), tasks, k=SERVED_K, progress=progress)}
+        for name, tasks in sets.items()
+    }
+    return served, (time.perf_counter() - t0) / max(1, sum(len(t) for t in sets.values()))
+
+
+def _train_policy(cfg: PipelineConfig, index: Any, minutes: float | None, progress: bool) -> dict[str, Any]:
+    """GRPO of the learned policy on the train tasks, checked on the held-apart ones (``rl/``)."""
     from sieve.train.learned import LearnedRLConfig, run_learned_rl
-    from sieve.train.learned.trainer import mean_scores
-    from sieve.core.runs import RunArtifact
-    from sieve.train.adopt import adopt_run
-    from sieve.train.ranking.corpus import RankerConfig, as_eval_tasks, retrain_ranker, served_scores
 
     rl_cfg = LearnedRLConfig(
         tasks=cfg.out / "train_tasks.jsonl",
@@ -242,69 +294,63 @@ def _learned_route(
         heldout_tasks=cfg.out / "heldout_tasks.jsonl",
         seed=cfg.seed,
     )
-    labelled = read_tasks(cfg.eval_tasks) if cfg.eval_tasks is not None else []
-    sets = {name: as_eval_tasks(tasks, name) for name, tasks in ((HELD, held), (LABELLED, labelled)) if tasks}
-    # Before: the shipped Sieve as served, on every set (it does not change with training); its cost per
-    # task sizes the reserve for the retrained Sieve's pass and the ranker's episodes after training.
-    t0 = time.perf_counter()
-    served: dict[str, dict[str, list[dict[str, Any]]]] = {
-        name: {"shipped": served_scores(index, LearnedPolicy.load(None), tasks, k=SERVED_K, progress=progress)}
-        for name, tasks in sets.items()
-    }
-    per_task = (time.perf_counter() - t0) / max(1, sum(len(t) for t in sets.values()))
-    stage = _embedder_stage(cfg, index, retriever_config, sets, served, t_pipeline, progress)
-    index = stage.index  # the adapted version when it is kept: the policy and ranker train on it
-    baseline = ADAPTED if stage.kept else "shipped"  # what the retrained policy must beat
-    for name in sets:
-        if stage.kept:
-            served[name][ADAPTED] = stage.rows[name]
-    ranker_tasks = len(train_tasks) if cfg.ranker == "retrain" else 0
-    reserve = per_task * (sum(len(t) for t in sets.values()) + 2 * ranker_tasks) * 1.2
-    rl_cfg.minutes = _rl_minutes(cfg, t_pipeline, reserve)
-    t0 = time.perf_counter()
-    rl = run_learned_rl(index, rl_cfg, progress=progress)
-    rl_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    # The ranker learns from the retrained policy's own episodes, and is saved beside its weights, so
-    # one --policy-path serves both (LearnedPolicy.ranker_path).
-    ranker = (
-        retrain_ranker(
-            index,
-            LearnedPolicy.load(rl["model_dir"]),
-            train_tasks,
-            Path(rl["model_dir"]) / RANKER_FILE,
-            RankerConfig(seed=cfg.seed),
-            progress=progress,
-        )
-        if cfg.ranker == "retrain"
-        else None
+    rl_cfg.minutes = minutes
+    return run_learned_rl(index, rl_cfg, progress=progress)
+
+
+def _retrain_ranker(
+    cfg: PipelineConfig, index: Any, model_dir: str, train_tasks: list[dict[str, Any]], progress: bool
+) -> dict[str, Any]:
+    """The closing ranker retrained on the retrained policy's own episodes, saved beside its weights, so
+    one --policy-path serves both (LearnedPolicy.ranker_path)."""
+    from sieve.agent.policies.learned import LearnedPolicy
+    from sieve.agent.policies.learned.policy import RANKER_FILE
+    from sieve.train.ranking.corpus import RankerConfig, retrain_ranker
+
+    return retrain_ranker(
+        index,
+        LearnedPolicy.load(model_dir),
+        train_tasks,
+        Path(model_dir) / RANKER_FILE,
+        RankerConfig(seed=cfg.seed),
+        progress=progress,
     )
-    ranker_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    retrained = LearnedPolicy.load(rl["model_dir"])
+
+
+def _judge(
+    cfg: PipelineConfig,
+    index: Any,
+    model_dir: str,
+    sets: dict[str, list[EvalTask]],
+    served: dict[str, dict[str, list[dict[str, Any]]]],
+    baseline: str,
+    deciding: str,
+    progress: bool,
+) -> Verdict:
+    """The retrained Sieve as served on every set (added to ``served``), and the verdict against ``baseline``."""
+    from sieve.agent.policies.learned import LearnedPolicy
+    from sieve.train.ranking.corpus import served_scores
+
+    retrained = LearnedPolicy.load(model_dir)
     for name, tasks in sets.items():
         served[name]["retrained"] = served_scores(index, retrained, tasks, k=SERVED_K, progress=progress)
-    eval_s = time.perf_counter() - t0
     comparisons = [
         SetComparison.of(name, rows[baseline], rows["retrained"], cfg.verdict) for name, rows in served.items()
     ]
-    verdict = decide(comparisons, LABELLED if labelled else HELD, cfg.verdict, SERVED_K)
-    # The policy alone (floor off, as RL scores it) on the held-apart tasks: the RL run's own checks.
-    policy_rows = rl.get("heldout_scores") or {}
-    evals = (
-        {
-            HELD: {
-                POLICY_NAMES[p]: mean_scores(policy_rows[key])
-                for p, key in (("heuristic", "heuristic"), ("shipped", "start"), ("retrained", "end"))
-                if key in policy_rows
-            }
-        }
-        if held and policy_rows
-        else {}
-    )
+    return decide(comparisons, deciding, cfg.verdict, SERVED_K)
+
+
+def _record_run(
+    cfg: PipelineConfig, retriever_config: RetrieverConfig, model_dir: str, verdict: Verdict, stage: Any, progress: bool
+) -> tuple[Any, str | None]:
+    """``run.json`` of the parts found better, and the collection switched to them unless --no-adopt;
+    (the RunArtifact, what adopting did or None)."""
+    from sieve.core.runs import RunArtifact
+    from sieve.train.adopt import adopt_run
+
     run = RunArtifact(
         cfg.out,
-        policy=Path(rl["model_dir"]) if verdict.better else None,
+        policy=Path(model_dir) if verdict.better else None,
         embedder=Path(stage.model) if stage.kept and stage.model else None,
         verdict={"policy": verdict.to_dict(), "embedder": stage.to_dict()},
     )
@@ -318,33 +364,50 @@ def _learned_route(
         logger.info(
             "The adapted version %s stays unswitched: sieve adopt %s -c %s", stage.version.new, cfg.out, cfg.collection
         )
-    result: dict[str, Any] = {
+    return run, adopted
+
+
+def _learned_result(
+    rl: dict[str, Any],
+    run: Any,
+    adopted: str | None,
+    stage: Any,
+    verdict: Verdict,
+    served: dict[str, dict[str, list[dict[str, Any]]]],
+    ranker: dict[str, Any] | None,
+    counts: dict[str, Any],
+    seconds: dict[str, float],
+) -> dict[str, Any]:
+    """The learned route's part of ``summary.json`` (and what ``report.md`` is written from)."""
+    from sieve.train.learned.trainer import mean_scores
+
+    # The policy alone (floor off, as RL scores it) on the held-apart tasks: the RL run's own checks.
+    policy_rows = rl.get("heldout_scores") or {}
+    evals = (
+        {
+            HELD: {
+                POLICY_NAMES[p]: mean_scores(policy_rows[key])
+                for p, key in (("heuristic", "heuristic"), ("shipped", "start"), ("retrained", "end"))
+                if key in policy_rows
+            }
+        }
+        if counts["n_heldout"] and policy_rows
+        else {}
+    )
+    return {
         "model_dir": rl["model_dir"],
         "policy_path": rl["model_dir"] if verdict.better else None,
-        "run": str(cfg.out) if not run.uses_shipped_parts() else None,
+        "run": str(run.folder) if not run.uses_shipped_parts() else None,
         "adopted": adopted,
         "embedder": stage.to_dict(),
         "verdict": verdict.to_dict(),
         "served": {name: {system: served_means(r) for system, r in rows.items()} for name, rows in served.items()},
         "evals": evals,
         "ranker": ranker,
-        "synth": synth.to_dict(),
-        "n_tasks": synth.written + synth.existing,
-        "n_train": len(train_tasks),
-        "n_heldout": len(held),
-        "n_eval_tasks": len(labelled),
+        **counts,
         "rl": {k: v for k, v in rl.items() if k not in ("curve_first_window", "curve_last_window", "heldout_scores")},
-        "stage_seconds": {
-            "embedder": round(stage.seconds, 1),
-            "rl": round(rl_s, 1),
-            "ranker": round(ranker_s, 1),
-            "eval": round(eval_s, 1),
-        },
+        "stage_seconds": seconds,
     }
-    report = cfg.out / "report.md"
-    report.write_text(learned_report(cfg, result, verdict, SERVED_K), encoding="utf-8")
-    result["report"] = str(report)
-    return result
 
 
 def _embedder_stage(
@@ -397,6 +460,19 @@ POLICY_NAMES = {"heuristic": "heuristic", "shipped": "learned (shipped)", "retra
 
 def learned_report(cfg: PipelineConfig, result: dict[str, Any], verdict: Verdict, k: int) -> str:
     """``report.md`` of the learned route, from the same ``result`` that ``summary.json`` holds."""
+    lines = [
+        *_report_intro(cfg, result),
+        *_verdict_section(verdict, k),
+        *_judged_examples(cfg),
+        *_served_section(result, k),
+        *embedder_report(result["embedder"], k),
+        *_report_outcome(cfg, result, verdict),
+    ]
+    return "\n".join(lines)
+
+
+def _report_intro(cfg: PipelineConfig, result: dict[str, Any]) -> list[str]:
+    """What the run did: tasks, GRPO updates and what stopped them, the ranker, the screen."""
     rl = result["rl"]
     start = {"default": "the shipped checkpoint", "none": "a fresh network"}.get(cfg.init, f"`{cfg.init}`")
     ranker = result["ranker"]
@@ -431,7 +507,12 @@ def learned_report(cfg: PipelineConfig, result: dict[str, Any], verdict: Verdict
             "with labelled questions of this corpus to confirm.",
             "",
         ]
-    lines += [
+    return lines
+
+
+def _verdict_section(verdict: Verdict, k: int) -> list[str]:
+    """The verdict, why, its rule, and the shipped -> retrained table of every set."""
+    lines = [
         "## Verdict",
         "",
         verdict.headline(),
@@ -446,21 +527,30 @@ def learned_report(cfg: PipelineConfig, result: dict[str, Any], verdict: Verdict
         "all gold found by the shipped Sieve |",
         "|---|---:|---|---|---:|",
     ]
-    lines += [
+    return lines + [
         f"| {c.name} | {c.n} | {fmt_diff(c.recall)} | {fmt_diff(c.reward)} | {c.solved_by_shipped} |"
         for c in verdict.sets
     ]
+
+
+def _judged_examples(cfg: PipelineConfig) -> list[str]:
+    """Three held-apart tasks it was judged on, those that read most like a person's question."""
     held_file = cfg.out / "heldout_tasks.jsonl"
     held_tasks = list(read_written_tasks(held_file).values()) if held_file.exists() else []
-    if held_tasks:
-        lines += [
-            "",
-            f"Held-apart tasks it was judged on, the {min(3, len(held_tasks))} of {len(held_tasks)} that read "
-            f"most like a person's question (all in `{held_file.name}`):",
-            "",
-            *[f"- {t['question']}" for t in most_natural(held_tasks, 3)],
-        ]
-    lines += [
+    if not held_tasks:
+        return []
+    return [
+        "",
+        f"Held-apart tasks it was judged on, the {min(3, len(held_tasks))} of {len(held_tasks)} that read "
+        f"most like a person's question (all in `{held_file.name}`):",
+        "",
+        *[f"- {t['question']}" for t in most_natural(held_tasks, 3)],
+    ]
+
+
+def _served_section(result: dict[str, Any], k: int) -> list[str]:
+    """Sieve as served on every set, then the policy alone (as RL scores it) on the held-apart tasks."""
+    lines = [
         "",
         "## Sieve as served (policy + ranker, floor on)",
         "",
@@ -486,9 +576,14 @@ def learned_report(cfg: PipelineConfig, result: dict[str, Any], verdict: Verdict
             for name, r in rows.items()
         ]
         lines.append("")
-    lines += embedder_report(result["embedder"], k)
+    return lines
+
+
+def _report_outcome(cfg: PipelineConfig, result: dict[str, Any], verdict: Verdict) -> list[str]:
+    """What to use (the run folder, or the shipped default) and whether the collection was switched to it."""
+    ranker = result["ranker"]
     if verdict.better:
-        lines += [
+        lines = [
             f"Use it: `sieve search ... --policy-path {cfg.out}` (the run folder: its policy"
             + (", its ranker" if ranker else "")
             + (" and its embedder)." if result["embedder"]["kept"] else ")."),
@@ -500,7 +595,7 @@ def learned_report(cfg: PipelineConfig, result: dict[str, Any], verdict: Verdict
             if result["embedder"]["kept"]
             else "Keep the shipped default (no `--policy-path`)"
         )
-        lines += [
+        lines = [
             f"{keep}; the retrained policy{' and ranker' if ranker else ''} "
             f"stay{'' if ranker else 's'} in `{result['model_dir']}` for inspection.",
             "",
@@ -509,7 +604,7 @@ def learned_report(cfg: PipelineConfig, result: dict[str, Any], verdict: Verdict
         lines += [f"Adopted: {result['adopted']}", ""]
     elif result["run"]:
         lines += [f"Not adopted (--no-adopt): `sieve adopt {cfg.out} -c {cfg.collection}` switches to it.", ""]
-    return "\n".join(lines)
+    return lines
 
 
 def embedder_report(stage: dict[str, Any], k: int) -> list[str]:
@@ -551,8 +646,23 @@ def _llm_route(
     progress: bool,
 ) -> dict[str, Any]:
     """SFT warm start of a language model on heuristic trajectories, then GRPO (the GPU route)."""
-    from sieve.agent.backends.local import LocalBackend
-    from sieve.train.llm.heldout import heldout_table, run_heldout
+    sft, rl = _llm_train(cfg, index, progress)
+    evals = _llm_evals(cfg, index, held, {"sft": sft["model_dir"], "sft+rl": rl["model_dir"]}, progress)
+    report = cfg.out / "report.md"
+    counts = f"{synth.written + synth.existing} synthesized tasks ({len(train_tasks)} train, {len(held)} held out)"
+    report.write_text(_llm_report(cfg, counts, sft, rl, evals), encoding="utf-8")
+    return {
+        "model_dir": rl["model_dir"],
+        "report": str(report),
+        "evals": evals,
+        "synth": synth.to_dict(),
+        "sft_model": sft["model_dir"],
+        "rl_steps": rl["steps"],
+    }
+
+
+def _llm_train(cfg: PipelineConfig, index: Any, progress: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """SFT of the student on the train tasks (``sft/``), then GRPO from it (``rl/``); both runs' results."""
     from sieve.train.llm.rl import RLConfig, run_rl
     from sieve.train.llm.sft import WarmStartConfig, run_sft
 
@@ -585,40 +695,46 @@ def _llm_route(
         ),
         progress=progress,
     )
+    return sft, rl
+
+
+def _llm_evals(
+    cfg: PipelineConfig, index: Any, held: list[dict[str, Any]], models: dict[str, str], progress: bool
+) -> dict[str, dict[str, Any]]:
+    """The heuristic and each of ``models`` (name -> HF folder) on the held-out tasks."""
+    from sieve.agent.backends.local import LocalBackend
+    from sieve.train.llm.heldout import run_heldout
+
     evals: dict[str, dict[str, Any]] = {}
     evals["heuristic"] = run_heldout(index, held, cfg.episode, policy="heuristic", progress=progress)[0].to_dict()
-    for name, path in (("sft", sft["model_dir"]), ("sft+rl", rl["model_dir"])):
+    for name, path in models.items():
         evals[name] = run_heldout(index, held, cfg.episode, backend=LocalBackend.load(path), progress=progress)[
             0
         ].to_dict()
-    report = cfg.out / "report.md"
-    report.write_text(
-        "\n".join(
-            [
-                f"# sieve train all --llm: {cfg.corpus}",
-                "",
-                f"{synth.written + synth.existing} synthesized tasks ({len(train_tasks)} train, {len(held)} held out); "
-                f"SFT {sft['n_train_examples']} examples; GRPO {rl['steps']} steps (reward {rl['reward_first']:.3f} -> "
-                f"{rl['reward_last']:.3f}).",
-                "",
-                "## Held-out tasks",
-                "",
-                heldout_table(evals),
-                "",
-                f"Model: `{rl['model_dir']}` (HF folder: `AgentConfig(local_model=...)`, or `vllm serve`).",
-                "",
-            ]
-        ),
-        encoding="utf-8",
+    return evals
+
+
+def _llm_report(
+    cfg: PipelineConfig, counts: str, sft: dict[str, Any], rl: dict[str, Any], evals: dict[str, dict[str, Any]]
+) -> str:
+    """``report.md`` of the LLM route: the tasks, SFT and GRPO in a line, then the held-out table."""
+    from sieve.train.llm.heldout import heldout_table
+
+    return "\n".join(
+        [
+            f"# sieve train all --llm: {cfg.corpus}",
+            "",
+            f"{counts}; SFT {sft['n_train_examples']} examples; GRPO {rl['steps']} steps (reward "
+            f"{rl['reward_first']:.3f} -> {rl['reward_last']:.3f}).",
+            "",
+            "## Held-out tasks",
+            "",
+            heldout_table(evals),
+            "",
+            f"Model: `{rl['model_dir']}` (HF folder: `AgentConfig(local_model=...)`, or `vllm serve`).",
+            "",
+        ]
     )
-    return {
-        "model_dir": rl["model_dir"],
-        "report": str(report),
-        "evals": evals,
-        "synth": synth.to_dict(),
-        "sft_model": sft["model_dir"],
-        "rl_steps": rl["steps"],
-    }
 
 
 __all__ = ["PipelineConfig", "learned_report", "run_pipeline"]

@@ -45,81 +45,18 @@ from sieve.train.synth_claims import ClaimWriter, single_shot_recall, synthesize
 from sieve.train.synth_generators import Draft, Link, LLMWriter, QuestionWriter, TemplateWriter
 from sieve.train.synth_pairs import ComparisonPairs, compared_chunks, gold_chunks, verify_comparison
 from sieve.train.task_io import all_chunks, read_written_tasks
-from sieve.train.synth_writers import WRITERS, Writer, WriterOptions, build_writer, writer_help
+from sieve.train.synth_config import GeneratorName, SynthConfig
+from sieve.train.synth_writers import Writer, WriterOptions, build_writer
 
 if TYPE_CHECKING:
     from sieve.retriever import CorpusIndex
+    from sieve.train.synth_hard import HardWriter
     from sieve.retriever.types import Chunk
 
 logger = logging.getLogger(__name__)
 
-GeneratorName = str  # a name in sieve.train.synth_writers.WRITERS
 _WORD = re.compile(r"[A-Za-z0-9À-ÿ]+(?:['’][A-Za-z]+)?")
 _CAPS = re.compile(r"\b[A-Z][a-zA-Z0-9À-ÿ]+(?:\s+(?:of|the|de|von|van|and|[A-Z][a-zA-Z0-9À-ÿ]+))*")
-
-
-@dataclass
-class SynthConfig:
-    n: int = field(default=500, metadata={"help": "Number of verified tasks wanted in the output file."})
-    seed: int = field(default=0, metadata={"help": "Seed of the bridge-chunk order (same seed, same tasks)."})
-    generator: GeneratorName = field(default="heuristic", metadata={"help": f"Question writer: {writer_help()}."})
-    links_per_bridge: int = field(default=2, metadata={"help": "Most links tried per bridge chunk."})
-    tasks_per_target: int = field(default=2, metadata={"help": "Most tasks whose answer lies in one document."})
-    min_title_chars: int = field(default=4, metadata={"help": "Shorter titles are not matched as mentions."})
-    max_title_words: int = field(default=8, metadata={"help": "Longer titles are not matched as mentions."})
-    bm25_neighbours: int = field(
-        default=5, metadata={"help": "BM25 neighbours tried when no title link (LLM writers)."}
-    )
-    verify_k: int = field(default=10, metadata={"help": "Depth of the single-shot search used by verification."})
-    shortcut_rank: int = field(
-        default=1,
-        metadata={"help": "Reject when single-shot search ranks the target within this rank but misses the bridge."},
-    )
-    n_distractors: int = field(default=10, metadata={"help": "Hard distractors recorded per task."})
-    reader_check: bool = field(
-        default=False, metadata={"help": "LLM writers: also reject when the model answers from the bridge chunk alone."}
-    )
-    max_answer_words: int = field(default=10, metadata={"help": "Longer answers are rejected."})
-    max_quoted_words: int = field(
-        default=4,
-        metadata={
-            "help": "Reject a question that copies more content words of a gold chunk in a row (names, numbers aside)."
-        },
-    )
-    comparison_share: float = field(
-        default=0.3,
-        metadata={"help": "Template writer: share of lead chunks tried first as one side of a comparison question."},
-    )
-    drafts_per_link: int = field(default=3, metadata={"help": "Most drafts verified per link before moving on."})
-    id_prefix: str = field(default="synth", metadata={"help": "Prefix of task ids."})
-    claim_max_words: int = field(default=20, metadata={"help": "claims: longest claim written, in words."})
-    claim_search_depth: int = field(
-        default=50,
-        metadata={
-            "help": "claims: reject a claim whose source document single-shot search does not find in this many."
-        },
-    )
-
-    def __post_init__(self) -> None:
-        if self.n < 1:
-            raise InvalidInput(f"Expected n >= 1, got {self.n}")
-        if self.generator not in WRITERS:
-            raise InvalidInput(f"Expected generator in {tuple(WRITERS)}, got {self.generator!r}")
-        if self.claim_max_words < 5 or self.claim_search_depth < 1:
-            raise InvalidInput(
-                f"Expected claim_max_words >= 5 and claim_search_depth >= 1, got "
-                f"{self.claim_max_words}, {self.claim_search_depth}"
-            )
-        if self.verify_k < 1 or self.shortcut_rank < 0 or self.n_distractors < 0:
-            raise InvalidInput(
-                f"Expected verify_k >= 1, shortcut_rank >= 0, n_distractors >= 0, got "
-                f"{self.verify_k}, {self.shortcut_rank}, {self.n_distractors}"
-            )
-        if not 0.0 <= self.comparison_share <= 1.0 or self.max_quoted_words < 0 or self.drafts_per_link < 1:
-            raise InvalidInput(
-                f"Expected 0 <= comparison_share <= 1, max_quoted_words >= 0, drafts_per_link >= 1, "
-                f"got {self.comparison_share}, {self.max_quoted_words}, {self.drafts_per_link}"
-            )
 
 
 @dataclass
@@ -455,31 +392,65 @@ def synthesize(
     if need <= 0:
         report.seconds = time.perf_counter() - t0
         return report
-    from sieve.train.synth_hard import HardWriter, synthesize_hard
+    from sieve.train.synth_hard import HardWriter
 
     if isinstance(writer, HardWriter):
-        hard = synthesize_hard(index, out, writer.config(cfg.n, cfg.seed), progress=progress)
-        report.written, report.bridges_tried, report.drafts = len(hard.tasks), hard.tried, hard.tried
-        report.rejected.update(hard.rejected)
+        _synthesize_hard(index, out, cfg, writer, report, progress)
         return _finish(report, out, existing_tasks, need, t0, "chunks with verifiable keyphrases")
     if isinstance(writer, ClaimWriter):
-        claims = synthesize_claims(
-            index,
-            out,
-            need,
-            existing_tasks,
-            seed=cfg.seed,
-            id_prefix=cfg.id_prefix,
-            search_depth=cfg.claim_search_depth,
-            writer=writer,
-            progress=progress,
-        )
-        report.written, report.bridges_tried, report.drafts = len(claims.tasks), claims.documents_tried, claims.drafts
-        report.rejected.update(claims.rejected)
-        report.single_shot_recall_at_10 = single_shot_recall([*existing_tasks.values(), *claims.tasks], k=10)
+        _synthesize_claims(index, out, cfg, writer, report, existing_tasks, need, progress)
         return _finish(report, out, existing_tasks, need, t0, "documents with a findable finding")
     if not isinstance(writer, QuestionWriter):
         raise InvalidInput(f"Expected a question, claim or hard writer, got {type(writer).__name__} (no drafts(link))")
+    run, order = _link_run(index, cfg, writer, report, existing_tasks)
+    _synthesize_links(run, order, out, existing_tasks, need, progress)
+    return _finish(report, out, existing_tasks, need, t0, "verifiable links")
+
+
+def _synthesize_hard(
+    index: CorpusIndex, out: Path, cfg: SynthConfig, writer: HardWriter, report: SynthReport, progress: bool
+) -> None:
+    """Keyphrase questions with span gold (:func:`sieve.train.synth_hard.synthesize_hard`), into ``report``."""
+    from sieve.train.synth_hard import synthesize_hard
+
+    hard = synthesize_hard(index, out, writer.config(cfg.n, cfg.seed), progress=progress)
+    report.written, report.bridges_tried, report.drafts = len(hard.tasks), hard.tried, hard.tried
+    report.rejected.update(hard.rejected)
+
+
+def _synthesize_claims(
+    index: CorpusIndex,
+    out: Path,
+    cfg: SynthConfig,
+    writer: ClaimWriter,
+    report: SynthReport,
+    existing_tasks: dict[str, Any],
+    need: int,
+    progress: bool,
+) -> None:
+    """One single-hop claim per document (:func:`sieve.train.synth_claims.synthesize_claims`), into ``report``,
+    with how often one hybrid search finds the claims' sources."""
+    claims = synthesize_claims(
+        index,
+        out,
+        need,
+        existing_tasks,
+        seed=cfg.seed,
+        id_prefix=cfg.id_prefix,
+        search_depth=cfg.claim_search_depth,
+        writer=writer,
+        progress=progress,
+    )
+    report.written, report.bridges_tried, report.drafts = len(claims.tasks), claims.documents_tried, claims.drafts
+    report.rejected.update(claims.rejected)
+    report.single_shot_recall_at_10 = single_shot_recall([*existing_tasks.values(), *claims.tasks], k=10)
+
+
+def _link_run(
+    index: CorpusIndex, cfg: SynthConfig, writer: QuestionWriter, report: SynthReport, existing_tasks: dict[str, Any]
+) -> tuple[_Run, list[Chunk]]:
+    """The state of a run of linked (multi-hop) tasks, rebuilt from the tasks already written, and the
+    chunks in the seeded order the passes visit them."""
     view = CorpusView.load(index, min_title_chars=cfg.min_title_chars, max_title_words=cfg.max_title_words)
     order = list(view.chunks)
     random.Random(cfg.seed).shuffle(order)
@@ -503,6 +474,15 @@ def synthesize(
         ),
         total=len(existing_tasks),
     )
+    return run, order
+
+
+def _synthesize_links(
+    run: _Run, order: list[Chunk], out: Path, existing_tasks: dict[str, Any], need: int, progress: bool
+) -> None:
+    """The passes over ``order`` (bridges and comparisons, then comparisons to fill up), appending each
+    verified task to ``out`` as it is found; a resumed run goes on where the last task was written."""
+    report = run.report
     start_pass, start = _resume_point(order, list(existing_tasks.values()))
     used = {
         t["meta"]["gold_chunk_ids"][0] for t in existing_tasks.values() if (t.get("meta") or {}).get("gold_chunk_ids")
@@ -510,7 +490,7 @@ def synthesize(
     bar = tqdm(total=need, desc="Synthesizing tasks", unit="task", disable=not progress)
     tried: set[str] = set()
     with out.open("a", encoding="utf-8") as f:
-        for fill in (False, True) if pairs is not None else (False,):
+        for fill in (False, True) if run.pairs is not None else (False,):
             if fill and start_pass == 1:
                 start = 0
             elif not fill and start_pass == 2:
@@ -532,7 +512,6 @@ def synthesize(
                 report.written += 1
                 bar.update(1)
     bar.close()
-    return _finish(report, out, existing_tasks, need, t0, "verifiable links")
 
 
 def _finish(

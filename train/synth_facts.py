@@ -424,8 +424,23 @@ def read_subject(title: str, text: str) -> Subject:
     lead = lead_sentences(text, 2)
     desc = first_description(text)
     tnoun = type_noun(desc)
-    facts: list[Fact] = []
+    facts, lived = _life_facts(first, lead)
+    nat, rest = _strip_nationality(desc.split()) if desc else (None, [])
+    person = lived or _reads_as_person(tnoun, nat)
+    for kind, rx in (("birthplace", _BIRTHPLACE), ("deathplace", _DEATHPLACE)):
+        m = rx.search(lead)
+        if m and person:
+            facts.append(Fact(kind, _place_answers(m.group("p"))))
+    if desc:
+        facts += _description_facts(desc, nat, rest, tnoun, person)
+    if not person:
+        _add_thing_facts(facts, first, lead, tnoun)
+    return Subject(name=clean_title(title), type_noun=tnoun, person=person, facts=tuple(facts))
 
+
+def _life_facts(first: str, lead: str) -> tuple[list[Fact], bool]:
+    """Birth and death dates (a lifespan in brackets, or "born ..." and "died ..."); and whether either was found."""
+    facts: list[Fact] = []
     life = _LIFESPAN.search(first[:300])
     born = _BORN.search(first) if not life else None
     if life:
@@ -435,51 +450,56 @@ def read_subject(title: str, text: str) -> Subject:
         died = _DIED.search(lead)
         if died:
             facts += [f for f in (_date_fact("died", died.group("d")),) if f]
-    nat, rest = _strip_nationality(desc.split()) if desc else (None, [])
-    person = (
-        bool(life or born)
-        or tnoun in PERSON_NOUNS
-        or bool(
-            nat
-            and tnoun
-            and _AGENT.search(tnoun)
-            and tnoun not in _NOT_AGENT
-            and tnoun not in WORK_VERBS
-            and tnoun not in PLACE_NOUNS
-        )
+    return facts, bool(life or born)
+
+
+def _reads_as_person(tnoun: str | None, nat: str | None) -> bool:
+    """Whether a description with no life dates is of a person: a person noun, or a nationality and an
+    agent noun ("American songwriter") that is no kind of work, place or kin."""
+    return tnoun in PERSON_NOUNS or bool(
+        nat
+        and tnoun
+        and _AGENT.search(tnoun)
+        and tnoun not in _NOT_AGENT
+        and tnoun not in WORK_VERBS
+        and tnoun not in PLACE_NOUNS
     )
-    for kind, rx in (("birthplace", _BIRTHPLACE), ("deathplace", _DEATHPLACE)):
-        m = rx.search(lead)
-        if m and person:
-            facts.append(Fact(kind, _place_answers(m.group("p"))))
-    if desc:
-        if nat and person:
-            facts.append(Fact("nationality", (nat,)))
-        occ = " ".join(rest).strip(" -")
-        if person and occ and 1 <= len(occ.split()) <= 6 and occ[0].islower() and tnoun not in _KIN:
-            facts.append(Fact("occupation", (occ,)))
-        y = _YEAR_LEAD.match(desc)
-        if y and tnoun in WORK_VERBS and not person:
-            facts.append(Fact("year", (y.group("y"),), year=int(y.group("y")), verb=WORK_VERBS[tnoun]))
-    if not person:
-        m = _RELEASED.search(lead)
-        if m and not any(f.kind == "year" for f in facts):
-            facts.append(Fact("year", (m.group("y"),), year=int(m.group("y")), verb=m.group("v")))
-        m = _FOUNDED.search(lead)
-        if m:
-            facts.append(Fact("founded", (m.group("y"),), year=int(m.group("y")), verb=m.group("v")))
-        m = _LOCATED.search(lead) or (_PLACE_IN.search(first) if tnoun in PLACE_NOUNS else None)
-        if m and m.group("p").split()[0].rstrip(",") not in DEMONYMS:
-            facts.append(Fact("location", _place_answers(m.group("p")), verb=m.groupdict().get("v") or "located"))
-        m = _CAPITAL.search(lead)
-        if m:
-            facts.append(Fact("capital", _place_answers(m.group("p"))))
-        for m in _BY_PERSON.finditer(lead):
-            name = m.group("n").rstrip(".")
-            for v in re.findall(r"[a-z]+", m.group("v").replace("co-", "")):
-                if v in _VERB_ROLE and not any(f.kind == v for f in facts) and len(name) > 3:
-                    facts.append(Fact(v, (name,), verb=_VERB_ROLE[v][1]))
-    return Subject(name=clean_title(title), type_noun=tnoun, person=person, facts=tuple(facts))
+
+
+def _description_facts(desc: str, nat: str | None, rest: list[str], tnoun: str | None, person: bool) -> list[Fact]:
+    """Facts of the "X is a ..." description: a person's nationality and occupation, a work's year."""
+    facts: list[Fact] = []
+    if nat and person:
+        facts.append(Fact("nationality", (nat,)))
+    occ = " ".join(rest).strip(" -")
+    if person and occ and 1 <= len(occ.split()) <= 6 and occ[0].islower() and tnoun not in _KIN:
+        facts.append(Fact("occupation", (occ,)))
+    y = _YEAR_LEAD.match(desc)
+    if y and tnoun in WORK_VERBS and not person:
+        facts.append(Fact("year", (y.group("y"),), year=int(y.group("y")), verb=WORK_VERBS[tnoun]))
+    return facts
+
+
+def _add_thing_facts(facts: list[Fact], first: str, lead: str, tnoun: str | None) -> None:
+    """Add to ``facts`` those of a subject that is no person: its release or founding year, where it is,
+    its capital, and who made it ("directed by ...")."""
+    m = _RELEASED.search(lead)
+    if m and not any(f.kind == "year" for f in facts):
+        facts.append(Fact("year", (m.group("y"),), year=int(m.group("y")), verb=m.group("v")))
+    m = _FOUNDED.search(lead)
+    if m:
+        facts.append(Fact("founded", (m.group("y"),), year=int(m.group("y")), verb=m.group("v")))
+    m = _LOCATED.search(lead) or (_PLACE_IN.search(first) if tnoun in PLACE_NOUNS else None)
+    if m and m.group("p").split()[0].rstrip(",") not in DEMONYMS:
+        facts.append(Fact("location", _place_answers(m.group("p")), verb=m.groupdict().get("v") or "located"))
+    m = _CAPITAL.search(lead)
+    if m:
+        facts.append(Fact("capital", _place_answers(m.group("p"))))
+    for m in _BY_PERSON.finditer(lead):
+        name = m.group("n").rstrip(".")
+        for v in re.findall(r"[a-z]+", m.group("v").replace("co-", "")):
+            if v in _VERB_ROLE and not any(f.kind == v for f in facts) and len(name) > 3:
+                facts.append(Fact(v, (name,), verb=_VERB_ROLE[v][1]))
 
 
 # -- the bridge's cue: how A relates to the B it mentions ---------------------------------------------------

@@ -192,6 +192,35 @@ def fmt_diff(p: PairedDiff) -> str:
     return f"{p.shipped:.3f} -> {p.retrained:.3f} ({p.diff:+.3f}, {noise})"
 
 
+def _deciding_set(d: SetComparison, k: int, tie: str) -> tuple[bool, list[str]]:
+    """Whether the deciding set says better (recall above the noise, or level recall and ``tie`` above it), and why."""
+    if d.recall.above_noise:
+        return True, [f"recall@{k} on {d.name} {fmt_diff(d.recall)}"]
+    if d.recall.diff >= 0 and d.reward.above_noise:
+        return True, [f"recall@{k} on {d.name} {fmt_diff(d.recall)}: within the noise; {tie} {fmt_diff(d.reward)}"]
+    if d.recall.below_noise:
+        return False, [f"recall@{k} on {d.name} is lower: {fmt_diff(d.recall)}"]
+    return False, [
+        f"recall@{k} on {d.name} {fmt_diff(d.recall)}: not above the noise",
+        f"{tie} {fmt_diff(d.reward)}: "
+        + ("not above the noise" if d.recall.diff >= 0 else f"no tie-break, recall@{k} is lower"),
+    ]
+
+
+def _caveats(sets: list[SetComparison], deciding: str, cfg: VerdictConfig, k: int) -> list[str]:
+    """What weakens the comparison: sets the shipped policy already solves, and other sets with few tasks."""
+    reasons: list[str] = []
+    for s in sets:
+        if s.n and s.solved_by_shipped >= cfg.saturated * s.n:
+            reasons.append(
+                f"tasks saturated: the shipped policy already solves {s.solved_by_shipped} of {s.n} "
+                f"{s.name} (every gold chunk in its top {k})"
+            )
+        if s.name != deciding and s.n < cfg.few_tasks:
+            reasons.append(f"only {s.n} task{'s' if s.n != 1 else ''} in {s.name}: a weak comparison")
+    return reasons
+
+
 def decide(
     sets: list[SetComparison], deciding: str, config: VerdictConfig | None = None, k: int = DEFAULT_K
 ) -> Verdict:
@@ -221,34 +250,13 @@ def decide(
             f"only {d.n} task{'s' if d.n != 1 else ''} in {d.name}: too few to tell a difference from the noise "
             f"({cfg.few_tasks} or more tell)"
         )
-    if d.recall.above_noise:
-        better = True
-        reasons.append(f"recall@{k} on {d.name} {fmt_diff(d.recall)}")
-    elif d.recall.diff >= 0 and d.reward.above_noise:
-        better = True
-        reasons.append(f"recall@{k} on {d.name} {fmt_diff(d.recall)}: within the noise; {tie} {fmt_diff(d.reward)}")
-    else:
-        better = False
-        if d.recall.below_noise:
-            reasons.append(f"recall@{k} on {d.name} is lower: {fmt_diff(d.recall)}")
-        else:
-            reasons.append(f"recall@{k} on {d.name} {fmt_diff(d.recall)}: not above the noise")
-            reasons.append(
-                f"{tie} {fmt_diff(d.reward)}: "
-                + ("not above the noise" if d.recall.diff >= 0 else f"no tie-break, recall@{k} is lower")
-            )
+    better, why = _deciding_set(d, k, tie)
+    reasons += why
     for other in sets:
         if other.name != deciding and other.recall.below_noise:
             better = False
             reasons.append(f"recall@{k} on {other.name} is lower: {fmt_diff(other.recall)}")
-    for s in sets:
-        if s.n and s.solved_by_shipped >= cfg.saturated * s.n:
-            reasons.append(
-                f"tasks saturated: the shipped policy already solves {s.solved_by_shipped} of {s.n} "
-                f"{s.name} (every gold chunk in its top {k})"
-            )
-        if s.name != deciding and s.n < cfg.few_tasks:
-            reasons.append(f"only {s.n} task{'s' if s.n != 1 else ''} in {s.name}: a weak comparison")
+    reasons += _caveats(sets, deciding, cfg, k)
     return Verdict(
         better=better,
         deciding_set=deciding,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
@@ -34,7 +34,9 @@ from sieve.cli.commands._common import (
 )
 
 if TYPE_CHECKING:
+    from sieve.retriever import CorpusIndex
     from sieve.retriever.config import RetrieverConfig
+    from sieve.settings import Settings
 
 
 def _check_lock_folder(cfg: RetrieverConfig, *, repair: bool, as_json: bool) -> None:
@@ -164,265 +166,307 @@ def _report_index(report, as_json: bool, width: int | None = None) -> None:
         )
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("index")
-    @cli_errors
-    def index_cmd(
-        path: Optional[Path] = typer.Argument(None, help=f"File or folder ({formats_help()})."),
-        optimize: bool = typer.Option(
-            False, "--optimize", help="Merge COLLECTION's BM25 segments into one (after indexing PATH, if given)."
-        ),
-        collection: Optional[str] = CollectionOpt,
-        data_dir: Optional[Path] = DataDirOpt,
-        chroma_url: Optional[str] = ChromaUrlOpt,
-        embedder: Optional[str] = EmbedderOpt,
-        embed_backend: Optional[str] = EmbedBackendOpt,
-        embed_dtype: Optional[str] = EmbedDtypeOpt,
-        bf16: bool = Bf16Opt,
-        device: Optional[str] = DeviceOpt,
-        chunk_tokens: Optional[int] = setting_option("chunk_tokens"),
-        chunk_overlap: Optional[int] = setting_option("chunk_overlap"),
-        chunk_split: Optional[str] = setting_option("chunk_split"),
-        delete_missing: bool = typer.Option(
-            False,
-            "--delete-missing",
-            help="Remove the documents of files that were in this folder and are gone (deleted or moved out).",
-        ),
-        ray: bool = typer.Option(
-            False,
-            "--ray",
-            help="Chunk and embed on Ray Data (pip install -e '.[ray]'); "
-            "a local cluster unless --ray-address. See docs/scaling.md.",
-        ),
-        ray_address: Optional[str] = typer.Option(
-            None,
-            "--ray-address",
-            help="Ray cluster to use (implies --ray): auto, HOST:PORT or ray://HOST:10001; default: a local cluster.",
-        ),
-        as_json: bool = JsonOpt,
-    ) -> None:
-        """Index a file or folder into COLLECTION (idempotent, resumable).
+OptimizeOpt = typer.Option(
+    False, "--optimize", help="Merge COLLECTION's BM25 segments into one (after indexing PATH, if given)."
+)
+DeleteMissingOpt = typer.Option(
+    False,
+    "--delete-missing",
+    help="Remove the documents of files that were in this folder and are gone (deleted or moved out).",
+)
+RayOpt = typer.Option(
+    False,
+    "--ray",
+    help="Chunk and embed on Ray Data (pip install -e '.[ray]'); "
+    "a local cluster unless --ray-address. See docs/scaling.md.",
+)
+RayAddressOpt = typer.Option(
+    None,
+    "--ray-address",
+    help="Ray cluster to use (implies --ray): auto, HOST:PORT or ray://HOST:10001; default: a local cluster.",
+)
 
-        HTML is indexed by its main content (no navigation, menus or footers). Unreadable inputs
-        (bad JSONL lines, repeated ids, metadata Chroma cannot hold, non-UTF-8 files, broken PDFs)
-        are skipped and each is listed with its reason; files of other types are counted by
-        suffix. A run that fails, or finds nothing to index, leaves no new collection behind.
-        Each run adds one BM25 segment; --optimize merges them (searches keep running meanwhile).
-        """
-        from sieve.core.errors import InvalidInput
-        from sieve.retriever import CorpusIndex
 
-        s = settings_from(
-            data_dir,
-            chroma_url,
-            embedder,
-            **embed_overrides(embed_backend, embed_dtype, bf16),
-            chunk_tokens=chunk_tokens,
-            chunk_overlap=chunk_overlap,
-            chunk_split=chunk_split,
-            collection=collection,
-            device=device,
+@cli_errors
+def index_cmd(
+    path: Optional[Path] = typer.Argument(None, help=f"File or folder ({formats_help()})."),
+    optimize: bool = OptimizeOpt,
+    collection: Optional[str] = CollectionOpt,
+    data_dir: Optional[Path] = DataDirOpt,
+    chroma_url: Optional[str] = ChromaUrlOpt,
+    embedder: Optional[str] = EmbedderOpt,
+    embed_backend: Optional[str] = EmbedBackendOpt,
+    embed_dtype: Optional[str] = EmbedDtypeOpt,
+    bf16: bool = Bf16Opt,
+    device: Optional[str] = DeviceOpt,
+    chunk_tokens: Optional[int] = setting_option("chunk_tokens"),
+    chunk_overlap: Optional[int] = setting_option("chunk_overlap"),
+    chunk_split: Optional[str] = setting_option("chunk_split"),
+    delete_missing: bool = DeleteMissingOpt,
+    ray: bool = RayOpt,
+    ray_address: Optional[str] = RayAddressOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Index a file or folder into COLLECTION (idempotent, resumable).
+
+    HTML is indexed by its main content (no navigation, menus or footers). Unreadable inputs
+    (bad JSONL lines, repeated ids, metadata Chroma cannot hold, non-UTF-8 files, broken PDFs)
+    are skipped and each is listed with its reason; files of other types are counted by
+    suffix. A run that fails, or finds nothing to index, leaves no new collection behind.
+    Each run adds one BM25 segment; --optimize merges them (searches keep running meanwhile).
+    """
+    from sieve.core.errors import InvalidInput
+    from sieve.retriever import CorpusIndex
+
+    s = settings_from(
+        data_dir,
+        chroma_url,
+        embedder,
+        **embed_overrides(embed_backend, embed_dtype, bf16),
+        chunk_tokens=chunk_tokens,
+        chunk_overlap=chunk_overlap,
+        chunk_split=chunk_split,
+        collection=collection,
+        device=device,
+    )
+    if path is None:
+        if not optimize:
+            raise InvalidInput("Expected a PATH to index or --optimize, got neither")
+        _merge_segments(s, as_json)
+        return
+    index = CorpusIndex.open(s.retriever_config(), s.collection, create=True)
+    report = _index_path(
+        index,
+        path,
+        ray=ray or bool(ray_address),
+        ray_address=ray_address,
+        delete_missing=delete_missing,
+        as_json=as_json,
+    )
+    if optimize:
+        index.writer.optimize()
+    _report_index_run(index, report, device, as_json)
+
+
+def _merge_segments(s: Settings, as_json: bool) -> None:
+    """``sieve index --optimize`` with no PATH: merge the collection's BM25 segments into one."""
+    from sieve.retriever import CorpusIndex
+
+    merged = CorpusIndex.open(s.retriever_config(), s.collection).writer.optimize()
+    if as_json:
+        print_json({"collection": s.collection, "bm25_segments_merged": merged})
+    else:
+        typer.echo(f"Merged {merged} BM25 segment(s) of {s.collection} into one", err=True)
+
+
+def _index_path(
+    index: CorpusIndex, path: Path, *, ray: bool, ray_address: str | None, delete_missing: bool, as_json: bool
+) -> Any:
+    """Index ``path`` in this process, or on Ray Data (a local cluster unless ``ray_address``); the IndexReport."""
+    if not ray:
+        return index.writer.index_path(path, progress=not as_json, delete_missing=delete_missing)
+    from sieve.retriever.ray_index import LOCAL, RayOptions, index_path_ray
+
+    try:
+        return index_path_ray(
+            index, path, RayOptions(address=ray_address or LOCAL), progress=not as_json, delete_missing=delete_missing
         )
-        if path is None:
-            if not optimize:
-                raise InvalidInput("Expected a PATH to index or --optimize, got neither")
-            merged = CorpusIndex.open(s.retriever_config(), s.collection).writer.optimize()
-            if as_json:
-                print_json({"collection": s.collection, "bm25_segments_merged": merged})
-            else:
-                typer.echo(f"Merged {merged} BM25 segment(s) of {s.collection} into one", err=True)
-            return
-        index = CorpusIndex.open(s.retriever_config(), s.collection, create=True)
-        if ray or ray_address:
-            from sieve.retriever.ray_index import LOCAL, RayOptions, index_path_ray
+    except ImportError as exc:  # the optional extra: a usage error naming the install, not a traceback
+        raise typer.BadParameter(str(exc), param_hint="--ray") from None
 
-            try:
-                report = index_path_ray(
-                    index,
-                    path,
-                    RayOptions(address=ray_address or LOCAL),
-                    progress=not as_json,
-                    delete_missing=delete_missing,
-                )
-            except ImportError as exc:  # the optional extra: a usage error naming the install, not a traceback
-                raise typer.BadParameter(str(exc), param_hint="--ray") from None
-        else:
-            report = index.writer.index_path(path, progress=not as_json, delete_missing=delete_missing)
-        if optimize:
-            index.writer.optimize()
-        # Which device embedded (auto resolves at load); an index run that embedded nothing loaded no model.
-        used = index.embedder.device_choice if index.embedder.is_loaded else None
-        if as_json:
-            print_json({**index_json(report), "device": used.device if used else None})
-            return
-        _report_index(report, False)
-        if used is not None and (device is not None or used.device == "cuda"):
-            # Only where a choice was made (--device given) or a GPU was taken: a CPU-only machine's every
-            # run would otherwise explain why no CUDA device was used.
-            typer.echo(f"Embedding device: {used.describe()}", err=True)
 
-    @app.command("retrieve")
-    @cli_errors
-    def retrieve_cmd(
-        query: str = typer.Argument(..., help="The query."),
-        k: Optional[int] = setting_option("k", "-k", help="Number of results"),
-        mode: str = typer.Option(DEFAULT_MODE, "--mode", help=mode_help()),
-        collection: Optional[str] = CollectionOpt,
-        data_dir: Optional[Path] = DataDirOpt,
-        chroma_url: Optional[str] = ChromaUrlOpt,
-        embedder: Optional[str] = EmbedderOpt,
-        embed_backend: Optional[str] = EmbedBackendOpt,
-        embed_dtype: Optional[str] = EmbedDtypeOpt,
-        bf16: bool = Bf16Opt,
-        device: Optional[str] = DeviceOpt,
-        wide: bool = WideOpt,
-        as_json: bool = JsonOpt,
-    ) -> None:
-        """Plain (non-agentic) retrieval: one query, top-k chunks."""
-        from sieve.retriever import CorpusIndex
-        from sieve.retriever.base import validate_k
+def _report_index_run(index: CorpusIndex, report: Any, device: str | None, as_json: bool) -> None:
+    """The run's report, with the device that embedded it where one was chosen or a GPU taken."""
+    # Which device embedded (auto resolves at load); an index run that embedded nothing loaded no model.
+    used = index.embedder.device_choice if index.embedder.is_loaded else None
+    if as_json:
+        print_json({**index_json(report), "device": used.device if used else None})
+        return
+    _report_index(report, False)
+    if used is not None and (device is not None or used.device == "cuda"):
+        # Only where a choice was made (--device given) or a GPU was taken: a CPU-only machine's every
+        # run would otherwise explain why no CUDA device was used.
+        typer.echo(f"Embedding device: {used.describe()}", err=True)
 
-        s = settings_from(
-            data_dir,
-            chroma_url,
-            embedder,
-            collection=collection,
-            device=device,
-            **embed_overrides(embed_backend, embed_dtype, bf16),
-        )
-        index = CorpusIndex.open(s.retriever_config(), s.collection)
-        # The one cap on k (SIEVE_MAX_REQUEST_K, default MAX_K) that `sieve search` and the HTTP API check too.
-        hits = index.search(query, validate_k(s.k if k is None else k, s.max_request_k), mode=mode)
-        if as_json:
-            print_json(
-                {"query": query, "mode": mode, "collection": s.collection, "results": [hit_json(h) for h in hits]}
+
+@cli_errors
+def retrieve_cmd(
+    query: str = typer.Argument(..., help="The query."),
+    k: Optional[int] = setting_option("k", "-k", help="Number of results"),
+    mode: str = typer.Option(DEFAULT_MODE, "--mode", help=mode_help()),
+    collection: Optional[str] = CollectionOpt,
+    data_dir: Optional[Path] = DataDirOpt,
+    chroma_url: Optional[str] = ChromaUrlOpt,
+    embedder: Optional[str] = EmbedderOpt,
+    embed_backend: Optional[str] = EmbedBackendOpt,
+    embed_dtype: Optional[str] = EmbedDtypeOpt,
+    bf16: bool = Bf16Opt,
+    device: Optional[str] = DeviceOpt,
+    wide: bool = WideOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Plain (non-agentic) retrieval: one query, top-k chunks."""
+    from sieve.retriever import CorpusIndex
+    from sieve.retriever.base import validate_k
+
+    s = settings_from(
+        data_dir,
+        chroma_url,
+        embedder,
+        collection=collection,
+        device=device,
+        **embed_overrides(embed_backend, embed_dtype, bf16),
+    )
+    index = CorpusIndex.open(s.retriever_config(), s.collection)
+    # The one cap on k (SIEVE_MAX_REQUEST_K, default MAX_K) that `sieve search` and the HTTP API check too.
+    hits = index.search(query, validate_k(s.k if k is None else k, s.max_request_k), mode=mode)
+    if as_json:
+        print_json({"query": query, "mode": mode, "collection": s.collection, "results": [hit_json(h) for h in hits]})
+    else:
+        _hits_table(hits, f"{mode} results for: {query}", wide=wide)
+
+
+DropOldOpt = typer.Option(
+    None,
+    "--drop-old",
+    metavar="NAME",
+    help="Delete the versions of NAME it no longer serves (left by sieve adopt's re-embedding).",
+)
+CheckOpt = typer.Option(
+    False, "--check", help="Check the store's lock-folder files (lock, token, ready mark); exit 1 if damaged."
+)
+RepairOpt = typer.Option(
+    False, "--repair", help="With --check: move damaged lock-folder files aside and write a fresh token."
+)
+
+
+@cli_errors
+def collections_cmd(
+    delete: Optional[str] = typer.Option(None, "--delete", help="Delete this collection (and its BM25 index)."),
+    drop_old: Optional[str] = DropOldOpt,
+    yes: bool = typer.Option(False, "--yes", help="Do not ask before deleting."),
+    show_all: bool = typer.Option(False, "--all", help="Also list `sieve eval`'s cached corpora."),
+    check: bool = CheckOpt,
+    repair: bool = RepairOpt,
+    data_dir: Optional[Path] = DataDirOpt,
+    chroma_url: Optional[str] = ChromaUrlOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """List collections, or delete one. `sieve eval`'s cached corpora are hidden unless --all."""
+    cfg = settings_from(data_dir, chroma_url).retriever_config()
+    if check or repair:
+        _check_lock_folder(cfg, repair=repair, as_json=as_json)
+    elif drop_old:
+        _drop_old_versions(cfg, drop_old, as_json)
+    elif delete:
+        _delete_collection(cfg, delete, yes=yes, as_json=as_json)
+    else:
+        _list_collections(cfg, show_all=show_all, as_json=as_json)
+
+
+def _drop_old_versions(cfg: RetrieverConfig, name: str, as_json: bool) -> None:
+    """``sieve collections --drop-old NAME``: delete the versions of NAME it no longer serves."""
+    from sieve.retriever.reembed import drop_old_versions
+
+    dropped = drop_old_versions(cfg, name)
+    if as_json:
+        print_json({"collection": name, "dropped": dropped})
+    else:
+        typer.echo(f"Dropped {', '.join(dropped)}" if dropped else f"{name} has no old versions")
+
+
+def _delete_collection(cfg: RetrieverConfig, name: str, *, yes: bool, as_json: bool) -> None:
+    """``sieve collections --delete NAME``, asking first on a terminal unless ``yes``."""
+    from sieve.core.errors import InvalidInput, UnknownCollection
+    from sieve.retriever.index import delete_collection
+    from sieve.retriever.store import is_eval_cache, list_collections  # not index: no scipy to list
+
+    names = sorted(n for n in list_collections(cfg, include_eval=True) if name == n or not is_eval_cache(n))
+    if name not in names:  # before asking: nothing to confirm
+        raise UnknownCollection(f"Expected an existing collection, got {name!r}; valid: {names}")
+    if not yes:
+        if not sys.stdin.isatty():
+            raise InvalidInput(f"Expected --yes to delete collection {name!r} without a terminal to ask on")
+        # The question goes to stderr: stdout carries only the result (--json stays parseable).
+        if not typer.confirm(f"Delete collection {name!r}?", err=True):
+            raise typer.Exit(1)
+    delete_collection(cfg, name)
+    if as_json:
+        print_json({"deleted": name})
+    else:
+        typer.echo(f"Deleted {name}")
+
+
+def _list_collections(cfg: RetrieverConfig, *, show_all: bool, as_json: bool) -> None:
+    """The collections and their sizes; `sieve eval`'s cached corpora only with ``show_all``."""
+    from sieve.retriever.store import is_eval_cache, list_collections  # not index: no scipy to list
+
+    everything = list_collections(cfg, include_eval=True)
+    cols = everything if show_all else {n: c for n, c in everything.items() if not is_eval_cache(n)}
+    if as_json:
+        print_json([{"name": n, "chunks": c} for n, c in cols.items()])
+        return
+    for n, c in cols.items():
+        typer.echo(f"{n}\t{plural(c, 'chunk')}")
+    hidden = len(everything) - len(cols)
+    if not cols:
+        typer.echo("No collections yet: run `sieve index PATH` (or `sieve demo`).")
+    if hidden:
+        typer.echo(f"({plural(hidden, 'eval cache')} hidden; --all lists them)", err=True)
+
+
+@cli_errors
+def demo_cmd(
+    question: str = typer.Option(DEMO_QUESTION, "--question", "-q", help="Question to ask."),
+    collection: str = typer.Option("sample", "--collection", "-c", help="Collection for the sample corpus."),
+    data_dir: Optional[Path] = DataDirOpt,
+    k: int = typer.Option(5, "-k", help="Results to show."),
+    device: Optional[str] = DeviceOpt,
+    wide: bool = WideOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Index the shipped sample corpus into COLLECTION (default: sample) and compare hybrid and agent results.
+
+    The two rankings are shown side by side in one table (chunks in both marked), at the
+    terminal's width but at most 100 columns.
+    """
+    from sieve.retriever import CorpusIndex
+    from sieve.cli.commands._compare import compare_table, output_width
+
+    s = settings_from(data_dir, device=device)
+    index = CorpusIndex.open(s.retriever_config(), collection, create=True)
+    report = index.writer.index_path(SAMPLE_DIR / "corpus.jsonl", progress=not as_json)
+    hits = index.search(question, k, mode="hybrid")
+    out: dict = {
+        "collection": index.name,
+        "question": question,
+        "index": index_json(report),
+        "hybrid": [hit_json(h) for h in hits],
+    }
+    width = output_width()
+    if not as_json:
+        _report_index(report, False, width=width)
+    for extra in DEMO_EXTRAS:
+        out.update(extra(index, question, k, as_json, wide=wide))
+    if as_json:
+        print_json(out)
+        return
+    # Each extra that ran an episode (a dict with "policy" and "results") is shown beside hybrid.
+    for name, value in out.items():
+        if isinstance(value, dict) and "policy" in value and "results" in value:
+            compare_table(
+                ("hybrid", out["hybrid"]),
+                (f"{name} ({value['policy']})", value["results"]),
+                f"hybrid and {name} ({value['policy']}) for: {question}",
+                wide=wide,
             )
-        else:
-            _hits_table(hits, f"{mode} results for: {query}", wide=wide)
-
-    @app.command("collections")
-    @cli_errors
-    def collections_cmd(
-        delete: Optional[str] = typer.Option(None, "--delete", help="Delete this collection (and its BM25 index)."),
-        drop_old: Optional[str] = typer.Option(
-            None,
-            "--drop-old",
-            metavar="NAME",
-            help="Delete the versions of NAME it no longer serves (left by sieve adopt's re-embedding).",
-        ),
-        yes: bool = typer.Option(False, "--yes", help="Do not ask before deleting."),
-        show_all: bool = typer.Option(False, "--all", help="Also list `sieve eval`'s cached corpora."),
-        check: bool = typer.Option(
-            False, "--check", help="Check the store's lock-folder files (lock, token, ready mark); exit 1 if damaged."
-        ),
-        repair: bool = typer.Option(
-            False, "--repair", help="With --check: move damaged lock-folder files aside and write a fresh token."
-        ),
-        data_dir: Optional[Path] = DataDirOpt,
-        chroma_url: Optional[str] = ChromaUrlOpt,
-        as_json: bool = JsonOpt,
-    ) -> None:
-        """List collections, or delete one. `sieve eval`'s cached corpora are hidden unless --all."""
-        from sieve.core.errors import InvalidInput, UnknownCollection
-        from sieve.retriever.store import is_eval_cache, list_collections  # not index: no scipy to list
-
-        cfg = settings_from(data_dir, chroma_url).retriever_config()
-        if check or repair:
-            _check_lock_folder(cfg, repair=repair, as_json=as_json)
-            return
-        if drop_old:
-            from sieve.retriever.reembed import drop_old_versions
-
-            dropped = drop_old_versions(cfg, drop_old)
-            if as_json:
-                print_json({"collection": drop_old, "dropped": dropped})
-            else:
-                typer.echo(f"Dropped {', '.join(dropped)}" if dropped else f"{drop_old} has no old versions")
-            return
-        if delete:
-            from sieve.retriever.index import delete_collection
-
-            names = sorted(n for n in list_collections(cfg, include_eval=True) if delete == n or not is_eval_cache(n))
-            if delete not in names:  # before asking: nothing to confirm
-                raise UnknownCollection(f"Expected an existing collection, got {delete!r}; valid: {names}")
-            if not yes:
-                if not sys.stdin.isatty():
-                    raise InvalidInput(f"Expected --yes to delete collection {delete!r} without a terminal to ask on")
-                # The question goes to stderr: stdout carries only the result (--json stays parseable).
-                if not typer.confirm(f"Delete collection {delete!r}?", err=True):
-                    raise typer.Exit(1)
-            delete_collection(cfg, delete)
-            if as_json:
-                print_json({"deleted": delete})
-            else:
-                typer.echo(f"Deleted {delete}")
-            return
-        everything = list_collections(cfg, include_eval=True)
-        cols = everything if show_all else {n: c for n, c in everything.items() if not is_eval_cache(n)}
-        if as_json:
-            print_json([{"name": n, "chunks": c} for n, c in cols.items()])
-            return
-        for n, c in cols.items():
-            typer.echo(f"{n}\t{plural(c, 'chunk')}")
-        hidden = len(everything) - len(cols)
-        if not cols:
-            typer.echo("No collections yet: run `sieve index PATH` (or `sieve demo`).")
-        if hidden:
-            typer.echo(f"({plural(hidden, 'eval cache')} hidden; --all lists them)", err=True)
-
-    @app.command("demo")
-    @cli_errors
-    def demo_cmd(
-        question: str = typer.Option(DEMO_QUESTION, "--question", "-q", help="Question to ask."),
-        collection: str = typer.Option("sample", "--collection", "-c", help="Collection for the sample corpus."),
-        data_dir: Optional[Path] = DataDirOpt,
-        k: int = typer.Option(5, "-k", help="Results to show."),
-        device: Optional[str] = DeviceOpt,
-        wide: bool = WideOpt,
-        as_json: bool = JsonOpt,
-    ) -> None:
-        """Index the shipped sample corpus into COLLECTION (default: sample) and compare hybrid and agent results.
-
-        The two rankings are shown side by side in one table (chunks in both marked), at the
-        terminal's width but at most 100 columns.
-        """
-        from sieve.retriever import CorpusIndex
-        from sieve.cli.commands._compare import compare_table, output_width
-
-        s = settings_from(data_dir, device=device)
-        index = CorpusIndex.open(s.retriever_config(), collection, create=True)
-        report = index.writer.index_path(SAMPLE_DIR / "corpus.jsonl", progress=not as_json)
-        hits = index.search(question, k, mode="hybrid")
-        out: dict = {
-            "collection": index.name,
-            "question": question,
-            "index": index_json(report),
-            "hybrid": [hit_json(h) for h in hits],
-        }
-        width = output_width()
-        if not as_json:
-            _report_index(report, False, width=width)
-        for extra in DEMO_EXTRAS:
-            out.update(extra(index, question, k, as_json, wide=wide))
-        if as_json:
-            print_json(out)
-            return
-        # Each extra that ran an episode (a dict with "policy" and "results") is shown beside hybrid.
-        for name, value in out.items():
-            if isinstance(value, dict) and "policy" in value and "results" in value:
-                compare_table(
-                    ("hybrid", out["hybrid"]),
-                    (f"{name} ({value['policy']})", value["results"]),
-                    f"hybrid and {name} ({value['policy']}) for: {question}",
-                    wide=wide,
-                )
-        if not any(isinstance(v, dict) and "results" in v for v in out.values()):
-            _hits_table(hits, f"hybrid results for: {question}", wide=wide)
-        nxt = (
-            f'Next: sieve retrieve "..." -c {index.name}, sieve search "..." -c {index.name}, '
-            f"or sieve serve -c {index.name} and open the playground at http://127.0.0.1:8000/"
-        )
-        typer.echo("\n" + textwrap.fill(nxt, width, break_on_hyphens=False, break_long_words=False), err=True)
+    if not any(isinstance(v, dict) and "results" in v for v in out.values()):
+        _hits_table(hits, f"hybrid results for: {question}", wide=wide)
+    nxt = (
+        f'Next: sieve retrieve "..." -c {index.name}, sieve search "..." -c {index.name}, '
+        f"or sieve serve -c {index.name} and open the playground at http://127.0.0.1:8000/"
+    )
+    typer.echo("\n" + textwrap.fill(nxt, width, break_on_hyphens=False, break_long_words=False), err=True)
 
 
 # Later stages (the agent) append demo steps here: callables (index, question, k, as_json, *, wide)
@@ -430,5 +474,13 @@ def register(app: typer.Typer) -> None:
 # "results", as `trace_json` writes) is shown beside hybrid's results in the demo's one table; a step
 # prints only its own log and notes (on stderr, within the demo's width) when not as_json.
 DEMO_EXTRAS: list = []
+
+
+def register(app: typer.Typer) -> None:
+    app.command("index")(index_cmd)
+    app.command("retrieve")(retrieve_cmd)
+    app.command("collections")(collections_cmd)
+    app.command("demo")(demo_cmd)
+
 
 __all__ = ["DEMO_EXTRAS", "hit_json", "index_json", "register"]

@@ -14,7 +14,7 @@ import logging
 import os
 import random
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -195,115 +195,197 @@ def keep_after_screen(
     return [t for t in tasks if _task_id(t) not in solved or _task_id(t) in keep]
 
 
+@dataclass
+class _Run:
+    """One training run's moving parts: the network and its optimiser, the sampling agent over the
+    retrieval cache, the task stream, the held-apart tasks and the summary written as it goes."""
+
+    cfg: LearnedRLConfig
+    net: PolicyNetwork
+    pcfg: LearnedConfig
+    meta: dict[str, Any]  # how the start checkpoint was made (recorded as the new one's "previous")
+    cached: Any  # the CachedIndex every episode searches
+    policy: Any  # the sampling LearnedPolicy the rollouts run
+    agent: Any
+    optimizer: torch.optim.Optimizer
+    stream: _TaskStream
+    held: list[dict[str, Any]]
+    summary: dict[str, Any]
+
+    def save(self, update_i: int, elapsed: float) -> None:
+        """Checkpoint, trainer state and retrieval cache, to resume after ``update_i`` updates."""
+        _save(
+            self.cfg.out,
+            self.net,
+            self.pcfg,
+            self.optimizer,
+            self.stream,
+            update_i,
+            elapsed,
+            self.summary,
+            self.cfg,
+            self.meta,
+            self.cached,
+        )
+
+
 def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool = True) -> dict[str, Any]:
     """Train (or resume) the learned policy on ``cfg.tasks`` over ``index``; returns the run summary."""
-    from sieve.agent.policies.learned import LearnedPolicy
-    from sieve.agent.policies.learned.policy import default_checkpoint
-    from sieve.train.learned.cache import CachedIndex
-    from sieve.train.learned.grpo import run_group, summarize, update
-    from sieve.train.learned.imitation import warm_start
-    from sieve.train.learned.report import write_curve_outputs
-
     t_start = time.perf_counter()
-    out = cfg.out
-    out.mkdir(parents=True, exist_ok=True)
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    run = _open_run(index, cfg)
+    if run.summary["resumed"]:
+        start_update, elapsed_before = _resume(run)
+    else:
+        _set_up(run, progress, t_start)
+        start_update, elapsed_before = 0, 0.0
+    t_rl = time.perf_counter() - elapsed_before
+    updates, stopped_by = _train(run, start_update, t_rl, progress)
+    return _finish(run, updates, stopped_by, time.perf_counter() - t_rl, t_start)
+
+
+def _open_run(index: CorpusIndex, cfg: LearnedRLConfig) -> _Run:
+    """The run's tasks (split into training and held-apart), start network, agent and optimiser."""
+    from sieve.agent.policies.learned import LearnedPolicy
+    from sieve.train.learned.cache import CachedIndex
+
     tasks = read_tasks(cfg.tasks, cfg.limit)
     if cfg.heldout_tasks is not None:
         train_tasks, held = tasks, read_tasks(cfg.heldout_tasks)
     else:
         train_tasks, held = split_tasks(tasks, cfg.holdout, cfg.seed) if len(tasks) > 4 else (tasks, [])
     torch.manual_seed(cfg.seed)
-    state_path = out / "trainer_state.pt"
-    resumed = state_path.is_file() and (out / "model" / "config.json").is_file()
-    meta: dict[str, Any] = {}
-    if resumed:
-        net, pcfg, meta = load_checkpoint(out / "model")
-    elif not cfg.fresh:
-        net, pcfg, meta = load_checkpoint(default_checkpoint() if cfg.init == "default" else Path(cfg.init))
-    else:
-        net, pcfg = PolicyNetwork(cfg.policy.hidden), cfg.policy
+    resumed = (cfg.out / "trainer_state.pt").is_file() and (cfg.out / "model" / "config.json").is_file()
+    net, pcfg, meta = _start_network(cfg, resumed)
     # Retrieval cache shared by every run over this collection (seeds, ablations): each query embedded once.
     cached = CachedIndex(index, folder=Path(index.config.data_dir) / "rl-cache")
     policy = LearnedPolicy(
         net, pcfg, sample=True, record=True, temperature=cfg.temperature, prefetch=cached.embedder.embed_queries
     )
-    agent = _agent(cached, policy, cfg)
-    optimizer = torch.optim.Adam(net.parameters(), lr=cfg.lr)
-    stream = _TaskStream(train_tasks, cfg.seed, skip_solved=cfg.skip_solved)
-    summary: dict[str, Any] = {"resumed": resumed, "n_train_tasks": len(train_tasks), "n_heldout": len(held)}
-    start_update, elapsed_before = 0, 0.0
-    if resumed:
-        st = torch.load(state_path, weights_only=False)
-        optimizer.load_state_dict(st["optimizer"])
-        kept = set(st["kept"]) if st.get("kept") is not None else None
-        stream = _TaskStream(
-            [t for t in train_tasks if kept is None or _task_id(t) in kept],
-            cfg.seed,
-            st["epoch"],
-            st["pos"],
-            set(st.get("solved", ())),
-            cfg.skip_solved,
-        )
-        start_update, elapsed_before = st["update"], st["elapsed"]
-        summary.update({k: v for k, v in st.get("summary", {}).items() if k != "resumed"})
-        logger.info("Resuming %s at update %d", out, start_update)
-    else:
-        (out / "curve.jsonl").write_text("", encoding="utf-8")
-        if cfg.fresh and cfg.warm_start:
-            t0 = time.perf_counter()
-            summary["imitation"] = warm_start(agent, policy, train_tasks, cfg.imitation, cfg.seed, progress)
-            summary["imitation"]["seconds"] = round(time.perf_counter() - t0, 1)
-            cached.save()
-        if cfg.screen:
-            t0 = time.perf_counter()
-            solved = _screen(cached, LearnedPolicy(net, pcfg), train_tasks, cfg, progress)
-            kept_tasks = keep_after_screen(train_tasks, solved, cfg.keep_solved, cfg.seed, cfg.questions_per_step)
-            stream = _TaskStream(kept_tasks, cfg.seed, skip_solved=cfg.skip_solved)
-            n_kept_solved = sum(_task_id(t) in solved for t in kept_tasks)
-            summary["screen"] = {
-                "tasks": len(train_tasks),
-                "solved": len(solved),
-                "kept": len(kept_tasks),
-                "kept_unsolved": len(kept_tasks) - n_kept_solved,
-                "kept_solved": n_kept_solved,
-                "seconds": round(time.perf_counter() - t0, 1),
-            }
-            logger.info(
-                "Screen: the start policy solves %d of %d training tasks; training on %d (%d unsolved + %d solved)",
-                len(solved),
-                len(train_tasks),
-                len(kept_tasks),
-                len(kept_tasks) - n_kept_solved,
-                n_kept_solved,
-            )
-            cached.save()
-        if held:
-            from sieve.agent.config import AgentConfig
-            from sieve.agent.policies.heuristic import HeuristicPolicy
-
-            rows = {"heuristic": policy_scores(cached, HeuristicPolicy(AgentConfig(k=cfg.k)), held, cfg)}
-            t0 = time.perf_counter()
-            rows["start"] = policy_scores(cached, LearnedPolicy(net, pcfg), held, cfg)
-            summary["end_check_seconds"] = round(time.perf_counter() - t0, 1)  # what the end check will cost
-            summary["heldout_heuristic"], summary["heldout_start"] = (
-                mean_scores(rows["heuristic"]),
-                mean_scores(rows["start"]),
-            )
-            summary["heldout_scores"] = rows
-        summary["setup_seconds"] = round(time.perf_counter() - t_start, 1)
-        save_checkpoint(out / "warm_start", net, pcfg, {"stage": "start", "init": cfg.init})
-        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
-        for name in ("heldout_heuristic", "heldout_start"):
-            if name in summary:
-                logger.info("%s: %s", name, {k: round(v, 3) for k, v in summary[name].items()})
-    # The time budget covers the whole run: set-up (warm start, screen, first checks) and the final
-    # check come out of it, and the updates get the rest (at least one update runs).
-    budget_s = (
-        max(0.0, cfg.minutes * 60 - summary.get("setup_seconds", 0.0) - summary.get("end_check_seconds", 0.0))
-        if cfg.minutes
-        else None
+    return _Run(
+        cfg=cfg,
+        net=net,
+        pcfg=pcfg,
+        meta=meta,
+        cached=cached,
+        policy=policy,
+        agent=_agent(cached, policy, cfg),
+        optimizer=torch.optim.Adam(net.parameters(), lr=cfg.lr),
+        stream=_TaskStream(train_tasks, cfg.seed, skip_solved=cfg.skip_solved),
+        held=held,
+        summary={"resumed": resumed, "n_train_tasks": len(train_tasks), "n_heldout": len(held)},
     )
-    t_rl = time.perf_counter() - elapsed_before
+
+
+def _start_network(cfg: LearnedRLConfig, resumed: bool) -> tuple[PolicyNetwork, LearnedConfig, dict[str, Any]]:
+    """The network training starts from: the run's own checkpoint when resuming, else ``cfg.init``'s."""
+    from sieve.agent.policies.learned.policy import default_checkpoint
+
+    if resumed:
+        return load_checkpoint(cfg.out / "model")
+    if not cfg.fresh:
+        return load_checkpoint(default_checkpoint() if cfg.init == "default" else Path(cfg.init))
+    return PolicyNetwork(cfg.policy.hidden), cfg.policy, {}
+
+
+def _resume(run: _Run) -> tuple[int, float]:
+    """Restore the optimiser, task stream and summary of an interrupted run; (updates done, seconds spent)."""
+    st = torch.load(run.cfg.out / "trainer_state.pt", weights_only=False)
+    run.optimizer.load_state_dict(st["optimizer"])
+    kept = set(st["kept"]) if st.get("kept") is not None else None
+    run.stream = _TaskStream(
+        [t for t in run.stream.tasks if kept is None or _task_id(t) in kept],
+        run.cfg.seed,
+        st["epoch"],
+        st["pos"],
+        set(st.get("solved", ())),
+        run.cfg.skip_solved,
+    )
+    run.summary.update({k: v for k, v in st.get("summary", {}).items() if k != "resumed"})
+    logger.info("Resuming %s at update %d", run.cfg.out, st["update"])
+    return st["update"], st["elapsed"]
+
+
+def _set_up(run: _Run, progress: bool, t_start: float) -> None:
+    """A new run: imitation warm start (a fresh network), the screen, the start policy's held-apart
+    check, then the start checkpoint (``warm_start/``) and a first ``summary.json``."""
+    from sieve.train.learned.imitation import warm_start
+
+    cfg, out, summary = run.cfg, run.cfg.out, run.summary
+    (out / "curve.jsonl").write_text("", encoding="utf-8")
+    if cfg.fresh and cfg.warm_start:
+        t0 = time.perf_counter()
+        summary["imitation"] = warm_start(run.agent, run.policy, run.stream.tasks, cfg.imitation, cfg.seed, progress)
+        summary["imitation"]["seconds"] = round(time.perf_counter() - t0, 1)
+        run.cached.save()
+    if cfg.screen:
+        _screen_tasks(run, progress)
+    if run.held:
+        _start_checks(run)
+    summary["setup_seconds"] = round(time.perf_counter() - t_start, 1)
+    save_checkpoint(out / "warm_start", run.net, run.pcfg, {"stage": "start", "init": cfg.init})
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    for name in ("heldout_heuristic", "heldout_start"):
+        if name in summary:
+            logger.info("%s: %s", name, {k: round(v, 3) for k, v in summary[name].items()})
+
+
+def _screen_tasks(run: _Run, progress: bool) -> None:
+    """Train on the tasks the start policy does not solve (and ``keep_solved`` of those it does)."""
+    from sieve.agent.policies.learned import LearnedPolicy
+
+    cfg, train_tasks = run.cfg, run.stream.tasks
+    t0 = time.perf_counter()
+    solved = _screen(run.cached, LearnedPolicy(run.net, run.pcfg), train_tasks, cfg, progress)
+    kept_tasks = keep_after_screen(train_tasks, solved, cfg.keep_solved, cfg.seed, cfg.questions_per_step)
+    run.stream = _TaskStream(kept_tasks, cfg.seed, skip_solved=cfg.skip_solved)
+    n_kept_solved = sum(_task_id(t) in solved for t in kept_tasks)
+    run.summary["screen"] = {
+        "tasks": len(train_tasks),
+        "solved": len(solved),
+        "kept": len(kept_tasks),
+        "kept_unsolved": len(kept_tasks) - n_kept_solved,
+        "kept_solved": n_kept_solved,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+    logger.info(
+        "Screen: the start policy solves %d of %d training tasks; training on %d (%d unsolved + %d solved)",
+        len(solved),
+        len(train_tasks),
+        len(kept_tasks),
+        len(kept_tasks) - n_kept_solved,
+        n_kept_solved,
+    )
+    run.cached.save()
+
+
+def _start_checks(run: _Run) -> None:
+    """The heuristic and the start policy on the held-apart tasks, timed (the end check will cost as much)."""
+    from sieve.agent.config import AgentConfig
+    from sieve.agent.policies.heuristic import HeuristicPolicy
+    from sieve.agent.policies.learned import LearnedPolicy
+
+    cfg, summary = run.cfg, run.summary
+    rows = {"heuristic": policy_scores(run.cached, HeuristicPolicy(AgentConfig(k=cfg.k)), run.held, cfg)}
+    t0 = time.perf_counter()
+    rows["start"] = policy_scores(run.cached, LearnedPolicy(run.net, run.pcfg), run.held, cfg)
+    summary["end_check_seconds"] = round(time.perf_counter() - t0, 1)  # what the end check will cost
+    summary["heldout_heuristic"], summary["heldout_start"] = mean_scores(rows["heuristic"]), mean_scores(rows["start"])
+    summary["heldout_scores"] = rows
+
+
+def _update_budget(cfg: LearnedRLConfig, summary: dict[str, Any]) -> float | None:
+    """Seconds the updates may take: the time budget covers the whole run, so set-up (warm start,
+    screen, first checks) and the final check come out of it (at least one update runs)."""
+    if not cfg.minutes:
+        return None
+    return max(0.0, cfg.minutes * 60 - summary.get("setup_seconds", 0.0) - summary.get("end_check_seconds", 0.0))
+
+
+def _train(run: _Run, start_update: int, t_rl: float, progress: bool) -> tuple[int, str]:
+    """GRPO updates from ``start_update`` until the step cap or the time budget; (updates, what stopped them)."""
+    cfg, out = run.cfg, run.cfg.out
+    budget_s = _update_budget(cfg, run.summary)
     cap = cfg.step_cap
     bar = tqdm(total=cap, initial=start_update, desc="GRPO updates", disable=not progress)
     u = start_update
@@ -315,55 +397,70 @@ def run_learned_rl(index: CorpusIndex, cfg: LearnedRLConfig, *, progress: bool =
             stopped_by = "minutes"
             break
         prog = (min(1.0, elapsed / budget_s) if budget_s > 0 else 1.0) if budget_s is not None else u / cap  # type: ignore[operator]
-        t0, c0 = time.perf_counter(), time.process_time()
-        rollouts = []
-        for gi, task in enumerate(stream.take(cfg.questions_per_step)):
-            seeds = [ep_seed + gi * cfg.group + j for j in range(cfg.group)]
-            group = run_group(agent, policy, task, gi, seeds, cfg.reward, prog)
-            stream.mark(task, all(r.all_gold == 1.0 for r in group))
-            rollouts.extend(group)
+        stats = _update(run, u, ep_seed, prog)
         ep_seed += 10_000
-        t1 = time.perf_counter()
-        info = update(
-            net,
-            optimizer,
-            rollouts,
-            epochs=cfg.epochs,
-            clip=cfg.clip,
-            entropy_coef=cfg.entropy,
-            max_grad_norm=cfg.max_grad_norm,
-        )
-        stats = summarize(rollouts, u + 1)
-        stats.loss, stats.entropy = info["loss"], info["entropy"]
-        stats.clip_frac, stats.approx_kl, stats.groups_used = (
-            info["clip_frac"],
-            info["approx_kl"],
-            int(info["groups_used"]),
-        )
-        stats.rollout_s, stats.update_s, stats.progress = t1 - t0, time.perf_counter() - t1, prog
-        stats.cpu_s, stats.load = time.process_time() - c0, os.getloadavg()[0]
-        total_q = cached.hits + cached.misses
-        stats.cache_hit_rate = cached.hits / total_q if total_q else 0.0
         u += 1
-        if held and cfg.eval_every and u % cfg.eval_every == 0 and (cap is None or u < cap):
-            stats.extra = {f"heldout_{k}": v for k, v in greedy_check(cached, net, pcfg, held, cfg, prog).items()}
+        if run.held and cfg.eval_every and u % cfg.eval_every == 0 and (cap is None or u < cap):
+            check = greedy_check(run.cached, run.net, run.pcfg, run.held, cfg, prog)
+            stats.extra = {f"heldout_{k}": v for k, v in check.items()}
         with (out / "curve.jsonl").open("a", encoding="utf-8") as f:
             f.write(json.dumps(stats.to_dict()) + "\n")
         bar.update(1)
         bar.set_postfix(reward=f"{stats.reward:.3f}", recall=f"{stats.recall:.3f}", searches=f"{stats.searches:.1f}")
         if u % cfg.save_every == 0:
-            _save(out, net, pcfg, optimizer, stream, u, time.perf_counter() - t_rl, summary, cfg, meta, cached)
+            run.save(u, time.perf_counter() - t_rl)
     bar.close()
-    rl_seconds = time.perf_counter() - t_rl
-    summary["updates"] = u
+    return u, stopped_by
+
+
+def _update(run: _Run, u: int, ep_seed: int, prog: float) -> Any:
+    """One GRPO update (the ``u``-th, 0-based): a group of rollouts per task of the batch, then the
+    clipped policy-gradient steps; its row of the curve (rewards, losses, timings)."""
+    from sieve.train.learned.grpo import run_group, summarize, update
+
+    cfg = run.cfg
+    t0, c0 = time.perf_counter(), time.process_time()
+    rollouts = []
+    for gi, task in enumerate(run.stream.take(cfg.questions_per_step)):
+        seeds = [ep_seed + gi * cfg.group + j for j in range(cfg.group)]
+        group = run_group(run.agent, run.policy, task, gi, seeds, cfg.reward, prog)
+        run.stream.mark(task, all(r.all_gold == 1.0 for r in group))
+        rollouts.extend(group)
+    t1 = time.perf_counter()
+    info = update(
+        run.net,
+        run.optimizer,
+        rollouts,
+        epochs=cfg.epochs,
+        clip=cfg.clip,
+        entropy_coef=cfg.entropy,
+        max_grad_norm=cfg.max_grad_norm,
+    )
+    stats = summarize(rollouts, u + 1)
+    stats.loss, stats.entropy = info["loss"], info["entropy"]
+    stats.clip_frac, stats.approx_kl, stats.groups_used = info["clip_frac"], info["approx_kl"], int(info["groups_used"])
+    stats.rollout_s, stats.update_s, stats.progress = t1 - t0, time.perf_counter() - t1, prog
+    stats.cpu_s, stats.load = time.process_time() - c0, os.getloadavg()[0]
+    total_q = run.cached.hits + run.cached.misses
+    stats.cache_hit_rate = run.cached.hits / total_q if total_q else 0.0
+    return stats
+
+
+def _finish(run: _Run, updates: int, stopped_by: str, rl_seconds: float, t_start: float) -> dict[str, Any]:
+    """The end check on the held-apart tasks, the last save, the curves and ``summary.json``."""
+    from sieve.agent.policies.learned import LearnedPolicy
+    from sieve.train.learned.report import write_curve_outputs
+
+    cfg, out, summary = run.cfg, run.cfg.out, run.summary
+    summary["updates"] = updates
     summary["rl_seconds"] = round(rl_seconds, 1)
     summary["stopped_by"] = stopped_by
-    summary["stop"] = stop_message(cfg, stopped_by, u, rl_seconds)
-    if held:
-        end = policy_scores(cached, LearnedPolicy(net, pcfg), held, cfg)
+    summary["stop"] = stop_message(cfg, stopped_by, updates, rl_seconds)
+    if run.held:
+        end = policy_scores(run.cached, LearnedPolicy(run.net, run.pcfg), run.held, cfg)
         summary["heldout_end"] = mean_scores(end)
         summary.setdefault("heldout_scores", {})["end"] = end
-    _save(out, net, pcfg, optimizer, stream, u, rl_seconds, summary, cfg, meta, cached)
+    run.save(updates, rl_seconds)
     curve = [json.loads(line) for line in (out / "curve.jsonl").read_text(encoding="utf-8").splitlines() if line]
     summary.update(write_curve_outputs(out, curve, cfg.table_every, title=str(cfg.tasks)))
     summary["seconds"] = round(time.perf_counter() - t_start, 1)

@@ -26,6 +26,7 @@ overrides one method, ``_generate_and_score_completions``:
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -42,6 +43,19 @@ if TYPE_CHECKING:
     from sieve.train.llm.rollout import Rollout
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _Segments:
+    """The rows of one generation batch: every turn of every episode (prompt as the model saw it,
+    completion, loss mask, its episode's advantage, sampling log-probs), then the padding rows."""
+
+    prompts: list[list[int]] = field(default_factory=list)
+    completions: list[list[int]] = field(default_factory=list)
+    masks: list[list[int]] = field(default_factory=list)
+    advantages: list[float] = field(default_factory=list)
+    logps: list[list[float] | None] = field(default_factory=list)
+    n_real: int = 0  # rows before the padding
 
 
 class SieveGRPOTrainer(GRPOTrainer):
@@ -154,7 +168,6 @@ class SieveGRPOTrainer(GRPOTrainer):
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         import json
 
-        device = self.accelerator.device
         mode = "train" if self.model.training else "eval"
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
         rollouts = self._rollouts([x["question"] for x in inputs])
@@ -170,62 +183,85 @@ class SieveGRPOTrainer(GRPOTrainer):
         rewards_per_func = self._calculate_rewards(reward_rows, prompts, completions, last_ids)  # gathered
         advantages, rewards = self._advantages(rewards_per_func, num_generations)
         lo = self.accelerator.process_index * len(inputs)
-        local_adv = advantages[lo : lo + len(inputs)]
+        segments = self._segments(rollouts, advantages[lo : lo + len(inputs)], mode)
+        output = self._batch(segments)
+        output.update(
+            self._logps(
+                output["prompt_ids"],
+                output["prompt_mask"],
+                output["completion_ids"],
+                output["completion_mask"],
+                segments.logps,
+                mode,
+            )
+        )
+        self._log_batch(
+            rollouts,
+            reward_rows,
+            rewards_per_func,
+            rewards,
+            advantages,
+            output["completion_mask"],
+            mode,
+            segments.n_real,
+            num_generations,
+        )
+        return output
 
-        # Segments: every turn of an episode, all carrying the episode's advantage.
-        seg_prompt, seg_completion, masks, seg_adv, seg_logps = [], [], [], [], []
+    def _segments(self, rollouts: list[Rollout], local_adv: torch.Tensor, mode: str) -> _Segments:
+        """Every turn of this process's episodes as a row carrying its episode's advantage, then
+        fully masked padding rows up to the count every process has."""
+        rows = _Segments()
         for i, r in enumerate(rollouts):
             for s in r.segments:
                 keep = bool(s.completion_ids) and not (self.mask_truncated_completions and s.truncated)
                 completion = s.completion_ids or [self._tokenizer.pad_token_id]
-                seg_prompt.append(s.prompt_ids)
-                seg_completion.append(completion)
-                masks.append([1 if keep else 0] * len(completion))
-                seg_adv.append(float(local_adv[i]))
-                seg_logps.append(s.logprobs)
-        n_real = len(seg_prompt)
+                rows.prompts.append(s.prompt_ids)
+                rows.completions.append(completion)
+                rows.masks.append([1 if keep else 0] * len(completion))
+                rows.advantages.append(float(local_adv[i]))
+                rows.logps.append(s.logprobs)
+        rows.n_real = len(rows.prompts)
         # Same number of rows on every process (DeepSpeed/FSDP need equal forward counts), divisible
         # into steps_per_generation micro-batches; padding rows are fully masked.
-        counts = self.accelerator.gather(torch.tensor([n_real], device=device))
+        counts = self.accelerator.gather(torch.tensor([rows.n_real], device=self.accelerator.device))
         target = max(int(counts.max().item()), 1)
         spg = self.args.steps_per_generation if mode == "train" else 1
         target = -(-target // spg) * spg
         pad_id = self._tokenizer.pad_token_id
-        while len(seg_prompt) < target:
-            seg_prompt.append([pad_id])
-            seg_completion.append([pad_id])
-            masks.append([0])
-            seg_adv.append(0.0)
-            seg_logps.append(None)
+        while len(rows.prompts) < target:
+            rows.prompts.append([pad_id])
+            rows.completions.append([pad_id])
+            rows.masks.append([0])
+            rows.advantages.append(0.0)
+            rows.logps.append(None)
+        return rows
 
-        prompt_ids = pad([torch.tensor(p) for p in seg_prompt], padding_value=pad_id, padding_side="left").to(device)
+    def _batch(self, rows: _Segments) -> dict[str, Any]:
+        """TRL's batch dict of the segment rows: prompts padded on the left, completions on the right."""
+        device = self.accelerator.device
+        pad_id = self._tokenizer.pad_token_id
+        n_real = rows.n_real
+        prompt_ids = pad([torch.tensor(p) for p in rows.prompts], padding_value=pad_id, padding_side="left").to(device)
         prompt_mask = pad(
-            [torch.tensor([0 if j >= n_real else 1] * len(p)) for j, p in enumerate(seg_prompt)],
+            [torch.tensor([0 if j >= n_real else 1] * len(p)) for j, p in enumerate(rows.prompts)],
             padding_value=0,
             padding_side="left",
         ).to(device)
-        completion_ids = pad([torch.tensor(c) for c in seg_completion], padding_value=pad_id, padding_side="right").to(
-            device
-        )
-        completion_mask = pad([torch.tensor(m) for m in masks], padding_value=0, padding_side="right").to(device)
+        completion_ids = pad(
+            [torch.tensor(c) for c in rows.completions], padding_value=pad_id, padding_side="right"
+        ).to(device)
+        completion_mask = pad([torch.tensor(m) for m in rows.masks], padding_value=0, padding_side="right").to(device)
         # A padding row needs one attended position or attention over it is undefined.
         prompt_mask[n_real:, -1] = 1
-        adv_t = torch.tensor(seg_adv, dtype=torch.float32, device=device)
-        num_items = self.accelerator.gather(completion_mask.sum()).sum()
-
-        output: dict[str, Any] = {
+        return {
             "prompt_ids": prompt_ids,
             "prompt_mask": prompt_mask,
             "completion_ids": completion_ids,
             "completion_mask": completion_mask,
-            "advantages": adv_t,
-            "num_items_in_batch": num_items,
+            "advantages": torch.tensor(rows.advantages, dtype=torch.float32, device=device),
+            "num_items_in_batch": self.accelerator.gather(completion_mask.sum()).sum(),
         }
-        output.update(self._logps(prompt_ids, prompt_mask, completion_ids, completion_mask, seg_logps, mode))
-        self._log_batch(
-            rollouts, reward_rows, rewards_per_func, rewards, advantages, completion_mask, mode, n_real, num_generations
-        )
-        return output
 
     def _logps(
         self,
@@ -263,31 +299,41 @@ class SieveGRPOTrainer(GRPOTrainer):
                         out["ref_per_token_logps"], _, _ = self._get_per_token_logps_and_entropies(
                             self.model, ids, attn, keep, batch_size=bs
                         )
-        if vllm_is and all(lp is not None for lp in seg_logps[: int(completion_mask.any(dim=1).sum())]):
-            sampling = pad(
-                [torch.tensor(lp if lp is not None else [0.0]) for lp in seg_logps],
-                padding_value=0.0,
-                padding_side="right",
-            ).to(ids.device)[:, :keep]
-            sampling = torch.nn.functional.pad(sampling, (0, keep - sampling.size(1)))
-            diff = torch.nan_to_num((out["old_per_token_logps"] - sampling) * completion_mask, nan=0.0)
-            if self.vllm_importance_sampling_mode.startswith("sequence"):
-                diff = diff.sum(dim=-1, keepdim=True)
-            ratio = torch.exp(diff)
-            if self.vllm_importance_sampling_mode.endswith("truncate"):
-                ratio = torch.clamp(
-                    ratio, min=self.vllm_importance_sampling_clip_min, max=self.vllm_importance_sampling_clip_max
-                )
-            else:
-                ratio = ratio.masked_fill(ratio > self.vllm_importance_sampling_clip_max, 0.0)
-            out["importance_sampling_ratio"] = ratio
-            out["sampling_per_token_logps"] = sampling
-        elif vllm_is:
+        if vllm_is:
+            out.update(self._importance_sampling(out["old_per_token_logps"], seg_logps, completion_mask, ids.device))
+        return out
+
+    def _importance_sampling(
+        self,
+        old_logps: torch.Tensor,
+        seg_logps: list[list[float] | None],
+        completion_mask: torch.Tensor,
+        device: torch.device,
+    ) -> dict[str, Any]:
+        """vLLM's sampling log-probs and the importance-sampling ratio that corrects for them (TRL's way)."""
+        keep = completion_mask.size(1)
+        if not all(lp is not None for lp in seg_logps[: int(completion_mask.any(dim=1).sum())]):
             raise ValueError(
                 "Expected vLLM sampling log-probs for every segment, got some missing; "
                 "set vllm_importance_sampling_correction=False"
             )
-        return out
+        sampling = pad(
+            [torch.tensor(lp if lp is not None else [0.0]) for lp in seg_logps],
+            padding_value=0.0,
+            padding_side="right",
+        ).to(device)[:, :keep]
+        sampling = torch.nn.functional.pad(sampling, (0, keep - sampling.size(1)))
+        diff = torch.nan_to_num((old_logps - sampling) * completion_mask, nan=0.0)
+        if self.vllm_importance_sampling_mode.startswith("sequence"):
+            diff = diff.sum(dim=-1, keepdim=True)
+        ratio = torch.exp(diff)
+        if self.vllm_importance_sampling_mode.endswith("truncate"):
+            ratio = torch.clamp(
+                ratio, min=self.vllm_importance_sampling_clip_min, max=self.vllm_importance_sampling_clip_max
+            )
+        else:
+            ratio = ratio.masked_fill(ratio > self.vllm_importance_sampling_clip_max, 0.0)
+        return {"importance_sampling_ratio": ratio, "sampling_per_token_logps": sampling}
 
     def _log_batch(
         self,

@@ -19,7 +19,11 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sieve.retriever import CorpusIndex
+    from sieve.train.config import EpisodeConfig
 
 logger = logging.getLogger("sieve.train.llm.learning_check")
 
@@ -112,7 +116,7 @@ def curve_table(history: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "eval" / "hotpotqa")
     ap.add_argument("--out", type=Path, default=Path("runs/learning-check"))
@@ -137,37 +141,40 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--no-bf16", dest="bf16", action="store_false")
     ap.add_argument("--skip-base-eval", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
+    return ap
 
-    from sieve.core.runtime import prepare_runtime
 
-    prepare_runtime()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("httpx", "chromadb", "urllib3"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+class _Results:
+    """``OUT/results.json``, rewritten as each stage finishes (so a killed run keeps what it had)."""
 
-    from sieve.eval.data import read_tasks
+    def __init__(self, out: Path, args: argparse.Namespace) -> None:
+        self.out, self.t0 = out, time.perf_counter()
+        self.data: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "evals": {}}
+
+    def save(self) -> None:
+        self.data["seconds"] = round(time.perf_counter() - self.t0, 1)
+        (self.out / "results.json").write_text(json.dumps(self.data, indent=2, default=str), encoding="utf-8")
+
+
+def _open_index(args: argparse.Namespace) -> CorpusIndex:
+    """The ``--data`` corpus's index (cached in ``--data-dir``; bf16 embeddings), built on first use."""
     from sieve.retriever import CorpusIndex
     from sieve.settings import load_settings
-    from sieve.train.config import EpisodeConfig, split_tasks
-    from sieve.train.llm.heldout import heldout_table as eval_table
-    from sieve.train.llm.heldout import run_heldout
-    from sieve.train.llm.rl import RLConfig, run_rl, time_limit_callback
-    from sieve.train.llm.sft import WarmStartConfig, run_sft
-
-    t0 = time.perf_counter()
-    out = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    results: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "evals": {}}
-
-    def save() -> None:
-        results["seconds"] = round(time.perf_counter() - t0, 1)
-        (out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
 
     rcfg = load_settings(embed_backend="torch", embed_dtype="bfloat16", data_dir=args.data_dir).retriever_config()
     index = CorpusIndex.open(rcfg, args.collection, create=True)
     if index.count() == 0:
         index.writer.index_path(args.data / "corpus.jsonl")
+    return index
+
+
+def _split(
+    args: argparse.Namespace, out: Path
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(held apart, SFT, RL pool) tasks of ``--data``, each written to ``OUT``; no held-apart task is trained on."""
+    from sieve.eval.data import read_tasks
+    from sieve.train.config import split_tasks
+
     tasks = read_tasks(args.data / "tasks.jsonl")
     pool, held = split_tasks(tasks, args.holdout, args.seed)
     held = held[: args.eval_tasks]
@@ -176,8 +183,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     _write_jsonl(out / "heldout_tasks.jsonl", held)
     _write_jsonl(out / "sft_tasks.jsonl", sft_tasks)
     _write_jsonl(out / "rl_tasks.jsonl", rl_tasks)
-    results["split"] = {"heldout": len(held), "sft": len(sft_tasks), "rl_pool": len(rl_tasks)}
-    episode = EpisodeConfig(
+    return held, sft_tasks, rl_tasks
+
+
+def _episode(args: argparse.Namespace) -> EpisodeConfig:
+    """A short episode, sized for a CPU (two searches of two chunks a turn)."""
+    from sieve.train.config import EpisodeConfig
+
+    return EpisodeConfig(
         budget_tokens=args.budget_tokens,
         max_turns=args.max_turns,
         k=5,
@@ -186,44 +199,36 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         max_new_tokens=args.max_new_tokens,
         heuristic_queries=2,
     )
-    results["episode"] = episode.to_dict()
 
-    logger.info("Stage 1/4: SFT warm start on %d tasks", len(sft_tasks))
-    sft = run_sft(
-        index,
-        WarmStartConfig(
-            tasks=out / "sft_tasks.jsonl",
-            out=out / "sft",
-            model_path=args.model_path,
-            holdout=0.0,
-            epochs=args.sft_epochs,
-            learning_rate=args.sft_lr,
-            check_before=False,
-            bf16=args.bf16,
-            max_length=2048,
-            episode=episode,
-            seed=args.seed,
-        ),
+
+def _sft(index: CorpusIndex, args: argparse.Namespace, out: Path, episode: EpisodeConfig) -> dict[str, Any]:
+    """Stage 1: SFT of the student on heuristic-teacher trajectories of the SFT tasks."""
+    from sieve.train.llm.sft import WarmStartConfig, run_sft
+
+    cfg = WarmStartConfig(
+        tasks=out / "sft_tasks.jsonl",
+        out=out / "sft",
+        model_path=args.model_path,
+        holdout=0.0,
+        epochs=args.sft_epochs,
+        learning_rate=args.sft_lr,
+        check_before=False,
+        bf16=args.bf16,
+        max_length=2048,
+        episode=episode,
+        seed=args.seed,
     )
-    results["sft"] = {k: v for k, v in sft.items() if k not in ("config", "heldout", "heldout_before")}
-    save()
+    return run_sft(index, cfg)
 
-    from sieve.agent.backends.local import LocalBackend
 
-    logger.info("Stage 2/4: held-apart evaluation of the base and SFT models (%d tasks)", len(held))
-    if not args.skip_base_eval:
-        base, _ = run_heldout(index, held, episode, backend=LocalBackend.load(sft["base_model"]))
-        results["evals"]["base"] = base.to_dict()
-        save()
-    sft_eval, _ = run_heldout(index, held, episode, backend=LocalBackend.load(sft["model_dir"]))
-    results["evals"]["sft"] = sft_eval.to_dict()
-    save()
+def _rl(index: CorpusIndex, args: argparse.Namespace, out: Path, episode: EpisodeConfig, start: str) -> dict[str, Any]:
+    """Stage 3: GRPO from the SFT model (``start``) on the RL pool, to ``--rl-steps`` or ``--rl-minutes``."""
+    from sieve.train.llm.rl import RLConfig, run_rl, time_limit_callback
 
-    logger.info("Stage 3/4: GRPO for up to %d steps / %.0f min", args.rl_steps, args.rl_minutes)
-    rl_cfg = RLConfig(
+    cfg = RLConfig(
         tasks=out / "rl_tasks.jsonl",
         out=out / "rl",
-        model_path=sft["model_dir"],
+        model_path=start,
         steps=args.rl_steps,
         questions_per_step=args.questions,
         group=args.generations,
@@ -234,26 +239,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         rollout_workers=args.generations,
         seed=args.seed,
     )
-    rl = run_rl(index, rl_cfg, callbacks=[time_limit_callback(args.rl_minutes * 60)])
-    history = rl["history"]
-    results["rl"] = {k: v for k, v in rl.items() if k not in ("config",)}
-    save()
+    return run_rl(index, cfg, callbacks=[time_limit_callback(args.rl_minutes * 60)])
 
-    logger.info("Stage 4/4: held-apart evaluation of the RL model")
-    rl_eval, rl_traces = run_heldout(index, held, episode, backend=LocalBackend.load(rl["model_dir"]))
-    results["evals"]["sft+rl"] = rl_eval.to_dict()
-    _write_jsonl(out / "heldout_rl_traces.jsonl", [t.to_dict() for t in rl_traces])
-    plot = plot_curve(history, out / "curve.png")
+
+def _verdict(history: list[dict[str, Any]], sft_eval: Any, rl_eval: Any) -> dict[str, Any]:
+    """Reward first and last, by thirds of the steps, and held-apart recall before and after RL."""
     first, last = (history[0], history[-1]) if history else ({}, {})
     k = max(1, len(history) // 3)
-    early = sum(h["reward/total"] for h in history[:k]) / k if history else float("nan")
-    late = sum(h["reward/total"] for h in history[-k:]) / k if history else float("nan")
-    results["verdict"] = {
+    return {
         "rl_steps": len(history),
         "reward_first": first.get("reward/total"),
         "reward_last": last.get("reward/total"),
-        "reward_mean_first_third": early,
-        "reward_mean_last_third": late,
+        "reward_mean_first_third": sum(h["reward/total"] for h in history[:k]) / k if history else float("nan"),
+        "reward_mean_last_third": sum(h["reward/total"] for h in history[-k:]) / k if history else float("nan"),
         "single_search_rate_first": first.get("single_search_rate"),
         "single_search_rate_last": last.get("single_search_rate"),
         "heldout_traj_recall_before_rl": sft_eval.traj_recall,
@@ -261,31 +259,90 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "heldout_output_recall_before_rl": sft_eval.output_recall,
         "heldout_output_recall_after_rl": rl_eval.output_recall,
     }
-    save()
-    summary = [
-        "# Sieve CPU learning check",
-        "",
-        f"Data: `{args.data}`; held-apart evaluation tasks: {len(held)} (never trained on); SFT tasks: "
-        f"{len(sft_tasks)}; RL pool: {len(rl_tasks)}. Episode: {json.dumps(episode.to_dict())}.",
-        "",
-        f"SFT: {sft['n_train_examples']} turn examples from {sft['n_kept_episodes']} teacher episodes "
-        f"(heuristic teacher, trajectory recall {sft['teacher_traj_recall']:.3f}); train loss {sft['train_loss']:.3f}.",
-        "",
-        "## Held-apart evaluation (greedy, as served)",
-        "",
-        eval_table(results["evals"]),
-        "",
-        f"## GRPO curve ({len(history)} steps, {args.questions} question x {args.generations} rollouts per step, "
-        f"loss {args.loss_type})",
-        "",
-        curve_table(history),
-        "",
-        f"Plot: `{plot.name if plot else 'none'}`. Mean reward, first third of steps {early:.3f} -> last third "
-        f"{late:.3f}.",
-        "",
-    ]
-    (out / "summary.md").write_text("\n".join(summary), encoding="utf-8")
-    logger.info("Done in %.0f s: %s", time.perf_counter() - t0, out / "summary.md")
+
+
+def _summary(
+    args: argparse.Namespace, results: dict[str, Any], history: list[dict[str, Any]], plot: Path | None
+) -> str:
+    """``summary.md``: the split, SFT, the held-apart table and the GRPO curve."""
+    from sieve.train.llm.heldout import heldout_table as eval_table
+
+    split, sft, verdict = results["split"], results["sft"], results["verdict"]
+    return "\n".join(
+        [
+            "# Sieve CPU learning check",
+            "",
+            f"Data: `{args.data}`; held-apart evaluation tasks: {split['heldout']} (never trained on); SFT tasks: "
+            f"{split['sft']}; RL pool: {split['rl_pool']}. Episode: {json.dumps(results['episode'])}.",
+            "",
+            f"SFT: {sft['n_train_examples']} turn examples from {sft['n_kept_episodes']} teacher episodes "
+            f"(heuristic teacher, trajectory recall {sft['teacher_traj_recall']:.3f}); train loss {sft['train_loss']:.3f}.",
+            "",
+            "## Held-apart evaluation (greedy, as served)",
+            "",
+            eval_table(results["evals"]),
+            "",
+            f"## GRPO curve ({len(history)} steps, {args.questions} question x {args.generations} rollouts per step, "
+            f"loss {args.loss_type})",
+            "",
+            curve_table(history),
+            "",
+            f"Plot: `{plot.name if plot else 'none'}`. Mean reward, first third of steps "
+            f"{verdict['reward_mean_first_third']:.3f} -> last third {verdict['reward_mean_last_third']:.3f}.",
+            "",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = _parser().parse_args(argv)
+    from sieve.core.runtime import prepare_runtime
+
+    prepare_runtime()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx", "chromadb", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    from sieve.agent.backends.local import LocalBackend
+    from sieve.train.llm.heldout import run_heldout
+
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    run = _Results(out, args)
+    results = run.data
+    index = _open_index(args)
+    held, sft_tasks, rl_tasks = _split(args, out)
+    results["split"] = {"heldout": len(held), "sft": len(sft_tasks), "rl_pool": len(rl_tasks)}
+    episode = _episode(args)
+    results["episode"] = episode.to_dict()
+
+    logger.info("Stage 1/4: SFT warm start on %d tasks", len(sft_tasks))
+    sft = _sft(index, args, out, episode)
+    results["sft"] = {k: v for k, v in sft.items() if k not in ("config", "heldout", "heldout_before")}
+    run.save()
+
+    logger.info("Stage 2/4: held-apart evaluation of the base and SFT models (%d tasks)", len(held))
+    if not args.skip_base_eval:
+        base, _ = run_heldout(index, held, episode, backend=LocalBackend.load(sft["base_model"]))
+        results["evals"]["base"] = base.to_dict()
+        run.save()
+    sft_eval, _ = run_heldout(index, held, episode, backend=LocalBackend.load(sft["model_dir"]))
+    results["evals"]["sft"] = sft_eval.to_dict()
+    run.save()
+
+    logger.info("Stage 3/4: GRPO for up to %d steps / %.0f min", args.rl_steps, args.rl_minutes)
+    rl = _rl(index, args, out, episode, sft["model_dir"])
+    results["rl"] = {k: v for k, v in rl.items() if k not in ("config",)}
+    run.save()
+
+    logger.info("Stage 4/4: held-apart evaluation of the RL model")
+    rl_eval, rl_traces = run_heldout(index, held, episode, backend=LocalBackend.load(rl["model_dir"]))
+    results["evals"]["sft+rl"] = rl_eval.to_dict()
+    _write_jsonl(out / "heldout_rl_traces.jsonl", [t.to_dict() for t in rl_traces])
+    plot = plot_curve(rl["history"], out / "curve.png")
+    results["verdict"] = _verdict(rl["history"], sft_eval, rl_eval)
+    run.save()
+    (out / "summary.md").write_text(_summary(args, results, rl["history"], plot), encoding="utf-8")
+    logger.info("Done in %.0f s: %s", time.perf_counter() - run.t0, out / "summary.md")
     return results
 
 

@@ -206,11 +206,11 @@ def save_merged(model: Any, tokenizer: Any, dest: Path) -> Path:
 
 def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) -> dict[str, Any]:
     """Collect, filter, train, save, and measure the held-out valid tool-call rate (before and after)."""
-    from datasets import Dataset
-    from trl import SFTConfig as TRLSFTConfig
-    from trl import SFTTrainer
+    # Loaded first, so that a missing training extra fails before the teacher's episodes, not after them.
+    import datasets  # noqa: F401
+    import trl  # noqa: F401
 
-    from sieve.agent.tool_specs import tool_specs
+    from sieve.agent.backends.local import LocalBackend
     from sieve.train.llm.heldout import run_heldout
 
     t0 = time.perf_counter()
@@ -220,60 +220,12 @@ def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) 
     episodes = collect_teacher(index, train_tasks, cfg, progress)
     kept = [(t, tr) for t, tr, r in episodes if r >= cfg.min_recall and tr.turns]
     model, tok, base_path = load_student(cfg.model_path, cfg.bf16, index.config.models_dir)
-    tools = tool_specs(config=cfg.episode.training_agent_config())  # the tool texts the episodes were shown
-    rows = [ex for _, tr in kept for ex in trace_examples(tr, tok, tools, cfg.max_length)]
-    if not rows:
-        raise InvalidInput(
-            f"Expected teacher episodes with trajectory recall >= {cfg.min_recall}, got none of "
-            f"{len(episodes)}; lower --min-recall or check the collection"
-        )
-    logger.info("SFT: %d/%d teacher episodes kept, %d turn examples", len(kept), len(episodes), len(rows))
+    rows = _examples(kept, len(episodes), tok, cfg)
     before = None
     if cfg.check_before and held:
-        from sieve.agent.backends.local import LocalBackend
-
         before, _ = run_heldout(index, held, cfg.episode, backend=LocalBackend(model.eval(), tok), progress=progress)
-    peft_config = lora_config(cfg.lora_r, model) if cfg.lora else None
-    cfg.out.mkdir(parents=True, exist_ok=True)
-    args = TRLSFTConfig(
-        output_dir=str(cfg.out / "trainer"),
-        num_train_epochs=cfg.epochs,
-        max_steps=cfg.steps or -1,
-        learning_rate=cfg.learning_rate,
-        per_device_train_batch_size=cfg.batch_size,
-        gradient_accumulation_steps=cfg.grad_accum,
-        lr_scheduler_type="cosine",
-        warmup_steps=0.05,
-        logging_steps=5,
-        save_strategy="no",
-        report_to=[],
-        bf16=cfg.bf16,
-        use_cpu=not _has_gpu(),
-        seed=cfg.seed,
-        max_length=None,
-        dataset_num_proc=None,
-        disable_tqdm=not progress,
-        activation_checkpointing=cfg.gradient_checkpointing,
-    )
-    model.train()
-    from sieve.train.llm.time_budget import time_limit_callback
-
-    timer = time_limit_callback(cfg.minutes * 60) if cfg.minutes else None
-    trainer = SFTTrainer(
-        model=model,
-        args=args,
-        train_dataset=Dataset.from_list(rows),
-        processing_class=tok,
-        peft_config=peft_config,
-        callbacks=[timer] if timer else None,
-    )
-    from sieve.train.llm.trl_tiles import cpu_logprob_tiles
-
-    with cpu_logprob_tiles(trainer.accelerator.device):
-        train_out = trainer.train()
+    trainer, train_out, timer = _train(model, tok, rows, cfg, progress)
     model_dir = save_merged(trainer.model, tok, cfg.out / "model")
-    from sieve.agent.backends.local import LocalBackend
-
     trained = LocalBackend.load(model_dir)
     after, traces = run_heldout(index, held, cfg.episode, backend=trained, progress=progress) if held else (None, [])
     result = {
@@ -301,6 +253,82 @@ def run_sft(index: CorpusIndex, cfg: WarmStartConfig, *, progress: bool = True) 
         for tr in traces:
             f.write(tr.to_json() + "\n")
     return result
+
+
+def _examples(
+    kept: list[tuple[dict[str, Any], Trace]], n_episodes: int, tok: Any, cfg: WarmStartConfig
+) -> list[dict[str, Any]]:
+    """The turn examples of the kept teacher episodes, as the student will be shown them.
+
+    Raises:
+        InvalidInput: no episode kept (none reached ``min_recall``).
+    """
+    from sieve.agent.tool_specs import tool_specs
+
+    tools = tool_specs(config=cfg.episode.training_agent_config())  # the tool texts the episodes were shown
+    rows = [ex for _, tr in kept for ex in trace_examples(tr, tok, tools, cfg.max_length)]
+    if not rows:
+        raise InvalidInput(
+            f"Expected teacher episodes with trajectory recall >= {cfg.min_recall}, got none of "
+            f"{n_episodes}; lower --min-recall or check the collection"
+        )
+    logger.info("SFT: %d/%d teacher episodes kept, %d turn examples", len(kept), n_episodes, len(rows))
+    return rows
+
+
+def _train(
+    model: Any, tok: Any, rows: list[dict[str, Any]], cfg: WarmStartConfig, progress: bool
+) -> tuple[Any, Any, Any]:
+    """TRL's SFTTrainer on ``rows`` (a LoRA adapter with ``cfg.lora``), ended by ``cfg.minutes`` if set;
+    (the trainer, its output, the time-budget callback or None)."""
+    from datasets import Dataset
+    from trl import SFTTrainer
+
+    from sieve.train.llm.time_budget import time_limit_callback
+    from sieve.train.llm.trl_tiles import cpu_logprob_tiles
+
+    peft_config = lora_config(cfg.lora_r, model) if cfg.lora else None
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    args = _trainer_args(cfg, progress)
+    model.train()
+    timer = time_limit_callback(cfg.minutes * 60) if cfg.minutes else None
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tok,
+        peft_config=peft_config,
+        callbacks=[timer] if timer else None,
+    )
+    with cpu_logprob_tiles(trainer.accelerator.device):
+        train_out = trainer.train()
+    return trainer, train_out, timer
+
+
+def _trainer_args(cfg: WarmStartConfig, progress: bool) -> Any:
+    """TRL's SFTConfig of a warm start: cosine schedule, no checkpoints (the merged model is saved at the end)."""
+    from trl import SFTConfig as TRLSFTConfig
+
+    return TRLSFTConfig(
+        output_dir=str(cfg.out / "trainer"),
+        num_train_epochs=cfg.epochs,
+        max_steps=cfg.steps or -1,
+        learning_rate=cfg.learning_rate,
+        per_device_train_batch_size=cfg.batch_size,
+        gradient_accumulation_steps=cfg.grad_accum,
+        lr_scheduler_type="cosine",
+        warmup_steps=0.05,
+        logging_steps=5,
+        save_strategy="no",
+        report_to=[],
+        bf16=cfg.bf16,
+        use_cpu=not _has_gpu(),
+        seed=cfg.seed,
+        max_length=None,
+        dataset_num_proc=None,
+        disable_tqdm=not progress,
+        activation_checkpointing=cfg.gradient_checkpointing,
+    )
 
 
 def _has_gpu() -> bool:
