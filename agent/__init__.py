@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from sieve.agent.config import AgentConfig, HeuristicConfig
     from sieve.agent.episode import Episode
     from sieve.agent.factory import POLICIES, make_policy
-    from sieve.agent.loop import SearchAgent, fuse_traces
+    from sieve.agent.loop import SearchAgent, fuse_traces, run_request
+    from sieve.agent.request import AgentRequest
     from sieve.agent.tool_specs import TOOL_NAMES, tool_specs
     from sieve.agent.trace import Evidence, ToolCall, Trace, Turn
 
@@ -24,6 +25,7 @@ __all__ = [
     "POLICIES",
     "TOOL_NAMES",
     "AgentConfig",
+    "AgentRequest",
     "CancelToken",
     "Cancelled",
     "Episode",
@@ -35,6 +37,7 @@ __all__ = [
     "Turn",
     "fuse_traces",
     "make_policy",
+    "run_request",
     "tool_specs",
 ]
 
@@ -48,6 +51,8 @@ _LAZY = {
     "make_policy": ".factory",
     "SearchAgent": ".loop",
     "fuse_traces": ".loop",
+    "run_request": ".loop",
+    "AgentRequest": ".request",
     "TOOL_NAMES": ".tool_specs",
     "tool_specs": ".tool_specs",
     "Evidence": ".trace",

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from sieve.core.defaults import DEFAULT_K, MIN_BUDGET_TOKENS
 from sieve.core.errors import InvalidInput
 from sieve.pruning.config import PruningConfig
 
@@ -174,7 +175,7 @@ class AgentConfig:
         },
     )
     # -- tools --
-    k: int = field(default=10, metadata={"help": "Size of the returned evidence set."})
+    k: int = field(default=DEFAULT_K, metadata={"help": "Size of the returned evidence set."})
     search_k: int = field(default=10, metadata={"help": "Most chunks one search call shows."})
     search_candidates: int = field(
         default=50, metadata={"help": "Fused hybrid candidates re-scored before packing (Context-1: 50)."}
@@ -277,8 +278,8 @@ class AgentConfig:
         bad = {n: v for n, v in positive.items() if v < 1}
         if bad:
             raise InvalidInput(f"Expected positive values, got {bad}")
-        if self.budget_tokens < 256:
-            raise InvalidInput(f"Expected budget_tokens >= 256, got {self.budget_tokens}")
+        if self.budget_tokens < MIN_BUDGET_TOKENS:
+            raise InvalidInput(f"Expected budget_tokens >= {MIN_BUDGET_TOKENS}, got {self.budget_tokens}")
         if self.search_candidates < self.search_k:
             raise InvalidInput(
                 f"Expected search_candidates >= search_k, got {self.search_candidates} < {self.search_k}"

@@ -31,7 +31,7 @@ from sieve.core.errors import BackendError
 from sieve.pruning.budget import TokenBudget
 from sieve.pruning.context import ContextState
 from sieve.pruning.pruners import make_pruner
-from sieve.retriever.base import validate_k, validate_query
+from sieve.retriever.base import validate_query
 from sieve.retriever.hybrid import rrf_fuse
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from sieve.agent.backends.base import ChatBackend, ParsedToolCall
     from sieve.agent.cancel import CancelToken
     from sieve.agent.policies.base import Policy, PolicySession, PolicyStep
+    from sieve.agent.request import AgentRequest
     from sieve.agent.tools import FinishRequest
     from sieve.agent.trace import StopReason
     from sieve.pruning.context import ChunkEntry
@@ -67,8 +68,6 @@ class SearchAgent:
         self.index = index
         self.policy = policy
         self.config = config or AgentConfig()
-        # One cap on k for every entry point (sieve search, Sieve.search, the server): what one search may return.
-        validate_k(self.config.k, index.config.max_k)
         self.vectors = VectorCache(index)  # shared by this agent's episodes: vectors never change per id
         floor = self.config.floor
         # Loaded once per agent: a bad model path fails here, before any episode.
@@ -244,6 +243,27 @@ class SearchAgent:
             traces = list(pool.map(one, range(n)))
         fused = fuse_traces(traces, k=self.config.k, rrf_k=self.config.rrf_k, wall_ms=(time.perf_counter() - t0) * 1000)
         return self.floor(fused, where=where, group_by_doc=group_by_doc)
+
+
+def run_request(
+    index: CorpusIndex,
+    request: AgentRequest,
+    *,
+    policy: Policy | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    cancel: CancelToken | None = None,
+) -> Trace:
+    """Run ``request`` as its door built it (``sieve search``, ``Sieve.search``, the server): its config
+    (``k``, caps, ``rollouts``, ``group_by_doc``), its filter, and its policy, built by name with the
+    collection's adopted run, unless ``policy`` is one the caller built already (a server's, cached per app).
+
+    Nothing is resolved or checked again here: the request was, once, when it was made.
+    """
+    if policy is None:
+        agent = SearchAgent.with_policy(index, request.policy, request.config)
+    else:
+        agent = SearchAgent(index, policy, request.config)
+    return agent.run_fused(request.query, on_event=on_event, where=request.where, cancel=cancel)
 
 
 class _EpisodeRun:
@@ -663,4 +683,4 @@ class _Emitter:
             logger.exception("on_event callback failed")
 
 
-__all__ = ["SearchAgent", "fuse_traces"]
+__all__ = ["SearchAgent", "fuse_traces", "run_request"]

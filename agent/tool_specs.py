@@ -40,6 +40,8 @@ class AgentTool:
         arg_aliases: other names models use for a parameter (``{"q": "query"}``).
         call_aliases: other names models use for the tool (``("search_corpus",)``).
         over_budget: still accepted past the hard context limit (freeing context, concluding).
+        searches: a query over the corpus: counted as a search by the trace, the eval's ``searches``
+            column and the training penalty against a single search (:func:`search_tools`).
     """
 
     name: str
@@ -51,6 +53,7 @@ class AgentTool:
     arg_aliases: Mapping[str, str] = field(default_factory=dict)
     call_aliases: tuple[str, ...] = ()
     over_budget: bool = False
+    searches: bool = False
 
     def spec(self, config: AgentConfig | None = None) -> dict[str, Any]:
         """The tool in OpenAI format: ``{"type": "function", "function": {name, description, parameters}}``,
@@ -119,6 +122,7 @@ register_tool(
         commit=_b.commit_search,
         arg_aliases={"q": "query", "text": "query", "top_k": "k", "filter": "filters", "where": "filters"},
         call_aliases=("search_corpus",),
+        searches=True,
     )
 )
 register_tool(
@@ -141,6 +145,7 @@ register_tool(
         commit=_b.commit_grep,
         arg_aliases={"regex": "pattern", "query": "pattern", "top_k": "k"},
         call_aliases=("grep_corpus",),
+        searches=True,
     )
 )
 register_tool(
@@ -235,6 +240,11 @@ def call_aliases() -> dict[str, str]:
 def known_tool_names() -> frozenset[str]:
     """Every name a tool call may use: the tools' own and their aliases (for the text parsers)."""
     return frozenset(TOOLS) | frozenset(call_aliases())
+
+
+def search_tools() -> frozenset[str]:
+    """The tools that query the corpus (``searches=True``): what every count of an episode's searches counts."""
+    return frozenset(t.name for t in TOOLS.values() if t.searches)
 
 
 def over_budget_tools() -> tuple[str, ...]:

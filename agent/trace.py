@@ -111,7 +111,10 @@ class Trace:
 
     @property
     def n_searches(self) -> int:
-        return sum(1 for c in self.tool_calls if c.name in ("search", "grep") and not c.malformed)
+        from sieve.agent.tool_specs import search_tools  # lazy: the tools' registry needs no trace
+
+        searching = search_tools()
+        return sum(1 for c in self.tool_calls if c.name in searching and not c.malformed)
 
     @property
     def n_prune_calls(self) -> int:

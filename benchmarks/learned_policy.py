@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sieve.core.defaults import DEFAULT_K
+
 
 def _rate(n: int, seconds: float) -> str:
     return f"{n / seconds:.2f}" if seconds > 0 else "-"
@@ -45,9 +47,9 @@ def _served_rows(index: Any, tasks: list[dict[str, Any]], policy_path: Path | No
     from sieve.agent import AgentConfig, SearchAgent, make_policy
 
     rows: list[tuple[str, str, str]] = []
-    config = AgentConfig(k=10)
+    config = AgentConfig(k=DEFAULT_K)
     for name in ("heuristic", "learned"):
-        agent = SearchAgent(index, make_policy(name, AgentConfig(k=10, policy_path=policy_path)), config)
+        agent = SearchAgent(index, make_policy(name, AgentConfig(k=DEFAULT_K, policy_path=policy_path)), config)
         index.embedder.clear_cache()
         t0 = time.perf_counter()
         traces = [agent.run(t["question"]) for t in tasks]
@@ -113,7 +115,7 @@ def _rollouts(
     policy.prefetch = cached.embedder.embed_queries
     # Training rollouts run as the trainer runs them: the floor off, so rewards judge the policy's own ranking
     # (and the floor's extra hybrid search is not timed as rollout cost).
-    agent = SearchAgent(cached, policy, AgentConfig(k=10, tool_workers=1, floor=FloorConfig(enabled=False)))
+    agent = SearchAgent(cached, policy, AgentConfig(k=DEFAULT_K, tool_workers=1, floor=FloorConfig(enabled=False)))
     index.embedder.clear_cache()
     rollouts: list[Any] = []
     t_cold = t_warm = 0.0

@@ -13,7 +13,7 @@ Run ``python -m sieve.benchmarks.retriever``; it prints one markdown table per p
 2. **Query latency** (``latency``, default, with ``--sizes``) p50/p95 of dense, BM25 and hybrid search (and grep) at each size. Embedding
    100k passages at ~40/s would take most of an hour, so the large collections are *synthetic*:
    Zipf-distributed pseudo-words as text and random unit vectors (dim 384, the MiniLM size) as
-   embeddings, written through the public write path (``index.add_chunk_batches``: Chroma and
+   embeddings, written through the public write path (``index.writer.add_chunk_batches``: Chroma and
    one BM25 segment). Random vectors are the hard case for HNSW (no cluster structure), so dense
    figures are, if anything, pessimistic. Queries are fresh strings embedded by the real model on
    every call (each mode gets its own query set, so the query-embedding cache never hits).
@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sieve.core.defaults import DEFAULT_K
 from sieve.benchmarks.synthetic import Vocabulary, synthetic_chunks, unit_vectors
 
 if TYPE_CHECKING:
@@ -147,7 +148,7 @@ TOPICS = ("alpha", "beta", "gamma", "delta")  # metadata of the synthetic chunks
 # -- synthetic corpus ---------------------------------------------------------------------------
 def fill_synthetic(index: CorpusIndex, n_chunks: int, vocab: Vocabulary, dim: int, seed: int) -> dict[str, float]:
     """Write ``n_chunks`` synthetic chunks with random unit vectors through the public write path
-    (:meth:`~sieve.retriever.index.CorpusIndex.add_chunk_batches`: Chroma and one BM25 segment); returns timings."""
+    (:meth:`~sieve.retriever.writer.IndexWriter.add_chunk_batches`: Chroma and one BM25 segment); returns timings."""
     rng = np.random.default_rng(seed)
 
     def batches() -> Iterator[tuple[list[Chunk], np.ndarray]]:
@@ -156,7 +157,7 @@ def fill_synthetic(index: CorpusIndex, n_chunks: int, vocab: Vocabulary, dim: in
             yield synthetic_chunks(vocab, start, n, topics=TOPICS), unit_vectors(rng, n, dim)
 
     t0 = time.perf_counter()
-    index.add_chunk_batches(batches())
+    index.writer.add_chunk_batches(batches())
     write_s = time.perf_counter() - t0
     bm25 = index.bm25_index()
     if not len(bm25) == n_chunks == index.count():
@@ -238,8 +239,8 @@ def bench_throughput(cfg: BenchConfig, data_dir: Path, embedders: dict[str, Embe
     rows = []
     for dtype, emb in embedders.items():
         index = index_fresh(data_dir, f"tput-{dtype}", emb, docs)
-        report = index.index_documents(docs, progress=False)
-        texts = [passage_text(c.title, c.text) for c in index.chunker.chunk_all(docs)]
+        report = index.writer.index_documents(docs, progress=False)
+        texts = [passage_text(c.title, c.text) for c in index.writer.chunker.chunk_all(docs)]
         t0 = time.perf_counter()
         emb.embed_passages(texts)
         embed_s = time.perf_counter() - t0
@@ -270,7 +271,7 @@ def bench_recall(cfg: BenchConfig, data_dir: Path, embedders: dict[str, Embedder
     first: list[list[str]] = []  # top-10 doc lists of the first dtype, to see how much bf16 moves them
     for dtype, emb in embedders.items():
         index = index_fresh(data_dir, f"recall-{dtype}", emb, docs)
-        report = index.index_documents(docs, progress=True)
+        report = index.writer.index_documents(docs, progress=True)
         recalls: dict[int, list[float]] = {10: [], 5: []}
         tops = []
         for t in tasks:
@@ -300,7 +301,7 @@ def load_tasks(folder: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def doc_recall(index: CorpusIndex, tasks: Sequence[dict[str, Any]], mode: str, k: int = 10) -> float:
+def doc_recall(index: CorpusIndex, tasks: Sequence[dict[str, Any]], mode: str, k: int = DEFAULT_K) -> float:
     """Mean doc-level recall@k of ``mode`` search (chunks count for their document, deduplicated)."""
     from sieve.eval.metrics import recall_at_k
 
@@ -345,7 +346,7 @@ def bench_backends(cfg: BenchConfig, data_dir: Path, models: Path) -> list[dict[
             tasks = [t for t in tasks if set(t["gold_ids"]) <= have]
             index = index_fresh(data_dir, f"be-{backend}-{emb.dtype}-{folder.name}", emb, docs)
             c0 = time.process_time()
-            report = index.index_documents(docs, progress=True)
+            report = index.writer.index_documents(docs, progress=True)
             cpu = time.process_time() - c0
             emb.clear_cache()
             t0 = time.perf_counter()

@@ -8,7 +8,7 @@ and ``disk_mib`` (without ``--json``: a table of them; progress and extra figure
 Each size runs in three child processes, so each figure belongs to one stage:
 
 1. **write**: N synthetic chunks into a fresh embedded Chroma collection through the public write
-   path (:meth:`~sieve.retriever.index.CorpusIndex.add_chunk_batches`: Chroma writes at its maximum
+   path (:meth:`~sieve.retriever.writer.IndexWriter.add_chunk_batches`: Chroma writes at its maximum
    batch size, one BM25 segment). Texts are Zipf(1.07) pseudo-words over a 500k-word vocabulary
    (so the vocabulary keeps growing with the corpus, as Heaps' law says real text does), 80-160
    words per chunk (~200 MiniLM tokens). Vectors are random unit vectors (dim 384): embedding 1M
@@ -137,7 +137,7 @@ def stage_write(data_dir: Path, size: int, seed: int) -> dict[str, Any]:
     reset_peak()
     timer = [0.0]
     t0, c0 = time.perf_counter(), time.process_time()
-    written = index.add_chunk_batches(_batches(Vocabulary(seed), np.random.default_rng(seed), 0, size, timer))
+    written = index.writer.add_chunk_batches(_batches(Vocabulary(seed), np.random.default_rng(seed), 0, size, timer))
     write_s = time.perf_counter() - t0 - timer[0]
     # CPU of every thread of this process (Chroma's included), text making too: what a loaded machine cannot inflate.
     cpu_s = time.process_time() - c0
@@ -162,7 +162,7 @@ def stage_add(data_dir: Path, size: int, seed: int) -> dict[str, Any]:
     index.bm25_index()  # a running server has its index loaded: opening is not part of adding
     batch = next(_batches(Vocabulary(seed, stream=2), np.random.default_rng([seed, 2]), size, 1000, [0.0], MARKER))
     t0 = time.perf_counter()
-    index.add_chunks(*batch)
+    index.writer.add_chunks(*batch)
     written_s = time.perf_counter() - t0
     hits = index.bm25_index().top_k(tokenize(MARKER), 2000)
     add_s = time.perf_counter() - t0

@@ -288,7 +288,7 @@ def open_eval_index(
         # Same fingerprint and every document present: skip re-hashing thousands of documents.
         logger.info("Cached collection %s is complete (%d documents)", index.name, len(docs))
         return index
-    report = index.index_documents(docs, progress=progress)
+    report = index.writer.index_documents(docs, progress=progress)
     logger.info(
         "Indexed %s: %d added, %d unchanged, %d chunks in %.1fs",
         index.name,

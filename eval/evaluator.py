@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
+from sieve.agent.tool_specs import search_tools
+
 from sieve.eval.metrics import (
     mean,
     ndcg_at_k,
@@ -122,7 +124,8 @@ def row_metrics(row: dict[str, Any], ks: Sequence[int]) -> dict[str, float | Non
         ok = [c for c in calls if not c.get("malformed")]
         pruned = trace.get("pruned_chunk_ids", [])
         m["trajectory_recall"] = trajectory_recall(trace.get("seen_doc_ids", []), gold)
-        m["searches"] = float(sum(1 for c in ok if c.get("name") in ("search", "grep")))
+        searching = search_tools()
+        m["searches"] = float(sum(1 for c in ok if c.get("name") in searching))
         m["turns"] = float(len(turns))
         m["tool_calls"] = float(len(calls))
         m["prune_calls"] = float(sum(1 for c in ok if c.get("name") == "prune"))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING
+from sieve.core.defaults import DEFAULT_K
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Sequence
@@ -130,7 +131,7 @@ def reciprocal_rank(returned: Sequence[str], gold: Collection[str], k: int | Non
     return next((1.0 / r for r, d in enumerate(docs, start=1) if d in g), 0.0)
 
 
-def ndcg_at_k(returned: Sequence[str], gold: Collection[str], k: int = 10) -> float:
+def ndcg_at_k(returned: Sequence[str], gold: Collection[str], k: int = DEFAULT_K) -> float:
     """Binary-relevance nDCG@k: DCG = sum over gold hits of 1/log2(rank+1), over the ideal DCG.
 
     Example:

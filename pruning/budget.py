@@ -12,6 +12,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
+from sieve.core.defaults import MIN_BUDGET_TOKENS
 from sieve.core.errors import InvalidInput
 from sieve.pruning.config import PruningConfig
 
@@ -65,8 +66,8 @@ class TokenBudget:
 
     @classmethod
     def from_config(cls, total: int, config: PruningConfig) -> TokenBudget:
-        if total < 256:
-            raise InvalidInput(f"Expected a token budget >= 256, got {total}")
+        if total < MIN_BUDGET_TOKENS:
+            raise InvalidInput(f"Expected a token budget >= {MIN_BUDGET_TOKENS}, got {total}")
         return cls(
             total=total,
             soft=int(total * config.soft_fraction),

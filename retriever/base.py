@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from sieve.core.defaults import DEFAULT_K, MAX_K, MAX_QUERY_CHARS
 from sieve.core.errors import InvalidInput
 from sieve.retriever.types import Hit
 
@@ -19,10 +20,12 @@ class Retriever(Protocol):
     """``search`` returns at most ``k`` hits, best first, never one whose id is in ``exclude``."""
 
     def search(
-        self, query: str, k: int = 10, *, where: Where | None = None, exclude: Collection[str] | None = None
+        self, query: str, k: int = DEFAULT_K, *, where: Where | None = None, exclude: Collection[str] | None = None
     ) -> list[Hit]: ...
 
-    def batch_search(self, queries: Sequence[str], k: int = 10, *, where: Where | None = None) -> list[list[Hit]]: ...
+    def batch_search(
+        self, queries: Sequence[str], k: int = DEFAULT_K, *, where: Where | None = None
+    ) -> list[list[Hit]]: ...
 
 
 class ScoredIdsRetriever:
@@ -43,7 +46,7 @@ class ScoredIdsRetriever:
         raise NotImplementedError
 
     def search(
-        self, query: str, k: int = 10, *, where: Where | None = None, exclude: Collection[str] | None = None
+        self, query: str, k: int = DEFAULT_K, *, where: Where | None = None, exclude: Collection[str] | None = None
     ) -> list[Hit]:
         validate_query(query)
         validate_k(k, self.max_k)
@@ -52,11 +55,13 @@ class ScoredIdsRetriever:
         kept = [(by_id[cid], s) for cid, s in pairs if cid in by_id]  # a chunk deleted meanwhile drops out
         return [Hit(chunk=c, score=s, rank=i + 1, mode=self.mode) for i, (c, s) in enumerate(kept)]
 
-    def batch_search(self, queries: Sequence[str], k: int = 10, *, where: Where | None = None) -> list[list[Hit]]:
+    def batch_search(
+        self, queries: Sequence[str], k: int = DEFAULT_K, *, where: Where | None = None
+    ) -> list[list[Hit]]:
         return [self.search(q, k, where=where) for q in queries]
 
 
-def validate_k(k: int, max_k: int = 200) -> int:
+def validate_k(k: int, max_k: int = MAX_K) -> int:
     """Return ``k`` if ``1 <= k <= max_k``, else raise :class:`InvalidInput`.
 
     Example:
@@ -68,7 +73,7 @@ def validate_k(k: int, max_k: int = 200) -> int:
     return k
 
 
-def validate_query(query: str, max_chars: int = 4000) -> str:
+def validate_query(query: str, max_chars: int = MAX_QUERY_CHARS) -> str:
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput(f"Expected a non-empty query string, got {query!r}")
     if len(query) > max_chars:

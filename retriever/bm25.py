@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import scipy.sparse as sp
 
+from sieve.core.defaults import MAX_DEPTH
 from sieve.retriever.base import ScoredIdsRetriever
 from sieve.retriever.types import passage_text
 
@@ -341,7 +342,7 @@ class BM25Retriever(ScoredIdsRetriever):
 
     mode = "bm25"
 
-    def __init__(self, store: Store, index_provider: Callable[[], BM25Index], *, max_k: int = 200) -> None:
+    def __init__(self, store: Store, index_provider: Callable[[], BM25Index], *, max_k: int = MAX_DEPTH) -> None:
         self.store = store
         self.index_provider = index_provider
         self.max_k = max_k

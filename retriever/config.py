@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from sieve.core.defaults import MAX_DEPTH
 from sieve.core.errors import InvalidInput
 from sieve.retriever.chunking import SPLITS, ChunkSplit
 from sieve.retriever.device import validate_device
@@ -125,7 +126,8 @@ class RetrieverConfig:
     bm25_k1: float = field(default=1.5, metadata={"help": "BM25 k1."})
     bm25_b: float = field(default=0.75, metadata={"help": "BM25 b."})
     bm25_epsilon: float = field(default=0.25, metadata={"help": "Floor for negative IDF, as rank-bm25's BM25Okapi."})
-    max_k: int = field(default=200, metadata={"help": "Largest k a search may ask for."})
+    # Not the cap on a caller's k (MAX_K, lower): search_documents and the agent's floor read deeper pools.
+    max_k: int = field(default=MAX_DEPTH, metadata={"help": "Deepest ranking one search of the index returns."})
     index_batch_size: int = field(
         default=256, metadata={"help": "Chunks embedded and written per batch by `sieve index`."}
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sieve.core.defaults import DEFAULT_K, MAX_DEPTH
 from sieve.retriever.base import ScoredIdsRetriever
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ class DenseRetriever(ScoredIdsRetriever):
 
     mode = "dense"
 
-    def __init__(self, store: Store, embedder: Embedder, *, max_k: int = 200) -> None:
+    def __init__(self, store: Store, embedder: Embedder, *, max_k: int = MAX_DEPTH) -> None:
         self.store = store
         self.embedder = embedder
         self.max_k = max_k
@@ -33,7 +34,9 @@ class DenseRetriever(ScoredIdsRetriever):
         pairs = self.store.query_ids(self.embedder.embed_query(query), k + len(exclude), where=where)
         return [(cid, s) for cid, s in pairs if cid not in exclude][:k]
 
-    def batch_search(self, queries: Sequence[str], k: int = 10, *, where: Where | None = None) -> list[list[Hit]]:
+    def batch_search(
+        self, queries: Sequence[str], k: int = DEFAULT_K, *, where: Where | None = None
+    ) -> list[list[Hit]]:
         self.embedder.embed_queries(list(queries))  # one batched forward pass fills the query cache
         return super().batch_search(queries, k, where=where)
 

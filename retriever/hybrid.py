@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sieve.core.defaults import DEFAULT_K, MAX_DEPTH
 from sieve.retriever.base import ScoredIdsRetriever
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ class HybridRetriever(ScoredIdsRetriever):
         candidates: int = 50,
         dense_weight: float = 1.0,
         bm25_weight: float = 1.0,
-        max_k: int = 200,
+        max_k: int = MAX_DEPTH,
     ) -> None:
         self.dense = dense
         self.bm25 = bm25
@@ -75,7 +76,9 @@ class HybridRetriever(ScoredIdsRetriever):
             [[cid for cid, _ in dense_pairs], [cid for cid, _ in bm25_pairs]], k=self.rrf_k, weights=self.weights
         )[:k]
 
-    def batch_search(self, queries: Sequence[str], k: int = 10, *, where: Where | None = None) -> list[list[Hit]]:
+    def batch_search(
+        self, queries: Sequence[str], k: int = DEFAULT_K, *, where: Where | None = None
+    ) -> list[list[Hit]]:
         self.dense.embedder.embed_queries(list(queries))
         return super().batch_search(queries, k, where=where)
 

@@ -2,13 +2,17 @@
 
 Chroma is the source of truth, and a store has one writer at a time: every write holds the
 store's inter-process :class:`~sieve.retriever.writelock.WriteLock` (readers never wait on it).
-The BM25 index is a cache saved beside the Chroma data and tagged with the collection's *generation*, a token every write changes *before* it touches
-Chroma and again when it is done; a BM25 file whose tag differs is stale and is rebuilt from
-Chroma. So a run killed at any point (even ``kill -9``) leaves a store that opens consistent,
-and indexing again resumes: documents whose content hash and chunk count match are skipped, the
-rest are (re)written. Every search re-reads the generation (one Chroma round-trip), so several
-processes sharing one Chroma server (``sieve serve --workers N``) each see a finished write on
-their next request: they load the file the writer saved (one file, renamed into place) or rebuild.
+The BM25 index is a cache saved beside the Chroma data and tagged with the collection's
+*generation*, a token every write changes *before* it touches Chroma and again when it is done; a
+BM25 file whose tag differs is stale and is rebuilt from Chroma (:mod:`~sieve.retriever.bm25_cache`).
+So a run killed at any point (even ``kill -9``) leaves a store that opens consistent, and indexing
+again resumes: documents whose content hash and chunk count match are skipped, the rest are
+(re)written. Every search re-reads the generation (one Chroma round-trip), so several processes
+sharing one Chroma server (``sieve serve --workers N``) each see a finished write on their next
+request: they load the file the writer saved (one file, renamed into place) or rebuild.
+
+:class:`CorpusIndex` reads; its ``writer`` (:class:`~sieve.retriever.writer.IndexWriter`,
+:mod:`~sieve.retriever.writer`) writes. Each holds the parts it needs; neither inherits from the other.
 """
 
 from __future__ import annotations
@@ -16,29 +20,31 @@ from __future__ import annotations
 import hashlib
 import logging
 from pathlib import Path
-from threading import RLock
 from typing import TYPE_CHECKING, Any
 
-from sieve.core.errors import EmbedderMismatch, EmptyCorpus, InvalidInput, NotFound, StoreLocked
+from sieve.core.defaults import DEFAULT_K, DEFAULT_MODE
+from sieve.core.errors import EmptyCorpus, InvalidInput, NotFound
 from sieve.retriever.base import Retriever, ScoredIdsRetriever, validate_k
-from sieve.retriever.bm25 import BM25Builder, BM25Retriever, passage_terms
-from sieve.retriever.bm25_segments import SegmentedBM25, segment_from_builder
-from sieve.retriever.chunking import Chunker, split_chunk_id, validate_doc_id
+from sieve.retriever.bm25 import BM25Retriever
+from sieve.retriever.bm25_cache import BM25Cache
+from sieve.retriever.chunking import split_chunk_id, validate_doc_id
 from sieve.retriever.dense import DenseRetriever
+from sieve.retriever.embedder_check import EmbedderCheck
 from sieve.retriever.embeddings import EmbedderIdentity
+from sieve.retriever.handle import StoreHandle, open_store, store_tag, store_write_lock
 from sieve.retriever.hybrid import HybridRetriever
 from sieve.retriever.modes import MODES, get_mode
-from sieve.retriever.handle import StoreHandle, open_store, store_tag, store_write_lock
 from sieve.retriever.store import ChromaStore, CollectionState, DocState, validate_collection_name
 from sieve.retriever.types import Chunk, Hit
-from sieve.retriever.upsert import UpsertMixin
-from sieve.retriever.writer import IndexReport, WriteRun, WriterMixin
+from sieve.retriever.write_run import IndexReport
+from sieve.retriever.writer import IndexWriter
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
 
     import numpy as np
 
+    from sieve.retriever.bm25_segments import SegmentedBM25
     from sieve.retriever.config import RetrieverConfig
     from sieve.retriever.embeddings import Embedder
     from sieve.retriever.store_api import Store
@@ -49,12 +55,19 @@ logger = logging.getLogger(__name__)
 MAX_OFFSET = 2**31 - 1  # Chroma takes page offsets as 32-bit integers (a larger one overflowed: a 500)
 
 
-class CorpusIndex(WriterMixin, UpsertMixin):
-    """Index, search, grep and read one collection. Build with :meth:`open`.
+class CorpusIndex:
+    """Search, grep and read one collection; write it through :attr:`writer`. Build with :meth:`open`.
+
+    The index is the reading side, made of parts it holds rather than inherits: the collection's
+    BM25 segments (:attr:`bm25_cache`, a :class:`~sieve.retriever.bm25_cache.BM25Cache`), the check
+    of its embedder against the collection's stamp (:attr:`embedder_check`), the retrievers of the
+    search modes (:attr:`dense`, :attr:`bm25`, :attr:`hybrid`) and its :attr:`writer`
+    (:class:`~sieve.retriever.writer.IndexWriter`), which runs every write under the store's lock.
 
     Example:
         >>> index = CorpusIndex.open(RetrieverConfig(), "default")  # doctest: +SKIP
         >>> index.search("who painted the Mona Lisa", k=5, mode="hybrid")  # doctest: +SKIP
+        >>> index.writer.index_path("notes/")  # doctest: +SKIP
     """
 
     def __init__(self, config: RetrieverConfig, store: Store, embedder: Embedder, bm25_dir: Path) -> None:
@@ -63,14 +76,8 @@ class CorpusIndex(WriterMixin, UpsertMixin):
         self.embedder = embedder
         self.bm25_dir = bm25_dir
         self.write_lock = store_write_lock(config)
-        self._chunker: Chunker | None = None
-        self._lock = RLock()
-        self._bm25: SegmentedBM25 | None = None
-        self._bm25_generation = ""  # the store generation self._bm25 matches ("" while serving an older one)
-        self._bm25_saved = ""  # the fingerprint of the manifest self._bm25 was loaded from or saved as
-        self._recorded_embedder: str | None = None  # the collection's stamp, as last read
-        self._checked_embedder: str | None = None  # the stamp _embedder_error was computed for
-        self._embedder_error: EmbedderMismatch | None = None
+        self.bm25_cache = BM25Cache(config, store, self.write_lock, bm25_dir)
+        self.embedder_check = EmbedderCheck(config, store.base)
         self.dense = DenseRetriever(store, embedder, max_k=config.max_k)
         self.bm25 = BM25Retriever(store, self.bm25_index, max_k=config.max_k)
         self.hybrid = HybridRetriever(
@@ -82,16 +89,12 @@ class CorpusIndex(WriterMixin, UpsertMixin):
             bm25_weight=config.bm25_weight,
             max_k=config.max_k,
         )
+        self.writer = IndexWriter(self)
 
     @property
     def name(self) -> str:
         """The collection's name as users type it (its Chroma collection is ``store.name``, a version of it)."""
         return self.store.base
-
-    @property
-    def generation(self) -> str:
-        """The collection's write generation (changes with every write, by any process)."""
-        return self.refresh().generation
 
     def is_current(self) -> bool:
         """Whether this index's collection still exists under its name (not deleted, not re-created)."""
@@ -106,6 +109,7 @@ class CorpusIndex(WriterMixin, UpsertMixin):
         create: bool = False,
         embedder: Embedder | None = None,
         client: StoreHandle | Any | None = None,
+        version: str | None = None,
     ) -> CorpusIndex:
         """Open ``collection``; with ``create=False`` an unknown name raises :class:`UnknownCollection`.
 
@@ -114,6 +118,10 @@ class CorpusIndex(WriterMixin, UpsertMixin):
         this process's :class:`~sieve.retriever.handle.StoreHandle` of ``config``'s store (``client``
         may name it; a bare Chroma client from :func:`~sieve.retriever.store.make_client` of the same
         config stands for it), which follows what other processes write.
+
+        With ``version`` (a Chroma collection made by :func:`~sieve.retriever.reembed.reembed_version`),
+        that version of ``collection`` opens directly, whether or not the name points at it (``sieve
+        train all`` trains on a version before deciding to switch to it).
         """
         from sieve.retriever.embeddings import Embedder
 
@@ -121,71 +129,23 @@ class CorpusIndex(WriterMixin, UpsertMixin):
         if embedder is None:
             embedder = Embedder.from_config(config, lazy=True)  # checks the folder now, loads later
         handle = client if isinstance(client, StoreHandle) else open_store(config)
-        store = ChromaStore.open(handle, collection, create=create, lock=store_write_lock(config))
+        if version is not None:
+            store = ChromaStore(handle, version, base=collection)
+        else:
+            store = ChromaStore.open(handle, collection, create=create, lock=store_write_lock(config))
         return cls(config, store, embedder, _bm25_dir(config, store.name))
-
-    @classmethod
-    def open_version(
-        cls, config: RetrieverConfig, name: str, version: str, embedder: Embedder, client: StoreHandle | None = None
-    ) -> CorpusIndex:
-        """Open ``version`` (a Chroma collection made by :func:`~sieve.retriever.reembed.reembed_version`)
-        of collection ``name`` directly, whether or not the name points at it (``sieve train all``
-        trains on a version before deciding to switch to it)."""
-        handle = client or open_store(config)
-        store = ChromaStore(handle, version, base=name)
-        return cls(config, store, embedder, _bm25_dir(config, version))
-
-    @property
-    def chunker(self) -> Chunker:
-        """Splits documents with the embedder's tokenizer (which loads the embedder: only indexing needs it)."""
-        if self._chunker is None:
-            self._chunker = Chunker(
-                self.embedder.tokenizer,
-                self.config.chunk_tokens,  # type: ignore[arg-type]
-                self.config.chunk_overlap,
-                self.config.chunk_split,
-            )
-        return self._chunker
-
-    def drop(self, lock_timeout_s: float | None = None) -> None:
-        """Delete this collection and its BM25 cache (undoing a failed first index run)."""
-        import shutil
-
-        # A delete is a write: it waits for the store's writer like any other. If that writer keeps
-        # the store past the timeout, the empty collection stays and the log says how to remove it.
-        try:
-            with self.write_lock.hold(lock_timeout_s), self._lock:
-                try:
-                    with self.store.handle.session() as client:
-                        self.store.handle.mark_written()
-                        client.delete_collection(self.name)
-                        self.store.handle.mark_written()
-                except Exception as exc:  # already gone: nothing left to undo
-                    logger.debug("drop %s: %s", self.name, exc)
-                shutil.rmtree(self.bm25_dir, ignore_errors=True)
-                self._bm25 = None
-        except StoreLocked:
-            logger.warning(
-                "Could not remove the collection %r this failed run created: another writer holds "
-                "the store (`sieve collections --delete %s` removes it)",
-                self.name,
-                self.name,
-            )
 
     # -- consistency with Chroma: generation and embedder ------------------------------------
     def refresh(self) -> CollectionState:
-        """Read the collection's state (one Chroma round-trip) and note its recorded embedder.
+        """Read the collection's state (generation, embedder, adopted run: one Chroma round-trip).
 
         Every search calls this, so a write that returned through another process or worker is
         seen by the next request here (its generation changed), never served from a stale BM25.
         The recorded embedder is compared with ours only when vectors are about to be read or
-        written (:meth:`_require_embedder_match`): a BM25 query never computes our identity.
+        written (:meth:`require_embedder_match`): a BM25 query never computes our identity.
         """
         state = self.store.state()
-        if state.embedder is not None and state.embedder != self._recorded_embedder:
-            self._recorded_embedder = state.embedder
-            self._checked_embedder = None
-            self._embedder_error = None
+        self.embedder_check.note(state.embedder)
         return state
 
     @property
@@ -199,177 +159,22 @@ class CorpusIndex(WriterMixin, UpsertMixin):
         path = EmbedderIdentity.from_json(recorded).path if recorded else ""
         return bool(path) and Path(path).resolve() == Path(model).resolve()
 
-    def _require_embedder_match(self) -> None:
-        recorded = self._recorded_embedder
-        if recorded is not None and recorded != self._checked_embedder:
-            self._embedder_error = None
-            stamp = EmbedderIdentity.from_json(recorded)
-            try:
-                self.embedder.identity.check_compatible(stamp, self.name)
-            except EmbedderMismatch as exc:
-                if not self._follow_recorded_embedder(stamp):
-                    self._embedder_error = exc
-            self._checked_embedder = recorded
-        if self._embedder_error is not None:
-            raise self._embedder_error
+    def require_embedder_match(self) -> None:
+        """Raise :class:`EmbedderMismatch` unless our embedder may read and write the collection's vectors.
 
-    def _follow_recorded_embedder(self, stamp: EmbedderIdentity) -> bool:
-        """Open the collection with the model it was indexed with, when the caller named none.
+        A collection indexed with another model than the default one, opened without naming a
+        model, switches to the model it records (:class:`~sieve.retriever.embedder_check.EmbedderCheck`).
+        """
+        embedder = self.embedder_check.require(self.embedder)
+        if embedder is not self.embedder:
+            self.embedder = embedder
+            self.dense.embedder = embedder  # hybrid search reads vectors through the dense retriever
 
-        A collection indexed with another model than the shipped one (``sieve train embedder``'s, a
-        user's own) records that model's folder; a command that did not choose an embedder (the
-        configured one is the default) then uses the recorded model, if the folder still holds the
-        same weights. An explicit other model, or another precision (int8, bf16), is never
-        overridden: it stays a mismatch."""
-        from sieve.retriever.config import default_embedder_path
-        from sieve.retriever.embeddings import Embedder, cached_model_fingerprint
-
-        ours = self.embedder
-        if (
-            not stamp.path
-            or Path(ours.path).resolve() != Path(default_embedder_path()).resolve()
-            or stamp.fingerprint == ours.identity.fingerprint  # the same model: a precision mismatch
-            or stamp.dtype != ours.dtype
-        ):
-            return False
-        folder = Path(stamp.path)
-        cache = self.config.models_dir
-        if not folder.is_dir() or cached_model_fingerprint(folder, cache) != stamp.fingerprint:
-            return False
-        self.embedder = Embedder.load(
-            str(folder),
-            backend=ours.backend,
-            dtype=ours.dtype,
-            batch_size=ours.batch_size,
-            cache_dir=ours.cache_dir,
-            device=ours.device,
-            lazy=True,
-        )
-        self.dense.embedder = self.embedder  # hybrid search reads vectors through the dense retriever
-        self._chunker = None
-        logger.info("Collection %r: using the embedder it was indexed with, %s", self.name, folder)
-        return True
-
-    # -- BM25: segments tagged with the generation they match -----------------------------------
     def bm25_index(self) -> SegmentedBM25:
         """The BM25 index of the store's current generation, or, while another process writes, the
         last complete one; loaded from the saved manifest, or rebuilt from Chroma when that is stale."""
-        with self._lock:
-            gen = self.refresh().generation
-            if self._bm25 is not None and gen == self._bm25_generation:
-                return self._bm25
-            saved = self._load_bm25()
-            if saved is not None and saved == gen:
-                self._bm25_generation = gen
-                segments = len(self._bm25.segments)  # type: ignore[union-attr]
-                logger.info("Loaded BM25 for %s (generation %s, %d segments)", self.name, gen[:8], segments)
-                return self._bm25  # type: ignore[return-value]
-            if self._bm25 is not None and self._writer_busy():
-                # A run in progress: serve the last complete set of segments, check again next time.
-                self._bm25_generation = ""
-                return self._bm25
-            self._bm25 = None  # let the old index go before the new one is built
-            self._bm25 = self._rebuild_bm25(gen)
-            self._bm25_generation = gen
-            return self._bm25
-
-    def _load_bm25(self) -> str | None:
-        """Load the saved manifest into ``self._bm25`` (reusing held segments); its fingerprint, or None."""
-        from sieve.retriever.bm25_segments import read_fingerprint
-
-        fingerprint = read_fingerprint(self.bm25_dir)
-        if fingerprint is None:
-            return None
-        if self._bm25 is not None and fingerprint == self._bm25_saved:
-            return fingerprint
-        loaded = SegmentedBM25.load(self.bm25_dir, reuse=self._bm25)
-        if loaded is None:  # a writer's merge removed a segment between our two reads: read the new manifest
-            loaded = SegmentedBM25.load(self.bm25_dir, reuse=self._bm25)
-        if loaded is None or (loaded[0].k1, loaded[0].b, loaded[0].epsilon) != (
-            self.config.bm25_k1,
-            self.config.bm25_b,
-            self.config.bm25_epsilon,
-        ):
-            return None
-        self._bm25, self._bm25_saved = loaded
-        return self._bm25_saved
-
-    def _writer_busy(self) -> bool:
-        """Whether another writer (not this thread) holds the store's lock right now."""
-        with self.write_lock.try_hold() as held:
-            return not held
-
-    def _bm25_at(self, generation: str) -> SegmentedBM25 | None:
-        """BM25 exactly at ``generation`` (held, saved, or empty for an empty collection), else None.
-
-        Called by a write run as it starts (lock held): the run appends to it instead of rebuilding.
-        """
-        with self._lock:
-            if self._bm25 is not None and self._bm25_generation == generation:
-                return self._bm25
-            if self._load_bm25() == generation:
-                self._bm25_generation = generation
-                return self._bm25
-        if self.count() == 0:
-            return SegmentedBM25.from_segments(
-                [], k1=self.config.bm25_k1, b=self.config.bm25_b, epsilon=self.config.bm25_epsilon
-            )
-        return None
-
-    def _publish_bm25(self, run: WriteRun, generation: str) -> None:
-        """Save the run's BM25 (its base plus one segment, replaced rows dead) under ``generation``."""
-        if run.base is None:  # stale when the run began (a killed run before it): rebuild from Chroma
-            with self._lock:
-                self._bm25 = None
-                self._bm25 = self._rebuild_bm25(generation)
-                self._bm25_generation = generation
-            return
-        dead = run.base.rows_of_docs(run.replaced_docs) if run.replaced_docs else []
-        if run.replaced_ids:
-            dead += run.base.rows_of_ids(run.replaced_ids)
-        self._save_bm25(run.base.changed(run.added, dead), generation)
-
-    def _save_bm25(self, index: SegmentedBM25, generation: str) -> None:
-        index.save(self.bm25_dir, fingerprint=generation)
-        with self._lock:
-            self._bm25, self._bm25_generation, self._bm25_saved = index, generation, generation
-        logger.info(
-            "Saved BM25 for %s: %d chunks in %d segments (generation %s)",
-            self.name,
-            len(index),
-            len(index.segments),
-            generation[:8],
-        )
-
-    def _rebuild_bm25(self, gen: str) -> SegmentedBM25:
-        # Streamed page by page: only term-frequency arrays accumulate, never the texts or token lists.
-        builder = BM25Builder()
-        for cid, text, meta in self.store.scan(include_text=True):
-            builder.add(
-                cid, passage_terms(str(meta.get("title") or ""), text or "", str(meta.get("heading_path") or ""))
-            )
-        index = SegmentedBM25.from_segments(
-            [segment_from_builder(builder, {})],
-            k1=self.config.bm25_k1,
-            b=self.config.bm25_b,
-            epsilon=self.config.bm25_epsilon,
-        )
-        # A reader must not wait for a writer, nor write the file while one runs: it keeps its
-        # rebuilt index in memory and the writer saves the file when it finishes. A write that
-        # finished meanwhile (another worker's) has its own, newer file.
-        with self.write_lock.try_hold() as held:
-            saved = held and self.store.generation == gen
-            if saved:
-                index.save(self.bm25_dir, fingerprint=gen)
-            self._bm25_saved = gen if saved else ""
-        logger.info(
-            "Rebuilt BM25 for %s: %d chunks, %d terms%s",
-            self.name,
-            len(index.ids),
-            len(index.vocab),
-            "" if saved else " (not saved: a writer holds or changed the store)",
-        )
-        return index
+        with self.bm25_cache.lock:  # the generation read and the index it selects, one step for this process
+            return self.bm25_cache.current(self.refresh().generation)
 
     # -- reading --------------------------------------------------------------------------------
     def count(self) -> int:
@@ -405,12 +210,26 @@ class CorpusIndex(WriterMixin, UpsertMixin):
         return chunks, len(self.store.ids_where({"doc_id": chunks[0].doc_id}))
 
     def retriever(self, mode: SearchMode) -> Retriever:
-        """The retriever of ``mode``, a name in :data:`sieve.retriever.modes.MODES`."""
+        """The retriever of ``mode`` (a name in :data:`sieve.retriever.modes.MODES`), once the collection can run it.
+
+        Raises:
+            EmptyCorpus: the collection holds no chunks.
+            EmbedderMismatch: the mode reads vectors and another embedder wrote the collection's.
+            InvalidInput: no mode has that name.
+        """
+        # len(BM25) is the chunk count at the store's current generation, without the Chroma
+        # count() round-trip (~9 ms at 100k chunks) on every query.
+        if len(self.bm25_index()) == 0:
+            raise EmptyCorpus(
+                f"Expected an indexed collection, got {self.name!r} with no chunks; run `sieve index PATH`"
+            )
+        known = MODES.get(mode)
+        if known is None or known.needs_vectors:  # a mode that reads no vectors runs with any embedder
+            self.require_embedder_match()
         return get_mode(mode).build(self)
 
-    def scored_ids(self, query: str, k: int, *, mode: SearchMode = "hybrid") -> list[tuple[str, float]]:
+    def scored_ids(self, query: str, k: int, *, mode: SearchMode = DEFAULT_MODE) -> list[tuple[str, float]]:
         """The ``k`` best (chunk id, score) pairs of one mode, without reading texts (candidate lists)."""
-        self._ready(mode)
         retriever = self.retriever(mode)
         if not isinstance(retriever, ScoredIdsRetriever):
             raise InvalidInput(f"Expected a retrieval mode that ranks ids (dense, bm25, hybrid), got {mode!r}")
@@ -427,35 +246,23 @@ class CorpusIndex(WriterMixin, UpsertMixin):
     def search(
         self,
         query: str,
-        k: int = 10,
+        k: int = DEFAULT_K,
         *,
-        mode: SearchMode = "hybrid",
+        mode: SearchMode = DEFAULT_MODE,
         where: Where | None = None,
         exclude: Collection[str] | None = None,
     ) -> list[Hit]:
-        self._ready(mode)
+        """The ``k`` best chunks for ``query`` by ``mode``, those matching ``where`` and not in ``exclude``."""
         return self.retriever(mode).search(query, k, where=where, exclude=exclude)
 
     def batch_search(
-        self, queries: Sequence[str], k: int = 10, *, mode: SearchMode = "hybrid", where: Where | None = None
+        self, queries: Sequence[str], k: int = DEFAULT_K, *, mode: SearchMode = DEFAULT_MODE, where: Where | None = None
     ) -> list[list[Hit]]:
         """One result list per query (the query embeddings in one batched forward pass)."""
-        self._ready(mode)
         return self.retriever(mode).batch_search(queries, k, where=where)
 
-    def _ready(self, mode: str) -> None:
-        # len(BM25) is the chunk count at the store's current generation, without the Chroma
-        # count() round-trip (~9 ms at 100k chunks) on every query.
-        if len(self.bm25_index()) == 0:
-            raise EmptyCorpus(
-                f"Expected an indexed collection, got {self.name!r} with no chunks; run `sieve index PATH`"
-            )
-        known = MODES.get(mode)
-        if known is None or known.needs_vectors:  # a mode that reads no vectors runs with any embedder
-            self._require_embedder_match()
-
     def search_documents(
-        self, query: str, n_docs: int, *, mode: SearchMode = "hybrid", where: Where | None = None
+        self, query: str, n_docs: int, *, mode: SearchMode = DEFAULT_MODE, where: Where | None = None
     ) -> list[Hit]:
         """The best chunk of each of the ``n_docs`` best documents: one search, de-duplicated by document.
 

@@ -223,7 +223,7 @@ class DocumentStream:
 
     Nothing is touched until the stream is first iterated (or :attr:`total` is read): then the
     path is checked and its files listed, so :class:`NotFound` surfaces where the documents are
-    consumed (``CorpusIndex.index_path`` cleans up a new collection there), and a caller that
+    consumed (``IndexWriter.index_path`` cleans up a new collection there), and a caller that
     draws a progress bar at the first document draws none for a path that fails. Files are read
     as the stream is consumed.
 

@@ -37,7 +37,7 @@ from sieve.retriever.embeddings import EmbedderIdentity
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents, review_against_store
 from sieve.retriever.ray_stages import ChunkStage, EmbedStage, documents_batch, embedded_chunks
 from sieve.retriever.chunking import validate_doc_id
-from sieve.retriever.writer import IndexReport
+from sieve.retriever.write_run import IndexReport
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from sieve.retriever.index import CorpusIndex
     from sieve.retriever.ray_stages import EmbeddedChunk
     from sieve.retriever.types import Chunk, Document
-    from sieve.retriever.writer import WriteRun
+    from sieve.retriever.write_run import WriteRun
 
 logger = logging.getLogger(__name__)
 
@@ -262,7 +262,7 @@ def _write(index: CorpusIndex, run: WriteRun, todo: dict, docs: list[list[Embedd
         (todo[rows[0].chunk.doc_id][0], rows[0].doc_hash, [r.chunk for r in rows]) for rows in docs
     ]
     vectors = np.stack([r.vector for rows in docs for r in rows]).astype(np.float32, copy=False)
-    return index.write_embedded(run, batch, states, vectors)
+    return index.writer.write(run, batch, states, vectors)
 
 
 def index_path_ray(
@@ -274,11 +274,11 @@ def index_path_ray(
     delete_missing: bool = False,
 ) -> IndexReport:
     """Index a file or folder on Ray (see the module docstring): the same chunks, ids and BM25 as
-    :meth:`CorpusIndex.index_path`, and vectors of the same embedder.
+    :meth:`~sieve.retriever.writer.IndexWriter.index_path`, and vectors of the same embedder.
 
     Raises:
         ImportError: Ray is not installed (the message says how to install it).
-        NotFound, InvalidInput: as :meth:`CorpusIndex.index_path`.
+        NotFound, InvalidInput: as :meth:`~sieve.retriever.writer.IndexWriter.index_path`.
     """
     options = options or RayOptions()
     report = IngestReport()
@@ -289,22 +289,22 @@ def index_path_ray(
     except KeyboardInterrupt:
         # Ctrl-C keeps what was written (the next run resumes it), but not an empty new collection.
         if created and index.count() == 0:
-            index.drop()
+            index.writer.drop()
         raise
     except BaseException as exc:
         if created:
-            index.drop(lock_timeout_s=0 if isinstance(exc, StoreLocked) else None)
+            index.writer.drop(lock_timeout_s=0 if isinstance(exc, StoreLocked) else None)
         raise
     result.ingest = report
     if report.documents == 0 or (created and result.chunks_written == 0):
-        from sieve.retriever.writer import _nothing_to_index
+        from sieve.retriever.write_run import nothing_to_index
 
         if created:
-            index.drop()
-        raise InvalidInput(_nothing_to_index(path, report))
+            index.writer.drop()
+        raise InvalidInput(nothing_to_index(path, report))
     index.store.created = False
     if delete_missing and result.gone:
-        result.deleted = index.delete_documents(result.gone)
+        result.deleted = index.writer.delete_documents(result.gone)
     return result
 
 
@@ -320,7 +320,7 @@ def _run(
         if todo:
             # One write run: the generation bumped before the first write and after the last, and BM25
             # published once, from the written chunks (as a single-process run does).
-            with ray_cluster(options) as ray, index.write_run() as run:
+            with ray_cluster(options) as ray, index.writer.run() as run:
                 ray.data.DataContext.get_current().enable_progress_bars = progress  # Ray Data's bars, on stderr
                 res = ray.cluster_resources()
                 plan = plan_actors(options, index.config.device, res.get("CPU", 0), res.get("GPU", 0))

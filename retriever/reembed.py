@@ -77,7 +77,7 @@ def reembed_version(
         try:
             _copy(index, target, embedder, total, page, progress)
             # BM25 of the new version now, while the lock is held (so the rebuild saves its file).
-            CorpusIndex.open_version(config, index.name, new, embedder, handle).bm25_index()
+            CorpusIndex.open(config, index.name, version=new, embedder=embedder, client=handle).bm25_index()
             if activate:
                 point(client, index.name, new)
             handle.mark_written()

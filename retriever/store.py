@@ -23,6 +23,7 @@ from sieve.core.errors import (
     StoreUnavailable,
     UnknownCollection,
 )
+from sieve.retriever.collection_ref import CollectionRef
 from sieve.retriever.filters import validate_where
 from sieve.retriever.handle import StoreHandle
 from sieve.retriever.metadata import RESERVED_KEYS
@@ -219,7 +220,8 @@ class ChromaStore:
     """One Chroma collection holding Sieve chunks. Build with :meth:`open`.
 
     Every Chroma call runs in a session of the process's :class:`~sieve.retriever.handle.StoreHandle`,
-    so it reads (and writes) through a client that is current with what other processes wrote.
+    so it reads (and writes) through a client that is current with what other processes wrote; the
+    collection object of that client is its :class:`~sieve.retriever.collection_ref.CollectionRef`'s.
     """
 
     def __init__(self, handle: StoreHandle, name: str, *, created: bool = False, base: str | None = None) -> None:
@@ -229,10 +231,8 @@ class ChromaStore:
         # True while the collection exists only because this store made it and no write has
         # succeeded yet: a failing first index run then removes it instead of leaving it empty.
         self.created = created
-        self._collection: Any | None = None
-        self._epoch = -1  # the handle's epoch _collection was fetched in
-        self._max_batch: int | None = None
-        with self._use() as col:
+        self._ref = CollectionRef(handle, name)  # the collection through a client current with the store
+        with self._ref.use() as col:
             meta = col.metadata or {}
             self.embedder: str | None = meta.get(EMBEDDER_KEY)
             self.run: str | None = meta.get(RUN_KEY)
@@ -245,41 +245,8 @@ class ChromaStore:
     @property
     def collection(self) -> Any:
         """The current Chroma collection object (for immediate use, as :attr:`client`)."""
-        with self._use() as col:
+        with self._ref.use() as col:
             return col
-
-    @contextlib.contextmanager
-    def _use(self) -> Iterator[Any]:
-        """The collection, through a client current with the store, for one short use.
-
-        Raises:
-            CollectionGone: the collection was deleted (by another process or worker) under us.
-        """
-        with self.handle.session() as client, self._gone_as_ours():
-            if self._collection is None or self._epoch != self.handle.epoch:
-                self._collection = client.get_collection(self.name, embedding_function=None)
-                self._epoch = self.handle.epoch
-            yield self._collection
-
-    @contextlib.contextmanager
-    def _gone_as_ours(self) -> Iterator[None]:
-        """Chroma's ``NotFoundError`` becomes :class:`CollectionGone`: nothing outside ``retriever/`` knows Chroma."""
-        from chromadb.errors import NotFoundError  # loaded: a client exists
-
-        try:
-            yield
-        except NotFoundError as exc:
-            raise CollectionGone(
-                f"Expected collection {self.name!r} to exist, got it deleted while in use ({exc})"
-            ) from exc
-
-    @property
-    def max_batch_size(self) -> int:
-        """The most records Chroma takes in one write (its SQLite variable limit; ~5,461 embedded)."""
-        if self._max_batch is None:
-            with self.handle.session() as client:
-                self._max_batch = int(client.get_max_batch_size())
-        return self._max_batch
 
     @classmethod
     def open(
@@ -345,12 +312,7 @@ class ChromaStore:
     # -- generation: marks every write so the BM25 cache can tell whether it is stale --------
     def state(self) -> CollectionState:
         """The collection's current id, generation and recorded embedder, in one round-trip."""
-        # A collection deleted under us raises CollectionGone: the server maps it to a 404 and
-        # drops its cached index, as for every other call on a vanished collection.
-        with self.handle.session() as client, self._gone_as_ours():
-            col = client.get_collection(self.name, embedding_function=None)
-            if self._epoch == self.handle.epoch:
-                self._collection = col  # re-created under the same name: follow it
+        col = self._ref.fetch()  # CollectionGone when deleted under us
         meta = col.metadata or {}
         embedder = meta.get(EMBEDDER_KEY)
         if embedder:
@@ -377,7 +339,7 @@ class ChromaStore:
         except NotFoundError:
             return False
         try:
-            with self._use() as col:
+            with self._ref.use() as col:
                 return bool(current.id == col.id)
         except CollectionGone:
             return False
@@ -387,7 +349,7 @@ class ChromaStore:
         cache has, and a reader that rebuilt BM25 mid-write holds a generation the finished write replaced.
         """
         gen = uuid.uuid4().hex
-        with self._use() as col:
+        with self._ref.use() as col:
             self.handle.mark_written()  # other processes reopen before they next read or write
             col.modify(metadata=self._metadata(gen))
         return gen
@@ -414,7 +376,7 @@ class ChromaStore:
         doc_hashes: Mapping[str, str],
         n_chunks: Mapping[str, int],
     ) -> None:
-        """Write chunks and their vectors, in slices of at most :attr:`max_batch_size` records.
+        """Write chunks and their vectors, in slices of at most Chroma's maximum batch size of records.
 
         The vectors go to Chroma as one float32 array per slice: Chroma validates and copies an
         array row by row in Rust, where ``tolist()`` first made 384 Python floats per chunk.
@@ -422,10 +384,10 @@ class ChromaStore:
         import numpy as np
 
         vectors = np.ascontiguousarray(embeddings, dtype=np.float32)
-        step = self.max_batch_size
+        step = self._ref.max_batch_size
         for at in range(0, len(chunks), step):
             part = chunks[at : at + step]
-            with self._use() as col:
+            with self._ref.use() as col:
                 col.upsert(
                     ids=[c.chunk_id for c in part],
                     embeddings=vectors[at : at + step],
@@ -435,17 +397,17 @@ class ChromaStore:
 
     def delete_docs(self, doc_ids: Sequence[str]) -> None:
         for i in range(0, len(doc_ids), 500):
-            with self._use() as col:
+            with self._ref.use() as col:
                 col.delete(where={"doc_id": {"$in": list(doc_ids[i : i + 500])}})
 
     def delete_ids(self, ids: Sequence[str]) -> None:
         if ids:
-            with self._use() as col:
+            with self._ref.use() as col:
                 col.delete(ids=list(ids))
 
     # -- reads ----------------------------------------------------------------------------------
     def count(self) -> int:
-        with self._use() as col:
+        with self._ref.use() as col:
             return int(col.count())
 
     def scan(self, *, include_text: bool = True, where: Where | None = None) -> Iterator[tuple[str, str | None, dict]]:
@@ -453,7 +415,7 @@ class ChromaStore:
         include = ["metadatas", "documents"] if include_text else ["metadatas"]
         offset = 0
         while True:
-            with filter_checked(where), self._use() as col:  # one session per page: the consumer runs between pages
+            with filter_checked(where), self._ref.use() as col:  # one session per page: the consumer runs between pages
                 page = col.get(include=include, limit=PAGE, offset=offset, where=where)
             ids = page["ids"]
             if not ids:
@@ -482,7 +444,7 @@ class ChromaStore:
         """Chunks by id, in the order asked; unknown ids are left out."""
         if not ids:
             return []
-        with self._use() as col:
+        with self._ref.use() as col:
             page = col.get(ids=list(ids), include=["documents", "metadatas"])
         by_id = {
             cid: chunk_from_record(cid, t, m) for cid, t, m in zip(page["ids"], page["documents"], page["metadatas"])
@@ -495,7 +457,7 @@ class ChromaStore:
 
         if not ids:
             return {}
-        with self._use() as col:
+        with self._ref.use() as col:
             page = col.get(ids=list(ids), include=["embeddings"])
         return {cid: np.asarray(vec, dtype=np.float32) for cid, vec in zip(page["ids"], page["embeddings"])}
 
@@ -505,13 +467,13 @@ class ChromaStore:
         Raises:
             InvalidInput: a filter Chroma cannot run.
         """
-        with filter_checked(where), self._use() as col:
+        with filter_checked(where), self._ref.use() as col:
             page = col.get(where=where, include=["documents", "metadatas"], limit=limit)
         return [chunk_from_record(cid, t, m) for cid, t, m in zip(page["ids"], page["documents"], page["metadatas"])]
 
     def first_chunks(self, *, limit: int, offset: int = 0) -> list[tuple[Chunk, int]]:
         """Documents' first chunks (metadata only, no text) with each document's ``n_chunks``, one page."""
-        with self._use() as col:
+        with self._ref.use() as col:
             page = col.get(where={"position": 0}, include=["metadatas"], limit=limit, offset=offset)
         return [
             (chunk_from_record(cid, None, m), int((m or {}).get("n_chunks", 0)))
@@ -519,7 +481,7 @@ class ChromaStore:
         ]
 
     def ids_where(self, where: Where) -> set[str]:
-        with filter_checked(where), self._use() as col:
+        with filter_checked(where), self._ref.use() as col:
             return set(col.get(where=where, include=[])["ids"])
 
     def query_ids(self, embedding: np.ndarray, n: int, where: Where | None = None) -> list[tuple[str, float]]:
@@ -533,7 +495,7 @@ class ChromaStore:
         """
         if n <= 0:
             return []
-        with filter_checked(where), self._use() as col:
+        with filter_checked(where), self._ref.use() as col:
             res = col.query(query_embeddings=[embedding.tolist()], n_results=n, where=where, include=["distances"])
         return [(cid, 1.0 - float(d)) for cid, d in zip(res["ids"][0], res["distances"][0])]
 
@@ -548,7 +510,7 @@ class ChromaStore:
         if where is not None:  # bounded only: a refusal below is the pattern's (filters come checked by now)
             validate_where(where)
         try:
-            with self._use() as col:
+            with self._ref.use() as col:
                 page = col.get(
                     where_document={"$regex": pattern}, where=where, limit=limit, include=["documents", "metadatas"]
                 )

@@ -1,7 +1,7 @@
 """The store interface: what :class:`~sieve.retriever.index.CorpusIndex` asks of a vector store.
 
-:class:`~sieve.retriever.store.ChromaStore` is the one implementation; the index, its reader and
-writer halves and the retrievers depend on this interface only, so no code outside ``retriever/``
+:class:`~sieve.retriever.store.ChromaStore` is the one implementation; the index (the reading side), its
+writer, its BM25 cache and the retrievers depend on this interface only, so no code outside ``retriever/``
 needs to know Chroma (its errors become Sieve's inside the store: a collection deleted while in use
 raises :class:`~sieve.core.errors.CollectionGone`, a malformed filter :class:`~sieve.core.errors.InvalidInput`).
 """

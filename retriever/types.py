@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sieve.core.defaults import DEFAULT_MODE
+
 DocId = str
 ChunkId = str
 MetadataValue = str | int | float | bool | list[str] | list[int] | list[float] | list[bool]
@@ -92,7 +94,7 @@ class Hit:
     chunk: Chunk
     score: float
     rank: int = 0
-    mode: HitMode = "hybrid"
+    mode: HitMode = DEFAULT_MODE
 
     @property
     def chunk_id(self) -> ChunkId:

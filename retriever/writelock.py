@@ -2,9 +2,9 @@
 
 Chroma's embedded ``PersistentClient`` is not safe for several writing processes: two
 ``sieve index`` runs into one collection can leave embeddings that no longer read back. So every
-write (``CorpusIndex.index_documents``, ``delete_documents``, ``delete_collection``, and through
-them the CLI, the HTTP document routes and the Python API) holds the store's lock for its whole
-run. A second writer logs who holds the lock and waits up to a timeout, then fails with
+write (each write of an index's :class:`~sieve.retriever.writer.IndexWriter`, ``delete_collection``,
+and through them the CLI, the HTTP document routes and the Python API) holds the store's lock for
+its whole run. A second writer logs who holds the lock and waits up to a timeout, then fails with
 :class:`~sieve.core.errors.StoreLocked` naming the holder; two writers never interleave.
 
 Readers never take the lock. The one thing a reader may write, the BM25 cache file it rebuilt,

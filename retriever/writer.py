@@ -1,6 +1,6 @@
-"""The write side of :class:`~sieve.retriever.index.CorpusIndex`: runs that add, replace and delete chunks.
+"""The write side of a :class:`~sieve.retriever.index.CorpusIndex`: its ``writer``, whose runs add, replace and delete chunks.
 
-Every write is a *run* (:meth:`WriterMixin._write_run`) under the store's write lock:
+Every write is a *run* (:meth:`IndexWriter.run`) under the store's write lock:
 
 1. the collection's generation is bumped once, before the first chunk is written (a run killed
    from here on leaves a generation no BM25 manifest has: the next reader rebuilds);
@@ -8,39 +8,45 @@ Every write is a *run* (:meth:`WriterMixin._write_run`) under the store's write 
    array per batch; the run tokenises what it writes into one new BM25 segment and notes the rows
    it replaced;
 3. the generation is bumped once more and the BM25 manifest naming the new segment is saved under
-   it (:mod:`~sieve.retriever.bm25_segments`): readers switch to it at their next search and serve
+   it (:mod:`~sieve.retriever.bm25_cache`): readers switch to it at their next search and serve
    the previous one until then.
 
-:meth:`WriterMixin.add_chunk_batches` is the public path for chunks that come with their vectors
-(benchmarks, the Ray pipeline); :meth:`WriterMixin.index_documents` embeds documents itself.
+:meth:`IndexWriter.add_chunk_batches` is the public path for chunks that come with their vectors
+(benchmarks); :meth:`IndexWriter.index_documents` embeds documents itself, and
+:meth:`IndexWriter.upsert_documents` writes a request's documents whole or not at all
+(:mod:`~sieve.retriever.upsert`). The writer holds its index (what it uses of it is
+:class:`IndexParts`), never the other way round: searches need no writer.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from sieve.retriever.bm25 import BM25Builder, passage_terms
-from sieve.retriever.bm25_segments import SegmentedBM25
-from sieve.retriever.chunking import validate_doc_id
+from sieve.core.errors import InvalidInput, StoreLocked
+from sieve.retriever.bm25 import passage_terms
+from sieve.retriever.chunking import Chunker, validate_doc_id
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents, review_against_store
 from sieve.retriever.metadata import validate_metadata
 from sieve.retriever.overlap import WriteBehind
 from sieve.retriever.progress import IndexProgress
 from sieve.retriever.types import passage_text
-
-from sieve.core.errors import InvalidInput, StoreLocked
+from sieve.retriever.upsert import Batch, Prepared, commit, prepare, unchanged
+from sieve.retriever.write_run import IndexReport, WriteRun, checked_documents, nothing_to_index
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping, Sequence
     from pathlib import Path
 
     import numpy as np
-    from sieve.retriever.chunking import Chunker
+
+    from sieve.retriever.bm25_cache import BM25Cache
+    from sieve.retriever.bm25_segments import SegmentedBM25
     from sieve.retriever.config import RetrieverConfig
+    from sieve.retriever.embedder_check import EmbedderCheck
     from sieve.retriever.embeddings import Embedder
     from sieve.retriever.store import CollectionState, DocState
     from sieve.retriever.store_api import Store
@@ -50,94 +56,94 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-@dataclass
-class IndexReport:
-    """What one indexing run did."""
+class IndexParts(Protocol):
+    """What a writer uses of its index (:class:`~sieve.retriever.index.CorpusIndex`, which imports this module)."""
 
-    added: int = 0  # documents new to the collection
-    updated: int = 0  # documents whose content changed (old chunks replaced)
-    unchanged: int = 0  # skipped: same content hash, all chunks present
-    resumed: int = 0  # documents an interrupted run had left incomplete
-    chunks_written: int = 0
-    seconds: float = 0.0
-    ingest: IngestReport = field(default_factory=IngestReport)
-    cancelled: bool = False  # stopped before writing anything (upsert_documents): the collection is as it was
-    # Documents of files inside the folder indexed that no longer exist (deleted or moved out), and
-    # how many of them this run removed (``index_path(..., delete_missing=True)``).
-    gone: list[str] = field(default_factory=list)
-    deleted: int = 0
+    config: RetrieverConfig
+    store: Store
+    embedder: Embedder  # may change: a collection is read and written with the model it records
+    write_lock: WriteLock
+    bm25_cache: BM25Cache
+    embedder_check: EmbedderCheck
 
     @property
-    def chunks_per_second(self) -> float:
-        return self.chunks_written / self.seconds if self.seconds else 0.0
+    def name(self) -> str: ...
+    def refresh(self) -> CollectionState: ...
+    def require_embedder_match(self) -> None: ...
+    def bm25_index(self) -> SegmentedBM25: ...
 
 
-def checked_documents(docs: Sequence[Document]) -> Sequence[Document]:
-    """``docs`` if every id is unique and valid and all metadata is storable; else InvalidInput naming the first problem."""
-    seen: set[str] = set()
-    for doc in docs:
-        validate_doc_id(doc.doc_id)
-        if doc.doc_id in seen:
-            raise InvalidInput(f"Expected unique document ids, got {doc.doc_id!r} twice")
-        seen.add(doc.doc_id)
+class IndexWriter:
+    """Writes to one collection, each under the store's write lock. Reached as ``index.writer``.
+
+    Example:
+        >>> index = CorpusIndex.open(RetrieverConfig(), "notes", create=True)  # doctest: +SKIP
+        >>> index.writer.index_path("notes/").chunks_written  # doctest: +SKIP
+        42
+    """
+
+    def __init__(self, index: IndexParts) -> None:
+        self.index = index
+        self._chunker: Chunker | None = None
+        self._chunker_of: Embedder | None = None  # the embedder whose tokenizer _chunker uses
+
+    @property
+    def chunker(self) -> Chunker:
+        """Splits documents with the embedder's tokenizer (which loads the embedder: only indexing needs it)."""
+        embedder, config = self.index.embedder, self.index.config
+        if self._chunker is None or self._chunker_of is not embedder:
+            self._chunker = Chunker(
+                embedder.tokenizer,
+                config.chunk_tokens,  # type: ignore[arg-type]
+                config.chunk_overlap,
+                config.chunk_split,
+            )
+            self._chunker_of = embedder
+        return self._chunker
+
+    def drop(self, lock_timeout_s: float | None = None) -> None:
+        """Delete this collection and its BM25 cache (undoing a failed first index run)."""
+        index = self.index
+        # A delete is a write: it waits for the store's writer like any other. If that writer keeps
+        # the store past the timeout, the empty collection stays and the log says how to remove it.
         try:
-            validate_metadata(doc.metadata)
-        except InvalidInput as exc:
-            raise InvalidInput(f"Document {doc.doc_id!r}: {exc.message}") from None
-    return docs
-
-
-@dataclass
-class WriteRun:
-    """What one write run changes in BM25: the chunks it wrote and the rows they replace."""
-
-    base: SegmentedBM25 | None  # BM25 as the run found it; None when it was stale (then rebuilt at the end)
-    added: BM25Builder = field(default_factory=BM25Builder)
-    replaced_docs: set[str] = field(default_factory=set)  # documents whose old chunks are gone
-    replaced_ids: set[str] = field(default_factory=set)  # chunk ids written over
-    started: bool = False  # the first generation bump happened
-
-
-class WriterMixin:
-    """Writes for :class:`~sieve.retriever.index.CorpusIndex` (whose state it uses)."""
-
-    if TYPE_CHECKING:  # what CorpusIndex provides
-        config: RetrieverConfig
-        store: Store
-        embedder: Embedder
-        write_lock: WriteLock
-        _recorded_embedder: str | None
-        _checked_embedder: str | None
-
-        @property
-        def name(self) -> str: ...
-        @property
-        def chunker(self) -> Chunker: ...
-        def refresh(self) -> CollectionState: ...
-        def count(self) -> int: ...
-        def _require_embedder_match(self) -> None: ...
-        def drop(self, lock_timeout_s: float | None = None) -> None: ...
-        def bm25_index(self) -> SegmentedBM25: ...
-        def _bm25_at(self, generation: str) -> SegmentedBM25 | None: ...
-        def _publish_bm25(self, run: WriteRun, generation: str) -> None: ...
-        def _save_bm25(self, index: SegmentedBM25, generation: str) -> None: ...
+            with index.write_lock.hold(lock_timeout_s), index.bm25_cache.lock:
+                try:
+                    with index.store.handle.session() as client:
+                        index.store.handle.mark_written()
+                        client.delete_collection(index.name)
+                        index.store.handle.mark_written()
+                except Exception as exc:  # already gone: nothing left to undo
+                    logger.debug("drop %s: %s", index.name, exc)
+                index.bm25_cache.clear()
+        except StoreLocked:
+            logger.warning(
+                "Could not remove the collection %r this failed run created: another writer holds "
+                "the store (`sieve collections --delete %s` removes it)",
+                index.name,
+                index.name,
+            )
 
     # -- runs -------------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _write_run(self) -> Iterator[WriteRun]:
-        """One run (call with the write lock held): bump, write, bump and publish BM25 once each."""
-        run = WriteRun(base=self._bm25_at(self.refresh().generation))
+    def run(self) -> Iterator[WriteRun]:
+        """One write run (call with the write lock held): two generation bumps and one BM25 segment.
+
+        :meth:`write` writes into it; the run bumps the generation and publishes BM25 once it ends.
+        """
+        run = WriteRun(base=self.index.bm25_cache.at(self.index.refresh().generation))
         yield run
         if run.started:
-            generation = self.store.bump_generation()  # the finished state gets a generation of its own
-            self._publish_bm25(run, generation)
+            generation = self.index.store.bump_generation()  # the finished state gets a generation of its own
+            self.index.bm25_cache.publish(run, generation)
 
     def _start(self, run: WriteRun, *, had_documents: bool | None) -> None:
         if run.started:
             return
-        if self.store.embedder is None:
-            self._adopt_embedder(self.count() > 0 if had_documents is None else had_documents)
-        self.store.bump_generation()  # also writes the embedder stamp
+        store = self.index.store
+        if store.embedder is None:
+            self._adopt_embedder(store.count() > 0 if had_documents is None else had_documents)
+        store.bump_generation()  # also writes the embedder stamp
         run.started = True
 
     def _write_chunks(
@@ -154,12 +160,16 @@ class WriterMixin:
         """Write one batch (replacing ``replace_docs`` first) and tokenise it into the run's BM25 segment."""
         self._start(run, had_documents=had_documents)
         if replace_docs:
-            self.store.delete_docs(replace_docs)
+            self.index.store.delete_docs(replace_docs)
             run.replaced_docs.update(replace_docs)
-        self.store.upsert(chunks, vectors, doc_hashes, n_chunks)
+        self.index.store.upsert(chunks, vectors, doc_hashes, n_chunks)
         for c in chunks:  # tokenising is per chunk whatever the batch: ~40 µs against Chroma's ~1.4 ms
             run.added.add(c.chunk_id, passage_terms(c.title, c.text, c.heading_path))
         return len(chunks)
+
+    def _check_embedder(self) -> None:
+        self.index.refresh()  # the stamp as the store has it now
+        self.index.require_embedder_match()
 
     # -- chunks with their vectors ----------------------------------------------------------------------
     def add_chunks(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> int:
@@ -183,9 +193,9 @@ class WriterMixin:
             EmbedderMismatch: the collection was written by another embedder.
         """
         written = 0
-        with self.write_lock.hold():
-            self._require_embedder_match_now()
-            with self._write_run() as run:
+        with self.index.write_lock.hold():
+            self._check_embedder()
+            with self.run() as run:
                 for chunks, vectors in batches:
                     if len(chunks) != len(vectors):
                         raise InvalidInput(
@@ -200,12 +210,8 @@ class WriterMixin:
                     if run.base is not None and run.base.row_ids:  # ids matter only where rows may be replaced
                         run.replaced_ids.update(c.chunk_id for c in chunks)
                     written += self._write_chunks(run, chunks, vectors, hashes, counts)
-        self.store.created = False
+        self.index.store.created = False
         return written
-
-    def _require_embedder_match_now(self) -> None:
-        self.refresh()
-        self._require_embedder_match()
 
     # -- documents ----------------------------------------------------------------------------------------
     def index_path(self, path: str | Path, *, progress: bool = True, delete_missing: bool = False) -> IndexReport:
@@ -223,14 +229,14 @@ class WriterMixin:
         already wrote keeps its work, and indexing again resumes it.
         """
         report = IngestReport()
-        created = self.store.created
+        created = self.index.store.created
         result = self.index_documents(iter_documents(path, report), progress=progress)
         report.skipped.extend(result.ingest.skipped)  # documents that chunked to nothing
         result.ingest = report
         if report.documents == 0 or (created and result.chunks_written == 0):
             if created:
                 self.drop()
-            raise InvalidInput(_nothing_to_index(path, report))
+            raise InvalidInput(nothing_to_index(path, report))
         if delete_missing and result.gone:
             result.deleted = self.delete_documents(result.gone)
         return result
@@ -247,46 +253,48 @@ class WriterMixin:
                 :func:`~sieve.retriever.metadata.validate_metadata`). A list or tuple is checked
                 whole before anything is written; a stream is checked as it comes.
         """
+        store = self.index.store
         try:
             if isinstance(docs, (list, tuple)):
                 docs = checked_documents(docs)
             report = self._index_documents(docs, progress=progress)
         except KeyboardInterrupt:
             # Ctrl-C keeps what was written (the next run resumes it), but not an empty new collection.
-            if self.store.created and self.count() == 0:
+            if store.created and store.count() == 0:
                 self.drop()
             raise
         except BaseException as exc:
-            if self.store.created:
+            if store.created:
                 # A run that never got the lock does not wait for it a second time to clean up.
                 self.drop(lock_timeout_s=0 if isinstance(exc, StoreLocked) else None)
             raise
-        self.store.created = False
+        store.created = False
         return report
 
     def _index_documents(self, docs: Iterable[Document], *, progress: bool) -> IndexReport:
         t0 = time.perf_counter()
         report = IndexReport()
-        # The store lock (not self._lock) orders writers, threads and worker processes included:
+        index = self.index
+        # The store lock (not the BM25 cache's) orders writers, threads and worker processes included:
         # searches of this index keep running while a write embeds and upserts.
         # WriteBehind: each batch is written in a background thread while the next one is chunked and
         # embedded (retriever/overlap.py); it is drained inside the run, before its closing bump.
-        with self.write_lock.hold():
-            self._require_embedder_match_now()  # before any work: a mismatching run writes nothing
-            states = self.store.doc_states()
-            report.gone = review_against_store(docs, states, self.name)
-            with self._write_run() as run, WriteBehind() as writer:
+        with index.write_lock.hold():
+            self._check_embedder()  # before any work: a mismatching run writes nothing
+            states = index.store.doc_states()
+            report.gone = review_against_store(docs, states, index.name)
+            with self.run() as run, WriteBehind() as writer:
                 pending: list[tuple[Document, str, list[Chunk]]] = []
                 embedded = 0  # chunks chunked and embedded so far: the bar's count (writes run a batch behind)
                 seen: set[str] = set()
-                bar = IndexProgress(f"Indexing {self.name}", docs, enabled=progress)  # drawn at the first document
+                bar = IndexProgress(f"Indexing {index.name}", docs, enabled=progress)  # drawn at the first document
                 for doc in bar.track(docs):
                     validate_doc_id(doc.doc_id)
                     if doc.doc_id in seen:
                         raise InvalidInput(f"Expected unique document ids, got {doc.doc_id!r} twice")
                     seen.add(doc.doc_id)
                     validate_metadata(doc.metadata)
-                    h = content_hash(doc, self.config.chunking_key)
+                    h = content_hash(doc, index.config.chunking_key)
                     state = states.get(doc.doc_id)
                     if state is not None and state.doc_hash == h and state.complete:
                         report.unchanged += 1
@@ -304,15 +312,15 @@ class WriterMixin:
                     else:
                         report.updated += 1
                     pending.append((doc, h, chunks))
-                    if sum(len(c) for _, _, c in pending) >= self.config.index_batch_size:
+                    if sum(len(c) for _, _, c in pending) >= index.config.index_batch_size:
                         batch = [c for _, _, cs in pending for c in cs]
-                        writer.submit(self._write, run, pending, states, self._embed(batch))
+                        writer.submit(self.write, run, pending, states, self.embed(batch))
                         embedded += len(batch)
                         bar.done(len(pending), chunks=embedded)
                         pending = []
                 if pending:
                     batch = [c for _, _, cs in pending for c in cs]
-                    writer.submit(self._write, run, pending, states, self._embed(batch))
+                    writer.submit(self.write, run, pending, states, self.embed(batch))
                     embedded += len(batch)
                     bar.done(len(pending), chunks=embedded)
                 report.chunks_written = writer.drain()
@@ -322,16 +330,22 @@ class WriterMixin:
         report.seconds = time.perf_counter() - t0
         return report
 
-    def _write(
+    def write(
         self,
         run: WriteRun,
-        batch: list[tuple[Document, str, list[Chunk]]],
+        batch: Batch,
         states: Mapping[str, DocState],
         vectors: np.ndarray | None = None,
     ) -> int:
+        """Write whole documents ``(document, content hash, chunks)`` in ``run``; returns the chunks written.
+
+        ``vectors`` are the chunks' in order (embedded here when None: ``sieve index --ray`` embeds
+        elsewhere). The caller holds the write lock, opened ``run`` with :meth:`run` and read ``states``
+        under the lock (``index.doc_states()``): a document the store holds is replaced whole.
+        """
         chunks = [c for _, _, cs in batch for c in cs]
         if vectors is None:
-            vectors = self._embed(chunks)
+            vectors = self.embed(chunks)
         return self._write_chunks(
             run,
             chunks,
@@ -342,48 +356,33 @@ class WriterMixin:
             had_documents=bool(states),
         )
 
-    def write_embedded(
-        self,
-        run: WriteRun,
-        batch: list[tuple[Document, str, list[Chunk]]],
-        states: Mapping[str, DocState],
-        vectors: np.ndarray,
-    ) -> int:
-        """Write whole documents whose chunks were embedded elsewhere (``sieve index --ray``), in ``run``.
-
-        The caller holds :attr:`write_lock`, opened ``run`` with :meth:`write_run` and read ``states``
-        under the lock (:meth:`doc_states`); the run bumps the generation and publishes BM25 once it
-        ends, as :meth:`index_documents` does. Returns the chunks written.
-        """
-        return self._write(run, batch, states, vectors)
-
-    def write_run(self) -> contextlib.AbstractContextManager[WriteRun]:
-        """One write run for :meth:`write_embedded` (with the write lock held): two bumps, one BM25 segment."""
-        return self._write_run()
-
-    def _embed(self, chunks: Sequence[Chunk]) -> np.ndarray:
-        return self.embedder.embed_passages([passage_text(c.title, c.text, c.heading_path) for c in chunks])
+    def embed(self, chunks: Sequence[Chunk]) -> np.ndarray:
+        """The chunks' passage vectors, by the index's embedder (title and heading path included)."""
+        return self.index.embedder.embed_passages([passage_text(c.title, c.text, c.heading_path) for c in chunks])
 
     def _adopt_embedder(self, had_documents: bool) -> None:
+        index = self.index
         if had_documents:
             logger.warning(
                 "Collection %s records no embedder (indexed before Sieve stamped collections); "
                 "assuming its vectors came from %s",
-                self.name,
-                self.embedder.identity.describe(),
+                index.name,
+                index.embedder.identity.describe(),
             )
-        self.store.embedder = self._recorded_embedder = self._checked_embedder = self.embedder.identity.to_json()
+        stamp = index.embedder.identity.to_json()
+        index.store.embedder = stamp
+        index.embedder_check.adopt(stamp)
 
     def delete_documents(self, doc_ids: Sequence[str]) -> int:
         """Remove documents (all their chunks) from Chroma and BM25; returns how many existed."""
-        with self.write_lock.hold():
-            self.refresh()
-            states = self.store.doc_states()
+        with self.index.write_lock.hold():
+            self.index.refresh()
+            states = self.index.store.doc_states()
             present = [d for d in doc_ids if d in states]
             if present:
-                with self._write_run() as run:
+                with self.run() as run:
                     self._start(run, had_documents=True)
-                    self.store.delete_docs(present)
+                    self.index.store.delete_docs(present)
                     run.replaced_docs.update(present)
             return len(present)
 
@@ -393,21 +392,95 @@ class WriterMixin:
         Chroma is not touched, so the generation stays and readers load the merged file at their
         next search. What ``sieve index --optimize`` runs.
         """
-        with self.write_lock.hold():
-            generation = self.refresh().generation
-            index = self.bm25_index()
-            before = len(index.segments)
-            self._save_bm25(index.merged(), generation)
+        with self.index.write_lock.hold():
+            generation = self.index.refresh().generation
+            bm25 = self.index.bm25_index()
+            before = len(bm25.segments)
+            self.index.bm25_cache.save(bm25.merged(), generation)
             return before
 
+    # -- one request's documents, whole or not at all ---------------------------------------------------
+    def upsert_documents(self, docs: Sequence[Document], *, stop: threading.Event | None = None) -> IndexReport:
+        """Add or update a list of documents in one short write that can be cancelled until it starts.
 
-def _nothing_to_index(path: str | Path, report: IngestReport) -> str:
-    from sieve.retriever.readers import formats_help
+        Chunking and embedding, the slow part, run *before* the write lock is taken and end at the
+        next batch once ``stop`` is set; then, under the lock, the store is read again and the whole
+        write is done at once (no check of ``stop`` inside it). So a caller with a deadline gets
+        either the collection as it was (``report.cancelled``) or the whole write, never a write
+        that lands after it gave up. Unlike :meth:`index_documents`, the vectors of all documents
+        are held in memory: meant for request-sized batches, not corpora.
 
-    lines = report.problem_lines()  # every skip with its reason, ignored files by suffix
-    return f"Expected at least one readable document ({formats_help()}) in {str(path)!r}, got none" + (
-        ":\n" + "\n".join(lines) if lines else ""
-    )
+        Raises:
+            InvalidInput: see :meth:`index_documents`.
+            StoreLocked: another writer held the store for the lock's whole timeout.
+        """
+        stop = stop if stop is not None else threading.Event()
+        store = self.index.store
+        t0 = time.perf_counter()
+        try:
+            report = self._upsert(checked_documents(docs), stop)
+        except BaseException as exc:
+            if store.created:
+                self.drop(lock_timeout_s=0 if isinstance(exc, StoreLocked) else None)
+            raise
+        if report.cancelled and store.created:
+            self.drop()
+        elif not report.cancelled:
+            store.created = False
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def _upsert(self, docs: Sequence[Document], stop: threading.Event) -> IndexReport:
+        index, report = self.index, IndexReport()
+        self._check_embedder()
+        hashes = {d.doc_id: content_hash(d, index.config.chunking_key) for d in docs}
+        before = index.store.doc_states()
+        prepared = self._prepare(
+            [d for d in docs if not unchanged(before.get(d.doc_id), hashes[d.doc_id])], report, stop
+        )
+        if prepared is None:
+            return IndexReport(cancelled=True)
+        try:
+            with index.write_lock.hold(stop=stop):
+                if stop.is_set():
+                    return IndexReport(cancelled=True)
+                self._check_embedder()  # the store as it is now: another writer may have come in between
+                states = index.store.doc_states()
+                skipped = {where for where, _ in report.ingest.skipped}
+                late = [
+                    d
+                    for d in docs
+                    if d.doc_id not in prepared
+                    and d.doc_id not in skipped
+                    and not unchanged(states.get(d.doc_id), hashes[d.doc_id])
+                ]
+                prepared.update(self._prepare(late, report, threading.Event()) or {})
+                with self.run() as run:
+                    commit(
+                        docs,
+                        hashes,
+                        prepared,
+                        states,
+                        report,
+                        write=lambda batch, vectors: self.write(run, batch, states, vectors),
+                        batch_size=index.config.index_batch_size,
+                    )
+        except StoreLocked:
+            if stop.is_set():
+                return IndexReport(cancelled=True)
+            raise
+        return report
+
+    def _prepare(self, docs: Sequence[Document], report: IndexReport, stop: threading.Event) -> Prepared | None:
+        # The chunker is reached only for a document to chunk: it loads the embedder's tokenizer.
+        return prepare(
+            docs,
+            report,
+            stop,
+            chunk=lambda doc: self.chunker.chunk(doc),
+            embed=self.embed,
+            batch_size=self.index.config.embed_batch_size,
+        )
 
 
-__all__ = ["IndexReport", "WriteRun", "WriterMixin", "checked_documents", "validate_doc_id"]
+__all__ = ["IndexParts", "IndexReport", "IndexWriter", "WriteRun", "checked_documents", "validate_doc_id"]

@@ -1,4 +1,10 @@
-"""Running agent episodes for HTTP requests: config from settings + request, a worker thread, event relay.
+"""Running agent episodes for HTTP requests: one resolved request, a worker thread, event relay.
+
+Every agentic route (``/v1/search``, Context-1's ``/search``, the MCP ``search`` tool) turns its
+caller's choices into one :class:`~sieve.agent.request.AgentRequest` with :func:`build_request`
+(settings defaults, the caller's values, the settings' maxima, the policy checked), before any
+place is taken, so a bad value is a 422 and never an error event; :func:`run_episode` then runs
+that request as it is.
 
 An episode runs in the thread pool (it embeds, queries Chroma and maybe calls a model); its
 ``on_event`` callback fires in that thread (or in ``run_fused``'s rollout threads), so events
@@ -14,99 +20,58 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sieve.agent.cancel import CancelToken
-from sieve.core.errors import InvalidInput
-from sieve.retriever.base import validate_k
+from sieve.agent.request import AgentRequest
 from sieve.server.deps import run_blocking
 from sieve.server.errors import ClientClosedRequest
+from sieve.server.limits import episode_config
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
 
     from starlette.types import Receive
 
-    from sieve.agent import AgentConfig, Trace
+    from sieve.agent import Trace
     from sieve.server.admission import Slot
     from sieve.server.state import AppState
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass
-class EpisodeRequest:
-    """What an HTTP caller may choose about one episode (None = the server's default)."""
+def build_request(
+    state: AppState,
+    query: str,
+    *,
+    collection: str | None = None,
+    policy: str | None = None,
+    filters: dict[str, Any] | None = None,
+    rollouts: int = 1,
+    group_by_doc: bool = False,
+    **asked: Any,
+) -> AgentRequest:
+    """The one :class:`~sieve.agent.request.AgentRequest` an HTTP caller's choices make (None: the server's
+    setting), resolved and checked here, before any place is taken: the config (``asked``, i.e. ``k``,
+    budget, turns and the LLM caps, go to :func:`~sieve.server.limits.episode_config`), ``k`` against
+    ``SIEVE_MAX_REQUEST_K``, then the policy, which this server must be able to run.
 
-    query: str
-    collection: str | None = None
-    k: int | None = None
-    budget_tokens: int | None = None
-    max_turns: int | None = None
-    policy: str | None = None
-    filters: dict[str, Any] | None = None
-    rollouts: int = 1
-    group_by_doc: bool = False
-    # LLM policies (None = the server's setting; a request may lower the caps, never raise them)
-    reasoning_effort: str | None = None
-    tool_choice: str | None = None
-    max_new_tokens: int | None = None
-    max_tool_calls: int | None = None
-    max_wall_s: float | None = None
-
-
-def _at_most(name: str, asked: float | None, cap: float) -> float:
-    if asked is not None and asked > cap:
-        raise InvalidInput(f"Expected {name} <= {cap} (SIEVE_{name.upper()}), got {asked}")
-    return cap if asked is None else asked
-
-
-def is_llm_policy(name: str) -> bool:
-    """Whether the policy registered as ``name`` runs a language model (its episodes get ``SIEVE_MAX_WALL_S``)."""
-    from sieve.agent.factory import POLICIES
-
-    spec = POLICIES.get(name)
-    return spec is not None and spec.requires != "none"
-
-
-def episode_time_s(state: AppState, req: EpisodeRequest) -> float:
-    """How long ``req``'s episode may run: an LLM policy's ``max_wall_s`` (setting or request), else the
-    request timeout. The request's deadline is moved to match (:func:`~sieve.server.deadline.extend_deadline`)."""
+    Raises:
+        InvalidInput: a value past the server's maxima, or a policy it cannot run (422).
+    """
     s = state.settings
-    name = req.policy or s.policy
-    if not is_llm_policy(name):
-        return s.request_timeout_s
-    return float(_at_most("max_wall_s", req.max_wall_s, s.max_wall_s))
+    name = policy or s.policy
+    config = replace(episode_config(s, name, **asked), rollouts=rollouts, group_by_doc=group_by_doc)
+    request = AgentRequest(query, name, config, state.collection_name(collection), where=filters, max_k=s.max_request_k)
+    s.require_policy(name)  # LLM policies need their model configured
+    return request
 
 
-def agent_config(state: AppState, req: EpisodeRequest | None = None) -> AgentConfig:
-    """The episode's ``AgentConfig``: settings defaults, request overrides, capped by the settings' maxima."""
-    s = state.settings
-    req = req or EpisodeRequest(query="")
-    k = validate_k(req.k or s.k, s.max_request_k)
-    budget = req.budget_tokens or s.budget_tokens
-    if budget > s.max_budget_tokens:
-        raise InvalidInput(f"Expected budget_tokens <= {s.max_budget_tokens}, got {budget}")
-    max_turns = req.max_turns or s.max_turns
-    if max_turns > s.max_turns:
-        raise InvalidInput(f"Expected max_turns <= {s.max_turns} (SIEVE_MAX_TURNS), got {max_turns}")
-    llm: dict[str, Any] = {
-        "max_new_tokens": int(_at_most("max_new_tokens", req.max_new_tokens, s.max_new_tokens)),
-        "max_tool_calls": int(_at_most("max_tool_calls", req.max_tool_calls, s.max_tool_calls)),
-    }
-    if req.reasoning_effort is not None:
-        llm["reasoning_effort"] = req.reasoning_effort
-    if req.tool_choice is not None:
-        llm["tool_choice"] = req.tool_choice
-    # The agent checks its wall clock every turn: stopping there frees the worker thread that a
-    # request timeout otherwise only abandons.
-    return s.agent_config(k=k, budget_tokens=budget, max_turns=max_turns, max_wall_s=episode_time_s(state, req), **llm)
-
-
-def policy_name(state: AppState, requested: str | None) -> str:
-    """The policy to run, if this server can: LLM policies need their model configured."""
-    return state.settings.require_policy(requested or state.settings.policy)
+def episode_time_s(request: AgentRequest) -> float:
+    """How long ``request``'s episode may run: its config's ``max_wall_s`` (an LLM policy's, else the request
+    timeout). The request's deadline is moved to match (:func:`~sieve.server.deadline.extend_deadline`)."""
+    return request.config.max_wall_s
 
 
 def check_filters(index: Any, where: dict[str, Any] | None) -> None:
@@ -116,26 +81,22 @@ def check_filters(index: Any, where: dict[str, Any] | None) -> None:
 
 
 def run_episode(
-    state: AppState, req: EpisodeRequest, on_event: Any | None = None, cancel: CancelToken | None = None
+    state: AppState, request: AgentRequest, on_event: Any | None = None, cancel: CancelToken | None = None
 ) -> Trace:
-    """Blocking: one episode (or ``rollouts`` fused ones) for ``req``; records metrics."""
-    from sieve.agent import SearchAgent
+    """Blocking: ``request``'s episode (or its fused rollouts), run as it was built; records metrics."""
     from sieve.agent.factory import adopted_config
+    from sieve.agent.loop import run_request
 
-    cfg = agent_config(state, req)
-    name = policy_name(state, req.policy)
-    index = state.index(req.collection)
+    index = state.index(request.collection)
     if index.count() == 0:
         from sieve.core.errors import EmptyCorpus
 
         raise EmptyCorpus(f"Expected an indexed collection, got {index.name!r} with no chunks; POST documents first")
-    # Policies are built once per app from the server defaults: what a request may change (k, budget,
+    # Policies are built once per app from the server's defaults: what a request may change (k, budget,
     # turns, wall cap) reaches the policy through the episode's config, not the policy's.
     # The collection's adopted run (sieve adopt) is its learned policy unless the server names one.
-    agent = SearchAgent(index, state.policy(name, adopted_config(index, agent_config(state))), cfg)
-    trace = agent.run_fused(
-        req.query, req.rollouts, on_event=on_event, where=req.filters, cancel=cancel, group_by_doc=req.group_by_doc
-    )
+    policy = state.policy(request.policy, adopted_config(index, state.agent_defaults))
+    trace = run_request(index, request, policy=policy, on_event=on_event, cancel=cancel)
     state.metrics.observe_trace(trace)
     return trace
 
@@ -147,26 +108,26 @@ def cancel_episode(state: AppState, cancel: CancelToken, reason: str) -> None:
 
 
 def _episode_work(
-    state: AppState, req: EpisodeRequest, cancel: CancelToken, slot: Slot | None, on_event: Any | None = None
+    state: AppState, request: AgentRequest, cancel: CancelToken, slot: Slot | None, on_event: Any | None = None
 ) -> Awaitable[Trace]:
     return run_blocking(
         run_episode,
         state,
-        req,
+        request,
         on_event,
         cancel,
-        timeout=episode_time_s(state, req),
+        timeout=episode_time_s(request),
         slot=slot,
         on_timeout=lambda: cancel_episode(state, cancel, "timeout"),
     )
 
 
 async def run_episode_async(
-    state: AppState, req: EpisodeRequest, *, receive: Receive | None = None, slot: Slot | None = None
+    state: AppState, request: AgentRequest, *, receive: Receive | None = None, slot: Slot | None = None
 ) -> Trace:
     """One episode off the event loop; with ``receive``, a client that disconnects cancels it."""
     cancel = CancelToken()
-    work = asyncio.ensure_future(_episode_work(state, req, cancel, slot))
+    work = asyncio.ensure_future(_episode_work(state, request, cancel, slot))
     try:
         if receive is None:
             return await work
@@ -204,7 +165,7 @@ async def _unless_disconnected(
 
 
 async def stream_episode(
-    state: AppState, req: EpisodeRequest, slot: Slot | None = None
+    state: AppState, request: AgentRequest, slot: Slot | None = None
 ) -> AsyncIterator[tuple[str, Any]]:
     """Yield ``("event", dict)`` for each agent event as it happens, then ``("trace", Trace)``.
 
@@ -222,7 +183,7 @@ async def stream_episode(
         except RuntimeError:  # the loop closed (server shutting down): nobody is listening
             pass
 
-    task = asyncio.ensure_future(_episode_work(state, req, cancel, slot, on_event))
+    task = asyncio.ensure_future(_episode_work(state, request, cancel, slot, on_event))
     try:
         while True:
             getter = asyncio.ensure_future(queue.get())
@@ -298,14 +259,11 @@ def context1_events(event: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 __all__ = [
-    "EpisodeRequest",
-    "agent_config",
+    "build_request",
     "cancel_episode",
-    "episode_time_s",
-    "is_llm_policy",
     "check_filters",
     "context1_events",
-    "policy_name",
+    "episode_time_s",
     "progress_event",
     "run_episode",
     "run_episode_async",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
@@ -25,7 +25,8 @@ from sieve.server.routes import agent, documents, health, playground, search
 from sieve.server.state import AppState
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable
+    from contextlib import AbstractAsyncContextManager
 
     from sieve.retriever.embeddings import Embedder
     from sieve.settings import Settings
@@ -68,25 +69,11 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         from sieve.server.mcp_tools import build_mcp
 
         mcp_server = build_mcp(state)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        await run_blocking(state.startup, timeout=max(settings.request_timeout_s, 300.0))
-        async with contextlib.AsyncExitStack() as stack:
-            if mcp_server is not None:
-                await stack.enter_async_context(mcp_server.session_manager.run())
-            logger.info("Sieve ready: collections %s preloaded", settings.preload or "none")
-            yield
-
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        v = version("sieve")
-    except PackageNotFoundError:
-        v = "0.0.0"
     # FastAPIOffline: /docs and /redoc load Swagger UI and ReDoc from files in the fastapi-offline
     # wheel instead of a CDN, so the docs work on a machine without internet.
-    app = FastAPIOffline(title="Sieve", version=v, description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPIOffline(
+        title="Sieve", version=_version(), description=DESCRIPTION, lifespan=_lifespan(state, mcp_server)
+    )
     app.state.sieve = state
     install_problem_handlers(app)
     for module in (agent, search, documents, health):
@@ -96,10 +83,44 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         from sieve.server.mcp_tools import mcp_route
 
         app.router.routes.append(mcp_route(mcp_server, state))
-    # Added innermost first: metrics see every request (400 invalid_host, 408, 413 included), a
-    # wrong Host is refused before CORS or any route runs, and the body limits wrap the routes.
-    # Overload shedding sits inside the body limits, so the body it drains unread is bounded too.
-    # Innermost: the request's deadline starts when the routes first see it, and covers its queue wait.
+    _add_middleware(app, state)
+    return app
+
+
+def _lifespan(state: AppState, mcp_server: Any) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """Start-up in a worker thread (the embedder, preloaded collections), then the MCP session manager."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        settings = state.settings
+        await run_blocking(state.startup, timeout=max(settings.request_timeout_s, 300.0))
+        async with contextlib.AsyncExitStack() as stack:
+            if mcp_server is not None:
+                await stack.enter_async_context(mcp_server.session_manager.run())
+            logger.info("Sieve ready: collections %s preloaded", settings.preload or "none")
+            yield
+
+    return lifespan
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sieve")
+    except PackageNotFoundError:
+        return "0.0.0"
+
+
+def _add_middleware(app: FastAPI, state: AppState) -> None:
+    """The middleware stack around the routes, added innermost first.
+
+    Metrics see every request (400 invalid_host, 408, 413 included), a wrong Host is refused before
+    CORS or any route runs, and the body limits wrap the routes. Overload shedding sits inside the
+    body limits, so the body it drains unread is bounded too. Innermost: the request's deadline
+    starts when the routes first see it, and covers its queue wait.
+    """
+    settings = state.settings
     app.add_middleware(RequestDeadline, timeout_s=settings.request_timeout_s)
     app.add_middleware(
         ShedWhenFull,
@@ -123,7 +144,6 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         )
     app.add_middleware(TrustedHosts, allowed_hosts=settings.trusted_hosts())
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)
-    return app
 
 
 def app_from_env() -> FastAPI:

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from sieve.agent.cancel import CancelToken
 from sieve.core.errors import SieveError
-from sieve.server.agent_runner import EpisodeRequest, cancel_episode, run_episode
+from sieve.server.agent_runner import build_request, cancel_episode, run_episode
 from sieve.server.convert import document_out, evidence_out, hit_out
 from sieve.server.deps import check_key, run_blocking
 from sieve.server.errors import http_status
@@ -52,7 +52,8 @@ def _search(state: AppState, query: str, cancel: CancelToken) -> McpSearchResult
         index = state.index(collection)
         items: list[EvidenceOut] = [hit_out(h) for h in index.search(query, state.settings.k)]
     else:
-        items = [evidence_out(e) for e in run_episode(state, EpisodeRequest(query=query), cancel=cancel).returned]
+        trace = run_episode(state, build_request(state, query, collection=collection), cancel=cancel)
+        items = [evidence_out(e) for e in trace.returned]
     return McpSearchResults(
         results=[
             McpSearchResult(

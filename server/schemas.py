@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from sieve.core.defaults import DEFAULT_MODE, MAX_QUERY_CHARS, MIN_BUDGET_TOKENS
 from sieve.agent.factory import POLICIES
 from sieve.core.choices import one_of
 from sieve.retriever.base import validate_text
@@ -42,7 +43,7 @@ Filters = Annotated[
         json_schema_extra={"x-sieve-limits": dict(vars(FILTER_LIMITS))},
     ),
 ]
-QueryText = Field(min_length=1, max_length=4000, pattern=r"\S", description="The question or query text.")
+QueryText = Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=r"\S", description="The question or query text.")
 CollectionName = Field(
     default=None,
     pattern=COLLECTION_PATTERN,
@@ -129,7 +130,7 @@ class RetrieveRequest(_Strict, _UnicodeBody):
     query: str = QueryText
     collection: str | None = CollectionName
     k: int | None = Field(default=None, ge=1, description="Results to return (the server caps it at max_request_k).")
-    mode: ModeName = "hybrid"
+    mode: ModeName = DEFAULT_MODE
     filters: Filters = None
     exclude: list[str] = Field(default_factory=list, max_length=10_000, description="Chunk ids to leave out.")
 
@@ -150,7 +151,10 @@ class SearchRequest(_Strict, _UnicodeBody):
         default=None, ge=1, description="Evidence items to return (the server caps it at max_request_k)."
     )
     budget_tokens: int | None = Field(
-        default=None, ge=256, le=10_000_000, description="Agent context budget (server caps at max_budget_tokens)."
+        default=None,
+        ge=MIN_BUDGET_TOKENS,
+        le=10_000_000,
+        description="Agent context budget (server caps at max_budget_tokens).",
     )
     max_turns: int | None = Field(default=None, ge=1, le=1000)
     policy: PolicyName | None = None

@@ -17,6 +17,7 @@ from sieve.server.admission import Gate
 from sieve.server.metrics import Metrics
 
 if TYPE_CHECKING:
+    from sieve.agent.config import AgentConfig
     from sieve.retriever import CorpusIndex
     from sieve.retriever.config import RetrieverConfig
     from sieve.retriever.embeddings import Embedder
@@ -73,6 +74,7 @@ class AppState:
         self._indexes: dict[str, CorpusIndex] = {}
         self._verified_at: dict[str, float] = {}
         self._policies: dict[str, Any] = {}
+        self._agent_defaults: AgentConfig | None = None
         self._lock = threading.RLock()
 
     # -- shared resources --------------------------------------------------------------------------
@@ -156,6 +158,17 @@ class AppState:
             self._indexes.pop(name, None)
             self._verified_at.pop(name, None)
             delete_collection(self.retriever_config, name, client=self.store)
+
+    @property
+    def agent_defaults(self) -> AgentConfig:
+        """The ``AgentConfig`` of a request that asks for nothing (the settings' defaults), resolved once:
+        what the app's policies are built from (:meth:`policy`)."""
+        with self._lock:
+            if self._agent_defaults is None:
+                from sieve.server.limits import episode_config
+
+                self._agent_defaults = episode_config(self.settings, self.settings.policy)
+            return self._agent_defaults
 
     def policy(self, name: str, config: Any) -> Any:
         """A policy by name and checkpoint, built once per app from ``config`` (an ``AgentConfig``):

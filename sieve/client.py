@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from sieve.core.defaults import DEFAULT_MODE
 from sieve.core import errors as _library_errors
 from sieve.core.errors import SieveError
 from sieve.results import Result
@@ -293,7 +294,7 @@ class SieveClient:
         *,
         collection: str | None = None,
         k: int | None = None,
-        mode: str = "hybrid",
+        mode: str = DEFAULT_MODE,
         filters: dict[str, Any] | None = None,
         exclude: list[str] | None = None,
     ) -> SearchResult:

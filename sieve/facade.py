@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sieve.core.defaults import DEFAULT_K, DEFAULT_MODE, DEFAULT_POLICY, MAX_K
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from sieve.agent import AgentConfig, Trace
+    from sieve.agent import AgentConfig, AgentRequest, Trace
     from sieve.retriever import CorpusIndex, Document, Hit, IndexReport
     from sieve.retriever.config import RetrieverConfig
     from sieve.retriever.types import SearchMode, Where
@@ -26,6 +28,10 @@ class Sieve:
         agent_config: agent settings (policy, budget, caps; default: from the environment).
         data_dir: the data folder, when ``config`` is not given (default ``$SIEVE_DATA_DIR``).
 
+    ``k`` (of :meth:`retrieve`, or an override of :meth:`search`) is checked against
+    ``$SIEVE_MAX_REQUEST_K`` when the environment is read, else against its default
+    (:data:`~sieve.core.defaults.MAX_K`): the cap the server and the ``sieve`` command check.
+
     Example:
         >>> s = Sieve("docs")  # doctest: +SKIP
         >>> s.index("my_folder/")  # doctest: +SKIP
@@ -41,6 +47,7 @@ class Sieve:
         agent_config: AgentConfig | None = None,
         data_dir: str | Path | None = None,
     ) -> None:
+        max_k = MAX_K
         if collection is None or config is None or agent_config is None:
             from sieve.settings import load_settings
 
@@ -49,9 +56,11 @@ class Sieve:
             config = config or settings.retriever_config()
             # Converted models live beside this collection's data, wherever that is.
             agent_config = agent_config or settings.agent_config(models_dir=config.models_dir)
+            max_k = settings.max_request_k
         self.collection = collection
         self.config = config
         self._agent_config = agent_config
+        self._max_k = max_k
         self._index: CorpusIndex | None = None
 
     @property
@@ -73,22 +82,26 @@ class Sieve:
 
         ``report.gone`` lists the documents of this folder's files that no longer exist;
         ``delete_missing`` removes them."""
-        return self.corpus.index_path(path, progress=progress, delete_missing=delete_missing)
+        return self.corpus.writer.index_path(path, progress=progress, delete_missing=delete_missing)
 
     def add_documents(self, docs: Iterable[Document], *, progress: bool = False) -> IndexReport:
-        return self.corpus.index_documents(docs, progress=progress)
+        return self.corpus.writer.index_documents(docs, progress=progress)
 
     def delete_documents(self, doc_ids: Sequence[str]) -> int:
-        return self._open(create=False).delete_documents(doc_ids)
+        return self._open(create=False).writer.delete_documents(doc_ids)
 
     def retrieve(
-        self, query: str, k: int = 10, *, mode: SearchMode = "hybrid", where: Where | None = None
+        self, query: str, k: int = DEFAULT_K, *, mode: SearchMode = DEFAULT_MODE, where: Where | None = None
     ) -> list[Hit]:
         """Plain single-shot retrieval (no agent).
 
         Raises:
-            InvalidInput: ``where`` is past :data:`sieve.retriever.filters.FILTER_LIMITS` (checked before the store opens).
+            InvalidInput: ``k`` is past the cap, or ``where`` past :data:`sieve.retriever.filters.FILTER_LIMITS`
+                (both checked before the store opens).
         """
+        from sieve.retriever.base import validate_k
+
+        validate_k(k, self._max_k)
         if where is not None:
             from sieve.retriever.filters import validate_where
 
@@ -103,21 +116,32 @@ class Sieve:
         ``overrides`` replace fields of the agent config for this call (e.g. ``budget_tokens=4000``, or
         ``policy_path="runs/rl/model"`` for a retrained learned policy).
         """
+        from sieve.agent.loop import run_request
+
+        request = self._request(question, policy=policy, rollouts=rollouts, **overrides)
+        return run_request(self._open(create=False), request)
+
+    def _request(
+        self, question: str, *, policy: str | None = None, rollouts: int = 1, **overrides: Any
+    ) -> AgentRequest:
+        """The :class:`~sieve.agent.request.AgentRequest` :meth:`search` runs: this object's agent config with
+        ``overrides`` (and ``rollouts``) applied, ``k`` checked against the cap.
+
+        Raises:
+            InvalidInput: an override that is no agent setting, a setting out of range, or ``k`` past the cap.
+        """
         import dataclasses
 
-        from sieve.agent import SearchAgent
-        from sieve.agent.factory import DEFAULT_POLICY
-
+        from sieve.agent.request import AgentRequest
         from sieve.core.errors import InvalidInput
 
-        policy = policy or DEFAULT_POLICY
         base = self._agent_config
         known = {f.name for f in dataclasses.fields(base)}
         if unknown := sorted(set(overrides) - known):
             raise InvalidInput(f"Expected agent settings among {sorted(known)}, got unknown {unknown}")
-        cfg = dataclasses.replace(base, **overrides) if overrides else base
-        agent = SearchAgent.with_policy(self._open(create=False), policy, cfg)
-        return agent.run_fused(question, rollouts=rollouts)  # one rollout: one episode, as run()
+        # One rollout is one episode, as SearchAgent.run; more are fused by reciprocal rank.
+        config = dataclasses.replace(base, **{**overrides, "rollouts": rollouts})
+        return AgentRequest(question, policy or DEFAULT_POLICY, config, self.collection, max_k=self._max_k)
 
 
 __all__ = ["Sieve"]

@@ -30,7 +30,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from sieve.agent.config import AgentConfig
 from sieve.retriever.chunking import ChunkSplit
 from sieve.core.choices import one_of
-from sieve.core.defaults import DEFAULT_POLICY
+from sieve.core.defaults import DEFAULT_POLICY, MAX_K, MIN_BUDGET_TOKENS
 from sieve.core.errors import InvalidInput
 from sieve.retriever.config import RetrieverConfig
 
@@ -99,12 +99,15 @@ class Settings(BaseSettings):
     require_auth: bool = Field(default=False, description="Require the API key on every endpoint but `/healthz`.")
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, description="Largest request body accepted (413).")
     max_request_k: int = Field(
-        default=100,
+        default=MAX_K,
         ge=1,
         validation_alias=_renamed("max_request_k"),
-        description="Largest k (results per query) a request may ask for (SIEVE_MAX_K is read too).",
+        description="Largest k (results per query) a request may ask for: of the HTTP API, `sieve search`, "
+        "`sieve retrieve` and `Sieve` (SIEVE_MAX_K is read too).",
     )
-    max_budget_tokens: int = Field(default=65536, ge=256, description="Largest agent token budget per request.")
+    max_budget_tokens: int = Field(
+        default=65536, ge=MIN_BUDGET_TOKENS, description="Largest agent token budget per request."
+    )
     max_queries: int = Field(default=64, ge=1, description="Most queries in one Search-R1 /retrieve batch.")
     max_documents: int = Field(default=1000, ge=1, description="Most documents in one upsert request.")
     request_timeout_s: float = Field(default=60.0, gt=0, description="Per-request limit on blocking work (504).")
@@ -119,7 +122,7 @@ class Settings(BaseSettings):
     policy_path: str | None = Field(
         default=None, description="Checkpoint folder of the `learned` policy (default: the one shipped with Sieve)."
     )
-    budget_tokens: int = _from(AgentConfig, "budget_tokens", ge=256)
+    budget_tokens: int = _from(AgentConfig, "budget_tokens", ge=MIN_BUDGET_TOKENS)
     max_turns: int = _from(AgentConfig, "max_turns", ge=1)
     k: int = _from(AgentConfig, "k", ge=1)
     openai_base_url: str | None = Field(default=None, description="OpenAI-compatible base URL (e.g. vLLM).")
@@ -132,7 +135,7 @@ class Settings(BaseSettings):
     max_new_tokens: int = _from(AgentConfig, "max_new_tokens", ge=1)
     length_retry_tokens: int = _from(AgentConfig, "length_retry_tokens", ge=0)
     max_tool_calls: int = _from(AgentConfig, "max_tool_calls", ge=1)
-    # The server gives an LLM policy's request this long instead of SIEVE_REQUEST_TIMEOUT_S (server/agent_runner.py).
+    # The server gives an LLM policy's request this long instead of SIEVE_REQUEST_TIMEOUT_S (server/limits.py).
     max_wall_s: float = _from(AgentConfig, "max_wall_s", gt=0)
     local_model: str | None = Field(default=None, description="Local HF model folder for the `local` policy.")
     allow_local: bool = Field(

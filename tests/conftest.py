@@ -107,7 +107,7 @@ def sample_index(session_data_dir: Path, embedder):
     from sieve.retriever import CorpusIndex, RetrieverConfig
 
     index = CorpusIndex.open(RetrieverConfig(data_dir=session_data_dir), "sample", create=True, embedder=embedder)
-    index.index_path(SAMPLE / "corpus.jsonl", progress=False)
+    index.writer.index_path(SAMPLE / "corpus.jsonl", progress=False)
     return index
 
 
@@ -257,5 +257,5 @@ def docs_index(tmp_path_factory: pytest.TempPathFactory, embedder):
         create=True,
         embedder=embedder,
     )
-    index.index_path(corpus, progress=False)
+    index.writer.index_path(corpus, progress=False)
     return index

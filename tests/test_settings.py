@@ -188,3 +188,40 @@ def test_one_default_policy():
     from sieve.settings import Settings
 
     assert Settings.model_fields["policy"].default == DEFAULT_POLICY == DEMO_POLICY
+
+
+def test_one_home_for_k_mode_and_caps() -> None:
+    """The defaults several layers name come from sieve.core.defaults; the cap on k is one number."""
+    import inspect
+
+    from sieve.agent.config import AgentConfig
+    from sieve.core.defaults import DEFAULT_K, DEFAULT_MODE, MAX_DEPTH, MAX_K, MIN_BUDGET_TOKENS
+    from sieve.facade import Sieve
+    from sieve.retriever.base import validate_k
+    from sieve.server.schemas import RetrieveRequest
+
+    assert Settings.model_fields["k"].default == AgentConfig().k == DEFAULT_K
+    assert Settings.model_fields["max_request_k"].default == MAX_K
+    assert inspect.signature(validate_k).parameters["max_k"].default == MAX_K
+    # Not a cap on k: how deep one search reads, for pools (search_documents, the floor) past any k allowed.
+    assert RetrieverConfig().max_k == MAX_DEPTH > MAX_K
+    retrieve = inspect.signature(Sieve.retrieve).parameters
+    assert retrieve["k"].default == DEFAULT_K and retrieve["mode"].default == DEFAULT_MODE
+    assert RetrieveRequest.model_fields["mode"].default == DEFAULT_MODE
+    with pytest.raises(InvalidInput, match=f">= {MIN_BUDGET_TOKENS}"):
+        AgentConfig(budget_tokens=MIN_BUDGET_TOKENS - 1)
+
+
+def test_the_python_api_has_the_servers_cap_on_k(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from sieve import Sieve
+    from sieve.core.defaults import MAX_K
+
+    monkeypatch.setenv("SIEVE_DATA_DIR", str(tmp_path))
+    for s in (Sieve("c"), Sieve("c", config=RetrieverConfig(data_dir=tmp_path))):  # checked before any store opens
+        with pytest.raises(InvalidInput, match=f"k between 1 and {MAX_K}"):
+            s.search("q", k=MAX_K + 1)
+        with pytest.raises(InvalidInput, match=f"k between 1 and {MAX_K}"):
+            s.retrieve("q", k=MAX_K + 1)
+    monkeypatch.setenv("SIEVE_MAX_REQUEST_K", "3")
+    with pytest.raises(InvalidInput, match="k between 1 and 3"):
+        Sieve("c").search("q", k=4)

@@ -27,6 +27,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from sieve.core.defaults import DEFAULT_K
 from sieve.core.errors import InvalidInput
 from sieve.train.verdict import PairedDiff
 from sieve.train.weak_pairs import MINERS, WeakPair, add_hard_negatives, filter_pairs, mine_pairs
@@ -198,7 +199,7 @@ def stored_vectors(index: CorpusIndex, chunks: list[Chunk], page: int = 1000) ->
 
 
 def pair_hits(
-    held: list[WeakPair], chunks: list[Chunk], embedder: Any, k: int = 10, passages: Any = None
+    held: list[WeakPair], chunks: list[Chunk], embedder: Any, k: int = DEFAULT_K, passages: Any = None
 ) -> list[float]:
     """Per held pair, 1.0 when dense search with ``embedder`` ranks the pair's chunk in the top ``k`` of
     every chunk of the collection, else 0.0. The chunks are embedded as the index embeds them

@@ -4,7 +4,7 @@ A run that adapted the embedder needs the collection's vectors re-embedded with 
 a new version of the collection, switched to in one step (:mod:`sieve.retriever.reembed`), with the
 run recorded on the new version before the switch. A run that kept the shipped embedder is just
 recorded. Commands that name no policy path then use the recorded run's policy (and its ranker),
-and the recorded embedder folder (:meth:`~sieve.retriever.index.CorpusIndex._follow_recorded_embedder`).
+and the recorded embedder folder (:meth:`~sieve.retriever.embedder_check.EmbedderCheck.require`).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sieve.core.defaults import DEFAULT_K
 from sieve.eval.metrics import recall_at_k, span_recall_at_k
 
 if TYPE_CHECKING:
@@ -46,7 +47,9 @@ class CalibrationRow:
         return self.synthetic_recall - self.real_recall
 
 
-def synthetic_recall(index: CorpusIndex, tasks: list[dict[str, Any]], k: int = 10) -> tuple[float, dict[str, float]]:
+def synthetic_recall(
+    index: CorpusIndex, tasks: list[dict[str, Any]], k: int = DEFAULT_K
+) -> tuple[float, dict[str, float]]:
     """Mean share of each task's gold chunks in one hybrid search's top ``k`` chunks; also per task kind."""
     per: dict[str, list[float]] = {}
     for t in tasks:
@@ -57,7 +60,7 @@ def synthetic_recall(index: CorpusIndex, tasks: list[dict[str, Any]], k: int = 1
     return (float(np.mean(every)) if every else 0.0), {kind: float(np.mean(v)) for kind, v in per.items()}
 
 
-def real_recall(index: CorpusIndex, tasks: list[EvalTask], k: int = 10) -> tuple[float, str]:
+def real_recall(index: CorpusIndex, tasks: list[EvalTask], k: int = DEFAULT_K) -> tuple[float, str]:
     """Single-shot hybrid recall@k of real questions: span recall of chunks with gold spans, else of documents."""
     spans = any(t.gold_spans for t in tasks)
     scores = []

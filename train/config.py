@@ -33,8 +33,12 @@ class EpisodeConfig:
         if self.max_turns < 1 or self.k < 1 or self.search_k < 1 or self.max_new_tokens < 1:
             raise InvalidInput(f"Expected positive max_turns, k, search_k, max_new_tokens, got {self}")
 
-    def agent_config(self, **overrides: Any) -> AgentConfig:
-        """The AgentConfig of a training episode (``record_prompts`` on: RL and SFT need the views)."""
+    def training_agent_config(self, **overrides: Any) -> AgentConfig:
+        """The AgentConfig of a training episode (``record_prompts`` on: RL and SFT need the views; the floor off).
+
+        Not :meth:`sieve.settings.Settings.agent_config`, the config that ``SIEVE_*`` variables imply for
+        serving: this one is built from these episode settings alone, whatever the environment says.
+        """
         from sieve.agent.config import AgentConfig, FloorConfig, HeuristicConfig
 
         base = AgentConfig(

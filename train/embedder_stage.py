@@ -120,7 +120,9 @@ def run_embedder_stage(
     model = summary["embedder"]
     adapted = Embedder.from_config(dataclasses.replace(retriever_config, embedder_path=model))
     version = reembed_version(index, adapted, activate=False, progress=progress)
-    adapted_index = CorpusIndex.open_version(retriever_config, index.name, version.new, adapted, index.store.handle)
+    adapted_index = CorpusIndex.open(
+        retriever_config, index.name, version=version.new, embedder=adapted, client=index.store.handle
+    )
     shipped_policy = LearnedPolicy.load(None)
     sets = list(summary["sets"])  # the held-apart pairs, by dense recall@10
     rows: dict[str, list[dict[str, Any]]] = {}

@@ -159,7 +159,7 @@ def run_pipeline(cfg: PipelineConfig, retriever_config: RetrieverConfig, *, prog
     t0 = time.perf_counter()
     cfg.out.mkdir(parents=True, exist_ok=True)
     index = CorpusIndex.open(retriever_config, cfg.collection, create=True)
-    indexed = index.index_path(cfg.corpus, progress=progress)
+    indexed = index.writer.index_path(cfg.corpus, progress=progress)
     logger.info(
         "Indexed %s: %d chunks written, %d unchanged documents", cfg.corpus, indexed.chunks_written, indexed.unchanged
     )

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from sieve.core.defaults import DEFAULT_K
 from sieve.eval.metrics import doc_id_of
 from sieve.retriever.bm25 import tokenize
 
@@ -343,7 +344,7 @@ def synthesize_claims(
     return run
 
 
-def single_shot_recall(tasks: list[dict[str, Any]], k: int = 10) -> float:
+def single_shot_recall(tasks: list[dict[str, Any]], k: int = DEFAULT_K) -> float:
     """Share of claim tasks whose source document single-shot hybrid search ranked within ``k``
     (from ``meta.single_shot_rank``, recorded at verification): how easy the tasks are for plain RAG."""
     # Only claim tasks: other writers record one rank per gold chunk (a dict), and a run that filled

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any, Protocol
 
+from sieve.core.defaults import DEFAULT_K
 from sieve.train.rewards.metrics import contains_answer
 from sieve.train.synth_facts import clean_title, find_role
 from sieve.train.synth_generators import COMPARABLE, BRIDGE_COMPARE_ROLES, Draft, Link, TemplateWriter
@@ -56,7 +57,7 @@ def _named(question: str, chunk: Chunk) -> bool:
 
 
 def verify_comparison(
-    draft: Draft, link: Link, index: CorpusIndex, verify_k: int = 10, n_distractors: int = 10
+    draft: Draft, link: Link, index: CorpusIndex, verify_k: int = DEFAULT_K, n_distractors: int = 10
 ) -> tuple[str | None, dict[str, Any]]:
     """Each compared chunk states its own value and not the other's; the question names what it compares
     (a bridge comparison: the bridges, never the linked subjects) and states neither value."""

@@ -27,6 +27,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sieve.core.defaults import DEFAULT_K
 from sieve.core.errors import InvalidInput
 
 RULE = (
@@ -220,7 +221,9 @@ def _caveats(sets: list[SetComparison], deciding: str, cfg: VerdictConfig, k: in
     return reasons
 
 
-def decide(sets: list[SetComparison], deciding: str, config: VerdictConfig | None = None, k: int = 10) -> Verdict:
+def decide(
+    sets: list[SetComparison], deciding: str, config: VerdictConfig | None = None, k: int = DEFAULT_K
+) -> Verdict:
     """The verdict of :data:`RULE` on per-set comparisons; ``deciding`` names the set that decides.
 
     Raises:

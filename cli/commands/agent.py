@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from sieve.agent.factory import policy_help
+from sieve.cli.commands._flags import flag, takes
 from sieve.core.defaults import DEFAULT_POLICY
 
 from sieve.cli.commands._common import (
@@ -30,6 +32,10 @@ from sieve.cli.commands._common import (
     settings_from,
     shorten,
 )
+
+if TYPE_CHECKING:
+    from sieve.agent import AgentRequest, Trace
+    from sieve.settings import Settings
 
 
 def _step_logger(stream: Any = None, width: int | None = None) -> Any:
@@ -177,123 +183,170 @@ def _conversion_notice(policy: str, config: Any) -> None:
         )
 
 
+@dataclass(frozen=True)
+class SearchFlags:
+    """``sieve search``'s argument and options, in the order its help lists them."""
+
+    question: str = flag(typer.Argument(..., help="The question."))
+    collection: Optional[str] = flag(CollectionOpt)
+    policy: Optional[str] = flag(
+        typer.Option(None, "--policy", "-p", help=f"{policy_help()} (default $SIEVE_POLICY or {DEFAULT_POLICY})")
+    )
+    policy_path: Optional[Path] = flag(
+        typer.Option(
+            None,
+            "--policy-path",
+            help="learned: checkpoint folder or a run folder of sieve train all (default $SIEVE_POLICY_PATH, else "
+            "the run the collection adopted, else the one shipped with Sieve).",
+        )
+    )
+    budget: Optional[int] = flag(
+        typer.Option(None, "--budget", help="Context budget in tokens (default $SIEVE_BUDGET_TOKENS or 8192).")
+    )
+    k: Optional[int] = flag(setting_option("k", "-k", help="Evidence chunks to return"))
+    rollouts: int = flag(typer.Option(1, "--rollouts", help="Independent episodes fused by reciprocal rank."))
+    max_turns: Optional[int] = flag(
+        typer.Option(None, "--max-turns", help="Hard cap on turns (default $SIEVE_MAX_TURNS or 16).")
+    )
+    base_url: Optional[str] = flag(
+        typer.Option(None, "--base-url", help="OpenAI-compatible URL (openai policy; default $SIEVE_OPENAI_BASE_URL).")
+    )
+    model: Optional[str] = flag(
+        typer.Option(None, "--model", help="Served model name (openai policy; default $SIEVE_OPENAI_MODEL).")
+    )
+    openai_api: Optional[str] = flag(setting_option("openai_api", "--api"))
+    reasoning_effort: Optional[str] = flag(setting_option("reasoning_effort", otherwise="unset"))
+    tool_choice: Optional[str] = flag(setting_option("tool_choice"))
+    max_new_tokens: Optional[int] = flag(setting_option("max_new_tokens"))
+    length_retry_tokens: Optional[int] = flag(setting_option("length_retry_tokens"))
+    max_tool_calls: Optional[int] = flag(setting_option("max_tool_calls"))
+    max_wall_s: Optional[float] = flag(setting_option("max_wall_s"))
+    local_model: Optional[Path] = flag(
+        typer.Option(
+            None,
+            "--local-model",
+            help="HF folder (local policy; default $SIEVE_LOCAL_MODEL, else SmolLM2-135M converted once).",
+        )
+    )
+    floor: Optional[bool] = flag(
+        typer.Option(
+            None,
+            "--floor/--no-floor",
+            help="Merge the evidence with the question's hybrid ranking (default $SIEVE_FLOOR or on).",
+        )
+    )
+    group_by_doc: bool = flag(
+        typer.Option(
+            False,
+            "--group-by-doc",
+            help="Each document's best chunk only "
+            "(default: the k best chunks, several of one document when they are best).",
+        )
+    )
+    trace_out: Optional[Path] = flag(typer.Option(None, "--trace", help="Append the episode's trace to this JSONL."))
+    quiet: bool = flag(typer.Option(False, "--quiet", "-q", help="No step log."))
+    data_dir: Optional[Path] = flag(DataDirOpt)
+    chroma_url: Optional[str] = flag(ChromaUrlOpt)
+    embedder: Optional[str] = flag(EmbedderOpt)
+    embed_backend: Optional[str] = flag(EmbedBackendOpt)
+    embed_dtype: Optional[str] = flag(EmbedDtypeOpt)
+    device: Optional[str] = flag(DeviceOpt)
+    wide: bool = flag(WideOpt)
+    as_json: bool = flag(JsonOpt)
+
+
+def _search_settings(flags: SearchFlags) -> Settings:
+    """The settings of one ``sieve search``: the environment's, with the flags given (not None) on top."""
+    return settings_from(
+        flags.data_dir,
+        flags.chroma_url,
+        flags.embedder,
+        collection=flags.collection,
+        openai_base_url=flags.base_url,
+        openai_model=flags.model,
+        local_model=str(flags.local_model) if flags.local_model else None,
+        floor=flags.floor,
+        policy_path=str(flags.policy_path) if flags.policy_path else None,
+        device=flags.device,
+        openai_api=flags.openai_api,
+        reasoning_effort=flags.reasoning_effort,
+        tool_choice=flags.tool_choice,
+        max_new_tokens=flags.max_new_tokens,
+        length_retry_tokens=flags.length_retry_tokens,
+        max_tool_calls=flags.max_tool_calls,
+        max_wall_s=flags.max_wall_s,
+        **embed_overrides(flags.embed_backend, flags.embed_dtype),
+    )
+
+
+def search_request(flags: SearchFlags, s: Settings) -> AgentRequest:
+    """The one request a ``sieve search`` runs: the flags' episode settings on the settings' config, the
+    policy one these settings can run (the bundled SmolLM2 may load for ``local``), ``k`` within
+    ``SIEVE_MAX_REQUEST_K`` (the cap the server checks too)."""
+    from sieve.agent.request import AgentRequest
+    from sieve.core.errors import InvalidInput
+
+    # Episode flags go straight onto the AgentConfig: it validates them with its own messages.
+    asked = {"budget_tokens": flags.budget, "k": flags.k, "max_turns": flags.max_turns}
+    config = s.agent_config(
+        rollouts=flags.rollouts,
+        group_by_doc=flags.group_by_doc,
+        **{name: v for name, v in asked.items() if v is not None},
+    )
+    name = s.require_policy(flags.policy or s.policy, bundled_local=True)
+    if flags.policy_path is not None and name != "learned":
+        raise InvalidInput(
+            f"Expected --policy-path only with the learned policy, got policy {name!r}; "
+            "drop --policy-path or pass --policy learned"
+        )
+    return AgentRequest(flags.question, name, config, s.collection, max_k=s.max_request_k)
+
+
+def _show(trace: Trace, flags: SearchFlags, collection: str) -> None:
+    """The trace appended to ``--trace``, then the evidence on stdout (a table, or ``--json``)."""
+    if flags.trace_out:
+        flags.trace_out.parent.mkdir(parents=True, exist_ok=True)
+        with flags.trace_out.open("a", encoding="utf-8") as f:
+            f.write(trace.to_json() + "\n")
+    if flags.as_json:
+        print_json(trace_json(trace, flags.question, collection))
+    else:
+        evidence_table(trace, f"{trace.policy} evidence for: {flags.question}", wide=flags.wide)
+
+
+@cli_errors
+@takes(SearchFlags)
+def search_cmd(flags: SearchFlags) -> None:
+    """Agentic search: iterative search, read and prune within a token budget; prints ranked evidence."""
+    from sieve.agent.loop import run_request
+    from sieve.core.errors import BackendError
+    from sieve.retriever import CorpusIndex
+
+    s = _search_settings(flags)
+    request = search_request(flags, s)
+    index = CorpusIndex.open(s.retriever_config(), request.collection)
+    _conversion_notice(request.policy, request.config)
+    trace = run_request(index, request, on_event=None if flags.quiet else _step_logger())
+    if trace.stop_reason == "backend_error":  # never the floor's results dressed as the model's
+        raise BackendError(str(trace.meta.get("error") or "the policy's backend failed"))
+    _show(trace, flags, s.collection)
+
+
 def register(app: typer.Typer) -> None:
     from sieve.cli.commands import retrieval
 
     if demo_agent not in retrieval.DEMO_EXTRAS:
         retrieval.DEMO_EXTRAS.append(demo_agent)
-
-    @app.command("search")
-    @cli_errors
-    def search_cmd(
-        question: str = typer.Argument(..., help="The question."),
-        collection: Optional[str] = CollectionOpt,
-        policy: Optional[str] = typer.Option(
-            None, "--policy", "-p", help=f"{policy_help()} (default $SIEVE_POLICY or {DEFAULT_POLICY})"
-        ),
-        policy_path: Optional[Path] = typer.Option(
-            None,
-            "--policy-path",
-            help="learned: checkpoint folder or a run folder of sieve train all (default $SIEVE_POLICY_PATH, else "
-            "the run the collection adopted, else the one shipped with Sieve).",
-        ),
-        budget: Optional[int] = typer.Option(
-            None, "--budget", help="Context budget in tokens (default $SIEVE_BUDGET_TOKENS or 8192)."
-        ),
-        k: Optional[int] = setting_option("k", "-k", help="Evidence chunks to return"),
-        rollouts: int = typer.Option(1, "--rollouts", help="Independent episodes fused by reciprocal rank."),
-        max_turns: Optional[int] = typer.Option(
-            None, "--max-turns", help="Hard cap on turns (default $SIEVE_MAX_TURNS or 16)."
-        ),
-        base_url: Optional[str] = typer.Option(
-            None, "--base-url", help="OpenAI-compatible URL (openai policy; default $SIEVE_OPENAI_BASE_URL)."
-        ),
-        model: Optional[str] = typer.Option(
-            None, "--model", help="Served model name (openai policy; default $SIEVE_OPENAI_MODEL)."
-        ),
-        openai_api: Optional[str] = setting_option("openai_api", "--api"),
-        reasoning_effort: Optional[str] = setting_option("reasoning_effort", otherwise="unset"),
-        tool_choice: Optional[str] = setting_option("tool_choice"),
-        max_new_tokens: Optional[int] = setting_option("max_new_tokens"),
-        length_retry_tokens: Optional[int] = setting_option("length_retry_tokens"),
-        max_tool_calls: Optional[int] = setting_option("max_tool_calls"),
-        max_wall_s: Optional[float] = setting_option("max_wall_s"),
-        local_model: Optional[Path] = typer.Option(
-            None,
-            "--local-model",
-            help="HF folder (local policy; default $SIEVE_LOCAL_MODEL, else SmolLM2-135M converted once).",
-        ),
-        floor: Optional[bool] = typer.Option(
-            None,
-            "--floor/--no-floor",
-            help="Merge the evidence with the question's hybrid ranking (default $SIEVE_FLOOR or on).",
-        ),
-        group_by_doc: bool = typer.Option(
-            False,
-            "--group-by-doc",
-            help="Each document's best chunk only "
-            "(default: the k best chunks, several of one document when they are best).",
-        ),
-        trace_out: Optional[Path] = typer.Option(None, "--trace", help="Append the episode's trace to this JSONL."),
-        quiet: bool = typer.Option(False, "--quiet", "-q", help="No step log."),
-        data_dir: Optional[Path] = DataDirOpt,
-        chroma_url: Optional[str] = ChromaUrlOpt,
-        embedder: Optional[str] = EmbedderOpt,
-        embed_backend: Optional[str] = EmbedBackendOpt,
-        embed_dtype: Optional[str] = EmbedDtypeOpt,
-        device: Optional[str] = DeviceOpt,
-        wide: bool = WideOpt,
-        as_json: bool = JsonOpt,
-    ) -> None:
-        """Agentic search: iterative search, read and prune within a token budget; prints ranked evidence."""
-        from sieve.agent import SearchAgent
-        from sieve.core.errors import BackendError, InvalidInput
-        from sieve.retriever import CorpusIndex
-
-        s = settings_from(
-            data_dir,
-            chroma_url,
-            embedder,
-            collection=collection,
-            openai_base_url=base_url,
-            openai_model=model,
-            local_model=str(local_model) if local_model else None,
-            floor=floor,
-            policy_path=str(policy_path) if policy_path else None,
-            device=device,
-            openai_api=openai_api,
-            reasoning_effort=reasoning_effort,
-            tool_choice=tool_choice,
-            max_new_tokens=max_new_tokens,
-            length_retry_tokens=length_retry_tokens,
-            max_tool_calls=max_tool_calls,
-            max_wall_s=max_wall_s,
-            **embed_overrides(embed_backend, embed_dtype),
-        )
-        # Episode flags go straight onto the AgentConfig: it validates them with its own messages.
-        flags = {"budget_tokens": budget, "k": k, "max_turns": max_turns}
-        config = s.agent_config(rollouts=rollouts, **{name: v for name, v in flags.items() if v is not None})
-        name = s.require_policy(policy or s.policy, bundled_local=True)
-        if policy_path is not None and name != "learned":
-            raise InvalidInput(
-                f"Expected --policy-path only with the learned policy, got policy {name!r}; "
-                "drop --policy-path or pass --policy learned"
-            )
-        index = CorpusIndex.open(s.retriever_config(), s.collection)
-        _conversion_notice(name, config)
-        agent = SearchAgent.with_policy(index, name, config)
-        on_event = None if quiet else _step_logger()
-        trace = agent.run_fused(question, rollouts, on_event=on_event, group_by_doc=group_by_doc)
-        if trace.stop_reason == "backend_error":  # never the floor's results dressed as the model's
-            raise BackendError(str(trace.meta.get("error") or "the policy's backend failed"))
-        if trace_out:
-            trace_out.parent.mkdir(parents=True, exist_ok=True)
-            with trace_out.open("a", encoding="utf-8") as f:
-                f.write(trace.to_json() + "\n")
-        if as_json:
-            print_json(trace_json(trace, question, s.collection))
-        else:
-            evidence_table(trace, f"{trace.policy} evidence for: {question}", wide=wide)
+    app.command("search")(search_cmd)
 
 
-__all__ = ["demo_agent", "evidence_table", "register", "trace_json", "trace_notes"]
+__all__ = [
+    "SearchFlags",
+    "demo_agent",
+    "evidence_table",
+    "register",
+    "search_cmd",
+    "search_request",
+    "trace_json",
+    "trace_notes",
+]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
+from sieve.core.defaults import DEFAULT_MODE
 from sieve.data import DEMO_QUESTION, SAMPLE_DIR
 from sieve.retriever.modes import mode_help
 from sieve.retriever.readers import formats_help
@@ -167,7 +168,7 @@ def _report_index(report, as_json: bool, width: int | None = None) -> None:
 
 
 PathArg = listing(typer.Argument(None), help=lambda: f"File or folder ({formats_help()}).")
-ModeOpt = listing(typer.Option("hybrid", "--mode"), help=mode_help)
+ModeOpt = listing(typer.Option(DEFAULT_MODE, "--mode"), help=mode_help)
 OptimizeOpt = typer.Option(
     False, "--optimize", help="Merge COLLECTION's BM25 segments into one (after indexing PATH, if given)."
 )
@@ -246,7 +247,7 @@ def index_cmd(
         as_json=as_json,
     )
     if optimize:
-        index.optimize()
+        index.writer.optimize()
     _report_index_run(index, report, device, as_json)
 
 
@@ -254,7 +255,7 @@ def _merge_segments(s: Settings, as_json: bool) -> None:
     """``sieve index --optimize`` with no PATH: merge the collection's BM25 segments into one."""
     from sieve.retriever import CorpusIndex
 
-    merged = CorpusIndex.open(s.retriever_config(), s.collection).optimize()
+    merged = CorpusIndex.open(s.retriever_config(), s.collection).writer.optimize()
     if as_json:
         print_json({"collection": s.collection, "bm25_segments_merged": merged})
     else:
@@ -266,7 +267,7 @@ def _index_path(
 ) -> Any:
     """Index ``path`` in this process, or on Ray Data (a local cluster unless ``ray_address``); the IndexReport."""
     if not ray:
-        return index.index_path(path, progress=not as_json, delete_missing=delete_missing)
+        return index.writer.index_path(path, progress=not as_json, delete_missing=delete_missing)
     from sieve.retriever.ray_index import LOCAL, RayOptions, index_path_ray
 
     try:
@@ -309,6 +310,7 @@ def retrieve_cmd(
 ) -> None:
     """Plain (non-agentic) retrieval: one query, top-k chunks."""
     from sieve.retriever import CorpusIndex
+    from sieve.retriever.base import validate_k
 
     s = settings_from(
         data_dir,
@@ -319,7 +321,8 @@ def retrieve_cmd(
         **embed_overrides(embed_backend, embed_dtype, bf16),
     )
     index = CorpusIndex.open(s.retriever_config(), s.collection)
-    hits = index.search(query, s.k if k is None else k, mode=mode)  # type: ignore[arg-type]
+    # The one cap on k (SIEVE_MAX_REQUEST_K, default MAX_K) that `sieve search` and the HTTP API check too.
+    hits = index.search(query, validate_k(s.k if k is None else k, s.max_request_k), mode=mode)
     if as_json:
         print_json({"query": query, "mode": mode, "collection": s.collection, "results": [hit_json(h) for h in hits]})
     else:
@@ -435,7 +438,7 @@ def demo_cmd(
 
     s = settings_from(data_dir, device=device)
     index = CorpusIndex.open(s.retriever_config(), collection, create=True)
-    report = index.index_path(SAMPLE_DIR / "corpus.jsonl", progress=not as_json)
+    report = index.writer.index_path(SAMPLE_DIR / "corpus.jsonl", progress=not as_json)
     hits = index.search(question, k, mode="hybrid")
     out: dict = {
         "collection": index.name,

@@ -17,15 +17,13 @@ from sse_starlette.sse import EventSourceResponse
 from sieve.agent.factory import POLICIES
 from sieve.core.errors import SieveError
 from sieve.server.agent_runner import (
-    EpisodeRequest,
-    agent_config,
+    build_request,
     check_filters,
     context1_events,
-    policy_name,
+    episode_time_s,
     progress_event,
     run_episode_async,
     stream_episode,
-    episode_time_s,
 )
 from sieve.server.convert import completion_tokens, document_blocks, evidence_out, trace_usage
 from sieve.server.deps import ReadAuth, StateDep, run_blocking
@@ -38,7 +36,7 @@ if TYPE_CHECKING:
 
     from starlette.types import Receive, Scope, Send
 
-    from sieve.agent import Trace
+    from sieve.agent import AgentRequest, Trace
     from sieve.server.admission import Slot
     from sieve.server.state import AppState
 
@@ -58,17 +56,19 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 router = APIRouter(tags=["agent"], dependencies=[ReadAuth], responses=ERRORS)
 
 
-def _episode(body: SearchRequest) -> EpisodeRequest:
-    return EpisodeRequest(
-        query=body.query,
+def _agent_request(state: AppState, body: SearchRequest) -> AgentRequest:
+    """The body as the one request its episode runs (None fields: the server's settings)."""
+    return build_request(
+        state,
+        body.query,
         collection=body.collection,
-        k=body.k,
-        budget_tokens=body.budget_tokens,
-        max_turns=body.max_turns,
         policy=body.policy,
         filters=body.filters,
         rollouts=body.rollouts,
         group_by_doc=body.group_by_doc,
+        k=body.k,
+        budget_tokens=body.budget_tokens,
+        max_turns=body.max_turns,
         reasoning_effort=body.reasoning_effort,
         tool_choice=body.tool_choice,
         max_new_tokens=body.max_new_tokens,
@@ -92,18 +92,17 @@ def _response(trace: Trace, body: SearchRequest, collection: str) -> SearchRespo
     )
 
 
-async def _admit(state: AppState, req: EpisodeRequest) -> tuple[str, Slot]:
-    """Fail before a stream starts (as a proper HTTP problem): bad limits or policy (422), no place
-    for another episode (503), unknown collection (404). Returns the collection and the held place."""
-    agent_config(state, req)
-    policy_name(state, req.policy)
+async def _admit(state: AppState, request: AgentRequest) -> tuple[str, Slot]:
+    """Fail before a stream starts (as a proper HTTP problem): no place for another episode (503),
+    unknown collection (404), a filter the store cannot run (422); the request itself was checked as
+    it was built (422). Returns the collection and the held place."""
     # An LLM episode may take longer than SIEVE_REQUEST_TIMEOUT_S (SIEVE_MAX_WALL_S).
-    extend_deadline(episode_time_s(state, req), state.settings.request_timeout_s)
+    extend_deadline(episode_time_s(request), state.settings.request_timeout_s)
     slot = await state.episodes.enter()
 
     def work() -> str:
-        index = state.index(req.collection)
-        check_filters(index, req.filters)
+        index = state.index(request.collection)
+        check_filters(index, request.where)
         return index.name
 
     try:
@@ -154,15 +153,15 @@ def _error_data(exc: BaseException, state: AppState) -> dict[str, Any]:
 )
 async def search(body: SearchRequest, state: StateDep, request: Request) -> Any:
     """The search agent explores the collection within a token budget and returns ranked evidence."""
-    req = _episode(body)
-    collection, slot = await _admit(state, req)
+    agent_request = _agent_request(state, body)
+    collection, slot = await _admit(state, agent_request)
     if not body.stream:
-        trace = await run_episode_async(state, req, receive=request.receive, slot=slot)
+        trace = await run_episode_async(state, agent_request, receive=request.receive, slot=slot)
         return _response(trace, body, collection)
 
     async def events() -> AsyncIterator[dict[str, str]]:
         try:
-            async for kind, item in stream_episode(state, req, slot):
+            async for kind, item in stream_episode(state, agent_request, slot):
                 if kind == "event":
                     if item.get("type") in ("reasoning", "action", "observation", "usage"):
                         yield {"event": item["type"], "data": json.dumps(progress_event(item), default=str)}
@@ -189,17 +188,17 @@ async def search_context1(body: Context1Request, state: StateDep) -> EventSource
     can swap Sieve in: progress as ``action``/``observation`` events, the final ranked documents as an
     ``action`` of the ``user_text`` tool holding ``<Document id=...><Justification>...`` blocks, then
     ``usage`` and ``done``. ``model`` selects a policy when it names one, else the server's default."""
-    req = EpisodeRequest(
-        query=body.query, collection=body.collection_name, policy=body.model if body.model in POLICIES else None
+    agent_request = build_request(
+        state, body.query, collection=body.collection_name, policy=body.model if body.model in POLICIES else None
     )
-    _, slot = await _admit(state, req)
+    _, slot = await _admit(state, agent_request)
 
     def frame(kind: str, data: Any) -> dict[str, str]:
         return {"data": json.dumps({"type": kind, "data": data}, default=str)}
 
     async def events() -> AsyncIterator[dict[str, str]]:
         try:
-            async for kind, item in stream_episode(state, req, slot):
+            async for kind, item in stream_episode(state, agent_request, slot):
                 if kind == "event":
                     for ev in context1_events(item):
                         yield frame(ev["type"], ev["data"])

@@ -54,7 +54,7 @@ async def run_write(fn: Callable[[], T], *, timeout: float, slot: Slot, stop: th
 
     Unlike :func:`run_blocking`, the worker is never abandoned. At ``timeout`` (or when the request
     is cancelled) ``stop`` is set: an upsert then stops before writing anything
-    (``CorpusIndex.upsert_documents``) and answers 504; a write already under way, which is short,
+    (``IndexWriter.upsert_documents``) and answers 504; a write already under way, which is short,
     finishes and answers what it did. A delete waits for another writer at most half the request
     time (``store_locked`` after that), so it ends soon after the deadline too.
     """
@@ -188,7 +188,7 @@ async def upsert_documents(body: UpsertRequest, state: StateDep, name: str = Nam
     def work() -> UpsertResponse:
         index = state.index(name, create=True)
         try:
-            report = index.upsert_documents(docs, stop=stop)
+            report = index.writer.upsert_documents(docs, stop=stop)
         except Exception:
             state.invalidate()  # a failed first write removed the new collection: re-check before reuse
             raise
@@ -218,7 +218,7 @@ async def upsert_documents(body: UpsertRequest, state: StateDep, name: str = Nam
 async def delete_document(state: StateDep, doc_id: str, name: str = NamePath) -> DeleteResponse:
     def work() -> DeleteResponse:
         index = state.index(name)
-        deleted = index.delete_documents([doc_id])
+        deleted = index.writer.delete_documents([doc_id])
         if not deleted:
             raise NotFound(f"Expected a document id of collection {name!r}, got {doc_id!r}")
         return DeleteResponse(collection=name, deleted=deleted)

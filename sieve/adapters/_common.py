@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sieve.core.choices import one_of
+from sieve.core.defaults import DEFAULT_K
 from sieve.results import Result
 from sieve.retriever.modes import MODES
 
@@ -34,7 +35,7 @@ def fetch_results(
     *,
     mode: str = "agent",
     collection: str | None = None,
-    k: int = 10,
+    k: int = DEFAULT_K,
     budget_tokens: int | None = None,
     policy: str | None = None,
     filters: dict[str, Any] | None = None,

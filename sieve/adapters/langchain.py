@@ -19,6 +19,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from sieve.core.defaults import DEFAULT_K
 from sieve.adapters._common import Mode, fetch_results, make_source, result_metadata
 
 
@@ -36,7 +37,7 @@ class SieveRetriever(BaseRetriever):
     client: Any = Field(default=None, description="A sieve.client.SieveClient to use instead of base_url.")
     sieve: Any = Field(default=None, description="A sieve.Sieve for in-process use (no server).")
     collection: str | None = None
-    k: int = 10
+    k: int = DEFAULT_K
     mode: Mode = Field(
         default="agent",
         description="'agent' (agentic search) or a registered retrieval mode (sieve.retriever.modes.MODES).",

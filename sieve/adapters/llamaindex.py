@@ -15,6 +15,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("sieve.adapters.llamaindex needs llama-index-core: pip install 'sieve[llamaindex]'") from exc
 
+from sieve.core.defaults import DEFAULT_K
 from sieve.adapters._common import fetch_results, make_source, result_metadata
 
 
@@ -39,7 +40,7 @@ class SieveRetriever(BaseRetriever):
         client: Any = None,
         sieve: Any = None,
         collection: str | None = None,
-        k: int = 10,
+        k: int = DEFAULT_K,
         mode: str = "agent",
         budget_tokens: int | None = None,
         policy: str | None = None,

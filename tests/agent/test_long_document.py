@@ -74,7 +74,7 @@ def _distractors() -> list[Document]:
 
 def test_default_agent_returns_the_three_chunks_of_a_long_answer(make_index):
     index = make_index("manual", chunk_tokens=128, chunk_overlap=16)
-    index.index_documents([_manual(), *_distractors()], progress=False)
+    index.writer.index_documents([_manual(), *_distractors()], progress=False)
     chunks = index.read_document("hx40-manual")
     assert len(chunks) >= 8, "the manual is long: many chunks"
     answer = [c.chunk_id for c in chunks if any(s[:40] in c.text for s in STEPS[3:8])]
@@ -109,7 +109,7 @@ def test_no_query_is_a_single_common_word(make_index):
     from sieve.agent.policies.entities import COMMON_SHARE
 
     index = make_index("manual2", chunk_tokens=160, chunk_overlap=16)
-    index.index_documents([_manual(), *_distractors()], progress=False)
+    index.writer.index_documents([_manual(), *_distractors()], progress=False)
     share = index.bm25_index().doc_share
     for policy in ("heuristic", "learned"):
         config = AgentConfig(k=5)

@@ -90,7 +90,7 @@ def test_read_neighbours_whole_document_and_unknown_id(make_index):
 
     index = make_index("reads", chunk_tokens=24, chunk_overlap=0)
     long_text = " ".join(f"Sentence {i} tells of the harbour town Lowmoor and its lighthouse." for i in range(12))
-    index.index_documents(
+    index.writer.index_documents(
         [
             Document("town", long_text, title="Lowmoor"),
             Document("other", "An unrelated note on baking bread.", title="Bread"),
@@ -208,3 +208,27 @@ def test_malformed_outputs_become_recoverable_tool_errors(run_script):
     # Each error went back to the model as a tool message it can read.
     errors = [m["content"] for m in backend.requests[-1]["messages"] if m["role"] == "tool"][:5]
     assert all(e.startswith("Error: Expected") for e in errors), errors
+
+
+def test_a_registered_search_tool_counts_as_a_search_everywhere() -> None:
+    """Which calls are searches is the tools' registry's word: the trace, the eval's column and the collapse
+    penalty's queries all read ``searches=True``, so a new search tool is counted without an edit elsewhere."""
+    import dataclasses
+
+    from sieve.agent.tool_specs import TOOLS, register_tool, search_tools
+    from sieve.agent.trace import ToolCall, Trace, Turn
+    from sieve.eval.evaluator import row_metrics
+    from sieve.train.rewards.penalties import query_of
+
+    assert search_tools() == {"search", "grep"}
+    register_tool(dataclasses.replace(TOOLS["search"], name="lookup", call_aliases=()))
+    try:
+        calls = [ToolCall("lookup", {"query": "St. Louis"}), ToolCall("read", {"id": "c1"})]
+        trace = Trace(question="q", turns=[Turn(index=0, tool_calls=calls)])
+        assert "lookup" in search_tools() and trace.n_searches == 1
+        assert query_of(calls[0]) == "st. louis" and query_of(calls[1]) is None
+        row = {"gold_ids": ["d1"], "returned_doc_ids": [], "wall_ms": 1.0, "trace": trace.to_dict()}
+        assert row_metrics(row, [5])["searches"] == 1.0
+    finally:
+        del TOOLS["lookup"]
+    assert "lookup" not in search_tools()

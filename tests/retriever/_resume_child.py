@@ -24,7 +24,7 @@ def main() -> None:
         sys.stdout.flush()
 
     index.store.upsert = upsert_and_report  # type: ignore[method-assign]
-    index.index_documents(synthetic_docs(n_docs), progress=False)
+    index.writer.index_documents(synthetic_docs(n_docs), progress=False)
     sys.stdout.write("finished\n")
 
 

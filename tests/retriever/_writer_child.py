@@ -44,7 +44,7 @@ def write(data_dir: Path, start: int, stop: int, lock_timeout_s: float) -> None:
     docs = synthetic_docs(N_TOTAL)[start:stop]
     _say("ready")
     sys.stdin.readline()
-    report = index.index_documents(docs, progress=False)
+    report = index.writer.index_documents(docs, progress=False)
     _say(f"done {report.chunks_written}")
 
 

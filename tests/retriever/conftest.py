@@ -25,7 +25,7 @@ def multi_index(tmp_path_factory: pytest.TempPathFactory, embedder) -> CorpusInd
     data: Path = tmp_path_factory.mktemp("multi")
     cfg = RetrieverConfig(data_dir=data, chunk_tokens=32, chunk_overlap=8)
     index = CorpusIndex.open(cfg, "multi", create=True, embedder=embedder)
-    index.index_documents(MULTI_DOCS, progress=False)
+    index.writer.index_documents(MULTI_DOCS, progress=False)
     return index
 
 

@@ -153,10 +153,10 @@ def _rebuilt(index) -> SparseBM25:
 
 def test_index_runs_add_segments_that_rank_as_a_rebuild(make_index, caplog):
     index = make_index()
-    index.index_documents(DOCS[:3], progress=False)
-    index.index_documents(DOCS[3:], progress=False)
+    index.writer.index_documents(DOCS[:3], progress=False)
+    index.writer.index_documents(DOCS[3:], progress=False)
     changed = Document(doc_id="note1", text="The bridge was rebuilt in stone; keyword1 harbour.", title="N1")
-    index.index_documents([*DOCS[:1], changed, *DOCS[2:]], progress=False)
+    index.writer.index_documents([*DOCS[:1], changed, *DOCS[2:]], progress=False)
     bm25 = index.bm25_index()
     assert len(bm25.segments) == 3 and sorted(bm25.ids) == sorted(c for c, _, _ in index.store.scan())
     ref = _rebuilt(index)
@@ -165,7 +165,7 @@ def test_index_runs_add_segments_that_rank_as_a_rebuild(make_index, caplog):
         got = dict(bm25.top_k(tokenize(q), 10))
         assert got == pytest.approx(dict(ref.top_k(tokenize(q), 10)), rel=0, abs=0)
 
-    before = index.optimize()
+    before = index.writer.optimize()
     assert before == 3 and len(index.bm25_index().segments) == 1
     assert dict(index.bm25_index().top_k(tokenize("harbour"), 10)) == dict(ref.top_k(tokenize("harbour"), 10))
 
@@ -173,15 +173,15 @@ def test_index_runs_add_segments_that_rank_as_a_rebuild(make_index, caplog):
 def test_a_reader_serves_the_last_complete_segments_while_a_writer_runs(make_index, caplog):
     from sieve.retriever import CorpusIndex
 
-    writer = make_index()
-    writer.index_documents(DOCS[:3], progress=False)
-    reader = CorpusIndex.open(writer.config, writer.name, embedder=writer.embedder)
+    writing = make_index()
+    writing.writer.index_documents(DOCS[:3], progress=False)
+    reader = CorpusIndex.open(writing.config, writing.name, embedder=writing.embedder)
     served = reader.bm25_index()
     holding, release = threading.Event(), threading.Event()
 
     def write_in_progress() -> None:
-        with writer.write_lock.hold():
-            writer.store.bump_generation()  # what a run does before its first chunk
+        with writing.write_lock.hold():
+            writing.store.bump_generation()  # what a run does before its first chunk
             holding.set()
             release.wait(30)
 
@@ -189,7 +189,7 @@ def test_a_reader_serves_the_last_complete_segments_while_a_writer_runs(make_ind
     t.start()
     try:
         holding.wait(30)
-        caplog.set_level(logging.INFO, logger="sieve.retriever.index")
+        caplog.set_level(logging.INFO, logger="sieve.retriever.bm25_cache")
         assert reader.bm25_index() is served  # the last complete set, not a rebuild mid-write
         assert "Rebuilt BM25" not in caplog.text
     finally:

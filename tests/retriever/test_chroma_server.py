@@ -43,7 +43,7 @@ def test_index_search_grep_read_delete_through_a_chroma_server(chroma_server, re
     url, server_dir = chroma_server
     cfg = RetrieverConfig(data_dir=tmp_path / "data", chroma_url=url, chunk_tokens=64, chunk_overlap=8)
     index = CorpusIndex.open(cfg, "remote-test", create=True, embedder=embedder)
-    report = index.index_documents(remote_docs, progress=False)
+    report = index.writer.index_documents(remote_docs, progress=False)
     assert report.added == len(remote_docs) and report.chunks_written == index.count() > len(remote_docs)
     assert not (tmp_path / "data" / "chroma").exists()  # nothing went to an embedded store
     assert list_collections(cfg) == {"remote-test": index.count()}
@@ -76,12 +76,12 @@ def test_index_search_grep_read_delete_through_a_chroma_server(chroma_server, re
     assert [c.position for c in index.read("lighthouse#1", 1)] == [0, 1, 2][: min(3, n)]
     assert "".join(c.text for c in index.read("orchard")).startswith("The orchard on the hill")
 
-    assert index.delete_documents(["orchard"]) == 1
+    assert index.writer.delete_documents(["orchard"]) == 1
     assert index.search("Zephyrine cider", 5, mode="bm25") == [] and index.grep("Zephyrine", 5) == []
     with pytest.raises(NotFound):
         index.read("orchard")
     assert_consistent(index)
-    assert index.index_documents(remote_docs, progress=False).added == 1  # only the deleted one comes back
+    assert index.writer.index_documents(remote_docs, progress=False).added == 1  # only the deleted one comes back
 
     delete_collection(cfg, "remote-test")
     assert list_collections(cfg) == {}

@@ -83,7 +83,7 @@ def test_identity_roundtrip_and_message(onnx_int8, torch_fp32):
 def test_collection_records_its_embedder_and_refuses_another(make_index, onnx_int8, torch_fp32, onnx_fp32):
     index = make_index("stamped", chunk_tokens=32, chunk_overlap=8)
     index = CorpusIndex.open(index.config, index.name, embedder=onnx_int8)
-    index.index_documents(MULTI_DOCS[:2], progress=False)
+    index.writer.index_documents(MULTI_DOCS[:2], progress=False)
     meta = index.store.client.get_collection(index.name).metadata
     assert EmbedderIdentity.from_json(meta[EMBEDDER_KEY]) == onnx_int8.identity
 
@@ -94,22 +94,22 @@ def test_collection_records_its_embedder_and_refuses_another(make_index, onnx_in
             other.search("orchard cider", 3, mode=mode)
     assert other.search("orchard cider", 3, mode="bm25")  # keyword search reads no vectors
     with pytest.raises(EmbedderMismatch):
-        other.index_documents(MULTI_DOCS[2:], progress=False)
+        other.writer.index_documents(MULTI_DOCS[2:], progress=False)
     assert other.count() == n  # the refused run wrote nothing
 
     # fp32 torch and fp32 ONNX are one vector space: either may query and extend the other's collection.
     fp32_index = make_index("fp32", chunk_tokens=32, chunk_overlap=8)
-    CorpusIndex.open(fp32_index.config, "fp32", create=True, embedder=onnx_fp32).index_documents(
+    CorpusIndex.open(fp32_index.config, "fp32", create=True, embedder=onnx_fp32).writer.index_documents(
         MULTI_DOCS[:2], progress=False
     )
     via_torch = CorpusIndex.open(fp32_index.config, "fp32", embedder=torch_fp32)
     assert via_torch.search("orchard cider", 3, mode="dense")
-    assert via_torch.index_documents(MULTI_DOCS[2:], progress=False).added == len(MULTI_DOCS) - 2
+    assert via_torch.writer.index_documents(MULTI_DOCS[2:], progress=False).added == len(MULTI_DOCS) - 2
 
 
 def test_an_unstamped_collection_is_adopted_with_a_warning(make_index, embedder, caplog):
     index = make_index("legacy", chunk_tokens=32, chunk_overlap=8)
-    chunks = index.chunker.chunk(MULTI_DOCS[0])
+    chunks = index.writer.chunker.chunk(MULTI_DOCS[0])
     index.store.upsert(
         chunks,
         embedder.embed_passages([c.text for c in chunks]),
@@ -117,8 +117,8 @@ def test_an_unstamped_collection_is_adopted_with_a_warning(make_index, embedder,
         {MULTI_DOCS[0].doc_id: len(chunks)},
     )  # as Sieve wrote before it stamped collections
     assert index.store.state().embedder is None
-    caplog.set_level(logging.WARNING, logger="sieve.retriever.index")
-    index.index_documents(MULTI_DOCS[1:2], progress=False)
+    caplog.set_level(logging.WARNING, logger="sieve.retriever.writer")
+    index.writer.index_documents(MULTI_DOCS[1:2], progress=False)
     assert "records no embedder" in caplog.text
     assert index.store.state().embedder == embedder.identity.to_json()
 
@@ -187,7 +187,9 @@ def test_a_lazy_embedder_knows_its_identity_without_loading(model_cache_dir, onn
 
 def test_bm25_on_a_stamped_collection_loads_no_embedder(make_index, onnx_int8, model_cache_dir):
     index = make_index("stamped-lazy", chunk_tokens=32, chunk_overlap=8)
-    CorpusIndex.open(index.config, index.name, embedder=onnx_int8).index_documents(MULTI_DOCS[:2], progress=False)
+    CorpusIndex.open(index.config, index.name, embedder=onnx_int8).writer.index_documents(
+        MULTI_DOCS[:2], progress=False
+    )
     lazy = Embedder.from_config(
         RetrieverConfig(data_dir=Path("/nonexistent-unused"), model_dir=model_cache_dir, embed_backend="torch"),
         lazy=True,
@@ -257,13 +259,13 @@ def test_a_collection_indexed_with_another_model_is_opened_with_it(tmp_path: Pat
     index = make_index("adapted", chunk_tokens=32, chunk_overlap=8)
     own = Embedder.from_config(RetrieverConfig(data_dir=index.config.data_dir, embedder_path=str(other)))
     assert own.identity.fingerprint != embedder.identity.fingerprint and own.identity.path == str(other.resolve())
-    CorpusIndex.open(index.config, "adapted", embedder=own).index_documents(MULTI_DOCS[:2], progress=False)
+    CorpusIndex.open(index.config, "adapted", embedder=own).writer.index_documents(MULTI_DOCS[:2], progress=False)
 
     # no embedder named: the collection's own is used (same vectors here, so the top hit is the orchard)
     plain = CorpusIndex.open(index.config, "adapted", embedder=embedder)
     hits = plain.search("orchard cider", 3, mode="dense")
     assert hits and Path(plain.embedder.path) == other and plain.dense.embedder is plain.embedder
-    assert plain.index_documents(MULTI_DOCS[2:], progress=False).added == len(MULTI_DOCS) - 2
+    assert plain.writer.index_documents(MULTI_DOCS[2:], progress=False).added == len(MULTI_DOCS) - 2
 
     # an explicit other model is never overridden
     third = tmp_path / "third"

@@ -27,7 +27,7 @@ def test_missing_path_creates_no_collection(make_index, tmp_path):
     index = make_index("never-filled")
     assert index.store.created and "never-filled" in _names(index)
     with pytest.raises(NotFound, match="does not exist"):
-        index.index_path(tmp_path / "does-not-exist", progress=False)
+        index.writer.index_path(tmp_path / "does-not-exist", progress=False)
     assert "never-filled" not in _names(index)
     assert not index.bm25_dir.exists()
 
@@ -39,7 +39,7 @@ def test_nothing_readable_creates_no_collection_and_says_why(make_index, tmp_pat
     (folder / "latin.txt").write_bytes("caf\xe9".encode("latin-1"))
     index = make_index("junk")
     with pytest.raises(InvalidInput) as err:
-        index.index_path(folder, progress=False)
+        index.writer.index_path(folder, progress=False)
     msg = err.value.message
     assert "got none" in msg and "1 skipped" in msg and "UTF-8" in msg and "1 ignored" in msg and "photo.png" in msg
     assert "junk" not in _names(index)
@@ -53,17 +53,17 @@ def test_failure_after_some_batches_removes_the_new_collection(make_index):
         yield Document("lighthouse", "the same id again")  # ... this fails the run
 
     with pytest.raises(InvalidInput, match="twice"):
-        index.index_documents(stream(), progress=False)
+        index.writer.index_documents(stream(), progress=False)
     assert "half" not in _names(index)
 
 
 def test_failure_on_an_existing_collection_keeps_it_consistent(make_index):
     index = make_index("kept", **SMALL)
-    index.index_documents(MULTI_DOCS[:1], progress=False)
+    index.writer.index_documents(MULTI_DOCS[:1], progress=False)
     before = index.documents()
     bad = Document("bad", "text", metadata={"nested": {"a": 1}})  # type: ignore[dict-item]
     with pytest.raises(InvalidInput, match="Document 'bad'.*'nested'"):
-        index.index_documents([MULTI_DOCS[1], bad], progress=False)  # a list is checked whole first
+        index.writer.index_documents([MULTI_DOCS[1], bad], progress=False)  # a list is checked whole first
     assert index.documents() == before  # nothing of the batch was written
     assert "kept" in _names(index)
     assert_consistent(index)
@@ -77,12 +77,12 @@ def test_interrupt_keeps_written_work_for_resume_but_not_an_empty_collection(mak
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        index.index_documents(interrupted_after(0), progress=False)
+        index.writer.index_documents(interrupted_after(0), progress=False)
     assert "interrupted" not in _names(index)
 
     again = make_index("interrupted", **SMALL)
     with pytest.raises(KeyboardInterrupt):
-        again.index_documents(interrupted_after(3), progress=False)
+        again.writer.index_documents(interrupted_after(3), progress=False)
     assert "interrupted" in _names(again) and again.count() > 0  # what was written stays; a rerun resumes
 
 
@@ -93,7 +93,7 @@ def test_list_metadata_round_trips_and_filters_with_contains(make_index):
         Document("b", "Beta text about marble.", metadata={"tags": ["rock", "white"]}),
         Document("c", "Gamma text about chalk.", metadata={"tags": ["rock", "white"]}),
     ]
-    index.index_documents(docs, progress=False)
+    index.writer.index_documents(docs, progress=False)
     [chunk] = index.read_document("a")
     assert chunk.metadata == {"tags": ["rock", "grey"], "years": [1990, 2020]}  # lists, not "['rock', 'grey']"
     for mode in ("bm25", "dense"):  # BM25 masks with Chroma's ids_where; dense passes `where` to Chroma's query
@@ -112,7 +112,7 @@ def test_jsonl_with_bad_lines_indexes_the_rest_and_lists_them(make_index, tmp_pa
     ]
     f.write_text("\n".join(json.dumps(r) for r in rows) + "\n{not json\n", encoding="utf-8")
     index = make_index("mixed")
-    report = index.index_path(f, progress=False)
+    report = index.writer.index_path(f, progress=False)
     assert set(index.documents()) == {"ok1", "ok2"}
     assert [w.rsplit(":", 1)[-1] for w, _ in report.ingest.skipped] == ["2", "3", "5"]
     assert index.read_document("ok2")[0].metadata == {"tags": ["x"]}

@@ -26,10 +26,10 @@ def test_a_second_folder_with_the_same_relative_paths_is_refused_and_writes_noth
         },
     )
     index = make_index(**SMALL)
-    index.index_path(tmp_path / "a", progress=False)
+    index.writer.index_path(tmp_path / "a", progress=False)
     gen = index.store.generation
     with pytest.raises(InvalidInput, match=r"'README.md' is indexed from .*a/README.md.*b/README.md") as err:
-        index.index_path(tmp_path / "b", progress=False)
+        index.writer.index_path(tmp_path / "b", progress=False)
     assert "Nothing was written" in err.value.message
     assert index.store.generation == gen and index.documents() == {"NEWS.md": 1, "README.md": 1}
     assert [h.chunk.text for h in index.search("Where does Alpha store its rows?", 1)] == [
@@ -37,9 +37,9 @@ def test_a_second_folder_with_the_same_relative_paths_is_refused_and_writes_noth
     ]
     # single files name their ids the same way: the same refusal
     with pytest.raises(InvalidInput, match="would replace"):
-        index.index_path(tmp_path / "b" / "README.md", progress=False)
+        index.writer.index_path(tmp_path / "b" / "README.md", progress=False)
     # the folder that holds both gives them distinct ids
-    report = index.index_path(tmp_path, progress=False)
+    report = index.writer.index_path(tmp_path, progress=False)
     assert report.added == 3 and set(index.documents()) == {
         "NEWS.md",
         "README.md",
@@ -53,21 +53,21 @@ def test_the_same_file_by_another_path_or_working_directory_is_unchanged(make_in
     _tree(tmp_path, {"docs/x.md": "Xylophones are tuned in pairs.", "docs/y.md": "Yodels carry across valleys."})
     index = make_index(**SMALL)
     monkeypatch.chdir(tmp_path)
-    first = index.index_path("docs", progress=False)
+    first = index.writer.index_path("docs", progress=False)
     assert first.added == 2
     assert index.read_document("x.md")[0].source == str(tmp_path / "docs" / "x.md")
     monkeypatch.chdir(tmp_path / "docs")
-    again = index.index_path(".", progress=False)
+    again = index.writer.index_path(".", progress=False)
     assert (again.unchanged, again.updated, again.chunks_written) == (2, 0, 0)
-    assert index.index_path(tmp_path / "docs" / "x.md", progress=False).unchanged == 1
+    assert index.writer.index_path(tmp_path / "docs" / "x.md", progress=False).unchanged == 1
 
 
 def test_a_moved_folder_updates_its_documents(make_index, tmp_path):
     _tree(tmp_path, {"old/notes.md": "Nightjars hunt at dusk."})
     index = make_index(**SMALL)
-    index.index_path(tmp_path / "old", progress=False)
+    index.writer.index_path(tmp_path / "old", progress=False)
     (tmp_path / "old").rename(tmp_path / "new")
-    report = index.index_path(tmp_path / "new", progress=False)  # the old file is gone: an update, no conflict
+    report = index.writer.index_path(tmp_path / "new", progress=False)  # the old file is gone: an update, no conflict
     assert (report.updated, report.added) == (1, 0)
     assert index.read_document("notes.md")[0].source == str(tmp_path / "new" / "notes.md")
 
@@ -83,14 +83,14 @@ def test_documents_of_deleted_files_are_reported_and_removed_on_request(make_ind
         },
     )
     index = make_index(**SMALL)
-    index.index_path(tmp_path / "docs", progress=False)
-    index.index_path(tmp_path / "other", progress=False)
+    index.writer.index_path(tmp_path / "docs", progress=False)
+    index.writer.index_path(tmp_path / "other", progress=False)
     (tmp_path / "docs" / "sub" / "drop.md").unlink()
-    report = index.index_path(tmp_path / "docs", progress=False)
+    report = index.writer.index_path(tmp_path / "docs", progress=False)
     # only this folder's files count: the other folder's document is not "gone"
     assert (report.gone, report.deleted, report.unchanged) == (["sub/drop.md"], 0, 2)
     assert "sub/drop.md" in index.documents()  # reported, not removed unasked
-    report = index.index_path(tmp_path / "docs", progress=False, delete_missing=True)
+    report = index.writer.index_path(tmp_path / "docs", progress=False, delete_missing=True)
     assert (report.gone, report.deleted) == (["sub/drop.md"], 1)
     assert set(index.documents()) == {"keep.md", "also.md", "elsewhere.md"}
-    assert index.index_path(tmp_path / "docs", progress=False).gone == []
+    assert index.writer.index_path(tmp_path / "docs", progress=False).gone == []

@@ -20,11 +20,11 @@ def _bm25_ids(index: CorpusIndex, query: str) -> list[str]:
 
 def test_second_run_writes_nothing_and_keeps_the_generation(make_index):
     index = make_index(**SMALL)
-    first = index.index_documents(MULTI_DOCS, progress=False)
+    first = index.writer.index_documents(MULTI_DOCS, progress=False)
     assert (first.added, first.updated, first.unchanged) == (3, 0, 0)
     assert first.chunks_written == index.count() > len(MULTI_DOCS)
     gen = index.store.generation
-    second = index.index_documents(MULTI_DOCS, progress=False)
+    second = index.writer.index_documents(MULTI_DOCS, progress=False)
     assert (second.added, second.updated, second.unchanged, second.resumed, second.chunks_written) == (0, 0, 3, 0, 0)
     assert index.store.generation == gen  # no write, so the BM25 cache stays valid
     assert index.count() == first.chunks_written
@@ -33,20 +33,20 @@ def test_second_run_writes_nothing_and_keeps_the_generation(make_index):
 
 def test_new_chunk_settings_rechunk_every_document_once(make_index):
     index = make_index(**SMALL, chunk_split="window")
-    index.index_documents(MULTI_DOCS, progress=False)
+    index.writer.index_documents(MULTI_DOCS, progress=False)
     windows = {d: index.read_document(d) for d in index.documents()}
     index = make_index(**SMALL)  # the same collection, opened with the structure split
-    report = index.index_documents(MULTI_DOCS, progress=False)
+    report = index.writer.index_documents(MULTI_DOCS, progress=False)
     assert (report.updated, report.unchanged) == (3, 0)  # the content did not change, the chunking did
     assert {d: index.read_document(d) for d in index.documents()} != windows
-    again = index.index_documents(MULTI_DOCS, progress=False)
+    again = index.writer.index_documents(MULTI_DOCS, progress=False)
     assert (again.updated, again.unchanged, again.chunks_written) == (0, 3, 0)
     assert_consistent(index)
 
 
 def test_update_replaces_old_chunks_in_chroma_and_bm25(make_index):
     index = make_index(**SMALL)
-    index.index_documents(MULTI_DOCS, progress=False)
+    index.writer.index_documents(MULTI_DOCS, progress=False)
     old_n = index.documents()["lighthouse"]
     assert old_n >= 3 and _bm25_ids(index, "Quillfeather")
     others = {d: n for d, n in index.documents().items() if d != "lighthouse"}
@@ -58,7 +58,7 @@ def test_update_replaces_old_chunks_in_chroma_and_bm25(make_index):
         source="synthetic",
         metadata={"topic": "coast", "year": 1890},
     )
-    report = index.index_documents([new, *MULTI_DOCS[1:]], progress=False)
+    report = index.writer.index_documents([new, *MULTI_DOCS[1:]], progress=False)
     assert (report.updated, report.unchanged, report.chunks_written) == (1, 2, 1)
     assert index.documents() == {**others, "lighthouse": 1}
     assert index.count() == sum(others.values()) + 1
@@ -74,10 +74,10 @@ def test_update_replaces_old_chunks_in_chroma_and_bm25(make_index):
 
 def test_metadata_only_change_counts_as_update(make_index):
     index = make_index(**SMALL)
-    index.index_documents(MULTI_DOCS[1:2], progress=False)
+    index.writer.index_documents(MULTI_DOCS[1:2], progress=False)
     d = MULTI_DOCS[1]
     changed = Document(d.doc_id, d.text, title=d.title, source=d.source, metadata={"topic": "orchard"})
-    report = index.index_documents([changed], progress=False)
+    report = index.writer.index_documents([changed], progress=False)
     assert report.updated == 1
     assert {c.metadata["topic"] for c in index.read_document("orchard")} == {"orchard"}
     assert all("year" not in c.metadata for c in index.read_document("orchard"))
@@ -85,10 +85,10 @@ def test_metadata_only_change_counts_as_update(make_index):
 
 def test_delete_keeps_chroma_and_bm25_consistent(make_index):
     index = make_index(**SMALL)
-    index.index_documents(MULTI_DOCS, progress=False)
+    index.writer.index_documents(MULTI_DOCS, progress=False)
     n_orchard = index.documents()["orchard"]
     total = index.count()
-    assert index.delete_documents(["orchard", "never-indexed"]) == 1
+    assert index.writer.delete_documents(["orchard", "never-indexed"]) == 1
     assert "orchard" not in index.documents()
     assert index.count() == total - n_orchard
     assert _bm25_ids(index, "Zephyrine cider") == []
@@ -97,17 +97,17 @@ def test_delete_keeps_chroma_and_bm25_consistent(make_index):
     assert index.grep("Zephyrine", 5) == []
     assert_consistent(index)
     gen = index.store.generation
-    assert index.delete_documents(["orchard"]) == 0
+    assert index.writer.delete_documents(["orchard"]) == 0
     assert index.store.generation == gen  # deleting nothing writes nothing
 
 
 def test_bm25_cache_is_reused_when_fresh_and_rebuilt_when_stale(make_index, embedder, caplog):
     index = make_index(**SMALL)
-    index.index_documents(MULTI_DOCS, progress=False)
+    index.writer.index_documents(MULTI_DOCS, progress=False)
     saved = SegmentedBM25.load(index.bm25_dir)
     assert saved is not None and saved[1] == index.store.generation
 
-    caplog.set_level(logging.INFO, logger="sieve.retriever.index")
+    caplog.set_level(logging.INFO, logger="sieve.retriever.bm25_cache")
     reopened = CorpusIndex.open(index.config, index.name, embedder=embedder)
     assert sorted(reopened.bm25_index().ids) == sorted(saved[0].ids)
     assert "Rebuilt BM25" not in caplog.text  # loaded from disk
@@ -123,14 +123,14 @@ def test_bm25_cache_is_reused_when_fresh_and_rebuilt_when_stale(make_index, embe
 
 def test_torn_document_is_detected_and_rewritten(make_index):
     index = make_index(**SMALL)
-    index.index_documents(MULTI_DOCS, progress=False)
+    index.writer.index_documents(MULTI_DOCS, progress=False)
     n = index.documents()["observatory"]
     # What a kill between two Chroma writes can leave: a document missing some chunks.
     index.store.bump_generation()
     index.store.delete_ids([f"observatory#{n - 1}"])
     assert not index.store.doc_states()["observatory"].complete
 
-    report = index.index_documents(MULTI_DOCS, progress=False)
+    report = index.writer.index_documents(MULTI_DOCS, progress=False)
     assert (report.resumed, report.unchanged, report.added, report.chunks_written) == (1, 2, 0, n)
     assert index.documents()["observatory"] == n
     assert_consistent(index)
@@ -142,7 +142,7 @@ def test_documents_without_tokens_are_reported_not_counted(make_index, tmp_path)
     (folder / "ok.txt").write_text("A perfectly ordinary sentence.", encoding="utf-8")
     (folder / "invisible.txt").write_text("\u200b\u200b\u200b\n", encoding="utf-8")  # text, but no tokens
     index = make_index()
-    report = index.index_path(folder, progress=False)
+    report = index.writer.index_path(folder, progress=False)
     assert index.documents() == {"ok.txt": 1}
     assert report.added == 1
     assert [w for w, _ in report.ingest.skipped] == ["invisible.txt"]
@@ -153,4 +153,4 @@ def test_duplicate_ids_in_one_run_are_rejected(make_index):
 
     index = make_index()
     with pytest.raises(InvalidInput, match="twice"):
-        index.index_documents([Document("a", "one"), Document("a", "two")], progress=False)
+        index.writer.index_documents([Document("a", "one"), Document("a", "two")], progress=False)

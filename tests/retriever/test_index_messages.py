@@ -78,7 +78,7 @@ def test_chunks_of_html_hold_the_content_and_none_of_the_navigation(make_index, 
     (folder / "The-Basics.html").write_text(TEXINFO_PAGE, encoding="utf-8")
     (folder / "memo.pdf").write_bytes(minimal_pdf("A portable memo"))
     index = make_index("site", chunk_tokens=32, chunk_overlap=8)
-    report = index.index_path(folder, progress=True)
+    report = index.writer.index_path(folder, progress=True)
     assert report.added == 3 and report.ingest.skipped == []
     texts = [text for _, text, _ in index.store.scan(include_text=True)]
     joined = "\n".join(texts)

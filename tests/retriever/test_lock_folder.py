@@ -33,7 +33,7 @@ def _damage(path: Path, how: str) -> None:
 def _store(tmp_path: Path, embedder) -> tuple[CorpusIndex, RetrieverConfig]:
     cfg = RetrieverConfig(data_dir=tmp_path / "data", write_lock_timeout_s=1)
     index = CorpusIndex.open(cfg, "damaged", create=True, embedder=embedder)
-    index.index_documents(MULTI_DOCS[:1], progress=False)
+    index.writer.index_documents(MULTI_DOCS[:1], progress=False)
     return index, cfg
 
 
@@ -43,7 +43,7 @@ def test_what_is_safe_to_read_past_is_recovered_from_on_the_next_write(tmp_path,
     path = lock_folder_paths(cfg)[role]
     _damage(path, how)
     assert index.search("x", 3, mode="bm25") is not None  # reads go on
-    index.index_documents(MULTI_DOCS[1:2], progress=False)  # and a write puts a token Sieve wrote back
+    index.writer.index_documents(MULTI_DOCS[1:2], progress=False)  # and a write puts a token Sieve wrote back
     assert path.is_file()
     assert all(f.state == "ok" for f in check_lock_folder(cfg)), check_lock_folder(cfg)
     assert set(index.doc_states()) == {MULTI_DOCS[0].doc_id, MULTI_DOCS[1].doc_id}
@@ -55,7 +55,7 @@ def test_a_directory_of_files_is_store_unavailable_naming_it_then_check_repairs(
     path = lock_folder_paths(cfg)[role]
     _damage(path, "dir")
     with pytest.raises(StoreUnavailable) as err:
-        index.index_documents(MULTI_DOCS[1:2], progress=False)
+        index.writer.index_documents(MULTI_DOCS[1:2], progress=False)
     assert str(path) in err.value.message and "sieve collections --check --repair" in err.value.message
     assert (path / "notes.txt").exists()  # nothing of the user's was removed
 
@@ -67,7 +67,7 @@ def test_a_directory_of_files_is_store_unavailable_naming_it_then_check_repairs(
     assert len(moved) == 1 and (moved[0] / "notes.txt").exists()  # moved aside, not deleted
     assert lock_folder_paths(cfg)["token"].is_file()  # a fresh token: every other process reopens
 
-    index.index_documents(MULTI_DOCS[1:2], progress=False)
+    index.writer.index_documents(MULTI_DOCS[1:2], progress=False)
     assert all(f.state == "ok" for f in check_lock_folder(cfg))
     assert set(index.doc_states()) == {MULTI_DOCS[0].doc_id, MULTI_DOCS[1].doc_id}
 

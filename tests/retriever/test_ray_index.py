@@ -90,7 +90,7 @@ def test_ray_index_matches_the_single_process_path(local_ray, chroma_url, corpus
     single = CorpusIndex.open(
         _config(chroma_url, tmp_path / "single", model_cache_dir), "single", create=True, embedder=embedder
     )
-    expected = single.index_path(corpus, progress=False)
+    expected = single.writer.index_path(corpus, progress=False)
 
     ray_index = CorpusIndex.open(_config(chroma_url, tmp_path / "ray", model_cache_dir), "on-ray", create=True)
     t0 = time.perf_counter()

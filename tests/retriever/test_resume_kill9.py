@@ -58,11 +58,11 @@ def test_kill9_mid_index_then_resume(tmp_path, embedder, caplog):
     lines = _run_and_kill(data_dir)
     written_before_kill = int(lines[-1].split()[1])
 
-    caplog.set_level(logging.INFO, logger="sieve.retriever.index")
+    caplog.set_level(logging.INFO, logger="sieve.retriever.bm25_cache")
     cfg = RetrieverConfig(data_dir=data_dir, **RESUME_CONFIG)
     index = CorpusIndex.open(cfg, "resume", embedder=embedder)
     docs = synthetic_docs(N_DOCS)
-    fresh_total = sum(len(index.chunker.chunk(d)) for d in docs)
+    fresh_total = sum(len(index.writer.chunker.chunk(d)) for d in docs)
 
     # The store opens consistent: some, not all, chunks; the BM25 on disk (if any) predates the
     # killed run's last generation, so it is rebuilt from Chroma rather than trusted.
@@ -80,7 +80,7 @@ def test_kill9_mid_index_then_resume(tmp_path, embedder, caplog):
 
     complete = {d for d, s in index.store.doc_states().items() if s.complete}
     assert complete
-    report = index.index_documents(docs, progress=False)
+    report = index.writer.index_documents(docs, progress=False)
     assert report.unchanged == len(complete)
     assert report.added + report.resumed + report.unchanged == N_DOCS and report.updated == 0
     assert 0 < report.chunks_written < fresh_total
@@ -88,5 +88,5 @@ def test_kill9_mid_index_then_resume(tmp_path, embedder, caplog):
     assert index.count() == fresh_total and len(index.documents()) == N_DOCS
     assert_consistent(index)
 
-    again = index.index_documents(docs, progress=False)
+    again = index.writer.index_documents(docs, progress=False)
     assert (again.unchanged, again.chunks_written) == (N_DOCS, 0)

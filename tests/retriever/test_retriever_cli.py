@@ -55,8 +55,9 @@ def test_errors_are_one_line_and_exit_2(run, sample_dir):
     assert res.exit_code == 2 and "invalid_input" in res.stderr
     res = run("retrieve", "anything", "-c", "cli-one", "-k", "0")
     assert res.exit_code == 2 and "k between" in res.stderr
-    res = run("search", "anything", "-c", "cli-one", "-k", "100000")  # the agent has the same cap as retrieve
-    assert res.exit_code == 2 and "k between 1 and 200" in res.stderr
+    for command in ("search", "retrieve"):  # one cap on k, the server's too (SIEVE_MAX_REQUEST_K)
+        res = run(command, "anything", "-c", "cli-one", "-k", "100000")
+        assert res.exit_code == 2 and "k between 1 and 100" in res.stderr, (command, res.stderr)
     res = run("collections", "--delete", "cli-one", "--json")  # no terminal to ask on, and no --yes
     assert res.exit_code == 2 and "Expected --yes" in res.stdout
     assert "cli-one" in run("collections").stdout

@@ -154,7 +154,7 @@ def test_the_heading_path_is_stored_searched_and_read_back(tmp_path, embedder):
     cfg = RetrieverConfig(data_dir=tmp_path)
     assert cfg.chunk_split == "sections"
     index = CorpusIndex.open(cfg, "docs", create=True, embedder=embedder)
-    index.index_documents([Document("guide.md", text, title="Guide")], progress=False)
+    index.writer.index_documents([Document("guide.md", text, title="Guide")], progress=False)
     hits = index.search("sqlite page cache", k=3, mode="bm25")
     assert hits and hits[0].chunk.heading_path == "SQLite backend > Tuning"
     assert hits[0].chunk.text == "### Tuning\n\nSet the page cache size for speed."

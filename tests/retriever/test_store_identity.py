@@ -48,7 +48,7 @@ def test_a_writer_through_another_spelling_waits_for_the_holder(tmp_path, monkey
     index = CorpusIndex.open(
         RetrieverConfig(data_dir=spell["absolute"], **RESUME_CONFIG), "spelled", create=True, embedder=embedder
     )
-    index.index_documents(MULTI_DOCS[:1], progress=False)
+    index.writer.index_documents(MULTI_DOCS[:1], progress=False)
     holder = _spawn("hold", str(spell["symlink"]))  # a real process holds the lock, found through the symlink
     try:
         _wait_line(holder, "held")
@@ -56,7 +56,7 @@ def test_a_writer_through_another_spelling_waits_for_the_holder(tmp_path, monkey
             cfg = RetrieverConfig(data_dir=spell[name], write_lock_timeout_s=0.2, **RESUME_CONFIG)
             other = CorpusIndex.open(cfg, "spelled", embedder=embedder)
             with pytest.raises(StoreLocked) as info:
-                other.index_documents(MULTI_DOCS[1:2], progress=False)
+                other.writer.index_documents(MULTI_DOCS[1:2], progress=False)
             assert f"pid {holder.pid}" in info.value.message, (name, info.value.message)
     finally:
         os.kill(holder.pid, signal.SIGKILL)

@@ -33,7 +33,7 @@ def other_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def docs_collection(tmp_path: Path, embedder) -> CorpusIndex:
     rc = RetrieverConfig(data_dir=tmp_path / "data")
     index = CorpusIndex.open(rc, "docs", create=True, embedder=embedder)
-    index.index_documents(
+    index.writer.index_documents(
         [
             Document(f"{t}.md", f"# {t.title()}\n\nHow the tool handles {t}: settings, commands and errors.", title=t)
             for t in TOPICS

@@ -93,7 +93,7 @@ def test_two_writer_processes_leave_the_store_a_clean_index_would(tmp_path, embe
     clean = CorpusIndex.open(
         RetrieverConfig(data_dir=tmp_path / "clean", **RESUME_CONFIG), "writers", create=True, embedder=embedder
     )
-    clean.index_documents(synthetic_docs(80), progress=False)
+    clean.writer.index_documents(synthetic_docs(80), progress=False)
     # This process never opened `data` before: its client reads what is on disk.
     index = CorpusIndex.open(RetrieverConfig(data_dir=data, **RESUME_CONFIG), "writers", embedder=embedder)
     assert_same_as_clean(index, clean)
@@ -103,14 +103,14 @@ def test_two_writer_processes_leave_the_store_a_clean_index_would(tmp_path, embe
 def test_a_held_store_fails_writes_naming_the_holder_and_still_serves_reads(tmp_path, embedder, caplog):
     cfg = RetrieverConfig(data_dir=tmp_path / "data", chunk_tokens=32, chunk_overlap=8, write_lock_timeout_s=0.3)
     index = CorpusIndex.open(cfg, "held", create=True, embedder=embedder)
-    index.index_documents(MULTI_DOCS[:2], progress=False)
+    index.writer.index_documents(MULTI_DOCS[:2], progress=False)
     holder = _spawn("hold", str(cfg.data_dir))
     try:
         _wait_line(holder, "held")
         caplog.set_level(logging.WARNING, logger="sieve.retriever.writelock")
         t0 = time.monotonic()
         with pytest.raises(StoreLocked) as info:
-            index.index_documents(MULTI_DOCS[2:], progress=False)
+            index.writer.index_documents(MULTI_DOCS[2:], progress=False)
         waited = time.monotonic() - t0
         assert 0.3 <= waited < 5, waited
         msg = info.value.message
@@ -118,13 +118,13 @@ def test_a_held_store_fails_writes_naming_the_holder_and_still_serves_reads(tmp_
         assert info.value.code == "store_locked" and http_status(info.value) == 503
         assert any("waiting up to 0.3 s" in r.getMessage() for r in caplog.records)  # the visible message
         with pytest.raises(StoreLocked):
-            index.delete_documents(["lighthouse"])
+            index.writer.delete_documents(["lighthouse"])
         # Readers never wait for the lock; nothing was half-written.
         assert index.search("Obadiah Quillfeather lighthouse keeper", k=1)[0].chunk.doc_id == "lighthouse"
         assert set(index.documents()) == {"lighthouse", "orchard"}
     finally:
         os.kill(holder.pid, signal.SIGKILL)  # the OS frees a killed writer's lock
         holder.wait(30)
-    report = index.index_documents(MULTI_DOCS[2:], progress=False)
+    report = index.writer.index_documents(MULTI_DOCS[2:], progress=False)
     assert report.added == 1 and set(index.documents()) == {"lighthouse", "orchard", "observatory"}
     assert not index.write_lock.holder_path.exists()

@@ -27,7 +27,7 @@ def live(session_data_dir: Path, sample_index: Any, embedder: Any) -> Iterator[L
     srv = start_server(embedder, session_data_dir, collection=sample_index.name, request_timeout_s=120.0)
     from sieve.retriever.types import Document
 
-    srv.state.index(TINY, create=True).index_documents(
+    srv.state.index(TINY, create=True).writer.index_documents(
         [Document(doc_id=d["id"], text=d["text"], title=d["title"], metadata=d["metadata"]) for d in TINY_DOCS],
         progress=False,
     )
@@ -52,7 +52,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator
     )
     from sieve.retriever.types import Document
 
-    srv.state.index(TINY, create=True).index_documents(
+    srv.state.index(TINY, create=True).writer.index_documents(
         [Document(doc_id=d["id"], text=d["text"], title=d["title"]) for d in TINY_DOCS], progress=False
     )
     yield srv
@@ -73,7 +73,7 @@ def timeouts(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterato
     srv = start_server(embedder, tmp_path_factory.mktemp("timeout-data"), collection=TINY, request_timeout_s=0.0001)
     from sieve.retriever.types import Document
 
-    srv.state.index(TINY, create=True).index_documents(
+    srv.state.index(TINY, create=True).writer.index_documents(
         [Document(doc_id=d["id"], text=d["text"], title=d["title"]) for d in TINY_DOCS], progress=False
     )
     yield srv

@@ -42,7 +42,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as data:
         srv = start_server(embedder, Path(data), collection="fuzz")
         rows = [json.loads(line) for line in (ROOT / "data" / "sample" / "corpus.jsonl").open()][:60]
-        srv.state.index("fuzz", create=True).index_documents(
+        srv.state.index("fuzz", create=True).writer.index_documents(
             [Document(doc_id=r["id"], text=r["text"], title=r["title"], source=r.get("source", "")) for r in rows],
             progress=False,
         )

@@ -199,9 +199,10 @@ def test_validation_messages_are_words_not_regexes(http: httpx.Client) -> None:
 
 def test_k_above_server_max_is_422(http: httpx.Client, live) -> None:
     cap = live.state.settings.max_request_k
-    for k in (cap + 1, 100_000):  # one message, the server's cap, however far above it
-        body = assert_problem(http.post("/v1/retrieve", json={"query": "x", "k": k}), 422, "invalid_input")
-        assert f"between 1 and {cap}" in body["detail"], body["detail"]
+    for route in ("/v1/retrieve", "/v1/search"):  # one cap on k for plain and agentic search
+        for k in (cap + 1, 100_000):  # one message, the server's cap, however far above it
+            body = assert_problem(http.post(route, json={"query": "x", "k": k}), 422, "invalid_input")
+            assert f"between 1 and {cap}" in body["detail"], (route, body["detail"])
 
 
 def test_unknown_route_and_method(http: httpx.Client) -> None:

@@ -21,7 +21,7 @@ def fuzz_target(tmp_path, embedder):
     from sieve.retriever.types import Document
 
     srv = start_server(embedder, tmp_path, collection=TINY)
-    srv.state.index(TINY, create=True).index_documents(
+    srv.state.index(TINY, create=True).writer.index_documents(
         [Document(doc_id=d["id"], text=d["text"], title=d["title"], metadata=d["metadata"]) for d in TINY_DOCS],
         progress=False,
     )

@@ -57,7 +57,7 @@ def _server_with_llm(
         openai_model="fake",
         **settings,
     )
-    srv.state.index(TINY, create=True).index_documents(
+    srv.state.index(TINY, create=True).writer.index_documents(
         [Document(doc_id=d["id"], text=d["text"], title=d["title"]) for d in TINY_DOCS], progress=False
     )
     return srv

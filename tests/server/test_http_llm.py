@@ -39,7 +39,7 @@ def llm_server(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Itera
         max_wall_s=30.0,
         max_new_tokens=256,
     )
-    srv.state.index(TINY, create=True).index_documents(
+    srv.state.index(TINY, create=True).writer.index_documents(
         [Document(doc_id=d["id"], text=d["text"], title=d["title"]) for d in TINY_DOCS], progress=False
     )
     yield fake, srv

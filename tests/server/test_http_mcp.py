@@ -78,7 +78,7 @@ def test_mcp_search_in_hybrid_mode_is_plain_retrieval(tmp_path, embedder) -> Non
 
     srv = start_server(embedder, tmp_path, collection=TINY, mcp_search="hybrid")
     try:
-        srv.state.index(TINY, create=True).index_documents(
+        srv.state.index(TINY, create=True).writer.index_documents(
             [Document(doc_id=d["id"], text=d["text"], title=d["title"]) for d in TINY_DOCS], progress=False
         )
         _, (res,) = run_mcp(srv.url + "/mcp", [("search", {"query": "capital of Italy"})])

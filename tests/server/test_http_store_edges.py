@@ -113,9 +113,9 @@ def test_the_library_refuses_chunk_shaped_document_ids(make_index) -> None:
     from sieve.retriever.types import Document
 
     index = make_index("ids")
-    index.index_documents([Document(doc_id="first", text="The first document.")], progress=False)
+    index.writer.index_documents([Document(doc_id="first", text="The first document.")], progress=False)
     with pytest.raises(InvalidInput, match="'collide#0'"):
-        index.index_documents(
+        index.writer.index_documents(
             [Document(doc_id="collide", text="one"), Document(doc_id="collide#0", text="two")], progress=False
         )
     assert set(index.documents()) == {"first"}  # a list is checked whole before anything is written

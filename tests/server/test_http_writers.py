@@ -107,7 +107,9 @@ def test_cli_writer_beside_a_live_server_taking_writes(tmp_path, embedder, caplo
 
     clean_dir = tmp_path / "clean"
     clean = CorpusIndex.open(RetrieverConfig(data_dir=clean_dir), NAME, create=True, embedder=embedder)
-    clean.index_documents([Document(doc_id=r["id"], text=r["text"], title=r["title"]) for r in records], progress=False)
+    clean.writer.index_documents(
+        [Document(doc_id=r["id"], text=r["text"], title=r["title"]) for r in records], progress=False
+    )
     check = subprocess.run(
         [sys.executable, str(CHECK), str(data), str(clean_dir), NAME],
         env=ENV,

@@ -142,7 +142,7 @@ def test_an_http_write_after_a_cli_write_leaves_every_vector_readable(shared_sto
     status, body = shared_store["last_write"]
     assert status == 200, body
     clean = CorpusIndex.open(RetrieverConfig(data_dir=tmp_path / "clean"), NAME, create=True, embedder=embedder)
-    clean.index_documents(
+    clean.writer.index_documents(
         [Document(doc_id=r["id"], text=r["text"], title=r["title"]) for r in shared_store["records"]], progress=False
     )
     # Every id, text and embedding of a clean one-writer index, every embedding readable, dense self-retrieval.

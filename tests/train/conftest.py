@@ -86,5 +86,5 @@ def abstracts_index(abstracts_corpus: Path, session_data_dir: Path, embedder):
     from sieve.retriever import CorpusIndex, RetrieverConfig
 
     index = CorpusIndex.open(RetrieverConfig(data_dir=session_data_dir), "abstracts", create=True, embedder=embedder)
-    index.index_path(abstracts_corpus, progress=False)
+    index.writer.index_path(abstracts_corpus, progress=False)
     return index

@@ -37,7 +37,7 @@ def training_index(embedder, tmp_path_factory: pytest.TempPathFactory):
     corpus.write_text("\n".join(kept) + "\n", encoding="utf-8")
     data = tmp_path_factory.mktemp("training-data")
     index = CorpusIndex.open(RetrieverConfig(data_dir=data), "sample-cut", create=True, embedder=embedder)
-    index.index_path(corpus, progress=False)
+    index.writer.index_path(corpus, progress=False)
     assert gold <= set(index.documents()) and len(index.documents()) < len(lines) / 4
     return index
 
@@ -96,7 +96,7 @@ def test_grpo_smoke_run_through_the_harness(training_index, tiny_model_dir, tmp_
         for seg, turn in zip(r.segments, r.trace.turns):
             # The tool texts state the episode's own numbers (search_k=2 here), as the model was shown them.
             assert seg.prompt_ids == prompt_ids(
-                tok, turn.prompt_messages, tool_specs(config=cfg.episode.agent_config())
+                tok, turn.prompt_messages, tool_specs(config=cfg.episode.training_agent_config())
             )
             assert seg.completion_ids and len(seg.completion_ids) <= 16
     assert trainer.reward_history[-1]["n_episodes"] == 2

@@ -49,7 +49,7 @@ def adapted_run(
     data = tmp_path_factory.mktemp("adapt-data")
     rc = RetrieverConfig(data_dir=data, model_dir=data / "models")
     index = CorpusIndex.open(rc, "docs", create=True, embedder=embedder)
-    index.index_documents(docs, progress=False)
+    index.writer.index_documents(docs, progress=False)
     cfg = AdaptConfig(batch_size=4, max_seq_length=64, max_pairs=16, minutes=2, holdout=0.2, filter_trivial=False)
     out = data / "run"
     scorer = partial(agent_recall_per_task, progress=False)
@@ -128,7 +128,7 @@ def test_the_shipped_side_reads_the_collections_own_vectors(tmp_path, embedder, 
     from sieve.train.task_io import all_chunks
 
     index = CorpusIndex.open(RetrieverConfig(data_dir=tmp_path), "own", create=True, embedder=embedder)
-    index.index_documents(docs[:2], progress=False)
+    index.writer.index_documents(docs[:2], progress=False)
     chunks = all_chunks(index)
     stored = stored_vectors(index, chunks, page=3)  # several pages, in order
     fresh = embedder.embed_passages([passage_text(c.title, c.text, c.heading_path) for c in chunks])
@@ -151,7 +151,7 @@ def test_split_is_by_chunk_and_bad_settings_are_refused():
 def test_too_few_pairs_is_a_clear_error(tmp_path, embedder):
     rc = RetrieverConfig(data_dir=tmp_path)
     index = CorpusIndex.open(rc, "tiny", create=True, embedder=embedder)
-    index.index_documents([Document("a", "One short note.")], progress=False)
+    index.writer.index_documents([Document("a", "One short note.")], progress=False)
     with pytest.raises(InvalidInput, match="usable pairs"):
         adapt(index, AdaptConfig(), tmp_path / "run", rc, progress=False)
     assert not (tmp_path / "run").exists()  # a refused run leaves nothing behind

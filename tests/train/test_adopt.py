@@ -46,7 +46,7 @@ def _run(folder: Path, embedder: Path | None) -> RunArtifact:
 def test_adopt_switches_the_collection_and_commands_follow_it(tmp_path, embedder, docs_folder, other_model):
     rc = RetrieverConfig(data_dir=tmp_path / "data")
     index = CorpusIndex.open(rc, "docs", create=True, embedder=embedder)
-    index.index_path(docs_folder, progress=False)
+    index.writer.index_path(docs_folder, progress=False)
     n = index.count()
     run = _run(tmp_path / "run", other_model)
     args = ["--data-dir", str(rc.data_dir)]
@@ -88,7 +88,7 @@ def test_adopt_switches_the_collection_and_commands_follow_it(tmp_path, embedder
     # a run that kept the shipped embedder is only recorded
     shipped = _run(tmp_path / "run-shipped", None)
     other = CorpusIndex.open(rc, "notes", create=True, embedder=embedder)
-    other.index_path(docs_folder, progress=False)
+    other.writer.index_path(docs_folder, progress=False)
     res = CliRunner().invoke(app, ["adopt", str(shipped.folder), "-c", "notes", "--json", *args])
     assert res.exit_code == 0 and json.loads(res.stdout)["switch"] is None, res.output
     assert CorpusIndex.open(rc, "notes").recorded_run == str(shipped.folder.resolve())

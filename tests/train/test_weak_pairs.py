@@ -142,7 +142,7 @@ def test_filters_drop_short_copied_and_bm25_trivial_pairs(tmp_path, embedder, ch
         Document("guide.rst", GUIDE_RST, title="User guide"),
         *TURNS,
     ]
-    index.index_documents(docs, progress=False)
+    index.writer.index_documents(docs, progress=False)
     stored = {c.chunk_id: c for c in chunks}
     pipx = next(c for c in chunks if c.heading_path == "With pipx")
     text = body(pipx)

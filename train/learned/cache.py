@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sieve.core.defaults import DEFAULT_K, DEFAULT_MODE
 from sieve.retriever.base import validate_k, validate_query
 from sieve.retriever.hybrid import rrf_fuse
 from sieve.retriever.types import Hit
@@ -95,7 +96,7 @@ class CachedIndex:
     # -- persistence ----------------------------------------------------------------------------
     def _key(self) -> str:
         e = self.index.embedder
-        tag = f"{self.index.name}|{self.index.generation}|{e.name}|{e.dtype}|{self.max_excluded}"
+        tag = f"{self.index.name}|{self.index.refresh().generation}|{e.name}|{e.dtype}|{self.max_excluded}"
         return f"{self.index.name[:60]}-{hashlib.sha256(tag.encode()).hexdigest()[:12]}"
 
     def _load(self) -> None:
@@ -152,9 +153,9 @@ class CachedIndex:
     def search(
         self,
         query: str,
-        k: int = 10,
+        k: int = DEFAULT_K,
         *,
-        mode: SearchMode = "hybrid",
+        mode: SearchMode = DEFAULT_MODE,
         where: Where | None = None,
         exclude: Collection[str] | None = None,
     ) -> list[Hit]:

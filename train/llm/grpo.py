@@ -85,7 +85,7 @@ class SieveGRPOTrainer(GRPOTrainer):
         self.episode = episode
         self.reward_config = reward_config or RewardConfig()
         self.rollout_workers = rollout_workers
-        self.agent_config = episode.agent_config()
+        self.agent_config = episode.training_agent_config()
         self.reward_history: list[dict[str, float]] = []  # one RewardReport per generation batch
         self.last_rollouts: list[Rollout] = []
 

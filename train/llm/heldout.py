@@ -98,7 +98,7 @@ def run_heldout(
     from sieve.agent import SearchAgent
 
     t0 = time.perf_counter()
-    cfg = episode.agent_config(
+    cfg = episode.training_agent_config(
         record_prompts=False,
         temperature=0.0,
         models_dir=index.config.models_dir,

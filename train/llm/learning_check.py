@@ -164,7 +164,7 @@ def _open_index(args: argparse.Namespace) -> CorpusIndex:
     rcfg = load_settings(embed_backend="torch", embed_dtype="bfloat16", data_dir=args.data_dir).retriever_config()
     index = CorpusIndex.open(rcfg, args.collection, create=True)
     if index.count() == 0:
-        index.index_path(args.data / "corpus.jsonl")
+        index.writer.index_path(args.data / "corpus.jsonl")
     return index
 
 

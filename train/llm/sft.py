@@ -136,7 +136,7 @@ def collect_teacher(
     """Teacher episodes on ``tasks``: (task, trace, trajectory recall), all of them (filter after)."""
     from sieve.agent import SearchAgent
 
-    agent_config = cfg.episode.agent_config(models_dir=index.config.models_dir)
+    agent_config = cfg.episode.training_agent_config(models_dir=index.config.models_dir)
     agent = SearchAgent(index, _teacher_policy(cfg, agent_config), agent_config)
     out = []
     for task in tqdm(tasks, desc=f"Teacher ({cfg.teacher})", disable=not progress):
@@ -265,7 +265,7 @@ def _examples(
     """
     from sieve.agent.tool_specs import tool_specs
 
-    tools = tool_specs(config=cfg.episode.agent_config())  # the tool texts the episodes were shown
+    tools = tool_specs(config=cfg.episode.training_agent_config())  # the tool texts the episodes were shown
     rows = [ex for _, tr in kept for ex in trace_examples(tr, tok, tools, cfg.max_length)]
     if not rows:
         raise InvalidInput(

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sieve.core.defaults import DEFAULT_K
 from sieve.core.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ def served_scores(
     policy: Any,
     tasks: list[EvalTask],
     *,
-    k: int = 10,
+    k: int = DEFAULT_K,
     fusion_path: Path | None = None,
     progress: bool = True,
 ) -> list[dict[str, Any]]:

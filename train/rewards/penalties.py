@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sieve.agent.tool_specs import search_tools
 from sieve.train.rewards.context1 import trajectory_recall
 
 if TYPE_CHECKING:
     from sieve.agent.trace import ToolCall, Trace
     from sieve.train.rewards.gold import Gold
 
-SEARCH_TOOLS = ("search", "grep")
 _QUERY_KEYS = ("query", "pattern", "q")
 
 
@@ -48,7 +48,7 @@ def gold_prune_penalty(trace: Trace, gold: Gold, weight: float = 0.2, cap: float
 
 def query_of(call: ToolCall) -> str | None:
     """The normalised query of a search/grep call (None for other tools or missing arguments)."""
-    if call.name not in SEARCH_TOOLS or call.malformed or not isinstance(call.arguments, dict):
+    if call.name not in search_tools() or call.malformed or not isinstance(call.arguments, dict):
         return None
     for key in _QUERY_KEYS:
         value = call.arguments.get(key)
@@ -78,7 +78,6 @@ def repeat_query_penalty(trace: Trace, weight: float = 0.1, cap: float = 0.5) ->
 
 
 __all__ = [
-    "SEARCH_TOOLS",
     "collapse_penalty",
     "gold_prune_penalty",
     "malformed_penalty",
