@@ -11,6 +11,7 @@ import typer
 
 from sieve.agent.factory import policy_help
 from sieve.cli.commands._flags import flag, takes
+from sieve.cli.commands._listing import listing, refresh
 from sieve.core.defaults import DEFAULT_POLICY
 
 from sieve.cli.commands._common import (
@@ -190,7 +191,10 @@ class SearchFlags:
     question: str = flag(typer.Argument(..., help="The question."))
     collection: Optional[str] = flag(CollectionOpt)
     policy: Optional[str] = flag(
-        typer.Option(None, "--policy", "-p", help=f"{policy_help()} (default $SIEVE_POLICY or {DEFAULT_POLICY})")
+        listing(
+            typer.Option(None, "--policy", "-p"),
+            help=lambda: f"{policy_help()} (default $SIEVE_POLICY or {DEFAULT_POLICY})",
+        )
     )
     policy_path: Optional[Path] = flag(
         typer.Option(
@@ -335,6 +339,7 @@ def search_cmd(flags: SearchFlags) -> None:
 def register(app: typer.Typer) -> None:
     from sieve.cli.commands import retrieval
 
+    refresh()  # help that lists a registry lists what registered before the command line is assembled
     if demo_agent not in retrieval.DEMO_EXTRAS:
         retrieval.DEMO_EXTRAS.append(demo_agent)
     app.command("search")(search_cmd)

@@ -10,6 +10,7 @@ import typer
 
 from sieve.agent.factory import policy_help
 from sieve.cli.commands._flags import flag, takes
+from sieve.cli.commands._listing import listing, refresh
 from sieve.cli.commands._common import (
     Bf16Opt,
     ChromaUrlOpt,
@@ -42,7 +43,12 @@ class ServeFlags:
     preload: Optional[list[str]] = flag(
         typer.Option(None, "--preload", help="Open this collection at start-up (repeatable).")
     )
-    policy: Optional[str] = flag(setting_option("policy", help=f"Default agent policy: {policy_help()}"))
+    policy: Optional[str] = flag(
+        listing(
+            setting_option("policy"),
+            help=lambda: setting_option("policy", help=f"Default agent policy: {policy_help()}").help,
+        )
+    )
     policy_path: Optional[str] = flag(
         setting_option(
             "policy_path", help="Checkpoint folder of the learned policy", otherwise="the one shipped with Sieve"
@@ -161,6 +167,7 @@ def serve_cmd(flags: ServeFlags) -> None:
 
 
 def register(app: typer.Typer) -> None:
+    refresh()  # help that lists a registry lists what registered before the command line is assembled
     app.command("serve")(serve_cmd)
 
 
