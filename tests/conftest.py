@@ -121,8 +121,16 @@ def sample_data_copy(sample_index, tmp_path_factory: pytest.TempPathFactory) -> 
     """
     import shutil
 
+    from sieve.retriever import RetrieverConfig, delete_collection, list_collections
+
     data = tmp_path_factory.mktemp("sample-copy")
     shutil.copytree(sample_index.config.data_dir / "chroma", data / "chroma")
+    # The session's folder may already hold a server test's srv-* collections (xdist's order decides):
+    # the copy holds the sample alone, so what a subprocess lists does not depend on what ran before.
+    config = RetrieverConfig(data_dir=data)
+    for name in list_collections(config):
+        if name != sample_index.name:
+            delete_collection(config, name)
     return data
 
 
