@@ -59,6 +59,9 @@ _WORD = re.compile(r"[A-Za-z0-9À-ÿ]+(?:['’][A-Za-z]+)?")
 _CAPS = re.compile(r"\b[A-Z][a-zA-Z0-9À-ÿ]+(?:\s+(?:of|the|de|von|van|and|[A-Z][a-zA-Z0-9À-ÿ]+))*")
 
 
+SINGLE_SHOT_K = 10  # the report's single_shot_recall_at_10 is recall at this cut-off, not a default k
+
+
 @dataclass
 class SynthReport:
     written: int = 0
@@ -70,7 +73,7 @@ class SynthReport:
     out: str = ""
     # claims: share of the file's tasks whose source document one hybrid search ranks in the top 10
     # (recorded at verification); how easy the tasks are for plain RAG, to set beside real claims.
-    single_shot_recall_at_10: float | None = None
+    single_shot_recall_at_10: float | None = None  # at SINGLE_SHOT_K, the cut-off its name states
 
     def to_dict(self) -> dict[str, Any]:
         d = {
@@ -443,7 +446,7 @@ def _synthesize_claims(
     )
     report.written, report.bridges_tried, report.drafts = len(claims.tasks), claims.documents_tried, claims.drafts
     report.rejected.update(claims.rejected)
-    report.single_shot_recall_at_10 = single_shot_recall([*existing_tasks.values(), *claims.tasks], k=10)
+    report.single_shot_recall_at_10 = single_shot_recall([*existing_tasks.values(), *claims.tasks], k=SINGLE_SHOT_K)
 
 
 def _link_run(
