@@ -129,6 +129,17 @@ def make_client(config: RetrieverConfig) -> Any:
     return open_store(config).client
 
 
+# query_ids asks HNSW for more neighbours than it returns. Chroma searches with a beam of
+# max(ef_search, n_results): at n_results = n the last places are approximate, and a new process
+# rebuilds the records added since the index's last save (under sync_threshold) into a graph that
+# differs from run to run, so the same query returned other chunks in another process
+# (docs-poetry-dev, depth 200: 0.2 of 200 chunks per question differed from exact search, and the
+# same eval run twice moved SR@5 by 0.025). This beam made every depth the eval reads exact and
+# identical across runs there, for ~1.5 ms a query at 100k chunks (docs/scaling.md, "The search beam").
+HNSW_OVERFETCH = 2
+HNSW_MIN_BEAM = 400
+
+
 def hnsw_configuration(config: RetrieverConfig | None) -> dict[str, Any]:
     """Chroma's HNSW settings for a new collection (chromadb 1.x ``configuration={"hnsw": ...}``).
 
@@ -495,9 +506,10 @@ class ChromaStore:
         """
         if n <= 0:
             return []
+        beam = max(HNSW_OVERFETCH * n, HNSW_MIN_BEAM)
         with filter_checked(where), self._ref.use() as col:
-            res = col.query(query_embeddings=[embedding.tolist()], n_results=n, where=where, include=["distances"])
-        return [(cid, 1.0 - float(d)) for cid, d in zip(res["ids"][0], res["distances"][0])]
+            res = col.query(query_embeddings=[embedding.tolist()], n_results=beam, where=where, include=["distances"])
+        return [(cid, 1.0 - float(d)) for cid, d in zip(res["ids"][0][:n], res["distances"][0][:n])]
 
     def grep(self, pattern: str, limit: int, where: Where | None = None) -> list[Chunk]:
         if len(pattern) < 3:
