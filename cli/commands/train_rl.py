@@ -85,9 +85,9 @@ NumGenerationsOpt = typer.Option(
 )
 LrOpt = typer.Option(None, "--lr", help=f"Learning rate ({per_route('lr')}).")
 StepsOpt = steps_option(f"updates (unset: learned {DEFAULT_UPDATES}, llm {DEFAULT_STEPS}; no cap with --minutes)")
-# Both routes run in the folder --out names; its default is RLConfig's (LearnedRLConfig's own, runs/learned,
-# is what the Python API writes to).
-OutOpt = config_option(RLConfig, "out", help="Run folder (checkpoint in OUT/model; a rerun resumes).")
+# Each route's run folder defaults to its own config's, as the Python API's does (the CLI once gave the
+# learned route the LLM route's runs/rl).
+OutOpt = typer.Option(None, "--out", help=f"Run folder (checkpoint in OUT/model; a rerun resumes; {per_route('out')}).")
 SeedOpt = config_option(LearnedRLConfig, "seed", help="Seed (task order, sampling, network init).")
 
 
@@ -96,7 +96,7 @@ def rl_cmd(
     tasks: Path = typer.Option(..., "--tasks", help="Tasks JSONL."),
     collection: Optional[str] = CollectionOpt,
     policy: str = PolicyOpt,
-    out: Path = OutOpt,
+    out: Optional[Path] = OutOpt,
     minutes: Optional[float] = minutes_option("the run (learned: set-up, screen and checks included)"),
     steps: Optional[int] = StepsOpt,
     n: Optional[int] = n_option("Use only the first N tasks."),
@@ -136,9 +136,9 @@ def rl_cmd(
     n = renamed(n, limit, "--limit", "--n")
     s = settings_from(data_dir, chroma_url, embedder, collection=collection)
     # The knobs both routes' configs have; a route's own default holds for each one left unset.
-    shared: dict[str, Any] = {"tasks": tasks, "out": out, "steps": steps, "minutes": minutes, "limit": n, "seed": seed}
+    shared: dict[str, Any] = {"tasks": tasks, "steps": steps, "minutes": minutes, "limit": n, "seed": seed}
     shared["reward"] = reward_config(collapse_penalty)
-    shared |= given(questions_per_step=questions_per_step, group=num_generations, lr=lr)
+    shared |= given(out=out, questions_per_step=questions_per_step, group=num_generations, lr=lr)
     if policy == "learned":
         _learned_rl(s, shared, init=init, epochs=epochs, heldout_tasks=heldout_tasks, as_json=as_json)
         return

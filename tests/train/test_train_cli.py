@@ -288,7 +288,7 @@ def test_one_vocabulary_of_flags():
         assert opts["--minutes"].default is None and opts["--steps"].default is None, command  # configs decide
     assert "--n" in options("synth")
     rl = options("rl")  # knobs whose default differs by route: unset on the CLI, so each config's default holds
-    assert all(rl[f].default is None for f in ("--questions", "--num-generations", "--lr", "--epochs", "--n"))
+    assert all(rl[f].default is None for f in ("--questions", "--num-generations", "--lr", "--epochs", "--n", "--out"))
     old = {"--n-tasks", "--rl-steps", "--rl-minutes", "--model-path", "--limit"}
     for command in ("all", "sft", "rl"):
         assert not old & set(options(command)), command
