@@ -27,6 +27,12 @@ Sizes: ``hotpotqa`` (the whole corpus), ``hotpotqa:N`` (its first N passages), a
 (``hotpotqa:200,300``: the CPU dry run the tests use). ``--budget-s`` bounds the whole run: an
 index run still going when it is spent is stopped and reported with ``timed_out`` and the chunks
 it had written by then (the figure is still a rate).
+
+``llm``: the gpt-oss check (vLLM with gpt-oss's tool parser, 50 held-apart multi-hop questions through
+the ``openai`` and ``learned`` policies, then an SFT + GRPO smoke); what it runs and prints is in
+:mod:`sieve.benchmarks.gpu_check_llm`::
+
+    python -m sieve.benchmarks.gpu_check llm --model /path/to/gpt-oss-20b
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sieve.benchmarks import gpu_check_llm
 from sieve.core.runtime import prepare_runtime
 
 if TYPE_CHECKING:
@@ -317,9 +324,13 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--queries", type=int, default=50, help="hybrid queries timed per corpus")
     run.add_argument("--budget-s", type=float, default=280.0, help="wall-clock limit of the whole run")
     run.add_argument("--data-dir", type=Path, default=None, help="where to index (default: a temporary folder)")
+    llm = sub.add_parser("llm", help="gpt-oss: serve with vLLM, score held-apart questions, SFT + GRPO smoke")
+    gpu_check_llm.add_arguments(llm)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     prepare_runtime()
+    if args.cmd == "llm":
+        return _run_llm(args)
     if args.cmd == "prepare":
         size = prepare_fp16(args.out, hotpotqa=args.hotpotqa, reference_passages=args.reference_passages)
         logger.info("Wrote a float16 copy of the embedder to %s (%.1f MiB)", args.out, size / 2**20)
@@ -338,6 +349,16 @@ def main(argv: list[str] | None = None) -> int:
             row = check(corpus, data_dir, args.embedder, args.device, left)
             print(json.dumps(asdict(row)), flush=True)
     return 0
+
+
+def _run_llm(args: argparse.Namespace) -> int:
+    """The ``llm`` subcommand (:mod:`sieve.benchmarks.gpu_check_llm`), in ``--work`` or a temporary folder."""
+    check = gpu_check_llm.check_from_args(args)
+    if args.work is not None:
+        args.work.mkdir(parents=True, exist_ok=True)
+        return gpu_check_llm.run_llm_check(check, args.work)
+    with tempfile.TemporaryDirectory(prefix="sieve-gpu-check-llm-") as tmp:
+        return gpu_check_llm.run_llm_check(check, Path(tmp))
 
 
 if __name__ == "__main__":

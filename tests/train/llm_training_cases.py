@@ -1,4 +1,5 @@
-"""The LLM training runs (GRPO and SFT of a 2-layer SmolLM2 over the real harness), run in a process of their own.
+"""The LLM training runs (GRPO and SFT of a 2-layer SmolLM2, a GRPO step of a tiny random gpt-oss, all over the
+real harness), run in a process of their own.
 
 ``tests/train/test_llm_training.py`` runs this file in a fresh ``pytest`` and turns each of its
 results into one test of the suite. A training step holds the model, its gradients, AdamW's
@@ -11,6 +12,7 @@ that runner.
 from __future__ import annotations
 
 import json
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -169,3 +171,102 @@ def test_tiny_sft_run_saves_a_loadable_checkpoint(training_index, tiny_model_dir
     assert result["steps"] == 1 and result["stopped_by"] == "steps"
     report = json.loads((tmp_path / "sft" / "sft_report.json").read_text())
     assert report["model_dir"] == result["model_dir"] and (Path(result["model_dir"]) / "config.json").is_file()
+
+
+@pytest.fixture(scope="module")
+def tiny_gpt_oss_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny RANDOMLY INITIALISED gpt-oss with gpt-oss's own tokenizer and chat template (tests/_tiny_gpt_oss.py)."""
+    from _tiny_gpt_oss import save_tiny_gpt_oss
+
+    return save_tiny_gpt_oss(tmp_path_factory.mktemp("models") / "tiny-gpt-oss")
+
+
+GPT_OSS_EPISODE = EpisodeConfig(budget_tokens=2048, max_turns=2, search_k=2, search_tokens=256, max_new_tokens=16)
+
+
+def _gpt_oss_rl_config(model_dir: Path, out: Path, group: int) -> Any:
+    from sieve.train.llm.rl import RLConfig
+
+    return RLConfig(
+        tasks=SAMPLE / "tasks.jsonl",
+        out=out,
+        model_path=str(model_dir),
+        steps=1,
+        questions_per_step=1,
+        group=group,
+        lr=1e-2,
+        limit=1,
+        rollout_workers=group,
+        episode=GPT_OSS_EPISODE,
+    )
+
+
+def _harmony_turns(tok: Any) -> list[list[int]]:
+    """Crafted gpt-oss turns, as token ids: a search naming both gold pages, a call with broken JSON, and no call."""
+    turns = [
+        "<|channel|>analysis<|message|>Find the film, then its director.<|end|><|start|>assistant<|channel|>commentary"
+        ' to=functions.search <|constrain|>json<|message|>{"query": "2001: A Space Odyssey Stanley Kubrick"}<|call|>',
+        '<|channel|>commentary to=functions.search <|constrain|>json<|message|>{"query": 2001 Space<|call|>',
+        "<|channel|>final<|message|>I do not know.<|return|>",
+    ]
+    return [tok(t, add_special_tokens=False)["input_ids"] for t in turns]
+
+
+@pytest.mark.slow
+def test_gpt_oss_rollout_and_grpo_step(training_index, tiny_gpt_oss_dir, tmp_path):
+    """A tiny random gpt-oss through `sieve train rl`'s own trainer: one step on its own samples, then one on
+    crafted harmony turns (a SCRIPTED generator) whose rewards differ, so the policy-gradient term is not zero."""
+    import itertools
+
+    import torch
+
+    from _tiny_gpt_oss import EOS_IDS
+    from sieve.eval.data import read_tasks
+    from sieve.train.llm.rl import build_trainer
+    from sieve.train.llm.sft import load_student
+
+    cfg = _gpt_oss_rl_config(tiny_gpt_oss_dir, tmp_path / "rl", group=2)
+    model, tok, _ = load_student(cfg.model_path)
+    lm_head = model.lm_head.weight.detach().clone()
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    trainer = build_trainer(training_index, cfg, read_tasks(cfg.tasks, cfg.limit), model=model, tokenizer=tok)
+    assert set(EOS_IDS) <= set(trainer.eos_token_ids)  # <|call|> ends a turn as <|return|> does
+    trainer.train()
+    assert trainer.state.global_step == 1 and len(trainer.last_rollouts) == cfg.group
+    for r in trainer.last_rollouts:  # every prompt is gpt-oss's harmony rendering of the turn
+        first = r.segments[0].prompt_ids
+        assert first[0] == 200_006 and tok.decode(first[-2:]) == "<|start|>assistant"
+        question = r.trace.turns[0].prompt_messages[-1]["content"]
+        ask = tok(f"<|start|>user<|message|>{question}<|end|><|start|>assistant", add_special_tokens=False)["input_ids"]
+        assert first[-len(ask) :] == ask
+    report = trainer.reward_history[-1]
+    assert report["n_episodes"] == cfg.group and "advantage_abs_mean" in report
+    changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(before[n], p.detach())]
+    assert changed, "the GRPO step changed no parameter"
+    if report["reward_std"] == 0:  # the random model's samples tied: no policy gradient reached the output layer
+        assert report["advantage_abs_mean"] == 0 and torch.equal(trainer.model.lm_head.weight.detach(), lm_head)
+
+    # The same trainer code on crafted turns: a SCRIPTED (fake) generator replaces sampling, nothing else.
+    turns = itertools.cycle(_harmony_turns(tok))
+    final = tok("<|channel|>final<|message|>Done.<|return|>", add_special_tokens=False)["input_ids"]
+
+    def scripted(batch, params):  # a first turn (no tool result yet) takes the next crafted turn; later ones stop
+        return [(list(final if "<|start|>functions." in tok.decode(ids) else next(turns)), None) for ids in batch]
+
+    crafted = build_trainer(
+        training_index,
+        _gpt_oss_rl_config(tiny_gpt_oss_dir, tmp_path / "rl2", group=3),
+        read_tasks(cfg.tasks, 1),
+        model=trainer.model,
+        tokenizer=tok,
+    )
+    crafted._batch_fn = lambda model: scripted
+    head = crafted.model.lm_head.weight.detach().clone()
+    crafted.train()
+    rollouts = crafted.last_rollouts
+    calls = sorted((c.name, c.malformed) for r in rollouts for c in r.trace.tool_calls)
+    assert calls == [("search", False), ("search", True)], calls  # read from harmony
+    assert any(r.trace.turns[0].reasoning == "Find the film, then its director." for r in rollouts)
+    report = crafted.reward_history[-1]
+    assert report["reward_std"] > 0 and report["advantage_abs_mean"] > 0
+    assert not torch.equal(crafted.model.lm_head.weight.detach(), head), "the policy-gradient term changed nothing"

@@ -29,6 +29,7 @@ def outcomes(own_process_runs: OwnProcessLane) -> dict[str, Outcome]:
 def test_the_cases_file_holds_the_training_runs() -> None:
     assert set(NAMES) == {
         "test_grpo_smoke_run_through_the_harness",
+        "test_gpt_oss_rollout_and_grpo_step",
         "test_grpo_time_budget_alone_ends_the_run",
         "test_tiny_sft_run_saves_a_loadable_checkpoint",
     }

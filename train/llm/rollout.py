@@ -177,7 +177,10 @@ class HFGenerate:
         completion = row[: cut + 1] if cut is not None else row
         cache = getattr(out, "cache", None)
         if cache is not None and hasattr(cache, "crop"):
-            _crop_to(cache, len(ids))
+            try:
+                _crop_to(cache, len(ids))
+            except RuntimeError:  # a sliding-window layer (gpt-oss) past its window cannot roll back: no reuse
+                return completion, None
             self._cache.append((list(ids), cache))
             self._cache = self._cache[-self.max_cached :]
         return completion, None
