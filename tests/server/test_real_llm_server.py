@@ -156,10 +156,12 @@ def _check_model_traffic(proxy: RecordingProxy) -> str:
     assert len(proxy.exchanges) == len(SCRIPT), [r["choices"][0]["message"] for _, r in proxy.exchanges]
     requests = [request for request, _ in proxy.exchanges]
     replies = [reply["choices"][0] for _, reply in proxy.exchanges]
+    assert all(r["message"].get("tool_calls") for r in replies), [r["message"] for r in replies]
     assert [c["function"]["name"] for r in replies for c in r["message"]["tool_calls"]] == TOOLS
     assert {r["finish_reason"] for r in replies} == {"tool_calls"}
     assert [r["message"].get("reasoning_content") for r in replies[:2]] == list(REASONING)
-    assert [m for m in requests[1]["messages"] if m["role"] == "assistant"][-1]["reasoning_content"] == REASONING[0]
+    sent_back = [m for m in requests[1]["messages"] if m["role"] == "assistant"][-1]
+    assert sent_back.get("reasoning_content") == REASONING[0], sent_back
     before, after = (next(m for m in r["messages"] if m["role"] == "tool")["content"] for r in requests[1:3])
     c1 = re.search(r"\[c1\] id=(\S+) \|", before)
     c2 = re.search(r"\[c2\] id=\S+ \| [^\n]+\n([^\n]+)", before)
