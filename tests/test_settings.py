@@ -31,6 +31,8 @@ ALLOWED = {
     "sieve/core/runtime.py": "writes the offline / telemetry / OpenMP switches third-party libraries read, and the "
     "settings `sieve serve --workers` hands its worker processes",
     "benchmarks/load_test.py": "passes its own environment on to the `sieve serve` child it benchmarks",
+    "benchmarks/gpu_check_llm.py": "passes its own environment, and the endpoint it started, on to the `sieve eval` "
+    "child it runs",
 }
 
 
