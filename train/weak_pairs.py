@@ -2,8 +2,8 @@
 
 A corpus already holds pairs written by people: a heading and the section under it, a page title
 and the page's opening, a link's sentence and the section it points to, a conversation turn and
-the turn that answers it, and (in any text) a sentence and the passage around it (the inverse cloze
-task). Each miner in :data:`MINERS` turns one of those into :class:`WeakPair` records; no language
+the turn after it, a question one speaker asks and the other speaker's answer, and (in any text) a
+sentence and the passage around it (the inverse cloze task). Each miner in :data:`MINERS` turns one of those into :class:`WeakPair` records; no language
 model writes anything. The passage side is the chunk's own text without its heading lines, so a
 pair never teaches "find the line that repeats the query".
 
@@ -203,12 +203,55 @@ def mine_turns(chunks: Sequence[Chunk]) -> list[WeakPair]:
     return out
 
 
+_SPEAKER = re.compile(r"^\s*([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+")
+_ASIDE = re.compile(r"\[[^\]]*\]")  # "[shared a photo of ...]": a caption, not what was said
+_SECOND = re.compile(r"\b(you|your|yours|yourself)\b", re.IGNORECASE)
+_FIRST = re.compile(r"\b(I|me|my|mine|myself)\b")
+MIN_QUESTION_WORDS = 4
+
+
+def _speaker(text: str) -> tuple[str, str]:
+    """(speaker, what they said) of a turn written ``Name: words``; ('', text) when it names no speaker."""
+    m = _SPEAKER.match(text)
+    return (m.group(1), text[m.end() :]) if m else ("", text)
+
+
+def _third_person(question: str, asker: str, addressee: str) -> str:
+    """A question one speaker put to the other, asked about them by name ("How is your dog?" ->
+    "How is Anna's dog?"): how a reader asks about a conversation, not how its speakers talk."""
+    question = _SECOND.sub(lambda m: addressee + ("'s" if m.group(1).lower().startswith("your") else ""), question)
+    return _FIRST.sub(lambda m: asker + ("'s" if m.group(1) in ("my", "mine") else ""), question)
+
+
+def mine_questions(chunks: Sequence[Chunk]) -> list[WeakPair]:
+    """A question one speaker asks -> the next turn, where the other speaker answers it.
+
+    Documents are turns as for :func:`mine_turns`; the query is the question sentences of the asking
+    turn (at least :data:`MIN_QUESTION_WORDS` words), captions removed and put in the third person with
+    the speakers' names ("What did you name the dog?" -> "What did Anna name the dog?"), since readers'
+    questions ask for the one turn that states a fact, about a speaker by name."""
+    docs = _by_doc(chunks)
+    singles = sorted((d for d, cs in docs.items() if len(cs) == 1), key=_natural)
+    out = []
+    for a, b in zip(singles, singles[1:]):
+        ca, cb = docs[a][0], docs[b][0]
+        (asker, said), (answerer, _) = _speaker(ca.text), _speaker(cb.text)
+        if not ca.title or ca.title != cb.title or not asker or not answerer or asker == answerer:
+            continue
+        asked = [s.strip() for s in _SENTENCE_SPLIT.split(_ASIDE.sub(" ", said)) if s.strip().endswith("?")]
+        query = " ".join(" ".join(asked).split())
+        if _words(query) >= MIN_QUESTION_WORDS:
+            out.append(WeakPair("question", _third_person(query, asker, answerer), cb.chunk_id, cb.text))
+    return out
+
+
 MINERS: dict[str, Callable[[Sequence[Chunk]], list[WeakPair]]] = {
     "heading": mine_headings,
     "title": mine_titles,
     "link": mine_links,
     "sentence": mine_sentences,
     "turn": mine_turns,
+    "question": mine_questions,
 }
 """Every kind of pair, by name: the registry ``sieve train embedder --pairs`` chooses from."""
 
@@ -302,6 +345,7 @@ __all__ = [
     "mine_headings",
     "mine_links",
     "mine_pairs",
+    "mine_questions",
     "mine_sentences",
     "mine_titles",
     "mine_turns",
