@@ -3,8 +3,8 @@
 A corpus already holds pairs written by people: a heading and the section under it, a page title
 and the page's opening, a link's sentence and the section it points to, a conversation turn and
 the turn after it, a question one speaker asks and the other speaker's answer, and (in any text) a
-sentence and the passage around it (the inverse cloze task). Each miner in :data:`MINERS` turns one of those into :class:`WeakPair` records; no language
-model writes anything. The passage side is the chunk's own text without its heading lines, so a
+sentence and the passage around it (the inverse cloze task). Each miner in :data:`MINERS` turns
+one of those into :class:`WeakPair` records; no language model writes anything. The passage side is the chunk's own text without its heading lines, so a
 pair never teaches "find the line that repeats the query".
 
 Filters (:func:`filter_pairs`) drop what teaches nothing: a query copied into its passage (anchor
@@ -255,6 +255,16 @@ MINERS: dict[str, Callable[[Sequence[Chunk]], list[WeakPair]]] = {
 }
 """Every kind of pair, by name: the registry ``sieve train embedder --pairs`` chooses from."""
 
+OPT_IN: frozenset[str] = frozenset({"turn"})
+"""Kinds mined only when named: on a conversation set (locomo-dev, tuning half) turn -> next-turn pairs
+made the adapted embedder worse (neighbouring turns share a topic, not the fact a question asks for);
+docs/experiments/embedder-adaptation.md has the figures."""
+
+
+def default_kinds() -> tuple[str, ...]:
+    """The kinds mined when none are named: every registered kind but the :data:`OPT_IN` ones."""
+    return tuple(k for k in MINERS if k not in OPT_IN)
+
 
 def register_miner(name: str, miner: Callable[[Sequence[Chunk]], list[WeakPair]]) -> None:
     """Add a kind of pair (``miner(chunks) -> pairs``); it is mined by default from then on."""
@@ -264,8 +274,8 @@ def register_miner(name: str, miner: Callable[[Sequence[Chunk]], list[WeakPair]]
 
 
 def mine_pairs(chunks: Sequence[Chunk], kinds: Sequence[str] | None = None) -> list[WeakPair]:
-    """Every pair of the named kinds (all by default), in registry order."""
-    names = list(MINERS) if kinds is None else list(kinds)
+    """Every pair of the named kinds (:func:`default_kinds` by default), in registry order."""
+    names = list(default_kinds()) if kinds is None else list(kinds)
     unknown = [k for k in names if k not in MINERS]
     if unknown:
         raise ValueError(f"Expected pair kinds among {', '.join(MINERS)}, got {', '.join(unknown)}")
@@ -337,10 +347,12 @@ def add_hard_negatives(
 
 __all__ = [
     "MINERS",
+    "OPT_IN",
     "FilterReport",
     "WeakPair",
     "add_hard_negatives",
     "body",
+    "default_kinds",
     "filter_pairs",
     "mine_headings",
     "mine_links",

@@ -13,6 +13,7 @@ from sieve.train.weak_pairs import (
     WeakPair,
     add_hard_negatives,
     body,
+    default_kinds,
     filter_pairs,
     mine_pairs,
     register_miner,
@@ -216,3 +217,10 @@ def test_question_pairs_go_through_the_filters():
     kept, report = filter_pairs(pairs)
     assert (report.kept, report.copied, report.too_short) == (3, 1, 1)
     assert [p.positive_id for p in kept] == ["c-D1-2#0", "c-D1-4#0", "c-D2-2#0"]
+
+
+def test_turn_pairs_are_mined_only_when_named():
+    # measured worse on a conversation set (docs/experiments/embedder-adaptation.md): not in the default mix
+    assert "turn" not in default_kinds() and "question" in default_kinds()
+    assert {p.kind for p in mine_pairs(CHAT)} == {"question"}
+    assert {p.kind for p in mine_pairs(CHAT, ["turn", "question"])} == {"turn", "question"}
