@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from sieve.core.defaults import DEFAULT_K
 from sieve.core.errors import InvalidInput
 from sieve.train.verdict import PairedDiff
-from sieve.train.weak_pairs import MINERS, WeakPair, add_hard_negatives, filter_pairs, mine_pairs
+from sieve.train.weak_pairs import MINERS, WeakPair, add_hard_negatives, default_kinds, filter_pairs, mine_pairs
 
 if TYPE_CHECKING:
     from sieve.retriever.config import RetrieverConfig
@@ -50,7 +50,8 @@ class AdaptConfig:
     """How the embedder is adapted (``sieve train embedder``)."""
 
     kinds: tuple[str, ...] = field(
-        default=tuple(MINERS), metadata={"help": "Kinds of pairs to mine (sieve.train.weak_pairs.MINERS)."}
+        default=default_kinds(),
+        metadata={"help": "Kinds of pairs to mine (sieve.train.weak_pairs.MINERS; 'turn' only when named)."},
     )
     minutes: float = field(default=20.0, metadata={"help": "Time budget of the fine-tuning itself."})
     epochs: float = field(default=3.0, metadata={"help": "Passes over the training pairs (the budget may end sooner)."})

@@ -2,9 +2,9 @@
 
 A corpus already holds pairs written by people: a heading and the section under it, a page title
 and the page's opening, a link's sentence and the section it points to, a conversation turn and
-the turn that answers it, and (in any text) a sentence and the passage around it (the inverse cloze
-task). Each miner in :data:`MINERS` turns one of those into :class:`WeakPair` records; no language
-model writes anything. The passage side is the chunk's own text without its heading lines, so a
+the turn after it, a question one speaker asks and the other speaker's answer, and (in any text) a
+sentence and the passage around it (the inverse cloze task). Each miner in :data:`MINERS` turns
+one of those into :class:`WeakPair` records; no language model writes anything. The passage side is the chunk's own text without its heading lines, so a
 pair never teaches "find the line that repeats the query".
 
 Filters (:func:`filter_pairs`) drop what teaches nothing: a query copied into its passage (anchor
@@ -203,14 +203,67 @@ def mine_turns(chunks: Sequence[Chunk]) -> list[WeakPair]:
     return out
 
 
+_SPEAKER = re.compile(r"^\s*([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+")
+_ASIDE = re.compile(r"\[[^\]]*\]")  # "[shared a photo of ...]": a caption, not what was said
+_SECOND = re.compile(r"\b(you|your|yours|yourself)\b", re.IGNORECASE)
+_FIRST = re.compile(r"\b(I|me|my|mine|myself)\b")
+MIN_QUESTION_WORDS = 4
+
+
+def _speaker(text: str) -> tuple[str, str]:
+    """(speaker, what they said) of a turn written ``Name: words``; ('', text) when it names no speaker."""
+    m = _SPEAKER.match(text)
+    return (m.group(1), text[m.end() :]) if m else ("", text)
+
+
+def _third_person(question: str, asker: str, addressee: str) -> str:
+    """A question one speaker put to the other, asked about them by name ("How is your dog?" ->
+    "How is Anna's dog?"): how a reader asks about a conversation, not how its speakers talk."""
+    question = _SECOND.sub(lambda m: addressee + ("'s" if m.group(1).lower().startswith("your") else ""), question)
+    return _FIRST.sub(lambda m: asker + ("'s" if m.group(1) in ("my", "mine") else ""), question)
+
+
+def mine_questions(chunks: Sequence[Chunk]) -> list[WeakPair]:
+    """A question one speaker asks -> the next turn, where the other speaker answers it.
+
+    Documents are turns as for :func:`mine_turns`; the query is the question sentences of the asking
+    turn (at least :data:`MIN_QUESTION_WORDS` words), captions removed and put in the third person with
+    the speakers' names ("What did you name the dog?" -> "What did Anna name the dog?"), since readers'
+    questions ask for the one turn that states a fact, about a speaker by name."""
+    docs = _by_doc(chunks)
+    singles = sorted((d for d, cs in docs.items() if len(cs) == 1), key=_natural)
+    out = []
+    for a, b in zip(singles, singles[1:]):
+        ca, cb = docs[a][0], docs[b][0]
+        (asker, said), (answerer, _) = _speaker(ca.text), _speaker(cb.text)
+        if not ca.title or ca.title != cb.title or not asker or not answerer or asker == answerer:
+            continue
+        asked = [s.strip() for s in _SENTENCE_SPLIT.split(_ASIDE.sub(" ", said)) if s.strip().endswith("?")]
+        query = " ".join(" ".join(asked).split())
+        if _words(query) >= MIN_QUESTION_WORDS:
+            out.append(WeakPair("question", _third_person(query, asker, answerer), cb.chunk_id, cb.text))
+    return out
+
+
 MINERS: dict[str, Callable[[Sequence[Chunk]], list[WeakPair]]] = {
     "heading": mine_headings,
     "title": mine_titles,
     "link": mine_links,
     "sentence": mine_sentences,
     "turn": mine_turns,
+    "question": mine_questions,
 }
 """Every kind of pair, by name: the registry ``sieve train embedder --pairs`` chooses from."""
+
+OPT_IN: frozenset[str] = frozenset({"turn"})
+"""Kinds mined only when named: on a conversation set (locomo-dev, tuning half) turn -> next-turn pairs
+made the adapted embedder worse (neighbouring turns share a topic, not the fact a question asks for);
+docs/experiments/embedder-adaptation.md has the figures."""
+
+
+def default_kinds() -> tuple[str, ...]:
+    """The kinds mined when none are named: every registered kind but the :data:`OPT_IN` ones."""
+    return tuple(k for k in MINERS if k not in OPT_IN)
 
 
 def register_miner(name: str, miner: Callable[[Sequence[Chunk]], list[WeakPair]]) -> None:
@@ -221,8 +274,8 @@ def register_miner(name: str, miner: Callable[[Sequence[Chunk]], list[WeakPair]]
 
 
 def mine_pairs(chunks: Sequence[Chunk], kinds: Sequence[str] | None = None) -> list[WeakPair]:
-    """Every pair of the named kinds (all by default), in registry order."""
-    names = list(MINERS) if kinds is None else list(kinds)
+    """Every pair of the named kinds (:func:`default_kinds` by default), in registry order."""
+    names = list(default_kinds()) if kinds is None else list(kinds)
     unknown = [k for k in names if k not in MINERS]
     if unknown:
         raise ValueError(f"Expected pair kinds among {', '.join(MINERS)}, got {', '.join(unknown)}")
@@ -294,14 +347,17 @@ def add_hard_negatives(
 
 __all__ = [
     "MINERS",
+    "OPT_IN",
     "FilterReport",
     "WeakPair",
     "add_hard_negatives",
     "body",
+    "default_kinds",
     "filter_pairs",
     "mine_headings",
     "mine_links",
     "mine_pairs",
+    "mine_questions",
     "mine_sentences",
     "mine_titles",
     "mine_turns",

@@ -20,7 +20,7 @@ from sieve.cli.commands._common import (
 from sieve.cli.commands._listing import listing
 from sieve.cli.commands._train_options import config_default, config_help, config_option
 from sieve.train.adapt_embedder import AdaptConfig
-from sieve.train.weak_pairs import MINERS
+from sieve.train.weak_pairs import MINERS, OPT_IN, default_kinds
 
 
 def _option(name: str, *flags: str) -> Any:
@@ -42,8 +42,8 @@ EvalDataOpt = typer.Option(
 # Every kind registered when the command line is assembled (AdaptConfig.kinds holds those registered at its import).
 PairsOpt = listing(
     typer.Option(None, "--pairs"),
-    help=lambda: f"Kinds of pairs, comma-separated: {', '.join(MINERS)}.",
-    default=lambda: ",".join(MINERS),
+    help=lambda: f"Kinds of pairs, comma-separated: {', '.join(MINERS)} ({', '.join(sorted(OPT_IN))} only when named).",
+    default=lambda: ",".join(default_kinds()),
 )
 
 
@@ -97,7 +97,7 @@ def embedder_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Adapt the embedder to COLLECTION's own words, with no LLM: mine (query, passage) pairs from its headings,
-    titles, links, sentences and turns, fine-tune MiniLM on the CPU, and compare it with the shipped one."""
+    titles, links, sentences and conversations' questions, fine-tune MiniLM on the CPU, and compare it with the shipped one."""
     from sieve.core.errors import InvalidInput
     from sieve.eval.runner import agent_recall_per_task
     from sieve.retriever import CorpusIndex
