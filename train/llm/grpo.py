@@ -45,6 +45,21 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+def raise_if_all_failed(rollouts: list[Rollout]) -> None:
+    """Stop the run when no episode of a batch ran: a step on them would still move the weights (a
+    mixture-of-experts router's auxiliary loss needs no reward), training a model on nothing.
+
+    Raises:
+        RuntimeError: every rollout ended as ``backend_error``; names the first error.
+    """
+    if rollouts and all(r.trace.stop_reason == "backend_error" for r in rollouts):
+        error = rollouts[0].trace.meta.get("error", "no message")
+        raise RuntimeError(
+            f"Expected rollouts that ran, got all {len(rollouts)} of this batch ending as backend_error "
+            f"(first: {error}); the model cannot run Sieve's episodes as loaded"
+        )
+
+
 @dataclass
 class _Segments:
     """The rows of one generation batch: every turn of every episode (prompt as the model saw it,
@@ -172,6 +187,7 @@ class SieveGRPOTrainer(GRPOTrainer):
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
         rollouts = self._rollouts([x["question"] for x in inputs])
         self.last_rollouts = rollouts
+        raise_if_all_failed(rollouts)
         metas = [json.loads(x.get("meta_json") or "{}") for x in inputs]
         reward_rows = [
             {"trace": r.trace, "gold_ids": x["gold_ids"], "answers": x.get("answers") or [], "meta": m}
