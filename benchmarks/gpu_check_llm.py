@@ -53,7 +53,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -366,23 +366,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_from_args(args: argparse.Namespace) -> LLMCheck:
-    return LLMCheck(
-        model=args.model,
-        data=args.data,
-        questions=args.questions,
-        base_url=args.base_url,
-        served_name=args.served_name,
-        port=args.port,
-        serve_timeout_s=args.serve_timeout_s,
-        max_new_tokens=args.max_new_tokens,
-        sft_steps=args.sft_steps,
-        rl_steps=args.rl_steps,
-        train_tasks=args.train_tasks,
-        sft_heldout=args.sft_heldout,
-        lora=args.lora,
-        bf16=args.bf16,
-        data_dir=args.data_dir,
-    )
+    """The check the parsed flags describe (every field of :class:`LLMCheck` has a flag of its name)."""
+    return LLMCheck(**{f.name: getattr(args, f.name) for f in fields(LLMCheck)})
 
 
 __all__ = ["LLMCheck", "add_arguments", "check_from_args", "run_llm_check", "split_held_apart", "vllm_command"]
