@@ -20,21 +20,31 @@ _STRIP = "\"'“”‘’()[]{},.;:!?«»*`"  # "*" and "`": Markdown's emphasis
 _CONNECTORS = frozenset("of the de del della da di von van der den du la le y and & al bin el for in on".split())
 # Capitalised words that are not names on their own: function words at a sentence start, pronouns,
 # numerals, months and days. Only closed classes of English: no topic words of any data set.
-_STOP = frozenset(
-    """a an the he she it its his her they their them this that these those there here in on at
+_STOP = (
+    frozenset(
+        """a an the he she it its his her they their them this that these those there here in on at
 for from by with of to as and or but if when where which who whom whose what why how was were is are be been
 after before during while since until also however although though both either neither each every all some
 many most more other such one two three first second third january february march april may june july august
 september october november december monday tuesday wednesday thursday friday saturday sunday i we you our
 """.split()
-) | frozenset(
-    # More closed classes that open a sentence and name nothing: the other pronouns and possessives,
-    # auxiliaries, discourse adverbs ("Now", "Then") and interjections ("Congratulations").
-    """me my mine your yours us ours him hers himself herself itself myself yourself ourselves themselves
+    )
+    | frozenset(
+        # More closed classes that open a sentence and name nothing: the other pronouns and possessives,
+        # auxiliaries, discourse adverbs ("Now", "Then") and interjections ("Congratulations").
+        """me my mine your yours us ours him hers himself herself itself myself yourself ourselves themselves
 not no yes so then now thus hence just only already again instead otherwise anyway finally meanwhile
 do does did done has have had can could should would must shall am being let lets please thanks thank hello
 hi hey welcome congratulations oh ok okay
 """.split()
+    )
+    | frozenset(
+        # Degree adverbs and prepositions: rare in a small corpus (httpx's 306 chunks hold "too" in a few),
+        # so they passed as one-word keyphrases ("too" from "opens too many connections").
+        """too very much few any own than about into onto out up down over under off through else ever never
+always often still yet even quite rather
+""".split()
+    )
 )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sieve.agent.policies.entities import COMMON_SHARE, KEYPHRASE_MAX_SHARE, keyphrases, mentions
+from sieve.agent.policies.entities import COMMON_SHARE, KEYPHRASE_MAX_SHARE, keyphrases, mentions, query_problem
 
 SHARE = {
     "amcor": 0.01,
@@ -71,3 +71,11 @@ def test_no_query_is_a_stop_word_a_filler_word_or_a_bare_number():
     assert [m.text for m in found] == ["Spirit of St. Louis"], found
     # A plain name of one chunk stays searchable where its capitals are its own (not opening a sentence).
     assert query_problem("Balzac", corpus, chunks) is None
+
+
+def test_degree_adverbs_rare_in_a_small_corpus_are_no_keyphrase():
+    """httpx's docs (306 chunks) hold "too" in a few chunks: the learned policy searched "too" alone."""
+    small = {"too": 0.003, "pool": 0.02, "size": 0.04, "connections": 0.03}.get
+    got = keyphrases("My app opens too many connections. How do I cap the pool size?", lambda w: small(w, 0.0))
+    assert got == ["pool size"]
+    assert query_problem("too", lambda w: small(w, 0.0)) == "stop words only"
