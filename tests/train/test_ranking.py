@@ -35,6 +35,25 @@ def test_collect_fit_and_reload(heuristic_episodes, tmp_path):
     assert len(fit_part.x) + len(held.x) == 8
 
 
+def test_span_sets_are_scored_by_span_recall_of_the_chunk_ranking(heuristic_episodes):
+    """A task with gold spans is scored as `sieve eval` scores it: span recall of chunks, not document recall."""
+    from dataclasses import replace
+
+    ep = dict(heuristic_episodes.episodes[0])
+    first, second = ep["hybrid"][0], ep["hybrid"][1]
+    a0, a1 = ep["ranges"][first.chunk_id]
+    b0, b1 = ep["ranges"][second.chunk_id]
+    # one span inside hybrid's first chunk, one inside its second, one nowhere in the pool
+    spans = ((first.doc_id, a0, a0 + 5), (second.doc_id, b1 - 5, b1), ("no-such-page", 0, 10))
+    ep["task"] = replace(ep["task"], gold_spans=spans)
+    data = RankingData(x=[heuristic_episodes.x[0]], y=[heuristic_episodes.y[0]], episodes=[ep])
+    table = recall_table(data, fit(heuristic_episodes, c=1.0))
+    row = table["sample/heuristic@k10/hybrid"]
+    assert set(row) == {"SR@5", "SR@10", "SR@20"}
+    assert row["SR@5"] == pytest.approx(2 / 3)
+    assert set(table["sample/heuristic@k10/fused"]) == {"SR@5", "SR@10", "SR@20"}
+
+
 def test_older_episodes_get_their_cover_from_the_index(heuristic_episodes, sample_index):
     """Episode files collected before the cover features refit after add_cover, to the same features."""
     old = RankingData(

@@ -197,18 +197,31 @@ def _anchored_adam(
     return [p.detach().numpy().astype(float) for p in params]
 
 
-def recall_table(data: RankingData, model: Ranker, ks: tuple[int, ...] = (5, 10, 20)) -> dict[str, dict[str, float]]:
-    """Per source and policy: document recall@k of hybrid, the policy alone and the fused ranking (by document)."""
-    from sieve.eval.metrics import recall_at_k
+def recall_table(
+    data: RankingData, model: Ranker, ks: tuple[int, ...] = (5, 10, 20), *, doc_decay: float = 0.9
+) -> dict[str, dict[str, float]]:
+    """Per source and policy: recall@k of hybrid, the policy alone and the fused ranking.
+
+    Sets with ``gold_spans`` are scored as ``sieve eval`` scores them, by span recall (``SR@k``) of
+    the chunk ranking as served (``doc_decay``: the agent's default); other sets by document recall
+    (``R@k``) of the ranking one chunk per document.
+    """
+    from sieve.eval.metrics import recall_at_k, span_recall_at_k
 
     out: dict[str, dict[str, list[float]]] = {}
     for ep in data.episodes:
         task = ep["task"]
         closing = ClosingPool(ep["hybrid"], ep["cos"], ep["cover"])
-        fused = fuse(ep["returned"], closing, model, max(ks), group_by_doc=True)
+        spans = bool(task.gold_spans)
+        fused = fuse(ep["returned"], closing, model, max(ks), group_by_doc=not spans, doc_decay=doc_decay)
         for system, ranking in (("hybrid", ep["hybrid"]), ("policy", ep["returned"]), ("fused", fused)):
-            docs = [e.doc_id for e in ranking]
             row = out.setdefault(f"{ep['source']}/{ep['policy']}@k{ep.get('k', 20)}/{system}", {})
+            if spans:
+                found = [(e.doc_id, *ep["ranges"][e.chunk_id]) for e in ranking if e.chunk_id in ep["ranges"]]
+                for k in ks:
+                    row.setdefault(f"SR@{k}", []).append(span_recall_at_k(found, task.gold_spans, k))
+                continue
+            docs = [e.doc_id for e in ranking]
             for k in ks:
                 row.setdefault(f"R@{k}", []).append(recall_at_k(docs, task.gold_ids, k))
     return {name: {m: float(np.mean(v)) for m, v in row.items()} for name, row in out.items()}
