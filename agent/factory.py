@@ -60,7 +60,16 @@ def _heuristic(config: AgentConfig, backend: ChatBackend | None) -> Policy:
 
 def _learned(config: AgentConfig, backend: ChatBackend | None) -> Policy:
     from sieve.agent.policies.learned import LearnedPolicy
+    from sieve.core.runs import RunArtifact
 
+    if config.policy_path is not None and RunArtifact.is_run(config.policy_path):
+        run = RunArtifact.load(config.policy_path)
+        if run.policy_kind == "llm" and run.policy is not None:
+            # A run of `sieve train all --route llm`: its language model serves in-process, as `--policy local`
+            # would serve it, so one --policy-path (or an adopted run) serves either route's result.
+            from dataclasses import replace
+
+            return _local(replace(config, local_model=run.policy), backend)
     return LearnedPolicy.load(config.policy_path)
 
 
@@ -102,7 +111,11 @@ def _local(config: AgentConfig, backend: ChatBackend | None) -> Policy:
 
 
 register_policy("heuristic", _heuristic, "hand-tuned rules, no model")
-register_policy("learned", _learned, "a small RL-trained network (config.policy_path or the shipped checkpoint)")
+register_policy(
+    "learned",
+    _learned,
+    "a small RL-trained network (config.policy_path or the shipped checkpoint; a run of the llm route serves its model)",
+)
 register_policy("openai", _openai, "an LLM behind an OpenAI-compatible server", requires="openai_endpoint")
 register_policy("local", _local, "an LLM run in-process with transformers", requires="local_model")
 

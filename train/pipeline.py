@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from sieve.core.errors import InvalidInput
+from sieve.core.runs import RunArtifact
 from sieve.train.adapt_embedder import AdaptConfig
 from sieve.train.config import EpisodeConfig, split_tasks
 from sieve.train.synth_writers import AUTO, auto_chain, pipeline_writers
@@ -345,7 +346,6 @@ def _record_run(
 ) -> tuple[Any, str | None]:
     """``run.json`` of the parts found better, and the collection switched to them unless --no-adopt;
     (the RunArtifact, what adopting did or None)."""
-    from sieve.core.runs import RunArtifact
     from sieve.train.adopt import adopt_run
 
     run = RunArtifact(
@@ -647,12 +647,20 @@ def _llm_route(
 ) -> dict[str, Any]:
     """SFT warm start of a language model on heuristic trajectories, then GRPO (the GPU route)."""
     sft, rl = _llm_train(cfg, index, progress)
-    evals = _llm_evals(cfg, index, held, {"sft": sft["model_dir"], "sft+rl": rl["model_dir"]}, progress)
+    models = {"sft": sft["model_dir"], "sft+rl": rl["model_dir"]}
+    evals = _llm_evals(cfg, index, held, models, progress)
+    chosen, verdict = llm_run_choice(evals, models)
+    run = RunArtifact(
+        cfg.out, policy=Path(chosen) if chosen else None, embedder=None, verdict={"policy": verdict}, policy_kind="llm"
+    )
+    run.save()
     report = cfg.out / "report.md"
     counts = f"{synth.written + synth.existing} synthesized tasks ({len(train_tasks)} train, {len(held)} held out)"
-    report.write_text(_llm_report(cfg, counts, sft, rl, evals), encoding="utf-8")
+    report.write_text(_llm_report(cfg, counts, sft, rl, evals) + _llm_run_lines(run, verdict), encoding="utf-8")
     return {
         "model_dir": rl["model_dir"],
+        "run": str(run.folder) if not run.uses_shipped_parts() else None,
+        "llm_verdict": verdict,
         "report": str(report),
         "evals": evals,
         "synth": synth.to_dict(),
@@ -701,17 +709,53 @@ def _llm_train(cfg: PipelineConfig, index: Any, progress: bool) -> tuple[dict[st
 def _llm_evals(
     cfg: PipelineConfig, index: Any, held: list[dict[str, Any]], models: dict[str, str], progress: bool
 ) -> dict[str, dict[str, Any]]:
-    """The heuristic and each of ``models`` (name -> HF folder) on the held-out tasks."""
+    """The heuristic, the shipped learned policy and each of ``models`` (name -> HF folder) on the held-out tasks."""
     from sieve.agent.backends.local import LocalBackend
     from sieve.train.llm.heldout import run_heldout
 
     evals: dict[str, dict[str, Any]] = {}
-    evals["heuristic"] = run_heldout(index, held, cfg.episode, policy="heuristic", progress=progress)[0].to_dict()
+    for shipped in ("heuristic", "learned"):
+        evals[shipped] = run_heldout(index, held, cfg.episode, policy=shipped, progress=progress)[0].to_dict()
     for name, path in models.items():
         evals[name] = run_heldout(index, held, cfg.episode, backend=LocalBackend.load(path), progress=progress)[
             0
         ].to_dict()
     return evals
+
+
+def llm_run_choice(evals: dict[str, dict[str, Any]], models: dict[str, str]) -> tuple[str | None, dict[str, Any]]:
+    """The model folder the LLM route's ``run.json`` names (``None``: none), and the verdict saying why.
+
+    The candidate is the better of ``models`` (``sft``, ``sft+rl``; the later one on a tie) by held-out
+    output recall; it is named only when it beats the shipped learned policy on the same tasks, which
+    is what serves without the run: a worse model is never what ``--policy-path`` or ``sieve adopt`` serves.
+
+    Example:
+        >>> evals = {"learned": {"output_recall": 0.6}, "sft": {"output_recall": 0.5}, "sft+rl": {"output_recall": 0.7}}
+        >>> llm_run_choice(evals, {"sft": "out/sft/model", "sft+rl": "out/rl/model"})[0]
+        'out/rl/model'
+    """
+    candidate = max(reversed(list(models)), key=lambda name: evals[name]["output_recall"])
+    score, shipped = evals[candidate]["output_recall"], evals["learned"]["output_recall"]
+    verdict = {
+        "route": "llm",
+        "metric": "held-out output recall",
+        "candidate": candidate,
+        "candidate_score": score,
+        "shipped_learned_score": shipped,
+        "better": score > shipped,
+    }
+    return (models[candidate] if score > shipped else None), verdict
+
+
+def _llm_run_lines(run: RunArtifact, verdict: dict[str, Any]) -> str:
+    """``report.md``'s closing lines: what ``run.json`` names, and why."""
+    got = f"{verdict['candidate']} {verdict['candidate_score']:.3f} against the shipped learned policy's " + (
+        f"{verdict['shipped_learned_score']:.3f} held-out output recall"
+    )
+    if run.policy is None:
+        return f"\nRun: `{run.folder}` names no model ({got}): the shipped Sieve serves as before.\n"
+    return f"\nRun: `{run.folder}` serves `{run.policy}` ({got}): `--policy-path {run.folder}`.\n"
 
 
 def _llm_report(
@@ -737,4 +781,4 @@ def _llm_report(
     )
 
 
-__all__ = ["PipelineConfig", "learned_report", "run_pipeline"]
+__all__ = ["PipelineConfig", "learned_report", "llm_run_choice", "run_pipeline"]

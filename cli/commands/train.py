@@ -348,7 +348,12 @@ def _pipeline_summary(result: dict[str, Any], cfg: PipelineConfig, as_json: bool
         else:
             typer.echo(f"Retrained checkpoint kept for inspection: {result['model_dir']}")
     else:
-        typer.echo(f"Done: model {result['model_dir']}")
+        v = result["llm_verdict"]
+        scores = f"{v['candidate']} {v['candidate_score']:.3f} vs shipped learned {v['shipped_learned_score']:.3f}"
+        if result["run"]:
+            typer.echo(f"Better ({v['metric']}: {scores}). Use: --policy-path {result['run']}")
+        else:
+            typer.echo(f"Not better ({v['metric']}: {scores}); model kept for inspection: {result['model_dir']}")
     typer.echo(f"Report: {result['report']}; summary: {result['summary']}")
 
 

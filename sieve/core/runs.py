@@ -1,8 +1,9 @@
 """A retrained run: one folder that holds what ``sieve train all`` decided to use, and why.
 
 ``run.json`` names the parts a run adopted, each a folder inside the run: the learned policy's
-checkpoint (with its closing ranker beside its weights, when that was retrained) and the embedder
-adapted to the corpus. A part the verdict judged no better is not named: the shipped one serves in
+checkpoint (with its closing ranker beside its weights, when that was retrained) or, for the LLM
+route (``policy_kind`` ``llm``), the trained language model's folder; and the embedder adapted to
+the corpus. A part the verdict judged no better is not named: the shipped one serves in
 its place. Every command that takes ``--policy-path`` takes a run folder too; ``sieve adopt`` records
 a run on a collection (re-embedding it when the run adapted the embedder), after which commands on
 that collection use the run with no flag.
@@ -21,6 +22,8 @@ from sieve.core.errors import InvalidInput
 
 RUN_FILE = "run.json"
 RUN_FORMAT = "sieve-run/1"
+# What the policy folder holds: a learned-policy checkpoint, or an HF model folder that serves in-process.
+POLICY_KINDS = ("learned", "llm")
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,11 @@ class RunArtifact:
     policy: Path | None
     embedder: Path | None
     verdict: dict[str, Any] = field(default_factory=dict)
+    policy_kind: str = "learned"
+
+    def __post_init__(self) -> None:
+        if self.policy_kind not in POLICY_KINDS:
+            raise InvalidInput(f"Expected a run's policy_kind in {POLICY_KINDS}, got {self.policy_kind!r}")
 
     @staticmethod
     def is_run(path: str | Path) -> bool:
@@ -68,7 +76,9 @@ class RunArtifact:
             parts[part] = (folder / rel) if rel else None
             if parts[part] is not None and not parts[part].is_dir():  # type: ignore[union-attr]
                 raise InvalidInput(f"Expected the run's {part} folder {parts[part]} (named in {manifest}) to exist")
-        return cls(folder, parts["policy"], parts["embedder"], dict(data.get("verdict") or {}))
+        # Manifests written before the LLM route wrote runs hold learned checkpoints.
+        kind = data.get("policy_kind", "learned")
+        return cls(folder, parts["policy"], parts["embedder"], dict(data.get("verdict") or {}), kind)
 
     def uses_shipped_parts(self) -> bool:
         """Whether the run adopted nothing (the shipped Sieve serves as before)."""
@@ -81,6 +91,7 @@ class RunArtifact:
             "format": RUN_FORMAT,
             "policy": os.path.relpath(self.policy, self.folder) if self.policy else None,
             "embedder": os.path.relpath(self.embedder, self.folder) if self.embedder else None,
+            "policy_kind": self.policy_kind,
             "verdict": self.verdict,
         }
         fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".run.", suffix=".json")
@@ -91,8 +102,9 @@ class RunArtifact:
 
     def describe(self) -> str:
         """One line: which parts are retrained."""
-        parts = [name for name, p in (("policy", self.policy), ("embedder", self.embedder)) if p is not None]
+        policy = "policy" if self.policy_kind == "learned" else f"policy ({self.policy_kind})"
+        parts = [name for name, p in ((policy, self.policy), ("embedder", self.embedder)) if p is not None]
         return f"run {self.folder} ({', '.join(parts) + ' retrained' if parts else 'shipped parts only'})"
 
 
-__all__ = ["RUN_FILE", "RUN_FORMAT", "RunArtifact"]
+__all__ = ["POLICY_KINDS", "RUN_FILE", "RUN_FORMAT", "RunArtifact"]

@@ -107,7 +107,13 @@ class LearnedPolicy:
         from sieve.core.runs import RunArtifact
 
         if path is not None and RunArtifact.is_run(path):
-            path = RunArtifact.load(path).policy
+            run = RunArtifact.load(path)
+            if run.policy_kind != "learned" and run.policy is not None:
+                raise InvalidInput(
+                    f"Expected a run of the learned route, got {run.describe()}: its policy is a language model; "
+                    "serve it with make_policy('learned', ...) or --policy-path, which load it as an LLM policy"
+                )
+            path = run.policy
         folder = Path(path) if path is not None else default_checkpoint()
         if sample or record:  # training: the torch network, whose decisions can be re-scored with gradients
             from sieve.agent.policies.learned.network import load_checkpoint
