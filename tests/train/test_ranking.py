@@ -11,7 +11,7 @@ from sieve.agent.ranking.model import Ranker
 from sieve.core.errors import InvalidInput
 from sieve.eval.data import load_tasks
 from sieve.train.ranking.episodes import RankingData, add_cover, collect, refeaturize, split
-from sieve.train.ranking.fit import ensemble, finetune, fit, recall_table
+from sieve.train.ranking.fit import crossval_tables, ensemble, finetune, fit, fold_of, recall_table
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +52,29 @@ def test_span_sets_are_scored_by_span_recall_of_the_chunk_ranking(heuristic_epis
     assert set(row) == {"SR@5", "SR@10", "SR@20"}
     assert row["SR@5"] == pytest.approx(2 / 3)
     assert set(table["sample/heuristic@k10/fused"]) == {"SR@5", "SR@10", "SR@20"}
+
+
+def test_crossval_scores_every_task_once_by_a_model_that_never_saw_it(heuristic_episodes):
+    from dataclasses import replace
+
+    # Tasks given 0-3 gold pages that are nowhere: recalls differ task by task, so a task scored twice
+    # or skipped moves the mean.
+    episodes = [
+        {**ep, "task": replace(ep["task"], gold_ids=(*ep["task"].gold_ids, *(f"nowhere-{j}" for j in range(i % 4))))}
+        for i, ep in enumerate(heuristic_episodes.episodes)
+    ]
+    data = RankingData(x=list(heuristic_episodes.x), y=list(heuristic_episodes.y), episodes=episodes)
+    everywhere = fit(data, c=1.0)
+    tables = crossval_tables(data, 3, c=1.0, hidden=0, baseline=everywhere)
+    # the baseline is scored on every held fold: together, each task exactly once, as on the whole set
+    whole = recall_table(data, everywhere)
+    assert 0 < whole["sample/heuristic@k10/hybrid"]["R@5"] < 1
+    for name, row in whole.items():
+        assert tables["baseline"][name] == pytest.approx(row), name
+    assert set(tables["refit"]) == set(tables["baseline"])
+    assert {fold_of(ep, 3) for ep in data.episodes} == {0, 1, 2}  # 8 tasks spread over the folds
+    with pytest.raises(InvalidInput, match="at least 2 folds"):
+        crossval_tables(data, 1, c=1.0, hidden=0)
 
 
 def test_older_episodes_get_their_cover_from_the_index(heuristic_episodes, sample_index):
