@@ -44,7 +44,7 @@ def test_cpu_dry_run_prints_one_json_line_per_corpus(fp16_copy, tmp_path: Path, 
             "--device",
             "cpu",
             "--sizes",
-            "hotpotqa:30,20",
+            "hotpotqa:30",  # one corpus, one `sieve index` child (~10 s each); corpora() writes the others
             "--queries",
             "5",
             "--embedder",
@@ -60,15 +60,19 @@ def test_cpu_dry_run_prints_one_json_line_per_corpus(fp16_copy, tmp_path: Path, 
     # float16-rounded weights computed in float32 against the original: close (cosine ~1 - 1e-6)
     assert check["check"] == "vs_cpu_float32" and check["device"] == "cpu" and check["passages"] == 40
     assert 0.9999 < check["min_cosine"] <= check["mean_cosine"] <= 1.0
-    assert [r["corpus"] for r in rows] == ["hotpotqa:30", "20"]
+    assert [r["corpus"] for r in rows] == ["hotpotqa:30"]
     for row in rows:
         assert row["device"] == "cpu" and not row["timed_out"]
         assert row["chunks"] >= row["docs"] and row["chunks_per_s"] > 0
         assert 0 < row["query_p50_ms"] <= row["query_p95_ms"]
-    assert rows[0]["docs"] == 30 and rows[1]["docs"] == 20
+    assert rows[0]["docs"] == 30
 
 
 def test_sizes_are_checked(tmp_path: Path):
     with pytest.raises(ValueError, match="Expected sizes like"):
         gpu_check.corpora("hotpotqa,lots", HOTPOTQA_LIKE, tmp_path, 1)
-    assert [c.name for c in gpu_check.corpora("small", HOTPOTQA_LIKE, tmp_path, 1)] == ["hotpotqa:200", "300"]
+    made = gpu_check.corpora("small", HOTPOTQA_LIKE, tmp_path, 1)
+    assert [c.name for c in made] == ["hotpotqa:200", "300"]
+    synthetic = made[1].path.read_text(encoding="utf-8").splitlines()  # what the dry run's index child would read
+    assert len(synthetic) == made[1].docs == 300 and all(json.loads(x)["text"] for x in synthetic)
+    assert len(made[1].queries) == 1
