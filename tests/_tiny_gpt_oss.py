@@ -102,25 +102,50 @@ def cached_tokenizer() -> Any:
     """:func:`gpt_oss_tokenizer`, converted once (~5 s) and kept beside the suite's other converted models."""
     from transformers import AutoTokenizer
 
-    folder = Path(os.environ.get("SIEVE_MODEL_DIR", Path(tempfile.gettempdir()) / "sieve-models")) / TOKENIZER_CACHE
-    if not (folder / "tokenizer.json").is_file():
-        staging = Path(
-            tempfile.mkdtemp(prefix="gpt-oss-tokenizer-", dir=folder.parent if folder.parent.is_dir() else None)
-        )
-        gpt_oss_tokenizer().save_pretrained(staging)
+    folder = _built_once(TOKENIZER_CACHE, lambda staging: gpt_oss_tokenizer().save_pretrained(staging))
+    return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("SIEVE_MODEL_DIR", Path(tempfile.gettempdir()) / "sieve-models"))
+
+
+def _built_once(name: str, build: Any) -> Path:
+    """``_cache_dir() / name``, made by ``build(staging_folder)`` the first time (atomically: a concurrent
+    run finds the whole folder or none)."""
+    folder = _cache_dir() / name
+    if not folder.is_dir():  # staged and renamed whole: a folder that exists is complete
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=folder.parent))
+        build(staging)
         try:
-            staging.replace(folder)  # atomic: a concurrent run finds the whole folder or none
+            staging.replace(folder)
         except OSError:
             shutil.rmtree(staging, ignore_errors=True)  # another process put it there first
-    return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    return folder
 
 
 def save_tiny_gpt_oss(folder: Path, seed: int = 0) -> Path:
     """:func:`tiny_gpt_oss` and gpt-oss's tokenizer saved as an HF folder (name it ``...gpt-oss...``:
-    Sieve counts tokens with the harmony encoding for a model so named)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    tiny_gpt_oss(seed).save_pretrained(folder)
-    cached_tokenizer().save_pretrained(folder)
+    Sieve counts tokens with the harmony encoding for a model so named).
+
+    Built once per seed and version of :func:`tiny_gpt_oss` beside the suite's converted models (its
+    random init and the 201k-token tokenizer's load take ~5 s), then copied: each caller may write
+    into its own folder.
+    """
+    import hashlib
+    import inspect
+
+    import transformers
+
+    version = hashlib.sha256(f"{inspect.getsource(tiny_gpt_oss)}/{transformers.__version__}".encode()).hexdigest()
+
+    def build(staging: Path) -> None:
+        tiny_gpt_oss(seed).save_pretrained(staging)
+        cached_tokenizer().save_pretrained(staging)
+
+    built = _built_once(f"tiny-gpt-oss-{seed}-{version[:12]}", build)
+    shutil.copytree(built, folder, dirs_exist_ok=True)
     return folder
 
 
