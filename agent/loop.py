@@ -162,7 +162,13 @@ class SearchAgent:
             closing = self.closing_pool(trace.question, trace.returned, where=where)
             hybrid = closing.hybrid
             trace.returned = fuse(
-                trace.returned, closing, self.ranker, k, group_by_doc=grouped, doc_decay=cfg.doc_decay
+                trace.returned,
+                closing,
+                self.ranker,
+                k,
+                group_by_doc=grouped,
+                doc_decay=cfg.doc_decay,
+                head_cap=cfg.head_cap,
             )
         else:
             hybrid = [hit_evidence(h) for h in floor_hits(self.index, trace.question, k, where)]

@@ -124,13 +124,15 @@ def fuse(
     *,
     group_by_doc: bool = False,
     doc_decay: float = 1.0,
+    head_cap: int = 0,
 ) -> list[Evidence]:
     """The returned set: the pool of the policy's and ``closing.hybrid``'s chunks ranked by ``model``,
     cut at ``k`` chunks.
 
     With ``group_by_doc`` each document contributes its best chunk only (``k`` documents).
-    ``doc_decay`` < 1 orders by :func:`decayed_order`. Scores are the model's probabilities, made
-    non-increasing down the list.
+    ``doc_decay`` < 1 orders by :func:`decayed_order`; ``head_cap`` > 0 then applies :func:`capped_head`
+    with hybrid's first ``head_cap`` chunks. Scores are the model's probabilities, made non-increasing
+    down the list.
     """
     cos = closing.cos
     items, x = pool_features(policy, closing.hybrid, cos, closing.cover)
@@ -146,8 +148,11 @@ def fuse(
             items[i].policy_rank or 0,
         ),
     )
+    doc_ids = [it.evidence.doc_id for it in items]
     if doc_decay < 1 and not group_by_doc:  # grouped, each document's best chunk alone counts anyway
-        order = decayed_order(order, [float(v) for v in p], [it.evidence.doc_id for it in items], doc_decay, k)
+        order = decayed_order(order, [float(v) for v in p], doc_ids, doc_decay, k)
+    if head_cap and not group_by_doc:
+        order = capped_head(order, doc_ids, [e.doc_id for e in closing.hybrid[:head_cap]], head_cap)
     out: list[Evidence] = []
     docs: set[str] = set()
     for i in order:
@@ -196,4 +201,45 @@ def decayed_order(order: Sequence[int], p: Sequence[float], doc_ids: Sequence[st
     return out + left
 
 
-__all__ = ["DEFAULT_RANKER", "Ranker", "decayed_order", "fuse"]
+def capped_head(
+    order: Sequence[int], doc_ids: Sequence[str], hybrid_head: Sequence[str], depth: int, floor: int = 2
+) -> list[int]:
+    """``order`` with its first ``depth`` places holding no more chunks of one document than
+    ``hybrid_head`` (hybrid's own first ``depth`` documents, one entry a chunk) holds of it, and at least
+    ``floor``; only the first ``2 * depth`` places are reordered, so what the first ``2 * depth`` hold never
+    changes. A chunk over its document's share waits, in order, right after the head; when too few
+    other chunks are within reach, over-share chunks fill the head in order.
+
+    Why: on documentation the policy's searches keep finding further sections of the long reference
+    pages the question's words are spread over (a CLI page, a settings page), and the ranker, fitted
+    where the policy's extra finds are new documents (a multi-hop question's second page), lets those
+    siblings push the page hybrid ranked 3rd-5th out of the top 5. How many chunks of one page the
+    question's own search puts in its top places says how concentrated the answer is: a filing that
+    holds the whole answer keeps its places, a page the policy alone piled on does not. The reach
+    keeps a chunk the ranker placed far down from being pulled up only to make room.
+
+    Example:
+        >>> capped_head([0, 1, 2, 3, 4, 5], ["a", "a", "a", "b", "c", "d"], ["a", "b", "c", "d", "e"], 5)
+        [0, 1, 3, 4, 5, 2]
+        >>> capped_head([0, 1, 2, 3], ["a", "a", "a", "b"], ["a", "a", "a", "b"], 5)
+        [0, 1, 2, 3]
+    """
+    share: dict[str, int] = {}
+    for d in hybrid_head:
+        share[d] = share.get(d, 0) + 1
+    reach = 2 * depth
+    head: list[int] = []
+    over: list[int] = []
+    placed: dict[str, int] = {}
+    for i in order[:reach]:
+        d = doc_ids[i]
+        if len(head) < depth and placed.get(d, 0) < max(floor, share.get(d, 0)):
+            head.append(i)
+            placed[d] = placed.get(d, 0) + 1
+        else:
+            over.append(i)
+    fill = max(0, depth - len(head))
+    return head + over[:fill] + over[fill:] + list(order[reach:])
+
+
+__all__ = ["DEFAULT_RANKER", "Ranker", "capped_head", "decayed_order", "fuse"]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sieve.agent.ranking.features import FEATURES, ClosingPool, features, pool
-from sieve.agent.ranking.model import DEFAULT_RANKER, Ranker, decayed_order, fuse
+from sieve.agent.ranking.model import DEFAULT_RANKER, Ranker, capped_head, decayed_order, fuse
 from sieve.agent.trace import Evidence
 from sieve.core.errors import InvalidInput
 
@@ -57,13 +57,40 @@ def test_a_document_decay_lets_a_second_document_in_without_giving_up_depth():
     assert [e.score for e in decayed] == sorted((e.score for e in decayed), reverse=True)
 
 
+def test_the_head_holds_no_more_of_a_page_than_hybrid_s_own_head_does():
+    """A page the policy piled chunks on keeps as many top-5 places as hybrid's top 5 gives it (at least 2)."""
+    # the reference page the policy searched over and over, then the page hybrid ranked 3rd
+    policy = [ev("cli#1"), ev("cli#2"), ev("cli#3"), ev("cli#4"), ev("env#4")]
+    hybrid = [ev("cli#1"), ev("faq#1"), ev("env#4"), ev("cli#2"), ev("pyproject#9")]
+    cos = {"cli#1": 0.9, "cli#2": 0.85, "cli#3": 0.84, "cli#4": 0.83, "env#4": 0.5, "faq#1": 0.4, "pyproject#9": 0.3}
+    closing = ClosingPool(hybrid, cos, {})
+    model = _model(cos=5.0)
+    plain = [e.chunk_id for e in fuse(policy, closing, model, 5)]
+    assert plain == ["cli#1", "cli#2", "cli#3", "cli#4", "env#4"]
+    capped = fuse(policy, closing, model, 6, head_cap=5)
+    assert [e.chunk_id for e in capped] == ["cli#1", "cli#2", "env#4", "faq#1", "pyproject#9", "cli#3"]
+    assert [e.score for e in capped] == sorted((e.score for e in capped), reverse=True)
+    # a document hybrid itself ranks three times in its top 5 keeps three places (a filing holding the answer)
+    hybrid3 = [ev("cli#1"), ev("cli#2"), ev("cli#3"), ev("env#4"), ev("faq#1")]
+    kept = fuse(policy, ClosingPool(hybrid3, cos, {}), model, 5, head_cap=5)
+    assert [e.chunk_id for e in kept] == ["cli#1", "cli#2", "cli#3", "env#4", "faq#1"]
+    assert capped_head([0, 1, 2], ["a", "a", "a"], [], 5, floor=1) == [0, 1, 2]  # nothing else to place
+    # only the first 2 x 5 places are reordered: a chunk the ranker put 11th is never pulled into the head
+    docs = ["a"] * 10 + ["b"]
+    assert capped_head(list(range(11)), docs, ["a"], 5) == list(range(11))
+    docs = ["a"] * 9 + ["b", "c"]
+    assert capped_head(list(range(11)), docs, ["a"], 5) == [0, 1, 9, 2, 3, 4, 5, 6, 7, 8, 10]
+
+
 def test_floor_config_checks_the_decay():
     from sieve.agent.config import FloorConfig
 
-    assert FloorConfig().doc_decay == 0.9
+    assert FloorConfig().doc_decay == 0.9 and FloorConfig().head_cap == 5
     for bad in (0.0, -0.1, 1.5):
         with pytest.raises(InvalidInput, match="doc_decay"):
             FloorConfig(doc_decay=bad)
+    with pytest.raises(InvalidInput, match="head_cap"):
+        FloorConfig(head_cap=-1)
 
 
 def test_model_round_trip_and_bad_files(tmp_path):

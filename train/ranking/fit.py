@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sieve.agent.config import FloorConfig
 from sieve.agent.ranking.features import FEATURES, ClosingPool
 from sieve.agent.ranking.model import Ranker, fuse
 from sieve.core.errors import InvalidInput
@@ -200,7 +201,7 @@ def _anchored_adam(
 
 
 def _episode_recalls(
-    ep: dict[str, Any], model: Ranker, ks: tuple[int, ...], doc_decay: float
+    ep: dict[str, Any], model: Ranker, ks: tuple[int, ...], floor: FloorConfig
 ) -> dict[str, dict[str, float]]:
     """One episode's recall@k of hybrid, the policy alone and the fused ranking (see :func:`recall_table`)."""
     from sieve.eval.metrics import recall_at_k, span_recall_at_k
@@ -208,7 +209,15 @@ def _episode_recalls(
     task = ep["task"]
     closing = ClosingPool(ep["hybrid"], ep["cos"], ep["cover"])
     spans = bool(task.gold_spans)
-    fused = fuse(ep["returned"], closing, model, max(ks), group_by_doc=not spans, doc_decay=doc_decay)
+    fused = fuse(
+        ep["returned"],
+        closing,
+        model,
+        max(ks),
+        group_by_doc=not spans,
+        doc_decay=floor.doc_decay,
+        head_cap=floor.head_cap,
+    )
     out: dict[str, dict[str, float]] = {}
     for system, ranking in (("hybrid", ep["hybrid"]), ("policy", ep["returned"]), ("fused", fused)):
         if spans:
@@ -232,17 +241,18 @@ def _add(rows: dict[str, dict[str, list[float]]], ep: dict[str, Any], recalls: d
 
 
 def recall_table(
-    data: RankingData, model: Ranker, ks: tuple[int, ...] = (5, 10, 20), *, doc_decay: float = 0.9
+    data: RankingData, model: Ranker, ks: tuple[int, ...] = (5, 10, 20), *, floor: FloorConfig | None = None
 ) -> dict[str, dict[str, float]]:
     """Per source and policy: recall@k of hybrid, the policy alone and the fused ranking.
 
     Sets with ``gold_spans`` are scored as ``sieve eval`` scores them, by span recall (``SR@k``) of
-    the chunk ranking as served (``doc_decay``: the agent's default); other sets by document recall
-    (``R@k``) of the ranking one chunk per document.
+    the chunk ranking as served (``floor``'s per-document decay and head cap: the agent's defaults);
+    other sets by document recall (``R@k``) of the ranking one chunk per document.
     """
+    floor = floor or FloorConfig()
     rows: dict[str, dict[str, list[float]]] = {}
     for ep in data.episodes:
-        _add(rows, ep, _episode_recalls(ep, model, ks, doc_decay))
+        _add(rows, ep, _episode_recalls(ep, model, ks, floor))
     return _table(rows)
 
 
@@ -269,6 +279,7 @@ def crossval_tables(
     """
     from sieve.train.ranking.episodes import RankingData
 
+    floor = FloorConfig()
     if folds < 2:
         raise InvalidInput(f"Expected at least 2 folds, got {folds}")
     rows: dict[str, dict[str, dict[str, list[float]]]] = {"refit": {}, **({"baseline": {}} if baseline else {})}
@@ -285,9 +296,9 @@ def crossval_tables(
             continue
         refit = fit_seeds(rest, ensemble, c=c, hidden=hidden, seed=seed)
         for ep in held:
-            _add(rows["refit"], ep, _episode_recalls(ep, refit, ks, 0.9))
+            _add(rows["refit"], ep, _episode_recalls(ep, refit, ks, floor))
             if baseline is not None:
-                _add(rows["baseline"], ep, _episode_recalls(ep, baseline, ks, 0.9))
+                _add(rows["baseline"], ep, _episode_recalls(ep, baseline, ks, floor))
     return {name: _table(r) for name, r in rows.items()}
 
 
