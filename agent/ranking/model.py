@@ -207,8 +207,8 @@ def capped_head(
     """``order`` with its first ``depth`` places holding no more chunks of one document than
     ``hybrid_head`` (hybrid's own first ``depth`` documents, one entry a chunk) holds of it, and at least
     ``floor``; only the first ``2 * depth`` places are reordered, so what the first ``2 * depth`` hold never
-    changes. A chunk over its document's share waits, in order, right after the head; when too few
-    other chunks are within reach, over-share chunks fill the head in order.
+    changes. A chunk over its document's share waits, in order, right after the chunks within its share
+    (so when too few other chunks are within reach, over-share chunks still fill the head, in order).
 
     Why: on documentation the policy's searches keep finding further sections of the long reference
     pages the question's words are spread over (a CLI page, a settings page), and the ranker, fitted
@@ -238,8 +238,7 @@ def capped_head(
             placed[d] = placed.get(d, 0) + 1
         else:
             over.append(i)
-    fill = max(0, depth - len(head))
-    return head + over[:fill] + over[fill:] + list(order[reach:])
+    return head + over + list(order[reach:])
 
 
 __all__ = ["DEFAULT_RANKER", "Ranker", "capped_head", "decayed_order", "fuse"]
