@@ -70,6 +70,7 @@ def _learned(config: AgentConfig, backend: ChatBackend | None) -> Policy:
             from dataclasses import replace
 
             return _local(replace(config, local_model=run.policy), backend)
+        return LearnedPolicy.load(run.policy)  # its checkpoint, or the shipped one when the run kept none
     return LearnedPolicy.load(config.policy_path)
 
 
