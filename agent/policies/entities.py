@@ -45,6 +45,12 @@ hi hey welcome congratulations oh ok okay
 always often still yet even quite rather
 """.split()
     )
+    | frozenset(
+        # Subordinating conjunctions: as rare and as empty ("because" from "garbled because the server
+        # didn't send a charset" was searched alone on httpx's docs).
+        """because unless whether whereas whilst lest till whenever wherever whatever whichever whoever
+""".split()
+    )
 )
 
 

@@ -79,3 +79,11 @@ def test_degree_adverbs_rare_in_a_small_corpus_are_no_keyphrase():
     got = keyphrases("My app opens too many connections. How do I cap the pool size?", lambda w: small(w, 0.0))
     assert got == ["pool size"]
     assert query_problem("too", lambda w: small(w, 0.0)) == "stop words only"
+
+
+def test_subordinating_conjunctions_are_no_keyphrase():
+    """httpx's docs hold "because" in a few chunks: the learned policy searched "because" alone."""
+    small = {"because": 0.004, "charset": 0.01, "encoding": 0.03, "garbled": 0.0033}.get
+    got = keyphrases("The text comes out garbled because the server sent no charset.", lambda w: small(w, 0.0))
+    assert "because" not in " ".join(got)
+    assert query_problem("because", lambda w: small(w, 0.0)) == "stop words only"
