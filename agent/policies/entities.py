@@ -51,6 +51,12 @@ always often still yet even quite rather
         """because unless whether whereas whilst lest till whenever wherever whatever whichever whoever
 """.split()
     )
+    | frozenset(
+        # What a negative contraction leaves once normalised ("Don't" -> "don t"): a bullet of tips opening
+        # "Don't use ..." made "Don't" a one-word search on npm's docs. ("won" is a verb as well: left out.)
+        """don doesn didn isn aren wasn weren hasn haven hadn wouldn shouldn couldn mustn needn shan t
+""".split()
+    )
 )
 
 
@@ -280,7 +286,7 @@ def opens_only(word: str, text: str) -> bool:
 def _opens(text: str, start: int) -> bool:
     """Whether the word at ``start`` opens the text, a line, a sentence or a list item."""
     before = text[max(0, start - 4) : start].rstrip(" \t")
-    return not before or before[-1] in "\n.!?:;*#>-|•"
+    return not before or before[-1] in "\n.!?:;*#>-|•/"  # "/": a code comment's "//"
 
 
 def _is_cap(word: str) -> bool:
@@ -351,13 +357,27 @@ def mentions(text: str) -> list[Mention]:
         name = name.strip(_STRIP.replace(")", "")).strip()
         if name.endswith(")") and "(" not in name:
             name = name.rstrip(")")
-        if name and not (len(span) == 1 and name.lower() in _STOP) and len(name) > 2:
+        initial = _opens(text, words[i][1])
+        if name and not (len(span) == 1 and (name.lower() in _STOP or _no_name(span[0], initial))) and len(name) > 2:
             ctx_words = [w for w, _ in words[max(0, i - 6) : i]]
-            out.append(
-                Mention(text=name, start=words[i][1], context=" ".join(ctx_words), initial=_opens(text, words[i][1]))
-            )
+            out.append(Mention(text=name, start=words[i][1], context=" ".join(ctx_words), initial=initial))
         i = j
     return out
+
+
+def _no_name(word: str, initial: bool) -> bool:
+    """Whether one capitalised word names nothing whatever the corpus: a stop word, a negative
+    contraction ("Don't", "Won't"), or a label in capitals opening a line and closed by a colon or a
+    comma ("NOTE:", "// BAD, will throw": an admonition or a code comment's verdict, not a name).
+
+    Example:
+        >>> [_no_name(w, i) for w, i in (("Don't", True), ("NOTE:", True), ("AMCOR,", False), ("NASA", True))]
+        [True, True, False, False]
+    """
+    core = word.strip(_STRIP)
+    if all(w in _STOP for w in normalise(core).split()) or re.search(r"n['’]t$", core, re.IGNORECASE):
+        return True
+    return initial and core.isalpha() and core.isupper() and word.rstrip("*`")[-1:] in ":,"
 
 
 def normalise(name: str) -> str:

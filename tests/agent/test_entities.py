@@ -87,3 +87,15 @@ def test_subordinating_conjunctions_are_no_keyphrase():
     got = keyphrases("The text comes out garbled because the server sent no charset.", lambda w: small(w, 0.0))
     assert "because" not in " ".join(got)
     assert query_problem("because", lambda w: small(w, 0.0)) == "stop words only"
+
+
+def test_contractions_and_capitalised_labels_are_no_names():
+    """npm's docs: the learned policy searched "Don't" (a bullet of tips) and "BAD" / "GOOD" / "BEST"
+    (verdicts in a code block's comments: ``// BAD, will throw an EOVERRIDE error``) as bridging names."""
+    text = (
+        "Some tips:\n\n* Don't use the same name as a core module.\n* Won't work offline.\n\n```json\n"
+        '"overrides": {\n  // BAD, will throw an EOVERRIDE error\n  // GOOD, specs match\n}\n```\n'
+        "NOTE: the AMCOR filing. NASA flew."
+    )
+    assert [m.text for m in mentions(text)] == ["EOVERRIDE", "AMCOR", "NASA"]
+    assert query_problem("Don't", lambda w: 0.001) == "stop words only"
