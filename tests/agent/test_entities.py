@@ -98,4 +98,14 @@ def test_contractions_and_capitalised_labels_are_no_names():
         "NOTE: the AMCOR filing. NASA flew."
     )
     assert [m.text for m in mentions(text)] == ["EOVERRIDE", "AMCOR", "NASA"]
-    assert query_problem("Don't", lambda w: 0.001) == "stop words only"
+    for query in ("Don't", "I'm", "I've", "You're", "They'll", "I'd"):
+        assert query_problem(query, lambda w: 0.001) == "stop words only", query
+    assert query_problem("Macy's", lambda w: 0.001) is None
+    # Codes in capitals inside a sentence stay names (HotpotQA: "ICAO: KELP," is an airport's code).
+    assert "KELP" in [m.text for m in mentions("El Paso International Airport (IATA: ELP, ICAO: KELP, FAA LID: ELP)")]
+
+
+def test_a_chat_turns_interjections_are_no_part_of_a_name():
+    """locomo-dev: "Congrats Caroline" and "Woohoo Melanie" were searched; the name alone is the search."""
+    found = mentions("Melanie: Congrats Caroline! Good on you. Woohoo Melanie, I'm proud. World War I ended.")
+    assert [m.text for m in found if m.text != "Good"] == ["Melanie", "Caroline", "Melanie", "World War I"]
