@@ -320,7 +320,16 @@ _ABBREV = frozenset("st mr mrs ms dr jr sr mt ft co inc ltd vs".split())
 
 
 def _ends_name(word: str) -> bool:
-    """Whether the punctuation after ``word`` closes a name (a period after an initial does not)."""
+    """Whether the punctuation after ``word`` closes a name (a period after an initial does not), as
+    does a closing code mark ("`POETRY_VIRTUALENVS_CREATE`" is a name of its own).
+
+    Example:
+        >>> [_ends_name(w) for w in ("Paris,", "J.", "`POETRY_HOME`", "Poetry?**", "Bank")]
+        [True, False, True, True, False]
+    """
+    if word.endswith("`"):
+        return True
+    word = word.rstrip("*_")  # Markdown's emphasis after the punctuation ("**Why Poetry?** Execute")
     if word[-1:] in ',;:!?)"”':
         return True
     if word.endswith("."):
@@ -355,8 +364,8 @@ def mentions(text: str) -> list[Mention]:
         while j < len(words):
             w = words[j][0]
             prev = words[j - 1][0]
-            if _ends_name(prev):
-                break  # punctuation ends a name ("Paris, France" is two)
+            if _ends_name(prev) or "\n\n" in text[words[j - 1][1] + len(prev) : words[j][1]]:
+                break  # punctuation or a paragraph's end ends a name ("Paris, France" is two)
             if w.startswith("("):
                 # A one-word disambiguator belongs to the name, as in encyclopedia titles: "Mercury (Planet)'s".
                 if re.fullmatch(r"\([^\s()]+\)(?:'s|’s)?[,.;:!?]*", w) and _is_cap(w.lstrip("(")):

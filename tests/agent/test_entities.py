@@ -109,3 +109,16 @@ def test_a_chat_turns_interjections_are_no_part_of_a_name():
     """locomo-dev: "Congrats Caroline" and "Woohoo Melanie" were searched; the name alone is the search."""
     found = mentions("Melanie: Congrats Caroline! Good on you. Woohoo Melanie, I'm proud. World War I ended.")
     assert [m.text for m in found if m.text != "Good"] == ["Melanie", "Caroline", "Melanie", "World War I"]
+
+
+def test_a_name_ends_at_a_code_span_emphasis_or_a_paragraph():
+    """Poetry's docs: "POETRY_VIRTUALENVS_CREATE` Create" (an environment variable in code, then the next
+    paragraph's first word) and "Poetry?** Execute" (a bold question, then its answer) were searched."""
+    text = (
+        "**Environment Variable**: `POETRY_VIRTUALENVS_CREATE`\n\nCreate a new virtual environment.\n"
+        "**Which Python runs Poetry?** Execute the `poetry debug info` command. Python Software\nFoundation."
+    )
+    names = [m.text for m in mentions(text)]
+    assert "POETRY_VIRTUALENVS_CREATE" in names and "Poetry" in names
+    assert not any("Create" in n and "POETRY" in n for n in names) and "Poetry Execute" not in names
+    assert "Python Software Foundation" in names  # a line wrapped inside a paragraph does not end a name
