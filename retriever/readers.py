@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from sieve.core.errors import InvalidInput
+from sieve.retriever.sections import find_headings
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -102,9 +103,19 @@ def read_utf8(path: Path) -> str:
     return path.read_bytes().decode("utf-8")
 
 
+_FRONT_MATTER = re.compile(r"---\r?\n(.*?)\r?\n(?:---|\.\.\.)\r?\n", re.DOTALL)
+
+
 def _markdown_title(text: str) -> str:
-    m = re.search(r"^#\s+(.+)$", text, flags=re.MULTILINE)
-    return m.group(1).strip() if m else ""
+    """The ``title:`` of the page's front matter (Hugo, Jekyll, Docusaurus: npm's docs hold
+    ``title: npm-exec``), else its first top-level heading outside fenced code: a ``# comment`` in a
+    code block is no title (httpx's docs were titled "Instantiate a client with the default
+    configuration.", npm's "same as:")."""
+    front = _FRONT_MATTER.match(text)
+    found = re.search(r"^title:[ \t]*(.+?)[ \t]*$", front.group(1), re.MULTILINE) if front else None
+    if found and found.group(1).strip("'\""):
+        return found.group(1).strip("'\"").strip()
+    return next((h.title for h in find_headings(text) if h.level == 1), "")
 
 
 def read_text(path: Path) -> tuple[str, str]:

@@ -197,6 +197,24 @@ def test_docx_nested_tables_are_read_inside_their_cell(tmp_path):
     assert read_file(f)[1] == "Outer | inner a | inner b"
 
 
+def test_markdown_title_is_the_first_top_heading_outside_code(tmp_path):
+    """httpx's docs: a page whose first code block held "# Instantiate a client with the default
+    configuration." (a Python comment) was titled by it; npm's pages by "same as:" or "~ or ~"."""
+    page = tmp_path / "clients.md"
+    page.write_text(
+        "Some text.\n\n```python\n# Instantiate a client.\nclient = httpx.Client()\n```\n\n# `Client` Instances\n\nMore.\n",
+        encoding="utf-8",
+    )
+    assert read_file(page)[0] == "Client Instances"
+    (tmp_path / "setext.md").write_text("Quick Start\n===========\n\n## Install\n", encoding="utf-8")
+    assert read_file(tmp_path / "setext.md")[0] == "Quick Start"
+    # Front matter names the page first (npm's docs: "title: npm-exec", then "### Synopsis").
+    (tmp_path / "front.md").write_text('---\ntitle: "npm-exec"\nsection: 1\n---\n\n# Run\n', encoding="utf-8")
+    assert read_file(tmp_path / "front.md")[0] == "npm-exec"
+    (tmp_path / "none.md").write_text("## Only a subsection\n\ntext\n", encoding="utf-8")
+    assert read_file(tmp_path / "none.md")[0] == ""
+
+
 def test_docx_title_from_its_properties(tmp_path):
     import docx
 
