@@ -339,7 +339,8 @@ def _ends_name(word: str) -> bool:
 
 
 # Markdown links: the brackets and the target, so "[Private Modules](https://...)" reads as its words.
-_LINK_MARKUP = re.compile(r"\]\([^)\s]*\)|\[")
+# The target may hold spaces: a title ('(url "Title")') or a Hugo shortcode ('({{< relref "pyproject#extras" >}})').
+_LINK_MARKUP = re.compile(r"\]\([^)\n]*\)|\[")
 
 
 def mentions(text: str) -> list[Mention]:

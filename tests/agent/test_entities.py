@@ -48,6 +48,9 @@ def test_markdown_links_read_as_their_words():
     found = mentions(text)
     assert [m.text for m in found] == ["See Private Modules", "Orgs"]
     assert text[found[1].start :].startswith("Orgs")  # offsets still point into the original text
+    # A target with spaces: a title, or a Hugo shortcode (Poetry's docs: "See Extras]({{<" was searched).
+    hugo = 'the option (see [Extras]({{< relref "pyproject#extras" >}}) and [Orgs](https://x.y/z "Orgs page")).'
+    assert [m.text for m in mentions(hugo)] == ["Extras", "Orgs"]
 
 
 def test_no_query_is_a_stop_word_a_filler_word_or_a_bare_number():
