@@ -24,6 +24,7 @@ from sieve.core.errors import (
     UnknownCollection,
 )
 from sieve.retriever.collection_ref import CollectionRef
+from sieve.retriever.exact import ExactCache
 from sieve.retriever.filters import validate_where
 from sieve.retriever.handle import StoreHandle
 from sieve.retriever.metadata import RESERVED_KEYS
@@ -243,6 +244,8 @@ class ChromaStore:
         # succeeded yet: a failing first index run then removes it instead of leaving it empty.
         self.created = created
         self._ref = CollectionRef(handle, name)  # the collection through a client current with the store
+        self._exact = ExactCache()  # every vector of a small collection, for exact unfiltered dense search
+        self._state: CollectionState | None = None  # the last state() read: every search reads one first
         with self._ref.use() as col:
             meta = col.metadata or {}
             self.embedder: str | None = meta.get(EMBEDDER_KEY)
@@ -329,7 +332,8 @@ class ChromaStore:
         if embedder:
             self.embedder = str(embedder)
         self.run = str(meta[RUN_KEY]) if meta.get(RUN_KEY) else None
-        return CollectionState(str(col.id), str(meta.get(GENERATION_KEY, "")), self.embedder, self.run)
+        self._state = CollectionState(str(col.id), str(meta.get(GENERATION_KEY, "")), self.embedder, self.run)
+        return self._state
 
     @property
     def generation(self) -> str:
@@ -394,6 +398,7 @@ class ChromaStore:
         """
         import numpy as np
 
+        self._exact.clear()  # this process's own writes, even between two generations
         vectors = np.ascontiguousarray(embeddings, dtype=np.float32)
         step = self._ref.max_batch_size
         for at in range(0, len(chunks), step):
@@ -407,11 +412,13 @@ class ChromaStore:
                 )
 
     def delete_docs(self, doc_ids: Sequence[str]) -> None:
+        self._exact.clear()
         for i in range(0, len(doc_ids), 500):
             with self._ref.use() as col:
                 col.delete(where={"doc_id": {"$in": list(doc_ids[i : i + 500])}})
 
     def delete_ids(self, ids: Sequence[str]) -> None:
+        self._exact.clear()
         if ids:
             with self._ref.use() as col:
                 col.delete(ids=list(ids))
@@ -506,10 +513,32 @@ class ChromaStore:
         """
         if n <= 0:
             return []
+        if where is None:  # a collection small enough is searched exactly (sieve.retriever.exact)
+            # The state this search's refresh() just read (CorpusIndex reads one per search, for BM25):
+            # vectors of the same generation as the BM25 it fuses with, and no second round-trip.
+            state = self._state or self.state()
+            exact = self._exact.current((state.collection_id, state.generation), self.count, self._all_vectors)
+            if exact is not None:
+                return exact.top(embedding, n)
         beam = max(HNSW_OVERFETCH * n, HNSW_MIN_BEAM)
         with filter_checked(where), self._ref.use() as col:
             res = col.query(query_embeddings=[embedding.tolist()], n_results=beam, where=where, include=["distances"])
         return [(cid, 1.0 - float(d)) for cid, d in zip(res["ids"][0][:n], res["distances"][0][:n])]
+
+    def _all_vectors(self, page: int = 5000) -> tuple[list[str], np.ndarray]:
+        """Every chunk id and vector, in store order (pages of ``page``)."""
+        import numpy as np
+
+        ids: list[str] = []
+        parts: list[np.ndarray] = []
+        with self._ref.use() as col:
+            while True:
+                got = col.get(limit=page, offset=len(ids), include=["embeddings"])
+                if not got["ids"]:
+                    break
+                ids.extend(got["ids"])
+                parts.append(np.asarray(got["embeddings"], dtype=np.float32))
+        return ids, (np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32))
 
     def grep(self, pattern: str, limit: int, where: Where | None = None) -> list[Chunk]:
         if len(pattern) < 3:

@@ -5,6 +5,8 @@ and a process that opens a collection of fewer than ``sync_threshold`` records r
 from the write-ahead log, differently each time: before ``ChromaStore.query_ids`` widened the beam
 (``HNSW_OVERFETCH``, ``HNSW_MIN_BEAM``), the same eval run twice returned other chunks below rank 5.
 Random 384-d vectors are HNSW's worst case, so a narrow beam misses chunks here in every process.
+A collection this small is now searched exactly (:mod:`sieve.retriever.exact`); the beam still
+serves filtered searches and collections over ``EXACT_MAX_CHUNKS``, so both paths are checked.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from sieve.retriever import CorpusIndex, RetrieverConfig
 from sieve.retriever.types import Chunk
@@ -29,14 +32,15 @@ from sieve.retriever import CorpusIndex, RetrieverConfig
 from sieve.retriever.embeddings import Embedder
 cfg = RetrieverConfig(data_dir=sys.argv[1])
 index = CorpusIndex.open(cfg, "beam", embedder=Embedder.from_config(cfg, lazy=True))
+index.store._exact.max_chunks = int(sys.argv[3])  # 0: HNSW's beam serves, as above EXACT_MAX_CHUNKS
 queries = np.load(sys.argv[2])
-print(json.dumps({n: [[c for c, _ in index.store.query_ids(q, int(n))] for q in queries] for n in sys.argv[3:]}))
+print(json.dumps({n: [[c for c, _ in index.store.query_ids(q, int(n))] for q in queries] for n in sys.argv[4:]}))
 """
 
 
-def _probe(data: Path, queries: Path) -> dict[str, list[list[str]]]:
+def _probe(data: Path, queries: Path, exact_max: int) -> dict[str, list[list[str]]]:
     out = subprocess.run(
-        [sys.executable, "-c", _PROBE, str(data), str(queries), *map(str, DEPTHS)],
+        [sys.executable, "-c", _PROBE, str(data), str(queries), str(exact_max), *map(str, DEPTHS)],
         check=True,
         capture_output=True,
         text=True,
@@ -45,7 +49,8 @@ def _probe(data: Path, queries: Path) -> dict[str, list[list[str]]]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_dense_rankings_are_exact_and_the_same_in_a_fresh_process(tmp_path: Path, embedder) -> None:
+@pytest.mark.parametrize("exact_max", [0, 50_000], ids=["hnsw-beam", "exact"])
+def test_dense_rankings_are_exact_and_the_same_in_a_fresh_process(tmp_path: Path, embedder, exact_max: int) -> None:
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((N_CHUNKS, 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -57,7 +62,7 @@ def test_dense_rankings_are_exact_and_the_same_in_a_fresh_process(tmp_path: Path
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     np.save(tmp_path / "q.npy", queries)
 
-    first, second = _probe(cfg.data_dir, tmp_path / "q.npy"), _probe(cfg.data_dir, tmp_path / "q.npy")
+    first, second = (_probe(cfg.data_dir, tmp_path / "q.npy", exact_max) for _ in range(2))
     assert first == second, "two processes returned different dense rankings for the same queries"
     ids = [c.chunk_id for c in chunks]
     for n in DEPTHS:
