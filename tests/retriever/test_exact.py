@@ -30,13 +30,18 @@ def _chunks(n: int, start: int = 0) -> list[Chunk]:
     return [Chunk(f"d{i}#0", f"d{i}", 0, f"chunk {i}") for i in range(start, start + n)]
 
 
-def test_a_small_collection_is_searched_exactly_and_every_write_is_seen(tmp_path: Path, embedder) -> None:
-    rng = np.random.default_rng(2)
-    vectors = rng.standard_normal((300, 384)).astype(np.float32)
+def _collection(tmp_path: Path, embedder, n: int, seed: int) -> tuple[CorpusIndex, list[Chunk], np.ndarray]:
+    """A real embedded-Chroma collection of ``n`` one-chunk documents with random vectors."""
+    vectors = np.random.default_rng(seed).standard_normal((n, 384)).astype(np.float32)
     index = CorpusIndex.open(RetrieverConfig(data_dir=tmp_path / "data"), "exact", create=True, embedder=embedder)
-    chunks = _chunks(300)
+    chunks = _chunks(n)
     index.store.upsert(chunks, vectors, {c.doc_id: "h" for c in chunks}, {c.doc_id: 1 for c in chunks})
-    q = rng.standard_normal(384).astype(np.float32)
+    return index, chunks, vectors
+
+
+def test_a_small_collection_is_searched_exactly_and_every_write_is_seen(tmp_path: Path, embedder) -> None:
+    index, chunks, vectors = _collection(tmp_path, embedder, 300, seed=2)
+    q = np.random.default_rng(20).standard_normal(384).astype(np.float32)
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     brute = [chunks[i].chunk_id for i in np.argsort(-(unit @ q), kind="stable")[:50]]
     assert [c for c, _ in index.store.query_ids(q, 50)] == brute
@@ -56,11 +61,7 @@ def test_a_small_collection_is_searched_exactly_and_every_write_is_seen(tmp_path
 
 
 def test_a_collection_over_the_limit_is_served_by_hnsw(tmp_path: Path, embedder) -> None:
-    rng = np.random.default_rng(3)
-    vectors = rng.standard_normal((60, 384)).astype(np.float32)
-    index = CorpusIndex.open(RetrieverConfig(data_dir=tmp_path / "data"), "big", create=True, embedder=embedder)
-    chunks = _chunks(60)
-    index.store.upsert(chunks, vectors, {c.doc_id: "h" for c in chunks}, {c.doc_id: 1 for c in chunks})
+    index, _, vectors = _collection(tmp_path, embedder, 60, seed=3)
     index.store._exact.max_chunks = 50  # as if over EXACT_MAX_CHUNKS: no vectors held in memory
     got = index.store.query_ids(vectors[5], 5)
     assert got[0][0] == "d5#0" and index.store._exact._current is None
