@@ -21,6 +21,8 @@ from sieve.core.errors import InvalidInput
 from sieve.eval.metrics import span_found
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sieve.eval.data import EvalTask
     from sieve.retriever.index import CorpusIndex
 
@@ -180,13 +182,8 @@ def add_offtopic(data: RankingData, indexes: dict[str, CorpusIndex], share: floa
     return added
 
 
-def split(data: RankingData, share: float, seed: int = 0) -> tuple[RankingData, RankingData]:
-    """(fit part, check part): whole tasks go to one side (both policies' episodes of a task together)."""
-
-    def held(ep: dict[str, Any]) -> bool:
-        h = hashlib.sha256(f"{seed}/{ep['source']}/{ep['task'].task_id}".encode()).digest()
-        return h[0] / 256 < share
-
+def partition(data: RankingData, held: Callable[[dict[str, Any]], bool]) -> tuple[RankingData, RankingData]:
+    """(the rest, the episodes ``held`` picks), each episode with its features and labels."""
     a, b = RankingData(), RankingData()
     for x, y, ep in zip(data.x, data.y, data.episodes):
         part = b if held(ep) else a
@@ -196,4 +193,14 @@ def split(data: RankingData, share: float, seed: int = 0) -> tuple[RankingData, 
     return a, b
 
 
-__all__ = ["RankingData", "add_cover", "add_offtopic", "collect", "refeaturize", "split"]
+def split(data: RankingData, share: float, seed: int = 0) -> tuple[RankingData, RankingData]:
+    """(fit part, check part): whole tasks go to one side (both policies' episodes of a task together)."""
+
+    def held(ep: dict[str, Any]) -> bool:
+        h = hashlib.sha256(f"{seed}/{ep['source']}/{ep['task'].task_id}".encode()).digest()
+        return h[0] / 256 < share
+
+    return partition(data, held)
+
+
+__all__ = ["RankingData", "add_cover", "add_offtopic", "collect", "partition", "refeaturize", "split"]

@@ -21,6 +21,8 @@ from sieve.agent.ranking.model import Ranker, fuse
 from sieve.core.errors import InvalidInput
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import torch
 
     from sieve.train.ranking.episodes import RankingData
@@ -261,6 +263,11 @@ def fold_of(ep: dict[str, Any], folds: int) -> int:
     return hashlib.sha256(f"{ep['source']}/{ep['task'].task_id}".encode()).digest()[0] % folds
 
 
+def _in_fold(f: int, folds: int) -> Callable[[dict[str, Any]], bool]:
+    """Whether an episode's task falls in fold ``f`` of ``folds``."""
+    return lambda ep: fold_of(ep, folds) == f
+
+
 def crossval_tables(
     data: RankingData,
     folds: int,
@@ -277,25 +284,18 @@ def crossval_tables(
 
     On a set of 20 questions one held-apart split leaves a handful to judge by; k folds score every one.
     """
-    from sieve.train.ranking.episodes import RankingData
+    from sieve.train.ranking.episodes import partition
 
     floor = FloorConfig()
     if folds < 2:
         raise InvalidInput(f"Expected at least 2 folds, got {folds}")
     rows: dict[str, dict[str, dict[str, list[float]]]] = {"refit": {}, **({"baseline": {}} if baseline else {})}
     for f in range(folds):
-        rest, held = RankingData(), []
-        for x, y, ep in zip(data.x, data.y, data.episodes):
-            if fold_of(ep, folds) == f:
-                held.append(ep)
-            else:
-                rest.x.append(x)
-                rest.y.append(y)
-                rest.episodes.append(ep)
-        if not held:
+        rest, held = partition(data, _in_fold(f, folds))
+        if not held.episodes:
             continue
         refit = fit_seeds(rest, ensemble, c=c, hidden=hidden, seed=seed)
-        for ep in held:
+        for ep in held.episodes:
             _add(rows["refit"], ep, _episode_recalls(ep, refit, ks, floor))
             if baseline is not None:
                 _add(rows["baseline"], ep, _episode_recalls(ep, baseline, ks, floor))
