@@ -525,15 +525,15 @@ class ChromaStore:
             res = col.query(query_embeddings=[embedding.tolist()], n_results=beam, where=where, include=["distances"])
         return [(cid, 1.0 - float(d)) for cid, d in zip(res["ids"][0][:n], res["distances"][0][:n])]
 
-    def _all_vectors(self, page: int = 5000) -> tuple[list[str], np.ndarray]:
-        """Every chunk id and vector, in store order (pages of ``page``)."""
+    def _all_vectors(self) -> tuple[list[str], np.ndarray]:
+        """Every chunk id and vector, in store order (pages of :data:`PAGE`, as :meth:`scan` reads)."""
         import numpy as np
 
         ids: list[str] = []
         parts: list[np.ndarray] = []
         with self._ref.use() as col:
             while True:
-                got = col.get(limit=page, offset=len(ids), include=["embeddings"])
+                got = col.get(limit=PAGE, offset=len(ids), include=["embeddings"])
                 if not got["ids"]:
                     break
                 ids.extend(got["ids"])
