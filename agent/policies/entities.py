@@ -389,11 +389,12 @@ def mentions(text: str) -> list[Mention]:
         name = name.strip(_STRIP.replace(")", "")).strip()
         if name.endswith(")") and "(" not in name:
             name = name.rstrip(")")
-        initial = _opens(text, words[i][1])
-        no_name = name.lower() in _STOP or _no_name(span[0], _opens(text, words[i][1], line=True))
-        if name and not (len(span) == 1 and no_name) and len(name) > 2:
+        lone = len(span) == 1 and (name.lower() in _STOP or _no_name(span[0], _opens(text, words[i][1], line=True)))
+        if name and not lone and len(name) > 2:
             ctx_words = [w for w, _ in words[max(0, i - 6) : i]]
-            out.append(Mention(text=name, start=words[i][1], context=" ".join(ctx_words), initial=initial))
+            out.append(
+                Mention(text=name, start=words[i][1], context=" ".join(ctx_words), initial=_opens(text, words[i][1]))
+            )
         i = j
     return out
 
