@@ -169,6 +169,8 @@ class SearchAgent:
                 group_by_doc=grouped,
                 doc_decay=cfg.doc_decay,
                 head_cap=cfg.head_cap,
+                speaker_discount=cfg.speaker_discount,
+                question=trace.question,
             )
         else:
             hybrid = [hit_evidence(h) for h in floor_hits(self.index, trace.question, k, where)]

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from sieve.retriever.sections import find_headings
+from sieve.retriever.turns import speaker
 
 if TYPE_CHECKING:
     from sieve.retriever.index import CorpusIndex
@@ -203,17 +204,10 @@ def mine_turns(chunks: Sequence[Chunk]) -> list[WeakPair]:
     return out
 
 
-_SPEAKER = re.compile(r"^\s*([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+")
 _ASIDE = re.compile(r"\[[^\]]*\]")  # "[shared a photo of ...]": a caption, not what was said
 _SECOND = re.compile(r"\b(you|your|yours|yourself)\b", re.IGNORECASE)
 _FIRST = re.compile(r"\b(I|me|my|mine|myself)\b")
 MIN_QUESTION_WORDS = 4
-
-
-def _speaker(text: str) -> tuple[str, str]:
-    """(speaker, what they said) of a turn written ``Name: words``; ('', text) when it names no speaker."""
-    m = _SPEAKER.match(text)
-    return (m.group(1), text[m.end() :]) if m else ("", text)
 
 
 def _third_person(question: str, asker: str, addressee: str) -> str:
@@ -235,7 +229,7 @@ def mine_questions(chunks: Sequence[Chunk]) -> list[WeakPair]:
     out = []
     for a, b in zip(singles, singles[1:]):
         ca, cb = docs[a][0], docs[b][0]
-        (asker, said), (answerer, _) = _speaker(ca.text), _speaker(cb.text)
+        (asker, said), (answerer, _) = speaker(ca.text), speaker(cb.text)
         if not ca.title or ca.title != cb.title or not asker or not answerer or asker == answerer:
             continue
         asked = [s.strip() for s in _SENTENCE_SPLIT.split(_ASIDE.sub(" ", said)) if s.strip().endswith("?")]

@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sieve.agent.ranking.features import FEATURES, pool_features
+from sieve.agent.ranking.speakers import speaker_weights
 from sieve.core.errors import InvalidInput
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from sieve.agent.ranking.features import ClosingPool
+    from sieve.agent.ranking.features import ClosingPool, PoolItem
     from sieve.agent.trace import Evidence
 
 DEFAULT_RANKER = Path(__file__).resolve().parent / "ranker_default.json"
@@ -125,20 +126,21 @@ def fuse(
     group_by_doc: bool = False,
     doc_decay: float = 1.0,
     head_cap: int = 0,
+    speaker_discount: float = 0.0,
+    question: str = "",
 ) -> list[Evidence]:
-    """The returned set: the pool of the policy's and ``closing.hybrid``'s chunks ranked by ``model``,
-    cut at ``k`` chunks.
+    """The returned set: the pool of the policy's and ``closing.hybrid``'s chunks ranked by ``model``, cut at ``k``.
 
-    With ``group_by_doc`` each document contributes its best chunk only (``k`` documents).
-    ``doc_decay`` < 1 orders by :func:`decayed_order`; ``head_cap`` > 0 then applies :func:`capped_head`
-    with hybrid's first ``head_cap`` chunks. Scores are the model's probabilities, made non-increasing
-    down the list.
+    ``speaker_discount`` > 0 (with the ``question``) scales each probability by :func:`speaker_weights`
+    (in a conversation, turns of speakers the question does not name count less). With ``group_by_doc``
+    each document's best chunk only counts. ``doc_decay`` < 1 orders by :func:`decayed_order`; ``head_cap``
+    > 0 then applies :func:`capped_head` (hybrid's first ``head_cap`` chunks). Scores never rise down the list.
     """
     cos = closing.cos
     items, x = pool_features(policy, closing.hybrid, cos, closing.cover)
     if not items:
         return []
-    p = model.predict(x)
+    p = model.predict(x) * _speaker_factors(question, items, speaker_discount)
     # Ties (rare with a continuous cosine) keep hybrid's order, then the policy's.
     order = sorted(
         range(len(items)),
@@ -173,6 +175,13 @@ def fuse(
         if len(out) >= k:
             break
     return out
+
+
+def _speaker_factors(question: str, items: Sequence[PoolItem], discount: float) -> np.ndarray:
+    """Per pool item, :func:`speaker_weights`'s factor (all ones when off or without a question)."""
+    if not discount or not question:
+        return np.ones(len(items))
+    return np.asarray(speaker_weights(question, [it.evidence.text for it in items], discount))
 
 
 def decayed_order(order: Sequence[int], p: Sequence[float], doc_ids: Sequence[str], decay: float, k: int) -> list[int]:

@@ -219,6 +219,8 @@ def _episode_recalls(
         group_by_doc=not spans,
         doc_decay=floor.doc_decay,
         head_cap=floor.head_cap,
+        speaker_discount=floor.speaker_discount,
+        question=task.question,
     )
     out: dict[str, dict[str, float]] = {}
     for system, ranking in (("hybrid", ep["hybrid"]), ("policy", ep["returned"]), ("fused", fused)):

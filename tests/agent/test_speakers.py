@@ -1,0 +1,73 @@
+"""In a conversation, the closing ranking prefers the turns of the speaker a question names."""
+
+from __future__ import annotations
+
+import pytest
+
+from sieve.agent.config import FloorConfig
+from sieve.agent.ranking.features import FEATURES, ClosingPool
+from sieve.agent.ranking.model import Ranker, fuse
+from sieve.agent.ranking.speakers import named, speaker_weights
+from sieve.agent.trace import Evidence
+from sieve.core.errors import InvalidInput
+from sieve.retriever.turns import is_conversation, speaker, speakers
+
+CHAT = {
+    "s1#0": "Melanie: Wow, Caroline! Any other exciting LGBTQ events coming up?",
+    "s1#1": "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+    "s2#0": "Melanie: We went camping in the forest last week with the kids.",
+    "s3#0": "Caroline: Thanks, Mel!\nMelanie: The pottery class was great.",  # two turns in one chunk
+    "s4#0": "[a photo of a tent by a lake]",  # no one's turn
+}
+
+
+def _ev(cid: str) -> Evidence:
+    return Evidence(chunk_id=cid, doc_id=cid.split("#")[0], score=0.0, rank=0, text=CHAT[cid])
+
+
+def test_a_turn_s_speakers_are_the_labels_that_open_its_lines():
+    assert speaker("Caroline: I went.") == ("Caroline", "I went.")
+    assert speaker("Dr. Jane Smith: Take two.") == ("Dr. Jane Smith", "Take two.")
+    assert speaker("lower case: no")[0] == "" and speaker("A sentence: that runs on")[0] == ""
+    assert speakers(CHAT["s3#0"]) == {"Caroline", "Melanie"}
+    assert speakers("Run it.\nNo label here") == set()
+    assert is_conversation(CHAT.values())
+    assert not is_conversation(["## Install\nRun it.", "Note: this is a note.", "Plain text."])
+    assert not is_conversation(["Caroline: hi"])  # one chunk is no conversation
+
+
+def test_named_reads_the_whole_label_or_one_of_its_names_case_kept():
+    assert named("When did Caroline go?", "Caroline") and named("What did Jane say?", "Dr. Jane Smith")
+    assert named("Did Smith agree?", "Dr. Jane Smith") and not named("Which Dr. said it?", "Dr. Jane Smith")
+    assert not named("When did caroline go?", "Caroline") and not named("Carolines?", "Caroline")
+
+
+def test_weights_discount_only_the_turns_of_speakers_the_question_does_not_name():
+    texts = list(CHAT.values())
+    assert speaker_weights("Where did Melanie go camping?", texts, 0.8) == [1.0, 0.2, 1.0, 1.0, 1.0]
+    assert speaker_weights("Where did they go camping?", texts, 0.8) == [1.0] * 5  # no speaker named
+    assert speaker_weights("Where did Melanie go camping?", texts, 0.0) == [1.0] * 5  # off
+    docs = ["Note: run it first.", "## Install\nMelanie: not a chat", "Plain text."]
+    assert speaker_weights("Does Note say Melanie?", docs, 0.8) == [1.0] * 3  # not a conversation
+
+
+def test_the_named_speaker_s_turn_moves_above_the_other_speaker_s():
+    """The ranker (cosine alone here) puts Melanie's question first; asked about Caroline, her turn leads."""
+    policy = [_ev("s1#0"), _ev("s1#1"), _ev("s2#0")]
+    cos = {"s1#0": 0.9, "s1#1": 0.8, "s2#0": 0.2}
+    model = Ranker(coef=[5.0 if n == "cos" else 0.0 for n in FEATURES], intercept=0.0)
+    closing = ClosingPool(policy, cos, {})
+    question = "What LGBTQ events has Caroline been to?"
+    plain = fuse(policy, closing, model, 3, question=question)
+    assert [e.chunk_id for e in plain] == ["s1#0", "s1#1", "s2#0"]
+    ranked = fuse(policy, closing, model, 3, speaker_discount=0.8, question=question)
+    assert [e.chunk_id for e in ranked] == ["s1#1", "s1#0", "s2#0"]
+    assert [e.score for e in ranked] == sorted((e.score for e in ranked), reverse=True)
+    assert ranked[1].score < plain[0].score  # the discounted probability is the score shown
+
+
+def test_floor_config_checks_the_speaker_discount():
+    assert FloorConfig().speaker_discount == 0.8
+    for bad in (-0.1, 1.0, 2.0):
+        with pytest.raises(InvalidInput, match="speaker_discount"):
+            FloorConfig(speaker_discount=bad)
