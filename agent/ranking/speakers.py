@@ -33,9 +33,10 @@ if TYPE_CHECKING:
 @cache
 def _name_pattern(name: str) -> re.Pattern[str]:
     # The whole label or any of its names: "Dr. Jane Smith" is asked about as "Jane" or "Smith";
-    # a title or an initial ("Dr.", "J.") names no one alone.
-    names = [name, *(w for w in name.split() if not w.endswith("."))]
-    return re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b")
+    # a title or an initial ("Dr.", "J.") names no one alone, nor does a one-letter label: an FAQ's
+    # "Q:" and "A:" are no speakers, and "A" opens many a question.
+    names = [n for n in (name, *(w for w in name.split() if not w.endswith("."))) if len(n) > 1]
+    return re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")\b" if names else r"(?!)")
 
 
 def named(question: str, name: str) -> bool:

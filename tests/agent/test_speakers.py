@@ -40,6 +40,7 @@ def test_named_reads_the_whole_label_or_one_of_its_names_case_kept():
     assert named("When did Caroline go?", "Caroline") and named("What did Jane say?", "Dr. Jane Smith")
     assert named("Did Smith agree?", "Dr. Jane Smith") and not named("Which Dr. said it?", "Dr. Jane Smith")
     assert not named("When did caroline go?", "Caroline") and not named("Carolines?", "Caroline")
+    assert not named("A library dropped Python 3.7: what now?", "A")  # an FAQ's "A:" is no one
 
 
 def test_weights_discount_only_the_turns_of_speakers_the_question_does_not_name():
