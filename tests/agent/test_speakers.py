@@ -72,3 +72,36 @@ def test_floor_config_checks_the_speaker_discount():
     for bad in (-0.1, 1.0, 2.0):
         with pytest.raises(InvalidInput, match="speaker_discount"):
             FloorConfig(speaker_discount=bad)
+
+
+TURNS = [
+    "Gina: I just launched an ad campaign for my clothing store to grow the business.",
+    "Jon: Congrats on the clothing store! My dance studio is struggling, so I took a temp job.",
+    "Gina: The store's online shop is doing well; I added a new summer line last week.",
+    "Jon: I'm thinking of running an ad for the studio too, like your store campaign.",
+    "Gina: Networking events helped me find suppliers for the store.",
+    "Jon: The studio's students won a dance competition on Saturday!",
+]
+
+
+def test_a_real_episode_puts_the_named_speaker_s_turns_first(tmp_path, embedder):
+    """The learned policy over a real store of one conversation's turns: without the rule a turn of Jon's is
+    in the top 3; with it, the turns of Gina, whom the question names, lead."""
+    from sieve.agent import AgentConfig, SearchAgent, make_policy
+    from sieve.retriever import CorpusIndex, Document, RetrieverConfig
+
+    index = CorpusIndex.open(RetrieverConfig(data_dir=tmp_path), "chat", create=True, embedder=embedder)
+    docs = [Document(f"c1-D1-{i}", t, title="Gina & Jon, session 1") for i, t in enumerate(TURNS, 1)]
+    index.writer.index_documents(docs, progress=False)
+    question = "How did Gina promote her clothing store?"
+
+    def ranked(discount: float) -> list[Evidence]:
+        config = AgentConfig(k=6, floor=FloorConfig(speaker_discount=discount))
+        return SearchAgent(index, make_policy("learned", config), config).run(question).returned
+
+    off, on = ranked(0.0), ranked(0.8)
+    assert {e.chunk_id for e in on} == {e.chunk_id for e in off}  # the same pool, ranked again
+    speakers_on = [e.text.split(":")[0] for e in on]
+    n_gina = speakers_on.count("Gina")
+    assert n_gina == 3 and speakers_on[:n_gina] == ["Gina"] * n_gina, speakers_on
+    assert any(e.text.startswith("Jon:") for e in off[:3]), "the case needs a Jon turn high without the rule"
