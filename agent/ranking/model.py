@@ -136,11 +136,11 @@ def fuse(
     each document's best chunk only counts. ``doc_decay`` < 1 orders by :func:`decayed_order`; ``head_cap``
     > 0 then applies :func:`capped_head` (hybrid's first ``head_cap`` chunks). Scores never rise down the list.
     """
-    cos = closing.cos
-    items, x = pool_features(policy, closing.hybrid, cos, closing.cover)
+    items, x = pool_features(policy, closing.hybrid, closing.cos, closing.cover)
     if not items:
         return []
-    p = model.predict(x) * _speaker_factors(question, items, speaker_discount)
+    factors = _speaker_factors(question, items, speaker_discount)
+    p = model.predict(x) * factors
     # Ties (rare with a continuous cosine) keep hybrid's order, then the policy's.
     order = sorted(
         range(len(items)),
@@ -168,8 +168,9 @@ def fuse(
             **e.metadata,
             "policy_rank": None if it.policy_rank is None else it.policy_rank + 1,
             "hybrid_rank": None if it.hybrid_rank is None else it.hybrid_rank + 1,
-            "cos": round(cos.get(e.chunk_id, 0.0), 4),
+            "cos": round(closing.cos.get(e.chunk_id, 0.0), 4),
             "cover": round(closing.cover.get(e.chunk_id, 0.0), 4),
+            **({"speaker_weight": float(factors[i])} if factors[i] < 1 else {}),  # why its score is low
         }
         out.append(replace(e, score=round(score, 6), rank=len(out) + 1, metadata=meta))
         if len(out) >= k:

@@ -65,6 +65,7 @@ def test_the_named_speaker_s_turn_moves_above_the_other_speaker_s():
     assert [e.chunk_id for e in ranked] == ["s1#1", "s1#0", "s2#0"]
     assert [e.score for e in ranked] == sorted((e.score for e in ranked), reverse=True)
     assert ranked[1].score < plain[0].score  # the discounted probability is the score shown
+    assert ranked[1].metadata["speaker_weight"] == 0.2 and "speaker_weight" not in ranked[0].metadata
 
 
 def test_floor_config_checks_the_speaker_discount():
