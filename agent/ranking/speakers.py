@@ -4,11 +4,12 @@ A reader asks about a speaker by name ("When did Caroline go to the support grou
 that states the fact is nearly always that speaker's own. On locomo-dev's tuning half (192 questions),
 91% of the gold turns in the agent's top 10 were spoken by someone the question names, against 65% of
 the other turns there, and 95% of the gold turns it missed were. The ranker cannot learn this: its
-features mean the same on any corpus, and the passage sets it is fitted on have no speakers. So,
-after the ranker, a turn of a speaker the question does not name counts ``1 - discount`` of its
-probability (a chunk with no speaker keeps its own), when the pool is a conversation (:func:`sieve.retriever.turns.is_conversation`) and the
+features mean the same on any corpus, and the passage sets it is fitted on have no speakers.
+
+So, after the ranker, a turn of a speaker the question does not name counts ``1 - discount`` of its
+probability, when the pool is a conversation (:func:`sieve.retriever.turns.is_conversation`) and the
 question names at least one of the pool's speakers; otherwise nothing changes. A chunk that holds
-several turns counts as named when any of its speakers is.
+several turns counts as named when any of its speakers is; a chunk with no speaker keeps its own.
 
 Example:
     >>> texts = ["Caroline: I went to a support group.", "Melanie: I went camping.", "Melanie: Nice!"]
