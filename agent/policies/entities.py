@@ -389,7 +389,7 @@ def mentions(text: str) -> list[Mention]:
         name = name.strip(_STRIP.replace(")", "")).strip()
         if name.endswith(")") and "(" not in name:
             name = name.rstrip(")")
-        lone = len(span) == 1 and (name.lower() in _STOP or _no_name(span[0], _opens(text, words[i][1], line=True)))
+        lone = len(span) == 1 and _no_name(span[0], _opens(text, words[i][1], line=True))
         if name and not lone and len(name) > 2:
             ctx_words = [w for w, _ in words[max(0, i - 6) : i]]
             out.append(
