@@ -280,11 +280,20 @@ def open_eval_index(
     Indexing is idempotent by content hash, so a cached collection costs one pass of hashing.
     """
     from sieve.retriever.index import CorpusIndex
+    from sieve.retriever.ingest import content_hash
+    from sieve.retriever.turns import with_turn_context
 
     index = CorpusIndex.open(config, collection_name(sets, config), create=True, embedder=embedder)
-    docs = [d for s in sets for d in read_corpus(s.corpus_path, maps.get(s.name), s.name)]
+    docs = list(with_turn_context(d for s in sets for d in read_corpus(s.corpus_path, maps.get(s.name), s.name)))
     have = index.doc_states()
-    if len(have) == len(docs) and all(d.doc_id in have and have[d.doc_id].complete for d in docs):
+    key = config.chunking_key
+    if len(have) == len(docs) and all(
+        d.doc_id in have
+        and have[d.doc_id].complete
+        # A conversation's turns are hashed: a cache indexed before turns had a context is indexed again.
+        and (not d.context or have[d.doc_id].doc_hash == content_hash(d, key))
+        for d in docs
+    ):
         # Same fingerprint and every document present: skip re-hashing thousands of documents.
         logger.info("Cached collection %s is complete (%d documents)", index.name, len(docs))
         return index

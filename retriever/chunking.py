@@ -246,7 +246,8 @@ class Chunker:
                     char_end=c_start + lead + len(chunk_text),
                     n_tokens=len(window),
                     metadata=dict(doc.metadata),
-                    heading_path=sections.path(start_tok, spans, doc.title) if sections is not None else "",
+                    heading_path=(sections.path(start_tok, spans, doc.title) if sections is not None else "")
+                    or doc.context,
                 )
             )
             if is_last:

@@ -133,10 +133,13 @@ def _plural(n: int, noun: str) -> str:
 
 
 def content_hash(doc: Document, chunking: str = "") -> str:
-    """Hash of everything that changes a document's chunks (text, title, source, metadata, and
-    ``chunking``: :attr:`RetrieverConfig.chunking_key`, so new chunk settings re-chunk a document)."""
+    """Hash of everything that changes a document's chunks (text, title, source, metadata, its
+    ``context`` when it has one, and ``chunking``: :attr:`RetrieverConfig.chunking_key`, so new chunk
+    settings re-chunk a document). Without a context the hash is what it was before contexts existed."""
     h = hashlib.sha256()
-    parts = (doc.title, doc.source, doc.text, json.dumps(doc.metadata, sort_keys=True, default=str))
+    parts: tuple[str, ...] = (doc.title, doc.source, doc.text, json.dumps(doc.metadata, sort_keys=True, default=str))
+    if doc.context:  # a turn whose previous turn changed is embedded again
+        parts = (*parts, f"context:{doc.context}")
     for part in (*parts, chunking) if chunking else parts:
         h.update(part.encode("utf-8"))
         h.update(b"\x00")

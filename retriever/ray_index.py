@@ -36,6 +36,7 @@ from sieve.core.errors import InvalidInput, StoreLocked
 from sieve.retriever.embeddings import EmbedderIdentity
 from sieve.retriever.ingest import IngestReport, content_hash, iter_documents, review_against_store
 from sieve.retriever.ray_stages import ChunkStage, EmbedStage, documents_batch, embedded_chunks
+from sieve.retriever.turns import with_turn_context
 from sieve.retriever.chunking import validate_doc_id
 from sieve.retriever.write_run import IndexReport
 
@@ -206,7 +207,7 @@ def _pending(
     todo: dict[str, tuple[Document, str, str]] = {}
     stream = iter_documents(path, report)
     ix.gone = review_against_store(stream, states, index.name)
-    for doc in stream:
+    for doc in with_turn_context(stream):  # as the single-process path reads a chat log
         validate_doc_id(doc.doc_id)
         h = content_hash(doc, index.config.chunking_key)
         state = states.get(doc.doc_id)

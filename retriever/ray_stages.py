@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 Batch = dict[str, Any]
 """A Ray Data batch in ``numpy`` format: column name -> 1-d array (2-d for ``vector``)."""
 
-DOC_COLUMNS = ("doc_id", "text", "title", "source", "metadata", "doc_hash")
+DOC_COLUMNS = ("doc_id", "text", "title", "source", "metadata", "doc_hash", "context")
 CHUNK_COLUMNS = (
     "chunk_id",
     "doc_id",
@@ -71,14 +71,15 @@ def documents_batch(docs: Sequence[Document], hashes: Sequence[str]) -> Batch:
         "source": _strings([d.source for d in docs]),
         "metadata": _strings([json.dumps(d.metadata, sort_keys=True) for d in docs]),
         "doc_hash": _strings(list(hashes)),
+        "context": _strings([d.context for d in docs]),
     }
 
 
 def documents_from_batch(batch: Batch) -> list[tuple[Document, str]]:
     """The inverse of :func:`documents_batch`: (document, content hash) pairs."""
     return [
-        (Document(str(d), str(t), str(ti), str(s), json.loads(str(m))), str(h))
-        for d, t, ti, s, m, h in zip(*(batch[c] for c in DOC_COLUMNS))
+        (Document(str(d), str(t), str(ti), str(s), json.loads(str(m)), context=str(x)), str(h))
+        for d, t, ti, s, m, h, x in zip(*(batch[c] for c in DOC_COLUMNS))
     ]
 
 

@@ -18,10 +18,13 @@ Example:
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator
+
+    from sieve.retriever.types import Document
 
 _SPEAKER = re.compile(r"^\s*([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+", re.MULTILINE)
 
@@ -43,4 +46,49 @@ def is_conversation(texts: Iterable[str]) -> bool:
     return len(opened) >= 2 and sum(opened) * 2 >= len(opened)
 
 
-__all__ = ["is_conversation", "speaker", "speakers"]
+# The most of a previous turn searched with the next one, its end kept (where its question is): the
+# embedder reads 256 word pieces, and the turn's own words must stay within them.
+TURN_CONTEXT_CHARS = 400
+
+
+def with_turn_context(docs: Iterable[Document]) -> Iterator[Document]:
+    """``docs`` in order, each conversation turn given the turn before it as its ``context``.
+
+    A turn is a document whose text opens with a speaker (``Name: ...``); the turn before it is the
+    previous document when that one opens with a speaker too and has the same, non-empty title (a
+    chat log written one turn a record, the session in the title). A document that already has a
+    context keeps it. The context is embedded and searched with the turn (its chunk's heading path)
+    and never returned.
+
+    Why: an answer is often elliptical and its question sits in the other speaker's turn ("What's
+    up with you? Anything new?" / "Caroline: I went to a LGBTQ support group yesterday"); the
+    question a user asks later is worded like that question (docs/experiments/turn-context.md).
+
+    Example:
+        >>> from sieve.retriever.types import Document
+        >>> docs = [Document("1", "Anna: What did you cook?", "s1"), Document("2", "Ben: Chili!", "s1"),
+        ...         Document("3", "Ben: Hi.", "s2")]
+        >>> [d.context for d in with_turn_context(docs)]
+        ['', 'Anna: What did you cook?', '']
+    """
+    prev: Document | None = None
+    for doc in docs:
+        if (
+            not doc.context
+            and prev is not None
+            and doc.title
+            and prev.title == doc.title
+            and speaker(doc.text)[0]
+            and speaker(prev.text)[0]
+        ):
+            context = prev.text.strip()
+            if len(context) > TURN_CONTEXT_CHARS:  # the end of a long turn, from a word's start
+                cut = context[-TURN_CONTEXT_CHARS:]
+                context = cut.split(" ", 1)[-1] if " " in cut else cut
+            yield replace(doc, context=context)
+        else:
+            yield doc
+        prev = doc
+
+
+__all__ = ["TURN_CONTEXT_CHARS", "is_conversation", "speaker", "speakers", "with_turn_context"]

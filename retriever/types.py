@@ -39,6 +39,9 @@ class Document:
     title: str = ""
     source: str = ""
     metadata: Metadata = field(default_factory=dict)
+    # What the document is read in, searched with it but never returned: for a conversation turn
+    # stored as its own document, the turn before it (sieve.retriever.turns.with_turn_context).
+    context: str = ""
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,8 @@ class Chunk:
     n_tokens: int = 0
     metadata: Metadata = field(default_factory=dict)
     # The headings of the sections that hold the chunk, outermost first, " > "-joined, without one
-    # that repeats the title ("add > Options"); empty for text without headings.
+    # that repeats the title ("add > Options"); for text without headings, its document's
+    # ``context`` (a conversation turn's previous turn), else empty. Embedded and searched, not returned.
     heading_path: str = ""
 
 

@@ -33,6 +33,7 @@ from sieve.retriever.ingest import IngestReport, content_hash, iter_documents, r
 from sieve.retriever.metadata import validate_metadata
 from sieve.retriever.overlap import WriteBehind
 from sieve.retriever.progress import IndexProgress
+from sieve.retriever.turns import with_turn_context
 from sieve.retriever.types import passage_text
 from sieve.retriever.upsert import Batch, Prepared, commit, prepare, unchanged
 from sieve.retriever.write_run import IndexReport, WriteRun, checked_documents, nothing_to_index
@@ -288,7 +289,7 @@ class IndexWriter:
                 embedded = 0  # chunks chunked and embedded so far: the bar's count (writes run a batch behind)
                 seen: set[str] = set()
                 bar = IndexProgress(f"Indexing {index.name}", docs, enabled=progress)  # drawn at the first document
-                for doc in bar.track(docs):
+                for doc in with_turn_context(bar.track(docs)):  # a chat log's turns, each read after the one before
                     validate_doc_id(doc.doc_id)
                     if doc.doc_id in seen:
                         raise InvalidInput(f"Expected unique document ids, got {doc.doc_id!r} twice")
@@ -418,7 +419,7 @@ class IndexWriter:
         store = self.index.store
         t0 = time.perf_counter()
         try:
-            report = self._upsert(checked_documents(docs), stop)
+            report = self._upsert(list(with_turn_context(checked_documents(docs))), stop)
         except BaseException as exc:
             if store.created:
                 self.drop(lock_timeout_s=0 if isinstance(exc, StoreLocked) else None)

@@ -91,6 +91,8 @@ def mine_headings(chunks: Sequence[Chunk]) -> list[WeakPair]:
         key = (c.doc_id, c.heading_path)
         if not c.heading_path or key in seen:
             continue
+        if speaker(c.text)[0] and speaker(c.heading_path)[0]:
+            continue  # a conversation turn's context (the turn before it), no heading: the `turn` kind's pair
         text = body(c)
         if _words(text) < MIN_PASSAGE_WORDS:
             continue
