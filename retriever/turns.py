@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
-    from sieve.retriever.types import Document
+    from sieve.retriever.types import Chunk, Document
 
 _SPEAKER = re.compile(r"^\s*([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+", re.MULTILINE)
 
@@ -82,13 +82,20 @@ def with_turn_context(docs: Iterable[Document]) -> Iterator[Document]:
             and speaker(prev.text)[0]
         ):
             context = prev.text.strip()
-            if len(context) > TURN_CONTEXT_CHARS:  # the end of a long turn, from a word's start
-                cut = context[-TURN_CONTEXT_CHARS:]
-                context = cut.split(" ", 1)[-1] if " " in cut else cut
+            if len(context) > TURN_CONTEXT_CHARS:  # who spoke, then the end of the turn from a word's start
+                name = speaker(context)[0]
+                cut = context[-(TURN_CONTEXT_CHARS - len(name) - 2) :]
+                context = f"{name}: {cut.split(' ', 1)[-1] if ' ' in cut else cut}"
             yield replace(doc, context=context)
         else:
             yield doc
         prev = doc
 
 
-__all__ = ["TURN_CONTEXT_CHARS", "is_conversation", "speaker", "speakers", "with_turn_context"]
+def is_turn_context(chunk: Chunk) -> bool:
+    """Whether ``chunk``'s heading path is the turn before it (:func:`with_turn_context`), not headings:
+    both its text and its heading path open with a speaker."""
+    return bool(chunk.heading_path and speaker(chunk.text)[0] and speaker(chunk.heading_path)[0])
+
+
+__all__ = ["TURN_CONTEXT_CHARS", "is_conversation", "is_turn_context", "speaker", "speakers", "with_turn_context"]

@@ -40,11 +40,14 @@ from typing import TYPE_CHECKING, Any
 from tqdm.auto import tqdm
 
 from sieve.core.errors import InvalidInput
-from sieve.retriever.bm25 import tokenize
+from sieve.retriever.bm25 import passage_terms, tokenize
+from sieve.retriever.turns import is_turn_context
 from sieve.train.task_io import all_chunks, read_task_ids
 from sieve.train.synth_facts import STOPWORDS, clean_title, quoted_content_words
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from sieve.retriever import CorpusIndex
     from sieve.retriever.bm25 import SparseBM25
     from sieve.retriever.bm25_segments import SegmentedBM25
@@ -148,7 +151,35 @@ class HardRun:
     seconds: float = 0.0
 
 
-def keyphrases(text: str, bm25: SparseBM25 | SegmentedBM25, cfg: HardConfig) -> list[Phrase]:
+@dataclass
+class OwnWords:
+    """BM25 as the writer reads it where a conversation's turns are indexed with the turn before them:
+    a turn holds the words of its title and text, not those of the turn before (searched with it), so a
+    phrase of one turn is still that turn's alone. Everything else is the index's own BM25."""
+
+    bm25: SparseBM25 | SegmentedBM25
+    own: dict[str, frozenset[str]]  # turn chunk id -> the tokens of its title and text
+
+    def __len__(self) -> int:
+        return len(self.bm25)
+
+    def doc_share(self, term: str) -> float:
+        return self.bm25.doc_share(term)
+
+    def top_k(self, query_tokens: Sequence[str], k: int) -> list[tuple[str, float]]:
+        return self.bm25.top_k(query_tokens, k)
+
+    def ids_with_all(self, tokens: Sequence[str]) -> list[str]:
+        return [i for i in self.bm25.ids_with_all(tokens) if i not in self.own or self.own[i].issuperset(tokens)]
+
+
+def own_words(bm25: SparseBM25 | SegmentedBM25, chunks: Sequence[Chunk]) -> SparseBM25 | SegmentedBM25 | OwnWords:
+    """``bm25`` itself, or :class:`OwnWords` over it when some chunks are turns indexed with their context."""
+    own = {c.chunk_id: frozenset(passage_terms(c.title, c.text)) for c in chunks if is_turn_context(c)}
+    return OwnWords(bm25, own) if own else bm25
+
+
+def keyphrases(text: str, bm25: SparseBM25 | SegmentedBM25 | OwnWords, cfg: HardConfig) -> list[Phrase]:
     """Candidate keyphrases of ``text``: runs of content words, longest run first at each start,
     kept when their words occur together in ``[min_df, max_share * N]`` chunks; most specific first."""
     words = [(m.group(0), m.start()) for m in _WORD.finditer(text)]
@@ -186,7 +217,7 @@ def keyphrases(text: str, bm25: SparseBM25 | SegmentedBM25, cfg: HardConfig) -> 
     return sorted(out, key=lambda p: (p.df, -len(p.tokens), p.text))
 
 
-def _content(word: str, bm25: SparseBM25 | SegmentedBM25, max_df: float) -> bool:
+def _content(word: str, bm25: SparseBM25 | SegmentedBM25 | OwnWords, max_df: float) -> bool:
     """A word a keyphrase may hold: not a stop or filler word, no contraction, in at most ``max_df`` chunks."""
     low = word.lower()
     return (
@@ -236,7 +267,7 @@ class _Writer:
 
     def __init__(self, index: CorpusIndex, chunks: list[Chunk], cfg: HardConfig, run: HardRun) -> None:
         self.index, self.cfg, self.run = index, cfg, run
-        self.bm25 = index.bm25_index()
+        self.bm25 = own_words(index.bm25_index(), chunks)
         self.by_id = {c.chunk_id: c for c in chunks}
         self.by_doc: dict[str, list[Chunk]] = {}
         for c in chunks:

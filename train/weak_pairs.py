@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from sieve.retriever.sections import find_headings
-from sieve.retriever.turns import speaker
+from sieve.retriever.turns import is_turn_context, speaker
 
 if TYPE_CHECKING:
     from sieve.retriever.index import CorpusIndex
@@ -91,8 +91,8 @@ def mine_headings(chunks: Sequence[Chunk]) -> list[WeakPair]:
         key = (c.doc_id, c.heading_path)
         if not c.heading_path or key in seen:
             continue
-        if speaker(c.text)[0] and speaker(c.heading_path)[0]:
-            continue  # a conversation turn's context (the turn before it), no heading: the `turn` kind's pair
+        if is_turn_context(c):
+            continue  # the turn before a conversation turn, no heading: that pair is the `turn` kind's
         text = body(c)
         if _words(text) < MIN_PASSAGE_WORDS:
             continue

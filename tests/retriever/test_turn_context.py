@@ -58,12 +58,13 @@ def test_no_context_across_sessions_for_untitled_or_non_turn_documents_and_a_giv
     assert [d.context for d in docs[3:]] == ["", "", "", "", "Anna: Ready?"]
 
 
-def test_a_long_previous_turn_gives_its_end_from_a_word_start():
+def test_a_long_previous_turn_gives_its_speaker_and_its_end_from_a_word_start():
     long_turn = "Anna: " + " ".join(f"word{i}" for i in range(200)) + " What did you cook?"
     docs = list(with_turn_context([Document("a", long_turn, SESSION), Document("b", "Ben: Chili.", SESSION)]))
     context = docs[1].context
     assert len(context) <= TURN_CONTEXT_CHARS and context.endswith("What did you cook?")
-    assert long_turn.endswith(" " + context)  # whole words only
+    assert context.startswith("Anna: ")  # who asked stays
+    assert long_turn.endswith(" " + context.removeprefix("Anna: "))  # whole words only
 
 
 def test_a_context_changes_the_content_hash_and_no_context_keeps_the_old_one():
@@ -121,3 +122,25 @@ def test_the_heading_miner_takes_no_pair_from_a_turns_context(tmp_path, embedder
     chunks = index.get_chunks(["t1#0", "t2#0", "t3#0"])
     assert [c.heading_path for c in chunks][1:] == [TURNS[0][1], TURNS[1][1]]
     assert mine_headings(chunks) == []
+
+
+def test_the_task_writer_reads_a_turn_by_its_own_words(tmp_path, embedder):
+    """`sieve train`'s hard tasks need a phrase only one chunk holds: the next turn, indexed with this one
+    as its context, must not count as holding it (else no turn of a chat log is ever a task's gold)."""
+    from sieve.retriever.bm25 import tokenize
+    from sieve.train.synth_hard import OwnWords, own_words
+    from sieve.train.task_io import all_chunks
+
+    index = CorpusIndex.open(RetrieverConfig(data_dir=tmp_path), "chat", create=True, embedder=embedder)
+    docs = [Document(i, t, title=SESSION) for i, t in TURNS] + [Document(i, t, title=LATER) for i, t in OTHER]
+    index.writer.index_documents(docs, progress=False)
+    phrase = tuple(tokenize("smoked peppers"))  # Ben's answer (t2), and t3's context
+    assert index.bm25_index().ids_with_all(phrase) == ["t2#0", "t3#0"]
+    own = own_words(index.bm25_index(), all_chunks(index))
+    assert isinstance(own, OwnWords) and own.ids_with_all(phrase) == ["t2#0"]
+    assert own.ids_with_all(tuple(tokenize("Anna hiking sister"))) == ["t3#0"]  # its own words still count
+    assert len(own) == len(index.bm25_index()) == 8
+    # a corpus with no turns is read as BM25 has it
+    docs_index = CorpusIndex.open(RetrieverConfig(data_dir=tmp_path), "prose", create=True, embedder=embedder)
+    docs_index.writer.index_documents([Document("p", "Plain prose about caching.", title="Cache")], progress=False)
+    assert own_words(docs_index.bm25_index(), all_chunks(docs_index)) is docs_index.bm25_index()
