@@ -179,10 +179,8 @@ def fuse(
 
 
 def _speaker_factors(question: str, items: Sequence[PoolItem], discount: float) -> np.ndarray:
-    """Per pool item, :func:`speaker_weights`'s factor (all ones when off or without a question)."""
-    if not discount or not question:
-        return np.ones(len(items))
-    return np.asarray(speaker_weights(question, [it.evidence.text for it in items], discount))
+    """Per pool item, :func:`speaker_weights`'s factor (all ones when off or when the question names no speaker)."""
+    return np.asarray(speaker_weights(question, [it.evidence.text for it in items], discount), dtype=float)
 
 
 def decayed_order(order: Sequence[int], p: Sequence[float], doc_ids: Sequence[str], decay: float, k: int) -> list[int]:
