@@ -22,7 +22,7 @@ import logging
 import re
 import threading
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sieve.core.errors import InvalidInput
 from sieve.retriever.sections import find_headings
@@ -314,8 +314,40 @@ def _rst_text(source: str, depth: int = 0) -> tuple[str, str]:
     for node in list(doctree.findall(lambda n: any(test(n) for test in dropped))):
         if node.parent is not None:
             node.parent.remove(node)
+    if depth == 0:
+        _mark_structure(doctree)
     text = re.sub(r"\n{3,}", "\n\n", doctree.astext()).strip()
     return str(doctree.get("title") or ""), text
+
+
+def _mark_structure(doctree: Any) -> None:
+    """Write the page's title and section titles as Markdown headings (``# Page``, ``## Section``) and its
+    literal blocks as fenced code, in the text docutils renders.
+
+    Why: rendering drops rst's adornment lines, and the chunker finds sections by the shape of lines
+    (:mod:`sieve.retriever.sections`): without the marks a rendered page has no headings, so its chunks
+    record no heading path and run from one section into the next. The fences keep a shell comment
+    in a code block (``# install it``) from reading as a heading.
+    """
+    from docutils import nodes
+
+    for title in list(doctree.findall(nodes.title)):
+        if not isinstance(title.parent, (nodes.document, nodes.section)):
+            continue  # an admonition's or a table's title is not a section
+        level = 1 + sum(1 for a in _ancestors(title) if isinstance(a, nodes.section))
+        heading = " ".join(title.astext().split())
+        del title[:]
+        title += nodes.Text("#" * min(level, 6) + " " + heading)
+    for block in list(doctree.findall(nodes.literal_block)):
+        code = block.astext()
+        del block[:]
+        block += nodes.Text("```\n" + code.rstrip("\n") + "\n```")
+
+
+def _ancestors(node: Any) -> Iterator[Any]:
+    while node.parent is not None:
+        node = node.parent
+        yield node
 
 
 def read_rst(path: Path) -> tuple[str, str]:

@@ -72,7 +72,7 @@ def test_every_supported_format(tmp_path):
     assert "Badgers dig setts." in html.text and "They are nocturnal." in html.text
     assert "hidden" not in html.text and "color" not in html.text
     assert docs["paper.pdf"].text == "Sieve reads portable documents"
-    assert (docs["howto.rst"].title, docs["howto.rst"].text) == ("How to", "How to\n\nRead restructured text.")
+    assert (docs["howto.rst"].title, docs["howto.rst"].text) == ("How to", "# How to\n\nRead restructured text.")
     assert (docs["memo.docx"].title, docs["memo.docx"].text) == ("memo", "Word documents about martens.")
     assert (docs["r1"].title, docs["r1"].metadata, docs["r1"].source) == (
         "Stoats",

@@ -8,6 +8,7 @@ import pytest
 from sieve.retriever import Document, RetrieverConfig
 from sieve.retriever.chunking import Chunker
 from sieve.retriever.index import CorpusIndex
+from sieve.retriever.readers import read_file
 from sieve.retriever.sections import SectionMap, find_headings, heading_path
 from sieve.retriever.types import passage_text
 
@@ -134,6 +135,55 @@ def test_sections_record_the_heading_path_and_cut_long_sections_as_structure_doe
     # a section's title directly above its first subsection's stays with it: no chunk of headings alone
     (first, *_) = Chunker(tokenizer, 200, 32, split="sections").chunk(Document("m", text, title="Manual"))
     assert first.text.startswith("# Manual\n\n## Part 0") and first.heading_path == "Part 0"
+
+
+PIN_RST = """\
+##############
+ Pin packages
+##############
+
+Hold an installation at its current version so upgrade and reinstall skip it until you unpin.
+
+********
+ Pin it
+********
+
+.. code-block:: console
+
+    # pin it before the next upgrade
+    $ pipx pin black
+
+Pinned environments are skipped by ``pipx upgrade`` and ``pipx upgrade-all``.
+
+Only injected ones
+==================
+
+``pipx pin PACKAGE --injected-only`` leaves the main package upgradable.
+
+.. note::
+
+   Notes have titles of their own in docutils, not sections.
+
+***********
+ Verify it
+***********
+
+Run ``pipx list --pinned``.
+"""
+
+
+def test_an_rst_file_is_read_with_its_sections(tmp_path, tokenizer):
+    """docutils drops rst's adornment lines when it renders a page; the reader writes the titles back
+    as headings, so a Sphinx page's chunks are its sections (pipx's docs: before, no chunk had a path)."""
+    f = tmp_path / "pin-packages.rst"
+    f.write_text(PIN_RST, encoding="utf-8")
+    title, text, _ = read_file(f)
+    chunks = Chunker(tokenizer, 200, 32, split="sections").chunk(Document("pin-packages.rst", text, title=title))
+    assert title == "Pin packages"
+    assert [c.heading_path for c in chunks] == ["", "Pin it", "Pin it > Only injected ones", "Verify it"]
+    pin = chunks[1].text
+    assert "# pin it before the next upgrade" in pin and "```" in pin  # code stays code: no heading of its own
+    assert "Hold an installation" in chunks[0].text and "--injected-only" in chunks[2].text
 
 
 def test_text_without_headings_is_cut_as_structure_cuts_it(tokenizer, sample_dir):
