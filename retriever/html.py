@@ -90,13 +90,35 @@ def _main_text(tree) -> str:
     import trafilatura
 
     text = trafilatura.extract(
-        deepcopy(tree),
-        output_format="txt",  # a copy: the fallback reads the tree as it was include_comments=False, include_tables=True, include_images=False,
+        deepcopy(tree),  # a copy: the fallback reads the tree as it was
+        output_format="txt",
+        include_comments=False,  # a page's reader comments are not its documentation
+        include_tables=True,
+        include_images=False,
         include_links=False,
         deduplicate=False,
         with_metadata=False,
     )
     return (text or "").strip()
+
+
+def _mark_structure(tree) -> None:
+    """Headings as Markdown headings (``<h2>Pin it</h2>`` -> ``## Pin it``) and ``<pre>`` as fenced code.
+
+    Why: plain-text extraction keeps a heading's words but not that it is one, and the chunker finds
+    sections by the shape of lines (:mod:`sieve.retriever.sections`); the fences keep a shell comment
+    in a code block (``# install it``) from reading as a heading. trafilatura's own Markdown output
+    was not used: it escapes prose (``ffi\\_cif``), which BM25 then reads as two words.
+    """
+    for el in tree.xpath("//h1 | //h2 | //h3 | //h4 | //h5 | //h6"):
+        title = " ".join(el.text_content().split()).rstrip("\u00b6\u00a7#").strip()  # Sphinx/MkDocs anchors: ¶, §, #
+        tail = el.tail
+        el.clear()
+        el.text, el.tail = ("#" * int(el.tag[1]) + " " + title) if title else "", tail
+    for el in tree.xpath("//pre"):
+        code, tail = el.text_content(), el.tail
+        el.clear()
+        el.text, el.tail = "```\n" + code.strip("\n") + "\n```", tail
 
 
 def html_text(raw: str) -> tuple[str, str]:
@@ -122,6 +144,7 @@ def html_text(raw: str) -> tuple[str, str]:
     if head is not None:
         head.drop_tree()  # the title is kept above; nothing else in <head> is text
     _strip_navigation(tree)
+    _mark_structure(tree)
     text = _main_text(tree)
     if not text:
         text = _visible_text(tree)

@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from sieve.retriever.html import html_text
+from sieve.retriever.sections import find_headings
 from sieve.retriever.readers import READERS, captured_library_logs, read_file, supported_suffixes
 
 from _ingest_files import SITE_PAGE, TEXINFO_PAGE, pdf_with_a_wrong_startxref
@@ -30,6 +31,28 @@ def test_html_keeps_the_article_and_drops_menus_headers_sidebars_and_footers():
         "font-family",
     ):
         assert boilerplate not in text, boilerplate
+
+
+SPHINX_PAGE = """<html><head><title>Pin packages - pipx</title></head><body>
+<div class="related" role="navigation"><a href="index.html">pipx</a> &#187; How-to guides</div>
+<div class="body" role="main"><section id="pin-packages">
+<h1>Pin packages<a class="headerlink" href="#pin-packages">\u00b6</a></h1>
+<p>Hold an installation at its current version so upgrade and reinstall skip it until you unpin, even ffi_cif.</p>
+<section id="pin-it"><h2>Pin <em>it</em><a class="headerlink" href="#pin-it">\u00b6</a></h2>
+<div class="highlight-console"><pre><span class="c1"># pin it before the next upgrade</span>
+$ pipx pin black</pre></div>
+<p>Pinned environments are <strong>skipped</strong> by <code>pipx upgrade</code> and <code>pipx upgrade-all</code>.</p>
+</section></section></div></body></html>"""
+
+
+def test_html_headings_are_read_as_headings_and_code_as_code():
+    """Plain-text extraction kept a heading's words, not that it was one: no HTML page had sections."""
+    title, text = html_text(SPHINX_PAGE)
+    assert title == "Pin packages - pipx"
+    assert text.startswith("# Pin packages\n") and "\n## Pin it\n" in text and "\u00b6" not in text
+    assert "```\n# pin it before the next upgrade\n$ pipx pin black\n```" in text
+    assert "even ffi_cif." in text and "**" not in text  # prose as written: no Markdown escapes or emphasis
+    assert [(h.level, h.title) for h in find_headings(text)] == [(1, "Pin packages"), (2, "Pin it")]
 
 
 def test_texinfo_navigation_header_is_not_content():
