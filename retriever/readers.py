@@ -167,8 +167,9 @@ def read_pdf(path: Path) -> tuple[str, str]:
     return "", "\n\n".join((page.extract_text() or "") for page in reader.pages).strip()
 
 
-def _docx_blocks(container) -> list[str]:
-    """The non-empty paragraphs and table rows of a document or a table cell, in order."""
+def _docx_blocks(container, headings: bool = False) -> list[str]:
+    """The non-empty paragraphs and table rows of a document or a table cell, in order; with
+    ``headings``, a Title or Heading paragraph as a Markdown heading (:func:`_docx_heading`)."""
     from docx.table import Table
 
     blocks: list[str] = []
@@ -176,8 +177,22 @@ def _docx_blocks(container) -> list[str]:
         if isinstance(item, Table):
             blocks += _docx_rows(item)
         elif item.text.strip():
-            blocks.append(item.text.strip())
+            level = _docx_heading(item) if headings else 0
+            blocks.append("#" * level + " " + " ".join(item.text.split()) if level else item.text.strip())
     return blocks
+
+
+def _docx_heading(paragraph) -> int:
+    """A paragraph's heading level: 1 for the Title style, n + 1 for "Heading n" (at most 6), else 0.
+
+    Why: the chunker finds sections by Markdown headings (:mod:`sieve.retriever.sections`), and a Word
+    document states its sections in paragraph styles, which plain paragraph text drops.
+    """
+    name = paragraph.style.name if paragraph.style is not None else ""
+    if name == "Title":
+        return 1
+    m = re.fullmatch(r"Heading (\d)", name)
+    return min(int(m.group(1)) + 1, 6) if m else 0
 
 
 def _docx_cell_text(cell) -> str:
@@ -207,7 +222,7 @@ def read_docx(path: Path) -> tuple[str, str]:
     import docx
 
     document = docx.Document(str(path))
-    blocks = _docx_blocks(document)
+    blocks = _docx_blocks(document, headings=True)
     title = (document.core_properties.title or "").strip()
     if not title:
         styled = (p.text.strip() for p in document.paragraphs if p.style is not None and p.style.name == "Title")

@@ -187,6 +187,7 @@ def test_docx_paragraphs_and_table_cells_in_document_order(tmp_path):
     document = docx.Document()
     document.add_paragraph("Quarterly report", style="Title")
     document.add_paragraph("Revenue grew in the northern region.")
+    document.add_heading("By region", level=1)
     table = document.add_table(rows=3, cols=3)
     for r, row in enumerate([("Region", "Q1", "Q2"), ("North", "10", "12"), ("South", "7", "")]):
         for c, value in enumerate(row):
@@ -200,8 +201,9 @@ def test_docx_paragraphs_and_table_cells_in_document_order(tmp_path):
     title, text, warnings = read_file(f)
     assert title == "Quarterly report" and warnings == []
     assert text.split("\n\n") == [
-        "Quarterly report",
+        "# Quarterly report",  # Title and Heading styles as Markdown headings: the chunker's sections
         "Revenue grew in the northern region.",
+        "## By region",
         "Region | Q1 | Q2",
         "North | 10 | 12",
         "South | 7",
