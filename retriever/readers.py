@@ -329,13 +329,12 @@ def _rst_text(source: str, depth: int = 0) -> tuple[str, str]:
     for node in list(doctree.findall(lambda n: any(test(n) for test in dropped))):
         if node.parent is not None:
             node.parent.remove(node)
-    if depth == 0:
-        _mark_structure(doctree)
+    _mark_structure(doctree, titles=depth == 0)  # a directive's content (depth > 0) has code, not sections
     text = re.sub(r"\n{3,}", "\n\n", doctree.astext()).strip()
     return str(doctree.get("title") or ""), text
 
 
-def _mark_structure(doctree: Any) -> None:
+def _mark_structure(doctree: Any, titles: bool = True) -> None:
     """Write the page's title and section titles as Markdown headings (``# Page``, ``## Section``) and its
     literal blocks as fenced code, in the text docutils renders.
 
@@ -346,7 +345,7 @@ def _mark_structure(doctree: Any) -> None:
     """
     from docutils import nodes
 
-    for title in list(doctree.findall(nodes.title)):
+    for title in list(doctree.findall(nodes.title)) if titles else []:
         if not isinstance(title.parent, (nodes.document, nodes.section)):
             continue  # an admonition's or a table's title is not a section
         level = 1 + sum(1 for a in _ancestors(title) if isinstance(a, nodes.section))

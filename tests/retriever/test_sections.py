@@ -169,6 +169,13 @@ Only injected ones
 ***********
 
 Run ``pipx list --pinned``.
+
+.. tab:: Windows
+
+   .. code-block:: console
+
+      # the same on Windows
+      > pipx list --pinned
 """
 
 
@@ -184,6 +191,7 @@ def test_an_rst_file_is_read_with_its_sections(tmp_path, tokenizer):
     pin = chunks[1].text
     assert "# pin it before the next upgrade" in pin and "```" in pin  # code stays code: no heading of its own
     assert "Hold an installation" in chunks[0].text and "--injected-only" in chunks[2].text
+    assert "```\n# the same on Windows" in chunks[3].text  # code inside a Sphinx-only directive is fenced too
 
 
 def test_text_without_headings_is_cut_as_structure_cuts_it(tokenizer, sample_dir):
