@@ -386,6 +386,9 @@ class DocumentStream:
             if not isinstance(rec, dict) or not isinstance(rec.get("text"), str) or "id" not in rec:
                 self._skip(where, "expected an object with 'id' and a string 'text'")
                 continue
+            if not isinstance(rec.get("context", ""), str):
+                self._skip(where, "expected 'context' to be a string (the text searched with this one, never returned)")
+                continue
             if not rec["text"].strip():
                 self._skip(where, "empty text")
                 continue
@@ -402,6 +405,7 @@ class DocumentStream:
                     title=str(rec.get("title") or ""),
                     source=str(rec.get("source") or f"{path.name}:{lineno}"),
                     metadata=meta,
+                    context=rec.get("context") or "",
                 ),
                 where,
             )

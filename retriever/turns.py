@@ -57,7 +57,7 @@ def with_turn_context(docs: Iterable[Document]) -> Iterator[Document]:
     A turn is a document whose text opens with a speaker (``Name: ...``); the turn before it is the
     previous document when that one opens with a speaker too and has the same, non-empty title (a
     chat log written one turn a record, the session in the title). A document that already has a
-    context keeps it. The context is embedded and searched with the turn (its chunk's heading path)
+    context (sent with it: a turn sent alone) keeps it, cut as a turn's is (:func:`cut_context`). The context is embedded and searched with the turn (its chunk's heading path)
     and never returned.
 
     Why: an answer is often elliptical and its question sits in the other speaker's turn ("What's
@@ -73,23 +73,38 @@ def with_turn_context(docs: Iterable[Document]) -> Iterator[Document]:
     """
     prev: Document | None = None
     for doc in docs:
-        if (
-            not doc.context
-            and prev is not None
+        if doc.context:
+            yield replace(doc, context=cut_context(doc.context)) if len(doc.context) > TURN_CONTEXT_CHARS else doc
+        elif (
+            prev is not None
             and doc.title
             and prev.title == doc.title
             and speaker(doc.text)[0]
             and speaker(prev.text)[0]
         ):
-            context = prev.text.strip()
-            if len(context) > TURN_CONTEXT_CHARS:  # who spoke, then the end of the turn from a word's start
-                name = speaker(context)[0]
-                cut = context[-(TURN_CONTEXT_CHARS - len(name) - 2) :]
-                context = f"{name}: {cut.split(' ', 1)[-1] if ' ' in cut else cut}"
-            yield replace(doc, context=context)
+            yield replace(doc, context=cut_context(prev.text))
         else:
             yield doc
         prev = doc
+
+
+def cut_context(text: str) -> str:
+    """``text`` in at most :data:`TURN_CONTEXT_CHARS` characters: its speaker (when it opens with one),
+    then its end from a word's start, where a turn's question is.
+
+    Example:
+        >>> cut_context("Anna: " + "la " * 200 + "What did you cook?")[-30:]
+        'la la la la What did you cook?'
+        >>> len(cut_context("Anna: " + "la " * 200)) <= TURN_CONTEXT_CHARS
+        True
+    """
+    text = text.strip()
+    if len(text) <= TURN_CONTEXT_CHARS:
+        return text
+    name = speaker(text)[0]
+    lead = f"{name}: " if name else ""
+    cut = text[-(TURN_CONTEXT_CHARS - len(lead)) :]
+    return lead + (cut.split(" ", 1)[-1] if " " in cut else cut)
 
 
 def is_turn_context(chunk: Chunk) -> bool:

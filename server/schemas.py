@@ -263,6 +263,13 @@ class DocumentIn(_Strict):
         description="Filterable values: string, integer, float, bool, or a non-empty list of one of those types "
         '(filter lists with `{"key": {"$contains": value}}`).',
     )
+    context: str = Field(
+        default="",
+        max_length=5_000_000,
+        description="Text searched with the document but never returned: for a chat turn sent in a request "
+        "of its own, the turn before it (`Name: ...`; within one request Sieve takes it from the previous "
+        "document of the same title). Its speaker and its last 400 characters are kept.",
+    )
 
 
 class UpsertRequest(_Strict, _UnicodeBody):

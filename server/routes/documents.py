@@ -178,7 +178,7 @@ async def upsert_documents(body: UpsertRequest, state: StateDep, name: str = Nam
         )
     # MetaValue's lists may mix scalar types on paper; validate_metadata rejects mixed lists (a 422).
     docs = [
-        Document(doc_id=d.id, text=d.text, title=d.title, source=d.source, metadata=dict(d.metadata))  # type: ignore[arg-type]
+        Document(doc_id=d.id, text=d.text, title=d.title, source=d.source, metadata=dict(d.metadata), context=d.context)  # type: ignore[arg-type]
         for d in body.documents
     ]
 

@@ -9,7 +9,7 @@ import json
 
 from sieve.retriever import Document, RetrieverConfig
 from sieve.retriever.index import CorpusIndex
-from sieve.retriever.ingest import content_hash
+from sieve.retriever.ingest import IngestReport, content_hash, iter_documents
 from sieve.retriever.ray_stages import documents_batch, documents_from_batch
 from sieve.retriever.turns import TURN_CONTEXT_CHARS, with_turn_context
 from sieve.train.weak_pairs import mine_headings
@@ -65,6 +65,24 @@ def test_a_long_previous_turn_gives_its_speaker_and_its_end_from_a_word_start():
     assert len(context) <= TURN_CONTEXT_CHARS and context.endswith("What did you cook?")
     assert context.startswith("Anna: ")  # who asked stays
     assert long_turn.endswith(" " + context.removeprefix("Anna: "))  # whole words only
+
+
+def test_a_given_context_is_cut_as_a_previous_turn_is(tmp_path):
+    """A turn sent alone brings the turn before it (a .jsonl record's or a request's ``context``)."""
+    long_turn = "Anna: " + " ".join(f"word{i}" for i in range(200)) + " What did you cook?"
+    rows = [
+        {"id": "b", "title": SESSION, "text": "Ben: Chili.", "context": long_turn},
+        {"id": "c", "title": SESSION, "text": "Anna: Yum.", "context": ["not", "text"]},
+    ]
+    f = tmp_path / "turns.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    report = IngestReport()
+    (doc,) = list(with_turn_context(iter_documents(f, report)))
+    from_log = list(with_turn_context([Document("a", long_turn, SESSION), Document("b", "Ben: Chili.", SESSION)]))
+    assert doc.context == from_log[1].context and len(doc.context) <= TURN_CONTEXT_CHARS
+    assert report.skipped == [
+        (f"{f}:2", "expected 'context' to be a string (the text searched with this one, never returned)")
+    ]
 
 
 def test_a_context_changes_the_content_hash_and_no_context_keeps_the_old_one():

@@ -135,6 +135,35 @@ def test_document_lifecycle(http: httpx.Client) -> None:
     assert_problem(http.post("/v1/retrieve", json={"query": "alpha", "collection": name}), 404, "unknown_collection")
 
 
+def test_a_chat_turn_sent_alone_is_searched_with_the_context_sent_with_it(http: httpx.Client) -> None:
+    """A chat client posts each turn as it is said: the turn before it comes as ``context`` (within one
+    request Sieve takes it from the previous turn), searched with the turn and never returned."""
+    name, session = "srv-chat", "Anna & Ben, session 1"
+    first = {"id": "t1", "title": session, "text": "Anna: What did you cook for the street party on Saturday?"}
+    answer = {
+        "id": "t2",
+        "title": session,
+        "text": "Ben: A big pot of chili with smoked peppers.",
+        "context": first["text"],
+    }
+    later = [  # another session, so that BM25's words are rare enough to score
+        {"id": f"u{i}", "title": "Anna & Ben, session 2", "text": t}
+        for i, t in enumerate(
+            ["Ben: My bike got a flat tyre.", "Anna: Did you fix it?", "Ben: Yes, with a spare tube."]
+        )
+    ]
+    for docs in (later, [first], [answer]):  # one request a turn
+        assert http.post(f"/v1/collections/{name}/documents", json={"documents": docs}).status_code == 200
+    r = http.post("/v1/retrieve", json={"query": "street party cook", "collection": name, "k": 2, "mode": "bm25"})
+    assert [(x["doc_id"], x["text"]) for x in r.json()["results"]] == [
+        ("t1", first["text"]),
+        ("t2", answer["text"]),  # found through its context alone; the turn itself is returned
+    ]
+    bad = {**answer, "context": 7}
+    assert_problem(http.post(f"/v1/collections/{name}/documents", json={"documents": [bad]}), 422, "invalid_input")
+    assert http.delete(f"/v1/collections/{name}").status_code == 200
+
+
 def test_upsert_rejects_duplicate_ids_and_bad_names(http: httpx.Client) -> None:
     doc = {"id": "x", "text": "some text"}
     assert_problem(
