@@ -8,7 +8,9 @@ Adding a format is one :func:`register_reader` call; what ingestion picks up in 
 UTF-8, or the charset the page itself declares);
 ``.rst`` through docutils (markup, comments, tables of contents and Sphinx-only directives'
 syntax removed, their content kept); ``.docx`` through python-docx (paragraphs and table cells in
-document order; page headers and footers left out); ``.pdf`` through pypdf.
+document order; page headers and footers left out); ``.pdf`` through pypdf. Every format's sections
+come out as Markdown headings, which the chunker cuts at: rst section titles, HTML ``<h1>``-``<h6>``,
+.docx Title and Heading styles, a PDF's bookmarks.
 
 What a library logs while it reads (pypdf's "Ignoring wrong pointing object …", say) is not
 printed: :func:`read_file` returns it with the text, so ingestion reports it once, beside the file
@@ -163,8 +165,57 @@ def read_pdf(path: Path) -> tuple[str, str]:
     from pypdf import PdfReader
 
     reader = PdfReader(str(path))
+    # A line of the page that opens with '#' (a config file's comment in a manual) is not a heading:
+    # indented four spaces, the chunker does not read it as one. Only bookmarks are.
+    pages = [re.sub(r"^#", "    #", page.extract_text() or "", flags=re.MULTILINE) for page in reader.pages]
+    for page, level, title in _pdf_outline(reader):
+        if page < len(pages):
+            pages[page] = _mark_heading(pages[page], title, level)
     # No title from the info dictionary: it is often a generator's ("Microsoft Word - draft.docx").
-    return "", "\n\n".join((page.extract_text() or "") for page in reader.pages).strip()
+    return "", "\n\n".join(pages).strip()
+
+
+def _pdf_outline(reader) -> list[tuple[int, int, str]]:
+    """The PDF's bookmarks as (page index, depth from 1, title), in order; none when it has no
+    readable outline (a damaged one is skipped: the pages are still worth reading)."""
+    out: list[tuple[int, int, str]] = []
+
+    def walk(items: list, depth: int) -> None:
+        for item in items:
+            if isinstance(item, list):  # the children of the item before it
+                walk(item, depth + 1)
+                continue
+            page = reader.get_destination_page_number(item)
+            title = " ".join(str(item.get("/Title") or "").split())
+            if title and page is not None and page >= 0:
+                out.append((page, depth, title))
+
+    try:
+        walk(reader.outline, 1)
+    except Exception:  # pypdf raises many types on a broken outline
+        return []
+    return out
+
+
+def _mark_heading(text: str, title: str, level: int) -> str:
+    """``text`` with its first line that reads ``title`` (spacing and case aside) written as a Markdown
+    heading (``## 1.2 Feeding``); unchanged when no line does.
+
+    Why: a PDF's bookmarks are the sections its author declared, and the chunker finds sections by
+    Markdown headings (:mod:`sieve.retriever.sections`); extracted text has no other sign of them.
+    """
+    want = "".join(title.split()).casefold()
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        squeezed = "".join(line.split()).casefold()
+        # the page may number a section its bookmark does not ("2.1 ASN.1 syntax" for "ASN.1 syntax")
+        if squeezed.endswith(want) and _SECTION_NUMBER.fullmatch(squeezed[: len(squeezed) - len(want)]):
+            lines[i] = "#" * min(level, 6) + " " + " ".join(line.split())
+            return "\n".join(lines)
+    return text
+
+
+_SECTION_NUMBER = re.compile(r"|\d+(?:\.\d+)*\.?|[a-z](?:\.\d+)+\.?|[a-z]\.")  # none, 2.1, 2.1., A.1, A.
 
 
 def _docx_blocks(container, headings: bool = False) -> list[str]:

@@ -31,6 +31,39 @@ def minimal_pdf(text: str) -> bytes:
     return bytes(out)
 
 
+def pdf_pages(pages: list[list[tuple[int, str]]]) -> bytes:
+    """A PDF of ``pages``, each a list of (font size, line) shown top down in Helvetica, written by hand."""
+    objects: list[bytes] = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    kids = []
+    for lines in pages:
+        y, shown = 740, []
+        for size, line in lines:
+            shown.append(f"BT /F1 {size} Tf 72 {y} Td ({line}) Tj ET")
+            y -= size + 10
+        content = " ".join(shown).encode("latin-1")
+        objects.append(b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream")
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
+            b"/Contents %d 0 R >>" % len(objects)
+        )
+        kids.append(len(objects))
+    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % k for k in kids), len(kids))
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
 def pdf_with_a_wrong_startxref(path: Path) -> None:
     """A PDF pypdf still reads, after logging that its startxref pointer is wrong."""
     data = minimal_pdf("Damaged but readable")

@@ -12,7 +12,7 @@ from sieve.retriever.html import html_text
 from sieve.retriever.sections import find_headings
 from sieve.retriever.readers import READERS, captured_library_logs, read_file, supported_suffixes
 
-from _ingest_files import SITE_PAGE, TEXINFO_PAGE, pdf_with_a_wrong_startxref
+from _ingest_files import SITE_PAGE, TEXINFO_PAGE, pdf_pages, pdf_with_a_wrong_startxref
 
 
 def test_html_keeps_the_article_and_drops_menus_headers_sidebars_and_footers():
@@ -179,6 +179,54 @@ def test_rst_docutils_cannot_parse_is_read_as_plain_text(tmp_path, monkeypatch):
     f = tmp_path / "odd.rst"
     f.write_text("Some *odd* text.\n", encoding="utf-8")
     assert read_file(f)[:2] == ("", "Some *odd* text.\n")
+
+
+def test_pdf_bookmarks_become_headings_on_their_pages(tmp_path):
+    """A PDF's outline is the sections its author declared; its extracted text has no other sign of them."""
+    import io
+
+    from pypdf import PdfReader, PdfWriter
+
+    raw = pdf_pages(
+        [
+            [
+                (18, "Field guide"),
+                (11, "Otters live by rivers."),
+                (14, "1.2 Feeding"),
+                (11, "They eat fish and crabs."),
+            ],
+            [(14, "2   Sleeping"), (11, "Otters hold hands while they sleep."), (9, "# a comment in an example")],
+        ]
+    )
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(raw)))
+    top = writer.add_outline_item(title="Field guide", page_number=0)
+    writer.add_outline_item(title="Feeding", page_number=0, parent=top)  # the page numbers it, the bookmark not
+    writer.add_outline_item(title="2 Sleeping", page_number=1)
+    writer.add_outline_item(title="Appendix", page_number=1)  # on no line of its page: nothing marked
+    f = tmp_path / "guide.pdf"
+    with f.open("wb") as out:
+        writer.write(out)
+    title, text, warnings = read_file(f)
+    assert warnings == [] and title == ""  # ingestion names it after its file
+    assert text.split("\n") == [
+        "# Field guide",
+        "Otters live by rivers.",
+        "## 1.2 Feeding",
+        "They eat fish and crabs.",
+        "",
+        "# 2 Sleeping",
+        "Otters hold hands while they sleep.",
+        "    # a comment in an example",  # a '#' line is not a heading in a PDF: only its bookmarks are
+    ]
+    assert [(h.level, h.title) for h in find_headings(text)] == [
+        (1, "Field guide"),
+        (2, "1.2 Feeding"),
+        (1, "2 Sleeping"),
+    ]
+    plain = tmp_path / "plain.pdf"
+    plain.write_bytes(raw)  # no outline: the text as extracted
+    unmarked = read_file(plain)[1]
+    assert find_headings(unmarked) == [] and "1.2 Feeding\nThey eat fish" in unmarked
 
 
 def test_docx_paragraphs_and_table_cells_in_document_order(tmp_path):
