@@ -473,6 +473,17 @@ class Embedder:
     def tokenizer(self) -> Any:
         return self.loaded().tokenizer
 
+    def whole_words(self) -> frozenset[str]:
+        """The lower-cased words the model's tokenizer holds whole (no word pieces, special tokens or
+        numbers): the general vocabulary it learned, where a corpus's own names ("pyenv", "FreeBSD")
+        come out in pieces. Empty when the tokenizer exposes no vocabulary."""
+        get_vocab = getattr(self.tokenizer, "get_vocab", None)
+        if get_vocab is None:
+            return frozenset()
+        # WordPiece marks a continuation with "##"; SentencePiece and byte-level BPE mark a word's start.
+        words = (t.lstrip("\u2581\u0120").lower() for t in get_vocab() if not t.startswith("##"))
+        return frozenset(w for w in words if w.isalpha())
+
     @property
     def dim(self) -> int:
         return self.identity.dim

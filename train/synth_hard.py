@@ -179,9 +179,14 @@ def own_words(bm25: SparseBM25 | SegmentedBM25, chunks: Sequence[Chunk]) -> Spar
     return OwnWords(bm25, own) if own else bm25
 
 
-def keyphrases(text: str, bm25: SparseBM25 | SegmentedBM25 | OwnWords, cfg: HardConfig) -> list[Phrase]:
+def keyphrases(
+    text: str, bm25: SparseBM25 | SegmentedBM25 | OwnWords, cfg: HardConfig, common: frozenset[str] = frozenset()
+) -> list[Phrase]:
     """Candidate keyphrases of ``text``: runs of content words, longest run first at each start,
-    kept when their words occur together in ``[min_df, max_share * N]`` chunks; most specific first."""
+    kept when their words occur together in ``[min_df, max_share * N]`` chunks; most specific first.
+    A one-word phrase must name a thing: no adverb or participle, and a ``common`` word (or an
+    inflection of one, :func:`is_common`) only where a determiner or preposition stands right before
+    it ("the battery", not "it takes")."""
     words = [(m.group(0), m.start()) for m in _WORD.finditer(text)]
     # Floors for small corpora, where a share of the chunks is less than a handful of them.
     cap = max(cfg.min_df + 1, int(cfg.max_share * len(bm25)))
@@ -206,7 +211,11 @@ def keyphrases(text: str, bm25: SparseBM25 | SegmentedBM25 | OwnWords, cfg: Hard
             toks = tuple(dict.fromkeys(tokenize(" ".join(w for w, _ in words[i:end]))))
             if not toks or toks in seen:
                 continue
-            if end - i == 1 and (len(words[i][0]) < 5 or _NOT_A_NAME.search(words[i][0].lower())):
+            if end - i == 1 and (
+                len(words[i][0]) < 5
+                or _NOT_A_NAME.search(words[i][0].lower())
+                or (is_common(words[i][0], common) and not _after_determiner(text, words, i))
+            ):
                 continue
             df = len(bm25.ids_with_all(toks))
             if cfg.min_df <= df <= cap:
@@ -215,6 +224,35 @@ def keyphrases(text: str, bm25: SparseBM25 | SegmentedBM25 | OwnWords, cfg: Hard
                 break
         i = j if j > i else i + 1
     return sorted(out, key=lambda p: (p.df, -len(p.tokens), p.text))
+
+
+def is_common(word: str, common: frozenset[str]) -> bool:
+    """Whether ``word`` or the stem it inflects is in ``common`` (an embedder's :meth:`whole_words`).
+
+    Why: a corpus-rare word is not yet a name. In a small folder "takes", "wrote" and "choose" are as
+    rare as "pyenv", and "What do opt-in and takes have in common?" is no question a person asks.
+
+    Example:
+        >>> common = frozenset({"take", "parse", "install", "token"})
+        >>> [w for w in ["takes", "parses", "installable", "Tokens", "pyenv", "FreeBSD"] if is_common(w, common)]
+        ['takes', 'parses', 'installable', 'Tokens']
+    """
+    low = word.lower()
+    return any(low.endswith(end) and low[: len(low) - len(end)] in common for end in _INFLECTIONS)
+
+
+def _after_determiner(text: str, words: list[tuple[str, int]], i: int) -> bool:
+    """Whether ``words[i]`` follows a determiner or preposition directly: then it is used as a noun."""
+    return i > 0 and words[i - 1][0].lower() in _DETERMINERS and _adjacent(text, words[i - 1], words[i])
+
+
+_DETERMINERS = frozenset(
+    "the a an this that these those its their your our my his her each every any some no of for in on with by "
+    "from about per into at".split()
+)
+# Endings stripped to find the word a one-word phrase inflects ("" first: the word itself).
+# (-ed, -ing and -ly words are never one-word phrases: _NOT_A_NAME.)
+_INFLECTIONS = ("", "s", "es", "d", "able")
 
 
 def _content(word: str, bm25: SparseBM25 | SegmentedBM25 | OwnWords, max_df: float) -> bool:
@@ -268,6 +306,7 @@ class _Writer:
     def __init__(self, index: CorpusIndex, chunks: list[Chunk], cfg: HardConfig, run: HardRun) -> None:
         self.index, self.cfg, self.run = index, cfg, run
         self.bm25 = own_words(index.bm25_index(), chunks)
+        self.common = index.embedder.whole_words()
         self.by_id = {c.chunk_id: c for c in chunks}
         self.by_doc: dict[str, list[Chunk]] = {}
         for c in chunks:
@@ -278,7 +317,7 @@ class _Writer:
 
     def phrases(self, chunk: Chunk) -> list[Phrase]:
         if chunk.chunk_id not in self._phrases:
-            self._phrases[chunk.chunk_id] = keyphrases(chunk.text, self.bm25, self.cfg)
+            self._phrases[chunk.chunk_id] = keyphrases(chunk.text, self.bm25, self.cfg, self.common)
         return self._phrases[chunk.chunk_id]
 
     def _reject(self, why: str) -> dict[str, Any] | None:
@@ -506,6 +545,7 @@ __all__ = [
     "KINDS",
     "Phrase",
     "context_of",
+    "is_common",
     "keyphrases",
     "question_for",
     "synthesize_hard",

@@ -35,6 +35,22 @@ def test_keyphrases_are_runs_of_uncommon_content_words():
     assert [p.df for p in phrases] == [2, 2]
 
 
+def test_a_one_word_keyphrase_names_a_thing_not_a_common_verb():
+    """In a small folder "takes" is as rare as "pyenv"; "What do opt-in and takes have in common?" (a task
+    pipx's docs gave) is no question. A common word passes only as a noun, right after a determiner."""
+    texts = ["it takes long", "it takes time", "the battery lasts", "a battery pack", "pyenv shims", "pyenv root"]
+    bm = SparseBM25.from_tokens([str(i) for i in range(len(texts))], [tokenize(t) for t in texts])
+    text = "Use pyenv; it takes the battery down."
+    common = frozenset({"take", "battery", "down"})  # an embedder's whole words (Embedder.whole_words)
+    assert sorted(p.text for p in keyphrases(text, bm, HardConfig(), common)) == ["battery", "pyenv"]
+    assert sorted(p.text for p in keyphrases(text, bm, HardConfig())) == ["battery", "pyenv", "takes"]
+
+
+def test_the_embedders_whole_words_are_its_general_vocabulary(embedder):
+    words = embedder.whole_words()
+    assert {"take", "battery", "the"} <= words and not {"pyenv", "freebsd", "##s"} & words
+
+
 def test_the_writer_writes_verified_tasks_from_documentation(docs_index, hard_tasks):
     _, tasks = hard_tasks
     assert len(tasks) >= 5, "the docs fixture should give several tasks"
