@@ -8,29 +8,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-def minimal_pdf(text: str) -> bytes:
-    """A one-page PDF showing ``text`` in Helvetica, written by hand (no PDF-writing dependency)."""
-    content = f"BT /F1 12 Tf 72 712 Td ({text}) Tj ET".encode("latin-1")
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> "
-        b"/Contents 5 0 R >>",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
-
-
 def pdf_pages(pages: list[list[tuple[int, str]]]) -> bytes:
     """A PDF of ``pages``, each a list of (font size, line) shown top down in Helvetica, written by hand."""
     objects: list[bytes] = [
@@ -62,6 +39,11 @@ def pdf_pages(pages: list[list[tuple[int, str]]]) -> bytes:
     out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
     out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
     return bytes(out)
+
+
+def minimal_pdf(text: str) -> bytes:
+    """A one-page PDF showing ``text`` in Helvetica."""
+    return pdf_pages([[(12, text)]])
 
 
 def pdf_with_a_wrong_startxref(path: Path) -> None:
@@ -109,4 +91,4 @@ function you wish to call. This is a separate step because it is common to make 
 <ul class="section-toc"><li><a href="Simple-Example.html">Simple Example</a></li></ul>
 </div></body></html>"""
 
-__all__ = ["ARTICLE", "SITE_PAGE", "TEXINFO_PAGE", "minimal_pdf", "pdf_with_a_wrong_startxref"]
+__all__ = ["ARTICLE", "SITE_PAGE", "TEXINFO_PAGE", "minimal_pdf", "pdf_pages", "pdf_with_a_wrong_startxref"]
