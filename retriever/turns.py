@@ -57,8 +57,8 @@ def with_turn_context(docs: Iterable[Document]) -> Iterator[Document]:
     A turn is a document whose text opens with a speaker (``Name: ...``); the turn before it is the
     previous document when that one opens with a speaker too and has the same, non-empty title (a
     chat log written one turn a record, the session in the title). A document that already has a
-    context (sent with it: a turn sent alone) keeps it, cut as a turn's is (:func:`cut_context`). The context is embedded and searched with the turn (its chunk's heading path)
-    and never returned.
+    context (sent with it: a turn sent alone) keeps it, cut as a turn's is (:func:`cut_context`). The
+    context is embedded and searched with the turn (its chunk's heading path) and never returned.
 
     Why: an answer is often elliptical and its question sits in the other speaker's turn ("What's
     up with you? Anything new?" / "Caroline: I went to a LGBTQ support group yesterday"); the
@@ -74,7 +74,7 @@ def with_turn_context(docs: Iterable[Document]) -> Iterator[Document]:
     prev: Document | None = None
     for doc in docs:
         if doc.context:
-            yield replace(doc, context=cut_context(doc.context)) if len(doc.context) > TURN_CONTEXT_CHARS else doc
+            yield replace(doc, context=cut_context(doc.context))
         elif (
             prev is not None
             and doc.title
