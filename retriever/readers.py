@@ -307,17 +307,29 @@ _RST_DROPPED = {
     "default-role",
     "default-domain",
 }
-_ROLE = re.compile(r"^:(?:[\w.+-]+:)+`(.*)`$", re.DOTALL)
+_ROLE = re.compile(r"^:((?:[\w.+-]+:)+)`(.*)`$", re.DOTALL)
 _DIRECTIVE = re.compile(r"^\.\.\s+([\w:.+-]+)::[ \t]*(.*)$")
 
 
 def _role_text(raw: str) -> str:
-    """``:ref:`Title <label>``` -> ``Title``; ``:func:`~pkg.mod.f``` -> ``f``; other markup unwrapped."""
+    """A Sphinx role as its text: a cross-reference as a Markdown link (``:ref:`Title <label>``` ->
+    ``[Title](#label)``, ``:doc:`Install <../how-to/install>``` -> ``[Install](../how-to/install)``),
+    ``:func:`~pkg.mod.f``` -> ``f``, other markup unwrapped.
+
+    Why links: a cross-reference's sentence and the section it points to are a pair written by the
+    page's authors (``sieve train``'s link pairs, :mod:`sieve.train.weak_pairs`), as in Markdown docs.
+    """
     m = _ROLE.match(raw.strip())
-    inner = m.group(1) if m else raw.strip().strip("`_|")
-    titled = re.match(r"^(.*?)\s*<[^<>]*>$", inner, flags=re.DOTALL)
-    if titled and titled.group(1):
-        return titled.group(1)
+    role = m.group(1).strip(":").rsplit(":", 1)[-1] if m else ""
+    inner = m.group(2) if m else raw.strip().strip("`_|")
+    titled = re.match(r"^(.*?)\s*<([^<>]*)>$", inner, flags=re.DOTALL)
+    title, target = (titled.group(1), titled.group(2).strip()) if titled and titled.group(1) else ("", inner.strip())
+    if role == "doc":
+        return f"[{' '.join((title or target.rsplit('/', 1)[-1]).split())}]({target})"
+    if role == "ref" and title:  # an untitled :ref: shows the target's title, unknown to this page
+        return f"[{' '.join(title.split())}](#{target})"
+    if title:
+        return title
     if inner.startswith("~"):
         return inner[1:].rsplit(".", 1)[-1]
     return inner.lstrip("!")
@@ -401,8 +413,10 @@ def _mark_structure(doctree: Any, titles: bool = True) -> None:
             continue  # an admonition's or a table's title is not a section
         level = 1 + sum(1 for a in _ancestors(title) if isinstance(a, nodes.section))
         heading = " ".join(title.astext().split())
+        # A label (".. _cache-dir:") that cross-references point at, as a Pandoc/Hugo anchor ("{#cache-dir}").
+        labels = [i for i in title.parent.get("ids", []) if i != nodes.make_id(heading)]
         del title[:]
-        title += nodes.Text("#" * min(level, 6) + " " + heading)
+        title += nodes.Text("#" * min(level, 6) + " " + heading + (f" {{#{labels[0]}}}" if labels else ""))
     for block in list(doctree.findall(nodes.literal_block)):
         code = block.astext()
         del block[:]

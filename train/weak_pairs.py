@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}[ \t]+\S|^[=\-~^\"'`*+#:._<>]{3,}[ \t]*$")
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
 _MD_LINK = re.compile(r"\[([^\]]{2,120})\]\(([^)\s]+)\)")
+_HEADING_ANCHOR = re.compile(r"^ {0,3}#{1,6}[ \t].*?\{#([^}\s]+)\}[ \t]*$", re.MULTILINE)
 _RST_REF = re.compile(r":(?:ref|doc):`([^`<]{2,120})<([^`>]+)>`")
 _WORD = re.compile(r"\w+")
 _NATURAL = re.compile(r"(\d+)")
@@ -131,6 +132,9 @@ def _section_index(chunks: Sequence[Chunk]) -> dict[tuple[str, str], Chunk]:
                 index.setdefault((stem, _slug(c.heading_path.split(" > ")[-1])), c)
         for h in find_headings("\n".join(c.text for c in cs)):  # headings a path leaves out (the page title)
             index.setdefault((stem, _slug(h.title)), cs[0])
+        for c in cs:  # a heading's own anchor ("## Cache directory {#cache-dir}": Hugo, Pandoc, rst labels)
+            for anchor in _HEADING_ANCHOR.findall(c.text):
+                index.setdefault((stem, _slug(anchor)), c)
     return index
 
 
@@ -157,6 +161,8 @@ def mine_links(chunks: Sequence[Chunk]) -> list[WeakPair]:
             dest = sections.get((stem, _slug(anchor))) or (sections.get((stem, _slug(page))) if not anchor else None)
             if dest is None and m.re is _RST_REF:
                 dest = next((v for (s, a), v in sections.items() if a == _slug(_page_stem(target))), None)
+            elif dest is None and not page:  # an rst :ref: read as [Title](#label): labels name sections site-wide
+                dest = next((v for (s, a), v in sections.items() if a == _slug(anchor)), None)
             if dest is None or dest.chunk_id == c.chunk_id:
                 continue
             sentence = next((s for s in _SENTENCE_SPLIT.split(text) if m.group(0) in s), m.group(1))

@@ -89,6 +89,36 @@ def test_heading_pairs_ask_a_section_by_its_headings_and_answer_with_its_body(ch
     assert rst.positive.startswith("Each project gets") and "-----" not in rst.positive
 
 
+def test_an_rst_folder_read_through_the_reader_gives_heading_and_link_pairs(tmp_path, embedder):
+    """A Sphinx folder as `sieve index` reads it (docutils renders it): before its sections and
+    cross-references were written back as Markdown, pipx's docs gave 10 heading pairs and no link pair."""
+    from sieve.retriever import CorpusIndex, RetrieverConfig
+    from sieve.train.task_io import all_chunks
+
+    docs = tmp_path / "docs"
+    (docs / "how-to").mkdir(parents=True)
+    (docs / "guide.rst").write_text(
+        GUIDE_RST.replace(":ref:`the cache <cache-directory>`", ":ref:`the cache <cache-dir>`")
+        + "\nTo move it, follow :doc:`the settings page <how-to/settings>` step by step.\n",
+        encoding="utf-8",
+    )
+    (docs / "how-to" / "settings.rst").write_text(
+        "Settings\n========\n\nEvery setting lives in one file that the tool reads on start and writes back when changed.\n\n"
+        ".. _cache-dir:\n\nCache directory\n---------------\n\nDownloaded archives and built wheels are kept in one "
+        "folder per user, which defaults to a path under the home folder and can be moved anywhere.\n",
+        encoding="utf-8",
+    )
+    index = CorpusIndex.open(RetrieverConfig(data_dir=tmp_path / "data"), "rst", create=True, embedder=embedder)
+    index.writer.index_path(docs, progress=False)
+    pairs = mine_pairs(all_chunks(index), ["heading", "link"])
+    heads = {p.query for p in _by_kind(pairs, "heading")}
+    assert {"User guide Virtual environments", "Settings Cache directory"} <= heads
+    links = {(p.query, p.positive_id) for p in _by_kind(pairs, "link")}
+    cache = next(c for c in all_chunks(index) if c.heading_path == "Cache directory")
+    assert ("See the cache for where files go.", cache.chunk_id) in links  # :ref: by a label, to its section
+    assert ("To move it, follow the settings page step by step.", "how-to/settings.rst#0") in links  # :doc:
+
+
 def test_title_pairs_point_at_the_opening_of_a_page(chunks):
     titles = {p.query: p.positive for p in mine_pairs(chunks, ["title"])}
     assert titles["Installing"].startswith("Poetry runs on Linux")
