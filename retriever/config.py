@@ -114,9 +114,16 @@ class RetrieverConfig:
     chunk_split: ChunkSplit = field(
         default="sections",
         metadata={
-            "help": "Where chunks are cut: sections (structure, and every Markdown or reStructuredText heading "
-            "opens a chunk that records its heading path) | structure (at Markdown headings, paragraph, line "
+            "help": "Where chunks are cut: sections (structure, and every heading, Markdown's or one a reader "
+            "wrote for rst, HTML, .docx or PDF, opens a chunk that records its heading path) | structure (at Markdown headings, paragraph, line "
             "and sentence breaks; the default until 2026-12-05) | window (fixed token windows)."
+        },
+    )
+    gitignore: bool = field(
+        default=True,
+        metadata={
+            "help": "Indexing a folder leaves out the files its repository's .gitignore files leave out "
+            "(a build's output, node_modules); false reads them too."
         },
     )
     rrf_k: int = field(default=60, metadata={"help": "Reciprocal-rank-fusion constant k."})

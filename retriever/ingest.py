@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from sieve.core.errors import InvalidInput, NotFound
 from sieve.retriever.chunking import validate_doc_id
+from sieve.retriever.gitignore import GitIgnore
 from sieve.retriever.metadata import validate_metadata
 from sieve.retriever.readers import JSONL, read_file, read_utf8, supported_suffixes
 from sieve.retriever.types import Document
@@ -48,6 +49,8 @@ class IngestReport:
         skipped: ``(path[:line], reason)`` for every input that was not indexed.
         ignored: paths of files whose type Sieve does not read.
         hidden: hidden files and files in hidden folders of an unsupported type (not listed).
+        gitignored: paths a ``.gitignore`` leaves out (:mod:`sieve.retriever.gitignore`; not listed):
+            files, and folders not entered (one each, whatever they hold).
         warnings: ``(path, message)``: what a reader's library warned about a file it still read.
     """
 
@@ -56,6 +59,7 @@ class IngestReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
     hidden: int = 0
+    gitignored: int = 0
     warnings: list[tuple[str, str]] = field(default_factory=list)
 
     def skip(self, where: str, reason: str) -> None:
@@ -107,6 +111,17 @@ class IngestReport:
             text += f" (and {_plural(self.hidden, 'hidden file')})"
         return text
 
+    def gitignored_summary(self) -> str:
+        """``"left out 2 paths that .gitignore names (--no-gitignore reads them)"``, or ``""`` for none.
+
+        Example:
+            >>> IngestReport(gitignored=2).gitignored_summary()
+            'left out 2 paths that .gitignore names (--no-gitignore reads them)'
+        """
+        if not self.gitignored:
+            return ""
+        return f"left out {_plural(self.gitignored, 'path')} that .gitignore names (--no-gitignore reads them)"
+
     def problem_lines(self) -> list[str]:
         """Every skip with its reason, then the ignored files by suffix: one line each, nothing elided.
 
@@ -125,6 +140,8 @@ class IngestReport:
             )
         if self.hidden:
             lines.append(f"{_plural(self.hidden, 'hidden file')} (or files in hidden folders) passed over")
+        if self.gitignored:
+            lines.append(self.gitignored_summary())
         return lines
 
 
@@ -236,8 +253,9 @@ class DocumentStream:
         yielded: documents yielded so far.
     """
 
-    def __init__(self, path: str | Path, report: IngestReport | None = None) -> None:
+    def __init__(self, path: str | Path, report: IngestReport | None = None, *, gitignore: bool = True) -> None:
         self.path = path
+        self.gitignore = gitignore
         self.report = report if report is not None else IngestReport()
         self.decided = 0
         self.yielded = 0
@@ -254,7 +272,9 @@ class DocumentStream:
         if not root.exists():
             raise NotFound(f"Expected a file or folder to index, got {str(self.path)!r} (does not exist)")
         self._base = root.parent if root.is_file() else root
-        candidates = [root] if root.is_file() else self._walk(root)
+        candidates = (
+            [root] if root.is_file() else self._walk(root, GitIgnore.for_folder(root) if self.gitignore else None)
+        )
         files: list[Path] = []
         suffixes = supported_suffixes()
         for f in candidates:
@@ -286,10 +306,11 @@ class DocumentStream:
                 out.setdefault(_doc_id_for(f, self._base), _source_for(f))  # the first is indexed
         return out
 
-    @staticmethod
-    def _walk(root: Path) -> list[Path]:
+    def _walk(self, root: Path, ignore: GitIgnore | None) -> list[Path]:
         """Every file under ``root`` in sorted order, linked folders followed (each real folder once,
-        so a link back up the tree ends there); ``Path.rglob`` of Python 3.11 skips linked folders."""
+        so a link back up the tree ends there); ``Path.rglob`` of Python 3.11 skips linked folders.
+        With ``ignore``, what the ``.gitignore`` files leave out is counted in the report, not listed
+        (a left-out folder is not entered: ``node_modules`` costs nothing)."""
         found: list[Path] = []
         seen: set[str] = set()
         for folder, subfolders, names in os.walk(root, followlinks=True):
@@ -298,7 +319,15 @@ class DocumentStream:
                 subfolders[:] = []
                 continue
             seen.add(real)
-            found.extend(Path(folder) / name for name in names)
+            here = Path(folder)
+            if ignore is not None:
+                if here != root:  # the root's own .gitignore came with GitIgnore.for_folder
+                    ignore.add(here)
+                entered = [d for d in subfolders if not ignore.ignores(here / d, is_dir=True)]
+                kept = [n for n in names if not ignore.ignores(here / n)]
+                self.report.gitignored += len(subfolders) - len(entered) + len(names) - len(kept)
+                subfolders[:], names = entered, kept
+            found.extend(here / name for name in names)
         return sorted(found)
 
     @property
@@ -411,13 +440,15 @@ class DocumentStream:
             )
 
 
-def iter_documents(path: str | Path, report: IngestReport | None = None) -> DocumentStream:
-    """Documents from a file or (recursively, in sorted order) a folder, read as they are iterated.
+def iter_documents(path: str | Path, report: IngestReport | None = None, *, gitignore: bool = True) -> DocumentStream:
+    """Documents from a file or (recursively, in sorted order) a folder, read as they are iterated;
+    in a folder, files its ``.gitignore`` files leave out are not read unless ``gitignore`` is False
+    (:mod:`sieve.retriever.gitignore`; a path given as a file is always read).
 
     Raises:
         NotFound: the path does not exist (when the result is first iterated).
     """
-    return DocumentStream(path, report)
+    return DocumentStream(path, report, gitignore=gitignore)
 
 
 def load_documents(path: str | Path) -> tuple[list[Document], IngestReport]:

@@ -205,7 +205,7 @@ def _pending(
 ) -> dict[str, tuple[Document, str, str]]:
     """The documents to (re)write: doc_id -> (document, content hash, kind: added | updated | resumed)."""
     todo: dict[str, tuple[Document, str, str]] = {}
-    stream = iter_documents(path, report)
+    stream = iter_documents(path, report, gitignore=index.config.gitignore)
     ix.gone = review_against_store(stream, states, index.name)
     for doc in with_turn_context(stream):  # as the single-process path reads a chat log
         validate_doc_id(doc.doc_id)

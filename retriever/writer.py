@@ -231,7 +231,9 @@ class IndexWriter:
         """
         report = IngestReport()
         created = self.index.store.created
-        result = self.index_documents(iter_documents(path, report), progress=progress)
+        result = self.index_documents(
+            iter_documents(path, report, gitignore=self.index.config.gitignore), progress=progress
+        )
         report.skipped.extend(result.ingest.skipped)  # documents that chunked to nothing
         result.ingest = report
         if report.documents == 0 or (created and result.chunks_written == 0):

@@ -81,6 +81,7 @@ class Settings(BaseSettings):
     chunk_tokens: int = _from(RetrieverConfig, "chunk_tokens")
     chunk_overlap: int = _from(RetrieverConfig, "chunk_overlap")
     chunk_split: ChunkSplit = _from(RetrieverConfig, "chunk_split")
+    gitignore: bool = _from(RetrieverConfig, "gitignore")
     collection: str = Field(default="default", description="Collection used when none is named.")
 
     # HTTP server
@@ -236,6 +237,7 @@ class Settings(BaseSettings):
             chunk_tokens=self.chunk_tokens,
             chunk_overlap=self.chunk_overlap,
             chunk_split=self.chunk_split,
+            gitignore=self.gitignore,
             write_lock_timeout_s=self.write_lock_timeout_s,
         )
 

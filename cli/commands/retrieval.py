@@ -108,6 +108,7 @@ def index_json(report) -> dict:
         "ignored": ing.ignored,
         "ignored_by_suffix": ing.ignored_by_suffix(),
         "hidden": ing.hidden,
+        "gitignored": ing.gitignored,
         "warnings": [{"where": w, "message": m} for w, m in ing.warnings],
         "gone": report.gone,
         "deleted": report.deleted,
@@ -157,6 +158,9 @@ def _report_index(report, as_json: bool, width: int | None = None) -> None:
             fg=typer.colors.YELLOW,
             err=True,
         )
+    if ing.gitignored:
+        left_out = ing.gitignored_summary()
+        typer.echo(f"{left_out[0].upper()}{left_out[1:]}", err=True)
     summary = ing.ignored_summary()
     if summary:
         from sieve.retriever.readers import formats_help
@@ -176,6 +180,12 @@ DeleteMissingOpt = typer.Option(
     False,
     "--delete-missing",
     help="Remove the documents of files that were in this folder and are gone (deleted or moved out).",
+)
+NoGitignoreOpt = typer.Option(
+    False,
+    "--no-gitignore",
+    help="Read the files the folder's .gitignore files leave out too (a build's output, node_modules); "
+    "default: left out (SIEVE_GITIGNORE).",
 )
 RayOpt = typer.Option(
     False,
@@ -206,6 +216,7 @@ def index_cmd(
     chunk_overlap: Optional[int] = setting_option("chunk_overlap"),
     chunk_split: Optional[str] = setting_option("chunk_split"),
     delete_missing: bool = DeleteMissingOpt,
+    no_gitignore: bool = NoGitignoreOpt,
     ray: bool = RayOpt,
     ray_address: Optional[str] = RayAddressOpt,
     as_json: bool = JsonOpt,
@@ -231,6 +242,7 @@ def index_cmd(
         chunk_split=chunk_split,
         collection=collection,
         device=device,
+        **({"gitignore": False} if no_gitignore else {}),
     )
     if path is None:
         if not optimize:
