@@ -112,15 +112,15 @@ class IngestReport:
         return text
 
     def gitignored_summary(self) -> str:
-        """``"left out 2 paths that .gitignore names (--no-gitignore reads them)"``, or ``""`` for none.
+        """``"left out 2 paths that .gitignore names (--no-gitignore or SIEVE_GITIGNORE=false reads them)"``, or ``""`` for none.
 
         Example:
             >>> IngestReport(gitignored=2).gitignored_summary()
-            'left out 2 paths that .gitignore names (--no-gitignore reads them)'
+            'left out 2 paths that .gitignore names (--no-gitignore or SIEVE_GITIGNORE=false reads them)'
         """
         if not self.gitignored:
             return ""
-        return f"left out {_plural(self.gitignored, 'path')} that .gitignore names (--no-gitignore reads them)"
+        return f"left out {_plural(self.gitignored, 'path')} that .gitignore names (--no-gitignore or SIEVE_GITIGNORE=false reads them)"
 
     def problem_lines(self) -> list[str]:
         """Every skip with its reason, then the ignored files by suffix: one line each, nothing elided.

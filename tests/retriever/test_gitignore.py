@@ -66,6 +66,6 @@ def test_sieve_index_says_what_it_left_out_and_no_gitignore_reads_it(run, tmp_pa
     report = json.loads(res.stdout)
     assert (report["documents"], report["gitignored"]) == (3, 3)
     text = run("index", str(docs), "-c", "repo-docs-2")
-    assert "Left out 3 paths that .gitignore names (--no-gitignore reads them)" in text.output
+    assert "Left out 3 paths that .gitignore names (--no-gitignore or SIEVE_GITIGNORE=false reads them)" in text.output
     every = json.loads(run("index", str(docs), "-c", "repo-docs-3", "--no-gitignore", "--json").stdout)
     assert (every["documents"], every["gitignored"]) == (5, 0)
