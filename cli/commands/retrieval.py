@@ -223,11 +223,10 @@ def index_cmd(
 ) -> None:
     """Index a file or folder into COLLECTION (idempotent, resumable).
 
-    HTML is indexed by its main content (no navigation, menus or footers). Unreadable inputs
-    (bad JSONL lines, repeated ids, metadata Chroma cannot hold, non-UTF-8 files, broken PDFs)
-    are skipped and each is listed with its reason; files of other types are counted by
-    suffix. A run that fails, or finds nothing to index, leaves no new collection behind.
-    Each run adds one BM25 segment; --optimize merges them (searches keep running meanwhile).
+    HTML is indexed by its main content (no navigation, menus or footers); what .gitignore leaves
+    out is not read. Unreadable inputs (bad JSONL lines, repeated ids, metadata Chroma cannot hold,
+    non-UTF-8 files, broken PDFs) are skipped and listed with their reasons; other types are counted.
+    A failed run leaves no new collection; each run adds one BM25 segment, --optimize merges them.
     """
     from sieve.core.errors import InvalidInput
     from sieve.retriever import CorpusIndex
