@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from copy import deepcopy
 
+from sieve.retriever.sections import atx_heading, fenced
+
 
 def _has_class(tag: str, name: str) -> str:
     """XPath for ``tag`` elements with class ``name`` (case-insensitive: old DocBook writes NAVHEADER)."""
@@ -114,11 +116,11 @@ def _mark_structure(tree) -> None:
         title = " ".join(el.text_content().split()).rstrip("\u00b6\u00a7#").strip()  # Sphinx/MkDocs anchors: ¶, §, #
         tail = el.tail
         el.clear()
-        el.text, el.tail = ("#" * int(el.tag[1]) + " " + title) if title else "", tail
+        el.text, el.tail = atx_heading(int(el.tag[1]), title) if title else "", tail
     for el in tree.xpath("//pre"):
         code, tail = el.text_content(), el.tail
         el.clear()
-        el.text, el.tail = "```\n" + code.strip("\n") + "\n```", tail
+        el.text, el.tail = fenced(code.strip("\n")), tail
 
 
 def html_text(raw: str) -> tuple[str, str]:

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from sieve.core.errors import InvalidInput
-from sieve.retriever.sections import find_headings
+from sieve.retriever.sections import atx_heading, fenced, find_headings
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -210,7 +210,7 @@ def _mark_heading(text: str, title: str, level: int) -> str:
         squeezed = "".join(line.split()).casefold()
         # the page may number a section its bookmark does not ("2.1 ASN.1 syntax" for "ASN.1 syntax")
         if squeezed.endswith(want) and _SECTION_NUMBER.fullmatch(squeezed[: len(squeezed) - len(want)]):
-            lines[i] = "#" * min(level, 6) + " " + " ".join(line.split())
+            lines[i] = atx_heading(level, " ".join(line.split()))
             return "\n".join(lines)
     return text
 
@@ -229,7 +229,7 @@ def _docx_blocks(container, headings: bool = False) -> list[str]:
             blocks += _docx_rows(item)
         elif item.text.strip():
             level = _docx_heading(item) if headings else 0
-            blocks.append("#" * level + " " + " ".join(item.text.split()) if level else item.text.strip())
+            blocks.append(atx_heading(level, " ".join(item.text.split())) if level else item.text.strip())
     return blocks
 
 
@@ -416,11 +416,11 @@ def _mark_structure(doctree: Any, titles: bool = True) -> None:
         # A label (".. _cache-dir:") that cross-references point at, as a Pandoc/Hugo anchor ("{#cache-dir}").
         labels = [i for i in title.parent.get("ids", []) if i != nodes.make_id(heading)]
         del title[:]
-        title += nodes.Text("#" * min(level, 6) + " " + heading + (f" {{#{labels[0]}}}" if labels else ""))
+        title += nodes.Text(atx_heading(level, heading + (f" {{#{labels[0]}}}" if labels else "")))
     for block in list(doctree.findall(nodes.literal_block)):
         code = block.astext()
         del block[:]
-        block += nodes.Text("```\n" + code.rstrip("\n") + "\n```")
+        block += nodes.Text(fenced(code.rstrip("\n")))
 
 
 def _ancestors(node: Any) -> Iterator[Any]:

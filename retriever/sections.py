@@ -153,6 +153,22 @@ class SectionMap:
         return self._paths[i] if i >= 0 else ()
 
 
+def atx_heading(level: int, title: str) -> str:
+    """``title`` as the Markdown heading :func:`find_headings` reads at ``level`` (at most 6): how the
+    readers of rst, HTML, .docx and PDF write a format's own headings into the text they return.
+
+    Example:
+        >>> atx_heading(2, "Pin it"), atx_heading(9, "Deep")
+        ('## Pin it', '###### Deep')
+    """
+    return "#" * min(level, 6) + " " + title
+
+
+def fenced(code: str) -> str:
+    """``code`` in a Markdown fence, inside which :func:`find_headings` sees no heading (a ``# comment``)."""
+    return "```\n" + code + "\n```"
+
+
 def heading_path(path: tuple[str, ...], title: str = "") -> str:
     """The path as a chunk records it: `` > ``-joined, without a top heading that only repeats the page title.
 
@@ -165,4 +181,4 @@ def heading_path(path: tuple[str, ...], title: str = "") -> str:
     return " > ".join(path)
 
 
-__all__ = ["Heading", "SectionMap", "find_headings", "heading_path"]
+__all__ = ["Heading", "SectionMap", "atx_heading", "fenced", "find_headings", "heading_path"]
