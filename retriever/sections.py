@@ -32,23 +32,31 @@ from dataclasses import dataclass
 _ADORNMENT = "=-~^\"'`*+#:._<>"
 _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$", re.MULTILINE)
 _FENCE = re.compile(r" {0,3}(```+|~~~+)")
-_ANCHOR = re.compile(r"\s*\{#[^}]*\}\s*$")  # "## Options {#options}": a Hugo/Pandoc anchor, not title text
+# "## Options {#options}": a Hugo/Pandoc anchor (an rst label, as the rst reader writes it), not title text
+_ANCHOR = re.compile(r"\s*\{#([^}\s]*)[^}]*\}\s*$")
 _MAX_TITLE_CHARS = 120  # a longer line is a paragraph above a rule, not a title
 
 
 @dataclass(frozen=True)
 class Heading:
-    """One heading: the offset of its first character, its depth (1 = top), its text, and the
-    offset just past its own lines (an underline included)."""
+    """One heading: the offset of its first character, its depth (1 = top), its text, the offset
+    just past its own lines (an underline included), and the anchor it declares (``{#id}``; links
+    to ``page#id`` reach it), or ``""``."""
 
     start: int
     level: int
     title: str
     end: int
+    anchor: str = ""
 
 
 def _clean(title: str) -> str:
     return _ANCHOR.sub("", title).replace("`", "").replace("**", "").strip()
+
+
+def _anchor(title: str) -> str:
+    m = _ANCHOR.search(title)
+    return m.group(1) if m else ""
 
 
 def _adornment(line: str) -> str | None:
@@ -93,13 +101,14 @@ def find_headings(text: str) -> list[Heading]:
             continue
         atx = _ATX.match(line)
         if atx and _clean(atx.group(2)):
-            out.append(Heading(offsets[i], len(atx.group(1)), _clean(atx.group(2)), offsets[i + 1]))
+            raw = atx.group(2)
+            out.append(Heading(offsets[i], len(atx.group(1)), _clean(raw), offsets[i + 1], _anchor(raw)))
             i += 1
             continue
         found = _underlined(lines, i, styles, lo)
         if found is not None:
-            first, level, title = found
-            out.append(Heading(offsets[first], level, title, offsets[i + 2]))
+            first, level, raw = found
+            out.append(Heading(offsets[first], level, _clean(raw), offsets[i + 2], _anchor(raw)))
             i = first + 2
             continue
         i += 1
@@ -109,7 +118,7 @@ def find_headings(text: str) -> list[Heading]:
 def _underlined(
     lines: list[str], i: int, styles: dict[tuple[str, bool], int], lo: int = 0
 ) -> tuple[int, int, str] | None:
-    """(first line, level, title) when line ``i`` is a title underlined on line ``i + 1`` (an
+    """(first line, level, title as written) when line ``i`` is a title underlined on line ``i + 1`` (an
     overline on ``i - 1`` joins it; nothing before line ``lo``, the front matter, does), else None."""
     if i + 1 >= len(lines):
         return None
@@ -130,7 +139,7 @@ def _underlined(
     if i > lo and not over and lines[i - 1].strip():
         return None  # the last line of a paragraph above a rule: not a title
     level = styles.setdefault((under, over), len(styles) + 1)
-    return (i - 1 if over else i), level, _clean(title)
+    return (i - 1 if over else i), level, title
 
 
 class SectionMap:

@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}[ \t]+\S|^[=\-~^\"'`*+#:._<>]{3,}[ \t]*$")
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
 _MD_LINK = re.compile(r"\[([^\]]{2,120})\]\(([^)\s]+)\)")
-_HEADING_ANCHOR = re.compile(r"^ {0,3}#{1,6}[ \t].*?\{#([^}\s]+)\}[ \t]*$", re.MULTILINE)
 _RST_REF = re.compile(r":(?:ref|doc):`([^`<]{2,120})<([^`>]+)>`")
 _WORD = re.compile(r"\w+")
 _NATURAL = re.compile(r"(\d+)")
@@ -133,8 +132,9 @@ def _section_index(chunks: Sequence[Chunk]) -> dict[tuple[str, str], Chunk]:
         for h in find_headings("\n".join(c.text for c in cs)):  # headings a path leaves out (the page title)
             index.setdefault((stem, _slug(h.title)), cs[0])
         for c in cs:  # a heading's own anchor ("## Cache directory {#cache-dir}": Hugo, Pandoc, rst labels)
-            for anchor in _HEADING_ANCHOR.findall(c.text):
-                index.setdefault((stem, _slug(anchor)), c)
+            for h in find_headings(c.text):
+                if h.anchor:
+                    index.setdefault((stem, _slug(h.anchor)), c)
     return index
 
 

@@ -79,6 +79,15 @@ def test_markdown_headings_skip_front_matter_and_code():
     assert MARKDOWN[start:].startswith("## add\n")
 
 
+def test_a_heading_carries_the_anchor_it_declares_apart_from_its_title():
+    text = "# Config {#config .wide}\n\nIntro.\n\nCache dir {#cache-dir}\n---------\n\nBody.\n\n## Plain\n"
+    assert [(h.title, h.anchor) for h in find_headings(text)] == [
+        ("Config", "config"),
+        ("Cache dir", "cache-dir"),
+        ("Plain", ""),
+    ]
+
+
 def test_rst_levels_follow_the_order_of_adornment_styles():
     # an overlined title is a style of its own; indented text and a paragraph above a rule are not titles
     assert _titles(RST) == [(1, "User Guide"), (2, "Installing"), (3, "From source"), (2, "Uninstalling")]
