@@ -202,9 +202,10 @@ def review_against_store(docs: object, states: Mapping[str, DocState], collectio
 
     - raises :class:`InvalidInput` when its files would replace documents of other files
       (:func:`id_conflicts`);
-    - returns the documents indexed from files inside the folder it reads that no longer exist and
-      that this run does not index again (files deleted, or moved out of the folder); none when it
-      reads one file.
+    - returns the documents indexed from files inside the folder it reads that this run does not
+      index again because they no longer exist (deleted, or moved out of the folder) or because a
+      ``.gitignore`` now leaves them out (indexed before the rule, or with ``gitignore=False``);
+      none when it reads one file.
     """
     if not isinstance(docs, DocumentStream):
         return []
@@ -223,7 +224,9 @@ def review_against_store(docs: object, states: Mapping[str, DocState], collectio
         return []
     inside = os.path.join(os.path.abspath(docs.folder), "")
     return sorted(
-        d for d, src in stored.items() if src.startswith(inside) and d not in claims and not os.path.lexists(src)
+        d
+        for d, src in stored.items()
+        if src.startswith(inside) and d not in claims and (not os.path.lexists(src) or docs.left_out(src))
     )
 
 
@@ -263,6 +266,7 @@ class DocumentStream:
         self._total = 0
         self._base = Path(".")
         self._first_seen: dict[str, str] = {}  # doc id -> where it first came from, in this run
+        self._left_out: set[str] = set()  # absolute paths (files and folders) a .gitignore left out
         self._documents: Iterator[Document] | None = None
 
     def _list(self) -> list[Path]:
@@ -326,9 +330,18 @@ class DocumentStream:
                 entered = [d for d in subfolders if not ignore.ignores(here / d, is_dir=True)]
                 kept = [n for n in names if not ignore.ignores(here / n)]
                 self.report.gitignored += len(subfolders) - len(entered) + len(names) - len(kept)
+                dropped = set(subfolders) - set(entered) | set(names) - set(kept)
+                self._left_out.update(os.path.abspath(here / n) for n in dropped)
                 subfolders[:], names = entered, kept
             found.extend(here / name for name in names)
         return sorted(found)
+
+    def left_out(self, source: str) -> bool:
+        """Whether the file at ``source`` (an absolute path) is one a ``.gitignore`` left out of this
+        run, itself or a folder above it."""
+        self._list()
+        path = Path(source)
+        return any(str(p) in self._left_out for p in (path, *path.parents))
 
     @property
     def files(self) -> list[Path]:

@@ -37,7 +37,8 @@ class IndexReport:
     seconds: float = 0.0
     ingest: IngestReport = field(default_factory=IngestReport)
     cancelled: bool = False  # stopped before writing anything (upsert_documents): the collection is as it was
-    # Documents of files inside the folder indexed that no longer exist (deleted or moved out), and
+    # Documents of files inside the folder indexed that it no longer gives (deleted, moved out, or
+    # left out by a .gitignore), and
     # how many of them this run removed (``index_path(..., delete_missing=True)``).
     gone: list[str] = field(default_factory=list)
     deleted: int = 0

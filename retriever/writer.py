@@ -218,7 +218,8 @@ class IndexWriter:
     def index_path(self, path: str | Path, *, progress: bool = True, delete_missing: bool = False) -> IndexReport:
         """Index a file or folder; unreadable inputs are skipped and listed in ``report.ingest``.
 
-        Documents indexed earlier from files of this folder that no longer exist are listed in
+        Documents indexed earlier from files of this folder that it no longer gives (deleted, moved
+        out, or left out by a ``.gitignore``) are listed in
         ``report.gone``; ``delete_missing`` removes them after the run (``report.deleted``).
 
         Raises:

@@ -80,7 +80,8 @@ class Sieve:
     def index(self, path: str | Path, *, progress: bool = True, delete_missing: bool = False) -> IndexReport:
         """Index a file or folder; a run that fails on a new collection removes it again.
 
-        ``report.gone`` lists the documents of this folder's files that no longer exist;
+        ``report.gone`` lists the documents of this folder's files that it no longer gives (deleted,
+        moved out, or left out by a ``.gitignore``);
         ``delete_missing`` removes them."""
         return self.corpus.writer.index_path(path, progress=progress, delete_missing=delete_missing)
 

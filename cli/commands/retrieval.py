@@ -149,12 +149,12 @@ def _report_index(report, as_json: bool, width: int | None = None) -> None:
             more = f" (+{len(messages) - 1} more; -v shows all)" if len(messages) > 1 else ""
             typer.secho(f"  {where}: {messages[0]}{more}", fg=typer.colors.YELLOW, err=True)
     if report.deleted:
-        typer.echo(f"Deleted {plural(report.deleted, 'document')} of files gone from this folder", err=True)
+        typer.echo(f"Deleted {plural(report.deleted, 'document')} of files no longer read from this folder", err=True)
     elif report.gone:
         shown = ", ".join(report.gone[:3]) + (", ..." if len(report.gone) > 3 else "")
         typer.secho(
-            f"Still indexed: {plural(len(report.gone), 'document')} of files gone from this folder "
-            f"({shown}); --delete-missing removes them",
+            f"Still indexed: {plural(len(report.gone), 'document')} of files no longer read from this folder "
+            f"(deleted, moved out or left out by .gitignore: {shown}); --delete-missing removes them",
             fg=typer.colors.YELLOW,
             err=True,
         )
@@ -179,7 +179,7 @@ OptimizeOpt = typer.Option(
 DeleteMissingOpt = typer.Option(
     False,
     "--delete-missing",
-    help="Remove the documents of files that were in this folder and are gone (deleted or moved out).",
+    help="Remove the documents of files this folder no longer gives (deleted, moved out, or left out by .gitignore).",
 )
 NoGitignoreOpt = typer.Option(
     False,

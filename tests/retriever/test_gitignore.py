@@ -69,3 +69,18 @@ def test_sieve_index_says_what_it_left_out_and_no_gitignore_reads_it(run, tmp_pa
     assert "Left out 3 paths that .gitignore names (--no-gitignore or SIEVE_GITIGNORE=false reads them)" in text.output
     every = json.loads(run("index", str(docs), "-c", "repo-docs-3", "--no-gitignore", "--json").stdout)
     assert (every["documents"], every["gitignored"]) == (5, 0)
+
+
+def test_documents_a_gitignore_now_leaves_out_are_listed_as_no_longer_read_and_removed_on_request(run, tmp_path):
+    # indexed with --no-gitignore (or before the rule was written), then read as git reads the folder
+    docs = _repo(tmp_path)
+    assert json.loads(run("index", str(docs), "-c", "was-all", "--no-gitignore", "--json").stdout)["documents"] == 5
+    again = run("index", str(docs), "-c", "was-all")
+    assert again.exit_code == 0, again.output
+    assert "Still indexed: 2 documents of files no longer read from this folder" in again.output
+    report = json.loads(run("index", str(docs), "-c", "was-all", "--json").stdout)
+    # the build's page (under a left-out folder) and the draft; the three read files are unchanged
+    assert (sorted(report["gone"]), report["unchanged"]) == (["_build/html/index.html", "guide/next.draft.md"], 3)
+    removed = json.loads(run("index", str(docs), "-c", "was-all", "--delete-missing", "--json").stdout)
+    assert removed["deleted"] == 2
+    assert json.loads(run("index", str(docs), "-c", "was-all", "--json").stdout)["gone"] == []
