@@ -4,6 +4,8 @@ Adding a format is one :func:`register_reader` call; what ingestion picks up in 
 (:func:`supported_suffixes`) and ``sieve index``'s help (:func:`formats_help`) read the registry.
 
 ``.txt`` and ``.md`` are read as they are (strict UTF-8: a latin-1 file is reported, not garbled);
+``.mdx`` as Markdown without its JavaScript (:mod:`~sieve.retriever.mdx`: imports, JSX comments
+and component tags removed);
 ``.html``/``.htm`` through :func:`~sieve.retriever.html.html_text` (main content, no navigation;
 UTF-8, or the charset the page itself declares);
 ``.rst`` through docutils (markup, comments, tables of contents and Sphinx-only directives'
@@ -123,6 +125,14 @@ def _markdown_title(text: str) -> str:
 def read_text(path: Path) -> tuple[str, str]:
     text = read_utf8(path)
     return (_markdown_title(text) if path.suffix.lower() in (".md", ".markdown") else ""), text
+
+
+def read_mdx(path: Path) -> tuple[str, str]:
+    """An MDX page (Docusaurus, Nextra, Mintlify) as Markdown: :func:`~sieve.retriever.mdx.mdx_text`."""
+    from sieve.retriever.mdx import mdx_text
+
+    text = mdx_text(read_utf8(path))
+    return _markdown_title(text), text
 
 
 _DECLARED_CHARSET = re.compile(
@@ -471,6 +481,7 @@ def formats_help() -> str:
 
 
 register_reader(read_text, ".txt", ".md", ".markdown")
+register_reader(read_mdx, ".mdx")
 register_reader(read_rst, ".rst")
 register_reader(read_html, ".html", ".htm")
 register_reader(read_docx, ".docx")

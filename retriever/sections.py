@@ -87,16 +87,11 @@ def find_headings(text: str) -> list[Heading]:
     if _ATX.search(text):  # Markdown: its setext headings have fixed levels, '=' 1 and '-' 2, as ATX's # and ##
         styles.update({("=", False): 1, ("-", False): 2})
     out: list[Heading] = []
-    fence: str | None = None
     i = lo = _front_matter_end(lines)
+    code = [False] * lo + in_code(lines[lo:])
     while i < len(lines):
         line = lines[i].rstrip("\r\n")
-        m = _FENCE.match(line)
-        if m and (fence is None or m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence)):
-            fence = None if fence else m.group(1)
-            i += 1
-            continue
-        if fence:
+        if code[i]:
             i += 1
             continue
         atx = _ATX.match(line)
@@ -112,6 +107,26 @@ def find_headings(text: str) -> list[Heading]:
             i = first + 2
             continue
         i += 1
+    return out
+
+
+def in_code(lines: list[str]) -> list[bool]:
+    """For each line, whether it belongs to a fenced code block (its fence lines included): a
+    closing fence is of the opening one's character and at least its length, as CommonMark has it.
+
+    Example:
+        >>> in_code(["Text", "```sh", "# a comment", "~~~", "```", "# Title"])
+        [False, True, True, True, True, False]
+    """
+    out: list[bool] = []
+    fence: str | None = None
+    for line in lines:
+        m = _FENCE.match(line.rstrip("\r\n"))
+        if m and (fence is None or m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence)):
+            out.append(True)
+            fence = None if fence else m.group(1)
+        else:
+            out.append(fence is not None)
     return out
 
 
@@ -190,4 +205,4 @@ def heading_path(path: tuple[str, ...], title: str = "") -> str:
     return " > ".join(path)
 
 
-__all__ = ["Heading", "SectionMap", "atx_heading", "fenced", "find_headings", "heading_path"]
+__all__ = ["in_code", "Heading", "SectionMap", "atx_heading", "fenced", "find_headings", "heading_path"]

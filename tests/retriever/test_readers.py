@@ -291,6 +291,54 @@ def test_markdown_title_is_the_first_top_heading_outside_code(tmp_path):
     assert read_file(tmp_path / "none.md")[0] == ""
 
 
+MDX_PAGE = """---
+title: Server Actions
+---
+
+import Tabs from '@theme/Tabs';
+import {
+  InstallSnippet,
+} from '@site/src/components/InstallSnippet';
+
+Call procedures from client components. {/* keep this short */}
+
+## Install
+
+<Tabs groupId="pm">
+<TabItem value="npm" label="npm">
+<InstallSnippet
+  pkgs="@trpc/server zod"
+/>
+</TabItem>
+</Tabs>
+
+```tsx
+import { useTRPC } from './trpc';
+export function Page() { return <div>{/* ... */}</div>; }
+```
+
+<details>
+<summary>Backend code</summary>
+</details>
+"""
+
+
+def test_mdx_is_read_as_markdown_without_its_imports_comments_and_component_tags(tmp_path):
+    """Docusaurus, Nextra and Mintlify pages are .mdx: read as Markdown, the JavaScript left out
+    (tRPC's docs: 29 of its 90 pages, each opening with imports)."""
+    page = tmp_path / "server-actions.mdx"
+    page.write_text(MDX_PAGE, encoding="utf-8")
+    title, text, _ = read_file(page)
+    assert title == "Server Actions"
+    assert "@theme/Tabs" not in text and "InstallSnippet" not in text and "keep this short" not in text
+    assert "<Tabs" not in text and "TabItem" not in text
+    # what the tags' attributes say stays; code examples are untouched; HTML tags are as in .md
+    assert "## Install\n\nnpm\n@trpc/server zod\n\n```tsx\n" in text  # the tab's label, the snippet's packages
+    assert "import { useTRPC } from './trpc';\nexport function Page() { return <div>{/* ... */}</div>; }" in text
+    assert "<summary>Backend code</summary>" in text
+    assert [h.title for h in find_headings(text)] == ["Install"]
+
+
 def test_docx_title_from_its_properties(tmp_path):
     import docx
 
@@ -345,5 +393,5 @@ def test_captures_are_per_thread():
 
 def test_every_supported_suffix_has_a_reader():
     assert supported_suffixes() == (*READERS, ".jsonl")  # .jsonl holds many documents: ingest reads it
-    shipped = (".txt", ".md", ".markdown", ".rst", ".html", ".htm", ".docx", ".pdf")
+    shipped = (".txt", ".md", ".markdown", ".mdx", ".rst", ".html", ".htm", ".docx", ".pdf")
     assert tuple(READERS) == shipped
