@@ -5,7 +5,8 @@ Adding a format is one :func:`register_reader` call; what ingestion picks up in 
 
 ``.txt`` and ``.md`` are read as they are (strict UTF-8: a latin-1 file is reported, not garbled);
 ``.mdx`` as Markdown without its JavaScript (:mod:`~sieve.retriever.mdx`: imports, JSX comments
-and component tags removed);
+and component tags removed); ``.ipynb`` notebooks as their Markdown cells and fenced code cells
+(:mod:`~sieve.retriever.notebooks`; outputs left out);
 ``.html``/``.htm`` through :func:`~sieve.retriever.html.html_text` (main content, no navigation;
 UTF-8, or the charset the page itself declares);
 ``.rst`` through docutils (markup, comments, tables of contents and Sphinx-only directives'
@@ -125,6 +126,15 @@ def _markdown_title(text: str) -> str:
 def read_text(path: Path) -> tuple[str, str]:
     text = read_utf8(path)
     return (_markdown_title(text) if path.suffix.lower() in (".md", ".markdown") else ""), text
+
+
+def read_ipynb(path: Path) -> tuple[str, str]:
+    """A Jupyter notebook as Markdown: :func:`~sieve.retriever.notebooks.notebook_text`; titled by its
+    first top-level heading."""
+    from sieve.retriever.notebooks import notebook_text
+
+    text = notebook_text(read_utf8(path))
+    return _markdown_title(text), text
 
 
 def read_mdx(path: Path) -> tuple[str, str]:
@@ -486,6 +496,7 @@ register_reader(read_rst, ".rst")
 register_reader(read_html, ".html", ".htm")
 register_reader(read_docx, ".docx")
 register_reader(read_pdf, ".pdf")
+register_reader(read_ipynb, ".ipynb")
 
 
 def read_file(path: Path) -> tuple[str, str, list[str]]:

@@ -188,9 +188,19 @@ def atx_heading(level: int, title: str) -> str:
     return "#" * min(level, 6) + " " + title
 
 
-def fenced(code: str) -> str:
-    """``code`` in a Markdown fence, inside which :func:`find_headings` sees no heading (a ``# comment``)."""
-    return "```\n" + code + "\n```"
+def fenced(code: str, info: str = "") -> str:
+    """``code`` in a Markdown fence, inside which :func:`find_headings` sees no heading (a ``# comment``);
+    ``info`` names its language. The fence is longer than any run of backticks in ``code``, so a
+    Markdown example inside it does not close it.
+
+    Example:
+        >>> fenced("print(1)", "python")
+        '```python\\nprint(1)\\n```'
+        >>> fenced("md = '```'")
+        "````\\nmd = '```'\\n````"
+    """
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", code)), default=0))
+    return f"{fence}{info}\n{code}\n{fence}"
 
 
 def heading_path(path: tuple[str, ...], title: str = "") -> str:

@@ -339,6 +339,34 @@ def test_mdx_is_read_as_markdown_without_its_imports_comments_and_component_tags
     assert [h.title for h in find_headings(text)] == ["Install"]
 
 
+def test_a_notebook_is_read_as_its_markdown_and_fenced_code_without_outputs(tmp_path):
+    import json
+
+    from sieve.retriever.ingest import IngestReport, iter_documents
+
+    cells = [
+        {"cell_type": "markdown", "source": ["# Density based relevance\n", "\n", "Why distances drift."]},
+        {"cell_type": "code", "source": ["# load the vectors\n", "x = load()"], "outputs": [{"text": "Loaded 4 rows"}]},
+        {"cell_type": "raw", "source": ".. autoclass:: Store"},
+        {"cell_type": "markdown", "source": "## Results"},
+    ]
+    nb = {"nbformat": 4, "metadata": {"kernelspec": {"language": "python"}}, "cells": cells}
+    (tmp_path / "relevance.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    title, text, _ = read_file(tmp_path / "relevance.ipynb")
+    assert title == "Density based relevance"
+    assert text == (
+        "# Density based relevance\n\nWhy distances drift.\n\n```python\n# load the vectors\nx = load()\n```\n\n## Results"
+    )
+    assert [h.title for h in find_headings(text)] == ["Density based relevance", "Results"]  # the comment is code
+    # an nbformat 3 notebook and a broken file are skipped, each with its reason; the rest is read
+    (tmp_path / "old.ipynb").write_text(json.dumps({"nbformat": 3, "worksheets": [{"cells": []}]}), encoding="utf-8")
+    (tmp_path / "cut.ipynb").write_text('{"cells": [', encoding="utf-8")
+    report = IngestReport()
+    assert [d.doc_id for d in iter_documents(tmp_path, report)] == ["relevance.ipynb"]
+    reasons = {w.rsplit("/", 1)[-1]: r for w, r in report.skipped}
+    assert "nbformat 3" in reasons["old.ipynb"] and "JSONDecodeError" in reasons["cut.ipynb"]
+
+
 def test_docx_title_from_its_properties(tmp_path):
     import docx
 
@@ -393,5 +421,5 @@ def test_captures_are_per_thread():
 
 def test_every_supported_suffix_has_a_reader():
     assert supported_suffixes() == (*READERS, ".jsonl")  # .jsonl holds many documents: ingest reads it
-    shipped = (".txt", ".md", ".markdown", ".mdx", ".rst", ".html", ".htm", ".docx", ".pdf")
+    shipped = (".txt", ".md", ".markdown", ".mdx", ".rst", ".html", ".htm", ".docx", ".pdf", ".ipynb")
     assert tuple(READERS) == shipped
