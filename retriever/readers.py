@@ -6,7 +6,8 @@ Adding a format is one :func:`register_reader` call; what ingestion picks up in 
 ``.txt`` and ``.md`` are read as they are (strict UTF-8: a latin-1 file is reported, not garbled);
 ``.mdx`` as Markdown without its JavaScript (:mod:`~sieve.retriever.mdx`: imports, JSX comments
 and component tags removed); ``.ipynb`` notebooks as their Markdown cells and fenced code cells
-(:mod:`~sieve.retriever.notebooks`; outputs left out);
+(:mod:`~sieve.retriever.notebooks`; outputs left out); ``.adoc`` with its sections, code blocks and
+cross references written as Markdown's (:mod:`~sieve.retriever.asciidoc`);
 ``.html``/``.htm`` through :func:`~sieve.retriever.html.html_text` (main content, no navigation;
 UTF-8, or the charset the page itself declares);
 ``.rst`` through docutils (markup, comments, tables of contents and Sphinx-only directives'
@@ -134,6 +135,14 @@ def read_ipynb(path: Path) -> tuple[str, str]:
     from sieve.retriever.notebooks import notebook_text
 
     text = notebook_text(read_utf8(path))
+    return _markdown_title(text), text
+
+
+def read_asciidoc(path: Path) -> tuple[str, str]:
+    """An AsciiDoc page as Markdown: :func:`~sieve.retriever.asciidoc.asciidoc_text`; titled by its ``=`` title."""
+    from sieve.retriever.asciidoc import asciidoc_text
+
+    text = asciidoc_text(read_utf8(path))
     return _markdown_title(text), text
 
 
@@ -497,6 +506,7 @@ register_reader(read_html, ".html", ".htm")
 register_reader(read_docx, ".docx")
 register_reader(read_pdf, ".pdf")
 register_reader(read_ipynb, ".ipynb")
+register_reader(read_asciidoc, ".adoc", ".asciidoc")
 
 
 def read_file(path: Path) -> tuple[str, str, list[str]]:

@@ -367,6 +367,56 @@ def test_a_notebook_is_read_as_its_markdown_and_fenced_code_without_outputs(tmp_
     assert "nbformat 3" in reasons["old.ipynb"] and "JSONDecodeError" in reasons["cut.ipynb"]
 
 
+ADOC_PAGE = """= Safe Modes
+:navtitle: Safe modes
+// a comment nobody reads
+
+Asciidoctor runs in one of four safe modes; see xref:api:options.adoc#safe[the safe option^] and <<secure,SECURE>>.
+Report problems at {url-repo}/issues[the tracker^] or https://example.org/chat[the chat].
+
+[#secure]
+== Secure mode
+
+.Run it from the command line
+[source,sh]
+----
+# as any user
+asciidoctor -S secure doc.adoc
+----
+
+////
+A draft paragraph.
+////
+
+[cols="1,1"]
+|===
+|Mode |Reads files
+|===
+
+ # an indented literal line
+----
+a delimiter never closed
+"""
+
+
+def test_asciidoc_is_read_with_its_sections_code_and_cross_references_as_markdown(tmp_path):
+    page = tmp_path / "safe-modes.adoc"
+    page.write_text(ADOC_PAGE, encoding="utf-8")
+    title, text, _ = read_file(page)
+    assert title == "Safe Modes"
+    assert [(h.level, h.title, h.anchor) for h in find_headings(text)] == [
+        (1, "Safe Modes", ""),
+        (2, "Secure mode", "secure"),
+    ]
+    assert "[the safe option](options.adoc#safe) and [SECURE](#secure)" in text  # Antora's api: prefix dropped
+    assert "Report problems at the tracker or [the chat](https://example.org/chat)." in text
+    assert "Run it from the command line\n```sh\n# as any user\nasciidoctor -S secure doc.adoc\n```" in text
+    assert "navtitle" not in text and "comment nobody" not in text and "draft" not in text and "cols" not in text
+    assert "|===" not in text and "|Mode |Reads files" in text
+    assert "\n     # an indented literal line\n" in text  # indented further: no heading
+    assert text.endswith("----\na delimiter never closed")
+
+
 def test_docx_title_from_its_properties(tmp_path):
     import docx
 
@@ -421,5 +471,18 @@ def test_captures_are_per_thread():
 
 def test_every_supported_suffix_has_a_reader():
     assert supported_suffixes() == (*READERS, ".jsonl")  # .jsonl holds many documents: ingest reads it
-    shipped = (".txt", ".md", ".markdown", ".mdx", ".rst", ".html", ".htm", ".docx", ".pdf", ".ipynb")
+    shipped = (
+        ".txt",
+        ".md",
+        ".markdown",
+        ".mdx",
+        ".rst",
+        ".html",
+        ".htm",
+        ".docx",
+        ".pdf",
+        ".ipynb",
+        ".adoc",
+        ".asciidoc",
+    )
     assert tuple(READERS) == shipped

@@ -119,6 +119,26 @@ def test_an_rst_folder_read_through_the_reader_gives_heading_and_link_pairs(tmp_
     assert ("To move it, follow the settings page step by step.", "how-to/settings.rst#0") in links  # :doc:
 
 
+def test_asciidoc_cross_references_give_link_pairs_to_the_section_they_name(embedder):
+    from sieve.retriever.asciidoc import asciidoc_text
+
+    pages = {
+        "modules/api/pages/options.adoc": "= API options\n\n[#safe]\n== The safe option\n\n"
+        "The safe option picks the security level a document is converted with, from unsafe to secure, "
+        "and decides whether includes may read files outside the folder of the document.\n",
+        "modules/ROOT/pages/safe-modes.adoc": "= Safe Modes\n\nWhen content comes from strangers, raise "
+        "xref:api:options.adoc#safe[the safe option] before converting anything it holds.\n",
+    }
+    docs = [Document(doc_id, asciidoc_text(text)) for doc_id, text in pages.items()]
+    chunks = Chunker(embedder.tokenizer, 200, 32, split="sections").chunk_all(docs)
+    links = {(p.query, p.positive_id) for p in mine_pairs(chunks, ["link"])}
+    target = next(c for c in chunks if c.heading_path.endswith("The safe option"))
+    assert (
+        "When content comes from strangers, raise the safe option before converting anything it holds.",
+        target.chunk_id,
+    ) in links
+
+
 def test_title_pairs_point_at_the_opening_of_a_page(chunks):
     titles = {p.query: p.positive for p in mine_pairs(chunks, ["title"])}
     assert titles["Installing"].startswith("Poetry runs on Linux")
