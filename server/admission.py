@@ -76,7 +76,7 @@ class Gate:
 
     Example:
         >>> gate = Gate("episodes", limit=2, queue=1, wait_s=5.0)  # doctest: +SKIP
-        >>> slot = await gate.enter()  # doctest: +SKIP  (raises Overloaded when full)
+        >>> slot = await gate.enter()  # raises Overloaded when full  # doctest: +SKIP
     """
 
     def __init__(self, name: str, *, limit: int, queue: int, wait_s: float, metrics: Metrics | None = None) -> None:

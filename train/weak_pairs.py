@@ -14,7 +14,8 @@ query, outside the positive's own section and its neighbours.
 
 Example:
     >>> from sieve.retriever.types import Chunk
-    >>> c = Chunk("g.md#1", "g.md", 1, "## Cache\\n\\nEntries expire after one day unless pinned by a lock file.",
+    >>> text = "## Cache\\n\\nEntries expire after one day unless a lock file pins them for the whole team."
+    >>> c = Chunk("g.md#1", "g.md", 1, text,
     ...           title="Guide", heading_path="Cache")
     >>> [(p.kind, p.query) for p in mine_headings([c])]
     [('heading', 'Guide Cache')]
