@@ -2,7 +2,8 @@
 
 Chat logs are written one turn a line, the speaker first: ``Caroline: I went to a support group
 yesterday.`` A speaker is one to three capitalised words before a colon and a space at the start of
-a line. Only the shape of the line is read, so a label that opens a line of any other text ("Note:
+a line, after the time stamp an exported log may put first (``[09:15] Caroline: ...``, WhatsApp's
+``12/31/23, 9:15 PM - Caroline: ...``). Only the shape of the line is read, so a label that opens a line of any other text ("Note:
 ...") reads as a speaker too; callers decide when a text is a conversation (most of its chunks open
 with a speaker, :func:`is_conversation`).
 
@@ -13,6 +14,8 @@ Example:
     ['Gina', 'Jon']
     >>> speaker("no speaker here: lower case")
     ('', 'no speaker here: lower case')
+    >>> speaker("12/31/23, 9:15 PM - Jon Smith: Happy new year!"), speaker("[2023-12-31 09:15] Gina: You too.")
+    (('Jon Smith', 'Happy new year!'), ('Gina', 'You too.'))
 """
 
 from __future__ import annotations
@@ -26,7 +29,10 @@ if TYPE_CHECKING:
 
     from sieve.retriever.types import Chunk, Document
 
-_SPEAKER = re.compile(r"^\s*([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+", re.MULTILINE)
+# What exported chat logs put before the speaker: "[09:15]", "[2023-12-31 09:15:02]" (Slack and
+# Discord copies, iOS WhatsApp), "12/31/23, 9:15 PM - " (Android WhatsApp), "2023-12-31 09:15 - ".
+_STAMP = r"(?:\[[^\]\n]{0,40}\d[^\]\n]{0,40}\]\s*|\d[\d/.,: -]{2,30}\d(?:\s?[APap]\.?[Mm]\.?)?\s+[-\u2013]\s+)?"
+_SPEAKER = re.compile(r"^\s*" + _STAMP + r"([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+", re.MULTILINE)
 
 
 def speaker(text: str) -> tuple[str, str]:

@@ -42,6 +42,7 @@ from tqdm.auto import tqdm
 from sieve.core.errors import InvalidInput
 from sieve.retriever.bm25 import passage_terms, tokenize
 from sieve.retriever.turns import is_turn_context
+from sieve.retriever.turns import speaker as turn_speaker
 from sieve.train.task_io import all_chunks, read_task_ids
 from sieve.train.synth_facts import STOPWORDS, clean_title, quoted_content_words
 
@@ -58,7 +59,6 @@ logger = logging.getLogger(__name__)
 KINDS = ("single", "span", "bridge")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’\-]*[A-Za-z0-9]|[A-Za-z]")
 _CONTRACTION = re.compile(r"['’]")
-_SPEAKER = re.compile(r"^\s*([A-Z][\w.'’\- ]{0,40}?):\s")
 # Words that carry no topic in questions about any text (beyond the writers' shared stop words).
 _WEAK = STOPWORDS | frozenset(
     "i me my we our you your us just very really also can could would should will shall may might must "
@@ -277,9 +277,9 @@ def context_of(chunk: Chunk) -> tuple[str, bool]:
     """How a question names the source of ``chunk``, and whether that is a person: a chat turn's speaker,
     else its document's title (users name the filing, the page or the product they ask about), else
     nothing (also for a title of filler words only, e.g. a heading "Same as:")."""
-    m = _SPEAKER.match(chunk.text)
-    if m and len(m.group(1).split()) <= 4:
-        return m.group(1).strip(), True
+    name = turn_speaker(chunk.text)[0]
+    if name:
+        return name, True
     title = clean_title(chunk.title).strip(" :;,.-") if chunk.title else ""
     if not any(w.lower() not in _WEAK for w in _WORD.findall(title)):
         return "", False

@@ -36,6 +36,17 @@ def test_a_turn_s_speakers_are_the_labels_that_open_its_lines():
     assert not is_conversation(["Caroline: hi"])  # one chunk is no conversation
 
 
+def test_an_exported_chat_log_s_time_stamps_come_before_its_speakers():
+    # WhatsApp (Android, then iOS), a Slack or Discord copy: the speaker follows the stamp
+    whatsapp = ["12/31/23, 9:15 PM - Jon Smith: Happy new year!", "12/31/23, 9:16 PM - Gina: You too, Jon."]
+    bracketed = ["[31/12/2023, 21:15:02] Jon: Dinner at eight?", "[09:15] Gina: Sure.\n[09:16] Jon: Great."]
+    assert [speaker(t)[0] for t in whatsapp + bracketed] == ["Jon Smith", "Gina", "Jon", "Gina"]
+    assert speakers(bracketed[1]) == {"Gina", "Jon"} and is_conversation(whatsapp)
+    assert speaker("[1] Smith: cited")[0] == "Smith"  # a bracket with a digit reads as a stamp, as in a log
+    assert speaker("2023 - Results: up 4%")[0] == "Results"  # the shape alone: callers need most chunks to be turns
+    assert speaker("Version 2.0 - notes: see below")[0] == ""
+
+
 def test_named_reads_the_whole_label_or_one_of_its_names_case_kept():
     assert named("When did Caroline go?", "Caroline") and named("What did Jane say?", "Dr. Jane Smith")
     assert named("Did Smith agree?", "Dr. Jane Smith") and not named("Which Dr. said it?", "Dr. Jane Smith")
