@@ -26,6 +26,7 @@ from sieve.retriever.chunking import validate_doc_id
 from sieve.retriever.gitignore import GitIgnore
 from sieve.retriever.metadata import validate_metadata
 from sieve.retriever.readers import JSONL, read_file, read_utf8, supported_suffixes
+from sieve.retriever.slack import day_messages, is_slack_day
 from sieve.retriever.types import Document
 
 if TYPE_CHECKING:
@@ -241,6 +242,24 @@ def _jsonl_records(path: Path) -> int:
         return sum(1 for line in fh if line.decode("utf-8", "replace").strip())
 
 
+def _inputs(path: Path) -> int:
+    """What a listed file holds to decide on: a JSONL file's records, a Slack day file's messages
+    (one input when it cannot be read: it is skipped as one), else one document."""
+    if path.suffix.lower() == JSONL:
+        return _jsonl_records(path)
+    if not is_slack_day(path):
+        return 1
+    try:
+        return max(1, len(day_messages(path)[1]))
+    except (OSError, ValueError):
+        return 1
+
+
+def _one_document(path: Path) -> bool:
+    """Whether a listed file is one document (not JSONL records or a Slack day's messages), so its id is known unread."""
+    return path.suffix.lower() != JSONL and not is_slack_day(path)
+
+
 class DocumentStream:
     """The documents of a file or folder, read one at a time.
 
@@ -285,13 +304,13 @@ class DocumentStream:
             if not f.is_file():  # a link to nothing (or to what is no file): said, not dropped silently
                 self.report.skip(str(f), "a link to nothing: no file behind it")
                 continue
-            if f.suffix.lower() in suffixes:
+            if f.suffix.lower() in suffixes or is_slack_day(f):
                 files.append(f)
             elif any(part.startswith(".") for part in f.relative_to(self._base).parts):
                 self.report.hidden += 1
             else:
                 self.report.ignored.append(str(f))
-        self._total = sum(_jsonl_records(f) if f.suffix.lower() == JSONL else 1 for f in files)
+        self._total = sum(_inputs(f) for f in files)
         self._files = files
         return files
 
@@ -306,7 +325,7 @@ class DocumentStream:
         any file is read, so a run can check them (:func:`id_conflicts`) before it writes anything."""
         out: dict[str, str] = {}
         for f in self._list():
-            if f.suffix.lower() != JSONL:
+            if _one_document(f):
                 out.setdefault(_doc_id_for(f, self._base), _source_for(f))  # the first is indexed
         return out
 
@@ -387,8 +406,9 @@ class DocumentStream:
     def _generate(self, files: list[Path]) -> Iterator[Document]:
         for f in files:
             self.report.files_read += 1
-            if f.suffix.lower() == JSONL:
-                for doc, where in self._jsonl_docs(f):
+            if not _one_document(f):
+                records = self._jsonl_docs(f) if f.suffix.lower() == JSONL else self._slack_docs(f)
+                for doc, where in records:
                     if self._fresh(doc, where):
                         yield self._emit(doc)
                 continue
@@ -408,6 +428,24 @@ class DocumentStream:
             doc = Document(doc_id=_doc_id_for(f, self._base), text=text, title=title or f.stem, source=_source_for(f))
             if self._fresh(doc, str(f)):
                 yield self._emit(doc)
+
+    def _slack_docs(self, path: Path) -> Iterator[tuple[Document, str]]:
+        """A Slack day file's messages, one document each (:mod:`~sieve.retriever.slack`): ids
+        ``general/2024-01-02/<ts>``, the day's channel and date as the title, the file as the source."""
+        try:
+            title, turns = day_messages(path)
+        except UnicodeDecodeError as exc:
+            self._skip(str(path), f"not valid UTF-8 ({exc.reason} at byte {exc.start})")
+            return
+        except ValueError as exc:  # json.JSONDecodeError is one
+            self._skip(str(path), f"unreadable Slack day file ({type(exc).__name__}: {exc})")
+            return
+        if not turns:
+            self._skip(str(path), "no messages (notices only)")
+            return
+        day = _doc_id_for(path, self._base).removesuffix(".json")
+        for ts, text in turns:
+            yield Document(doc_id=f"{day}/{ts}", text=text, title=title, source=_source_for(path)), f"{path}@{ts}"
 
     def _jsonl_docs(self, path: Path) -> Iterator[tuple[Document, str]]:
         try:
