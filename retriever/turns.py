@@ -14,8 +14,8 @@ Example:
     ['Gina', 'Jon']
     >>> speaker("no speaker here: lower case")
     ('', 'no speaker here: lower case')
-    >>> speaker("12/31/23, 9:15 PM - Jon Smith: Happy new year!"), speaker("[2023-12-31 09:15] Gina: You too.")
-    (('Jon Smith', 'Happy new year!'), ('Gina', 'You too.'))
+    >>> speaker("12/31/23, 9:15 PM - Jon Smith: Happy new year!"), speaker("[2023-12-31 09:15] Élodie: You too.")
+    (('Jon Smith', 'Happy new year!'), ('Élodie', 'You too.'))
 """
 
 from __future__ import annotations
@@ -32,18 +32,24 @@ if TYPE_CHECKING:
 # What exported chat logs put before the speaker: "[09:15]", "[2023-12-31 09:15:02]" (Slack and
 # Discord copies, iOS WhatsApp), "12/31/23, 9:15 PM - " (Android WhatsApp), "2023-12-31 09:15 - ".
 _STAMP = r"(?:\[[^\]\n]{0,40}\d[^\]\n]{0,40}\]\s*|\d[\d/.,: -]{2,30}\d(?:\s?[APap]\.?[Mm]\.?)?\s+[-\u2013]\s+)?"
-_SPEAKER = re.compile(r"^\s*" + _STAMP + r"([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+", re.MULTILINE)
+# A name is one to three words opening in a letter; each must be a capital (checked in _named: re has
+# no class for upper-case letters beyond ASCII, and "Élodie" or "Łukasz" are names too).
+_SPEAKER = re.compile(r"^\s*" + _STAMP + r"([^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2}):\s+", re.MULTILINE)
+
+
+def _named(m: re.Match[str] | None) -> bool:
+    return m is not None and all(word[0].isupper() for word in m.group(1).split())
 
 
 def speaker(text: str) -> tuple[str, str]:
     """(speaker, what they said) of a turn written ``Name: words``; ('', text) when it names no speaker."""
     m = _SPEAKER.match(text)
-    return (m.group(1), text[m.end() :]) if m else ("", text)
+    return (m.group(1), text[m.end() :]) if m and _named(m) else ("", text)
 
 
 def speakers(text: str) -> set[str]:
     """Every speaker that opens a line of ``text`` (a chunk may hold several turns)."""
-    return {m.group(1) for m in _SPEAKER.finditer(text)}
+    return {m.group(1) for m in _SPEAKER.finditer(text) if _named(m)}
 
 
 def is_conversation(texts: Iterable[str]) -> bool:

@@ -47,6 +47,12 @@ def test_an_exported_chat_log_s_time_stamps_come_before_its_speakers():
     assert speaker("Version 2.0 - notes: see below")[0] == ""
 
 
+def test_a_speaker_s_capitals_may_be_any_alphabet_s():
+    assert speaker("Élodie Martin: Bonjour à tous.")[0] == "Élodie Martin"
+    assert speakers("Łukasz: Cześć!\nÖzge: Merhaba.") == {"Łukasz", "Özge"}
+    assert speaker("élodie: lower case")[0] == "" and speaker("Élodie martin: half")[0] == ""
+
+
 def test_named_reads_the_whole_label_or_one_of_its_names_case_kept():
     assert named("When did Caroline go?", "Caroline") and named("What did Jane say?", "Dr. Jane Smith")
     assert named("Did Smith agree?", "Dr. Jane Smith") and not named("Which Dr. said it?", "Dr. Jane Smith")
