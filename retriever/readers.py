@@ -495,8 +495,9 @@ def supported_suffixes() -> tuple[str, ...]:
 
 
 def formats_help() -> str:
-    """``".txt .md ... .jsonl"``: the suffixes for a help text."""
-    return " ".join(supported_suffixes())
+    """``".txt .md ... .jsonl and Slack exports"``: the suffixes for a help text, and the one folder
+    layout ingestion reads beside them (:mod:`~sieve.retriever.slack`)."""
+    return " ".join(supported_suffixes()) + " and Slack exports"
 
 
 register_reader(read_text, ".txt", ".md", ".markdown")
