@@ -26,7 +26,7 @@ from sieve.retriever.chunking import validate_doc_id
 from sieve.retriever.gitignore import GitIgnore
 from sieve.retriever.metadata import validate_metadata
 from sieve.retriever.readers import JSONL, read_file, read_utf8, supported_suffixes
-from sieve.retriever.slack import day_messages, is_slack_day
+from sieve.retriever.slack import is_slack_day, read_slack_day
 from sieve.retriever.types import Document
 
 if TYPE_CHECKING:
@@ -242,22 +242,13 @@ def _jsonl_records(path: Path) -> int:
         return sum(1 for line in fh if line.decode("utf-8", "replace").strip())
 
 
-def _inputs(path: Path) -> int:
-    """What a listed file holds to decide on: a JSONL file's records, a Slack day file's messages
-    (one input when it cannot be read: it is skipped as one), else one document."""
-    if path.suffix.lower() == JSONL:
-        return _jsonl_records(path)
-    if not is_slack_day(path):
-        return 1
-    try:
-        return max(1, len(day_messages(path)[1]))
-    except (OSError, ValueError):
-        return 1
-
-
-def _one_document(path: Path) -> bool:
-    """Whether a listed file is one document (not JSONL records or a Slack day's messages), so its id is known unread."""
-    return path.suffix.lower() != JSONL and not is_slack_day(path)
+def _read(path: Path) -> tuple[str, str, list[str]]:
+    """A listed file's title, text and its library's warnings: a Slack export's day file as the
+    session it is (:mod:`~sieve.retriever.slack`), any other by its format's reader."""
+    if is_slack_day(path):
+        title, text = read_slack_day(path)
+        return title, text, []
+    return read_file(path)
 
 
 class DocumentStream:
@@ -310,7 +301,7 @@ class DocumentStream:
                 self.report.hidden += 1
             else:
                 self.report.ignored.append(str(f))
-        self._total = sum(_inputs(f) for f in files)
+        self._total = sum(_jsonl_records(f) if f.suffix.lower() == JSONL else 1 for f in files)
         self._files = files
         return files
 
@@ -325,7 +316,7 @@ class DocumentStream:
         any file is read, so a run can check them (:func:`id_conflicts`) before it writes anything."""
         out: dict[str, str] = {}
         for f in self._list():
-            if _one_document(f):
+            if f.suffix.lower() != JSONL:
                 out.setdefault(_doc_id_for(f, self._base), _source_for(f))  # the first is indexed
         return out
 
@@ -406,14 +397,13 @@ class DocumentStream:
     def _generate(self, files: list[Path]) -> Iterator[Document]:
         for f in files:
             self.report.files_read += 1
-            if not _one_document(f):
-                records = self._jsonl_docs(f) if f.suffix.lower() == JSONL else self._slack_docs(f)
-                for doc, where in records:
+            if f.suffix.lower() == JSONL:
+                for doc, where in self._jsonl_docs(f):
                     if self._fresh(doc, where):
                         yield self._emit(doc)
                 continue
             try:
-                title, text, warnings = read_file(f)
+                title, text, warnings = _read(f)
             except UnicodeDecodeError as exc:
                 self._skip(str(f), f"not valid UTF-8 ({exc.reason} at byte {exc.start}); re-encode it as UTF-8")
                 continue
@@ -428,24 +418,6 @@ class DocumentStream:
             doc = Document(doc_id=_doc_id_for(f, self._base), text=text, title=title or f.stem, source=_source_for(f))
             if self._fresh(doc, str(f)):
                 yield self._emit(doc)
-
-    def _slack_docs(self, path: Path) -> Iterator[tuple[Document, str]]:
-        """A Slack day file's messages, one document each (:mod:`~sieve.retriever.slack`): ids
-        ``general/2024-01-02/<ts>``, the day's channel and date as the title, the file as the source."""
-        try:
-            title, turns = day_messages(path)
-        except UnicodeDecodeError as exc:
-            self._skip(str(path), f"not valid UTF-8 ({exc.reason} at byte {exc.start})")
-            return
-        except ValueError as exc:  # json.JSONDecodeError is one
-            self._skip(str(path), f"unreadable Slack day file ({type(exc).__name__}: {exc})")
-            return
-        if not turns:
-            self._skip(str(path), "no messages (notices only)")
-            return
-        day = _doc_id_for(path, self._base).removesuffix(".json")
-        for ts, text in turns:
-            yield Document(doc_id=f"{day}/{ts}", text=text, title=title, source=_source_for(path)), f"{path}@{ts}"
 
     def _jsonl_docs(self, path: Path) -> Iterator[tuple[Document, str]]:
         try:
