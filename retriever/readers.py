@@ -124,9 +124,13 @@ def _markdown_title(text: str) -> str:
     return next((h.title for h in find_headings(text) if h.level == 1), "")
 
 
+# Markdown, and the notebooks' Markdown of Quarto (.qmd) and R Markdown (.Rmd): code in ```{python} fences.
+_MARKDOWN = (".md", ".markdown", ".qmd", ".rmd")
+
+
 def read_text(path: Path) -> tuple[str, str]:
     text = read_utf8(path)
-    return (_markdown_title(text) if path.suffix.lower() in (".md", ".markdown") else ""), text
+    return (_markdown_title(text) if path.suffix.lower() in _MARKDOWN else ""), text
 
 
 def read_ipynb(path: Path) -> tuple[str, str]:
@@ -500,7 +504,7 @@ def formats_help() -> str:
     return " ".join(supported_suffixes()) + " and Slack exports"
 
 
-register_reader(read_text, ".txt", ".md", ".markdown")
+register_reader(read_text, ".txt", *_MARKDOWN)
 register_reader(read_mdx, ".mdx")
 register_reader(read_rst, ".rst")
 register_reader(read_html, ".html", ".htm")

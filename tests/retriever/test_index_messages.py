@@ -61,7 +61,7 @@ def test_the_report_lists_all_skips_warnings_and_ignored_suffixes(run, messy):
     assert "Indexed despite warnings of the library that read them (the text may be incomplete): 1 file" in err
     assert re.search(rf"  {re.escape(str(messy / 'damaged.pdf'))}: pypdf: .*startxref", err)
     assert not TIMESTAMP.search(err) and "WARNING" not in err
-    assert "Ignored 3 files: 2 .png, 1 (no suffix); Sieve reads .txt .md .markdown .mdx .rst" in err
+    assert "Ignored 3 files: 2 .png, 1 (no suffix); Sieve reads .txt .md .markdown .qmd .rmd .mdx .rst" in err
     # The bar has its total (5 inputs: 3 documents, 2 skipped files) and ends at it.
     assert re.search(r"Indexing messy: 100%\|.*\| 5/5 ", err), err
 

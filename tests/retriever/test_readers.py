@@ -323,6 +323,17 @@ export function Page() { return <div>{/* ... */}</div>; }
 """
 
 
+def test_quarto_and_r_markdown_are_read_as_markdown_their_code_chunks_as_code(tmp_path):
+    page = (
+        '---\ntitle: "Fitting a model"\nformat: html\n---\n\n## Load\n\n```{python}\n# read the csv\ndf = load()\n```\n'
+    )
+    for name in ("fit.qmd", "fit.Rmd"):
+        (tmp_path / name).write_text(page.replace("python", "r"), encoding="utf-8")
+        title, text, _ = read_file(tmp_path / name)
+        assert title == "Fitting a model" and text == page.replace("python", "r")
+        assert [h.title for h in find_headings(text)] == ["Load"]  # "# read the csv" is code
+
+
 def test_mdx_is_read_as_markdown_without_its_imports_comments_and_component_tags(tmp_path):
     """Docusaurus, Nextra and Mintlify pages are .mdx: read as Markdown, the JavaScript left out
     (tRPC's docs: 29 of its 90 pages, each opening with imports)."""
@@ -475,6 +486,8 @@ def test_every_supported_suffix_has_a_reader():
         ".txt",
         ".md",
         ".markdown",
+        ".qmd",
+        ".rmd",
         ".mdx",
         ".rst",
         ".html",
