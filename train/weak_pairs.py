@@ -40,6 +40,8 @@ _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}[ \t]+\S|^[=\-~^\"'`*+#:._<>]{3,}[ \t]
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
 _MD_LINK = re.compile(r"\[([^\]]{2,120})\]\(([^)\s]+)\)")
 _RST_REF = re.compile(r":(?:ref|doc):`([^`<]{2,120})<([^`>]+)>`")
+# A wiki's link (Obsidian, Foam, Logseq, MediaWiki): [[Page]], [[Page#Heading]], [[Page|the text shown]].
+_WIKI_LINK = re.compile(r"\[\[([^\]|#\n]{1,120})(?:#([^\]|\n]{1,120}))?(?:\|([^\]\n]{1,120}))?\]\]")
 _WORD = re.compile(r"\w+")
 _NATURAL = re.compile(r"(\d+)")
 MIN_PASSAGE_WORDS = 12
@@ -144,15 +146,32 @@ def _page_stem(ref: str) -> str:
     return name.rsplit(".", 1)[0] if "." in name else name
 
 
+def _wiki_as_markdown(m: re.Match[str]) -> str:
+    """``[[Page#Heading|text]]`` as the Markdown link ``[text](Page#Heading)`` (spaces as '-', as a
+    file name ``My Page.md`` becomes the document id ``My-Page.md``), so one resolver reads both.
+
+    Example:
+        >>> _WIKI_LINK.sub(_wiki_as_markdown, "see [[Cache Directory#Moving it|the cache]] or [[FAQ]]")
+        'see [the cache](Cache-Directory#Moving-it) or [FAQ](FAQ)'
+    """
+    page, heading, shown = (g.strip() if g else "" for g in m.groups())
+    target = "-".join(page.split()) + ("#" + "-".join(heading.split()) if heading else "")
+    return f"[{shown or (page + (' ' + heading if heading else ''))}]({target})"
+
+
 def mine_links(chunks: Sequence[Chunk]) -> list[WeakPair]:
-    """A link's sentence -> the section it points to (Markdown ``[text](page.md#anchor)``, rst ``:ref:``/``:doc:``).
+    """A link's sentence -> the section it points to (Markdown ``[text](page.md#anchor)``, rst
+    ``:ref:``/``:doc:``, a wiki's ``[[Page#Heading|text]]``).
 
     The query is the whole sentence the link sits in, with the link's markup reduced to its text: how
     another page refers to the target, in that page's words."""
     sections = _section_index(chunks)
+    folded: dict[tuple[str, str], Chunk] = {}  # a wiki's [[cache directory]] names "Cache Directory.md"
+    for (stem, anchor), chunk in sections.items():
+        folded.setdefault((stem.casefold(), anchor), chunk)
     out, seen = [], set()
     for c in chunks:
-        text = body(c)
+        text = _WIKI_LINK.sub(_wiki_as_markdown, body(c))
         for m in [*_MD_LINK.finditer(text), *_RST_REF.finditer(text)]:
             target = m.group(2).strip()
             if "://" in target or target.startswith("mailto:"):
@@ -160,6 +179,8 @@ def mine_links(chunks: Sequence[Chunk]) -> list[WeakPair]:
             page, _, anchor = target.partition("#")
             stem = _page_stem(page) if page else _page_stem(c.doc_id)
             dest = sections.get((stem, _slug(anchor))) or (sections.get((stem, _slug(page))) if not anchor else None)
+            if dest is None and page:
+                dest = folded.get((stem.casefold(), _slug(anchor)))
             if dest is None and m.re is _RST_REF:
                 dest = next((v for (s, a), v in sections.items() if a == _slug(_page_stem(target))), None)
             elif dest is None and not page:  # an rst :ref: read as [Title](#label): labels name sections site-wide

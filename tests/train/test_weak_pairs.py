@@ -139,6 +139,28 @@ def test_asciidoc_cross_references_give_link_pairs_to_the_section_they_name(embe
     ) in links
 
 
+def test_a_wiki_s_double_bracket_links_give_link_pairs(embedder):
+    """An Obsidian vault or a MediaWiki export links pages as [[Page#Heading|text]]; file names hold spaces."""
+    pages = {
+        "Cache Directory.md": "# Cache Directory\n\n## Moving it\n\nThe cache folder can live on any disk: set the "
+        "path in the settings file, copy the old folder over, and restart the tool so it picks the new place up.\n",
+        "Setup.md": "# Setup\n\nA small laptop disk fills up fast, so read [[Cache Directory#Moving it|how to move the cache]] "
+        "before the first install.\n",
+    }
+    docs = [Document(name.replace(" ", "-"), text) for name, text in pages.items()]  # ids as ingestion writes them
+    chunks = Chunker(embedder.tokenizer, 200, 32, split="sections").chunk_all(docs)
+    links = {(p.query, p.positive_id) for p in mine_pairs(chunks, ["link"])}
+    target = next(c for c in chunks if c.heading_path.endswith("Moving it"))
+    query = "A small laptop disk fills up fast, so read how to move the cache before the first install."
+    assert (query, target.chunk_id) in links
+    # a wiki resolves [[cache directory]] to "Cache Directory.md" whatever the case
+    lower = [
+        Document(d.doc_id, d.text.replace("[[Cache Directory#Moving it|", "[[cache directory#moving it|")) for d in docs
+    ]
+    chunks = Chunker(embedder.tokenizer, 200, 32, split="sections").chunk_all(lower)
+    assert (query, target.chunk_id) in {(p.query, p.positive_id) for p in mine_pairs(chunks, ["link"])}
+
+
 def test_title_pairs_point_at_the_opening_of_a_page(chunks):
     titles = {p.query: p.positive for p in mine_pairs(chunks, ["title"])}
     assert titles["Installing"].startswith("Poetry runs on Linux")
