@@ -31,6 +31,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from sieve.core.errors import InvalidInput
+from sieve.retriever.asciidoc import asciidoc_text
+from sieve.retriever.mdx import mdx_text
+from sieve.retriever.notebooks import notebook_text
 from sieve.retriever.sections import atx_heading, fenced, find_headings
 
 if TYPE_CHECKING:
@@ -133,29 +136,15 @@ def read_text(path: Path) -> tuple[str, str]:
     return (_markdown_title(text) if path.suffix.lower() in _MARKDOWN else ""), text
 
 
-def read_ipynb(path: Path) -> tuple[str, str]:
-    """A Jupyter notebook as Markdown: :func:`~sieve.retriever.notebooks.notebook_text`; titled by its
-    first top-level heading."""
-    from sieve.retriever.notebooks import notebook_text
+def as_markdown(convert: Callable[[str], str]) -> Callable[[Path], tuple[str, str]]:
+    """A reader for a format that ``convert`` rewrites as Markdown (MDX, notebooks, AsciiDoc): the
+    file's UTF-8 text converted, titled as a Markdown page is (front matter, else its first ``#``)."""
 
-    text = notebook_text(read_utf8(path))
-    return _markdown_title(text), text
+    def read(path: Path) -> tuple[str, str]:
+        text = convert(read_utf8(path))
+        return _markdown_title(text), text
 
-
-def read_asciidoc(path: Path) -> tuple[str, str]:
-    """An AsciiDoc page as Markdown: :func:`~sieve.retriever.asciidoc.asciidoc_text`; titled by its ``=`` title."""
-    from sieve.retriever.asciidoc import asciidoc_text
-
-    text = asciidoc_text(read_utf8(path))
-    return _markdown_title(text), text
-
-
-def read_mdx(path: Path) -> tuple[str, str]:
-    """An MDX page (Docusaurus, Nextra, Mintlify) as Markdown: :func:`~sieve.retriever.mdx.mdx_text`."""
-    from sieve.retriever.mdx import mdx_text
-
-    text = mdx_text(read_utf8(path))
-    return _markdown_title(text), text
+    return read
 
 
 _DECLARED_CHARSET = re.compile(
@@ -505,13 +494,13 @@ def formats_help() -> str:
 
 
 register_reader(read_text, ".txt", *_MARKDOWN)
-register_reader(read_mdx, ".mdx")
+register_reader(as_markdown(mdx_text), ".mdx")
 register_reader(read_rst, ".rst")
 register_reader(read_html, ".html", ".htm")
 register_reader(read_docx, ".docx")
 register_reader(read_pdf, ".pdf")
-register_reader(read_ipynb, ".ipynb")
-register_reader(read_asciidoc, ".adoc", ".asciidoc")
+register_reader(as_markdown(notebook_text), ".ipynb")
+register_reader(as_markdown(asciidoc_text), ".adoc", ".asciidoc")
 
 
 def read_file(path: Path) -> tuple[str, str, list[str]]:
@@ -537,6 +526,7 @@ def read_file(path: Path) -> tuple[str, str, list[str]]:
 __all__ = [
     "JSONL",
     "READERS",
+    "as_markdown",
     "captured_library_logs",
     "formats_help",
     "read_file",

@@ -215,4 +215,4 @@ def heading_path(path: tuple[str, ...], title: str = "") -> str:
     return " > ".join(path)
 
 
-__all__ = ["in_code", "Heading", "SectionMap", "atx_heading", "fenced", "find_headings", "heading_path"]
+__all__ = ["Heading", "SectionMap", "atx_heading", "fenced", "find_headings", "heading_path", "in_code"]
