@@ -231,9 +231,20 @@ def review_against_store(docs: object, states: Mapping[str, DocState], collectio
     )
 
 
+def id_safe(name: str) -> str:
+    """``name`` (a file's path in its folder) as it stands in a document id: every run of other
+    characters than ``A-Za-z0-9._/-`` one '-' (``My Notes.md`` -> ``My-Notes.md``).
+
+    Example:
+        >>> id_safe("guide/Cache Directory.md"), id_safe("Anna's notes.txt")
+        ('guide/Cache-Directory.md', 'Anna-s-notes.txt')
+    """
+    return re.sub(r"[^A-Za-z0-9._/-]+", "-", name)
+
+
 def _doc_id_for(path: Path, root: Path) -> str:
     rel = path.relative_to(root) if path != root else Path(path.name)
-    return re.sub(r"[^A-Za-z0-9._/-]+", "-", rel.as_posix())
+    return id_safe(rel.as_posix())
 
 
 def _jsonl_records(path: Path) -> int:
@@ -486,6 +497,7 @@ __all__ = [
     "IngestReport",
     "NO_SUFFIX",
     "content_hash",
+    "id_safe",
     "iter_documents",
     "load_documents",
 ]

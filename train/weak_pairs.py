@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from sieve.retriever.ingest import id_safe
 from sieve.retriever.sections import find_headings
 from sieve.retriever.turns import is_turn_context, speaker
 
@@ -147,15 +148,16 @@ def _page_stem(ref: str) -> str:
 
 
 def _wiki_as_markdown(m: re.Match[str]) -> str:
-    """``[[Page#Heading|text]]`` as the Markdown link ``[text](Page#Heading)`` (spaces as '-', as a
-    file name ``My Page.md`` becomes the document id ``My-Page.md``), so one resolver reads both.
+    """``[[Page#Heading|text]]`` as the Markdown link ``[text](Page#Heading)``, the page named as
+    ingestion names its file in a document id (:func:`~sieve.retriever.ingest.id_safe`: ``My Page.md``
+    is ``My-Page.md``), so one resolver reads both.
 
     Example:
         >>> _WIKI_LINK.sub(_wiki_as_markdown, "see [[Cache Directory#Moving it|the cache]] or [[FAQ]]")
         'see [the cache](Cache-Directory#Moving-it) or [FAQ](FAQ)'
     """
     page, heading, shown = (g.strip() if g else "" for g in m.groups())
-    target = "-".join(page.split()) + ("#" + "-".join(heading.split()) if heading else "")
+    target = id_safe(page) + ("#" + "-".join(heading.split()) if heading else "")
     return f"[{shown or (page + (' ' + heading if heading else ''))}]({target})"
 
 

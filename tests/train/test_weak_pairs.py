@@ -159,6 +159,14 @@ def test_a_wiki_s_double_bracket_links_give_link_pairs(embedder):
     ]
     chunks = Chunker(embedder.tokenizer, 200, 32, split="sections").chunk_all(lower)
     assert (query, target.chunk_id) in {(p.query, p.positive_id) for p in mine_pairs(chunks, ["link"])}
+    # a page name with other characters than spaces is matched as ingestion writes it in an id
+    odd = [
+        Document("Anna-s-Cache.md", docs[0].text),
+        Document("Setup.md", docs[1].text.replace("Cache Directory#", "Anna's Cache#")),
+    ]
+    chunks = Chunker(embedder.tokenizer, 200, 32, split="sections").chunk_all(odd)
+    target = next(c for c in chunks if c.heading_path.endswith("Moving it"))
+    assert (query, target.chunk_id) in {(p.query, p.positive_id) for p in mine_pairs(chunks, ["link"])}
 
 
 def test_title_pairs_point_at_the_opening_of_a_page(chunks):
